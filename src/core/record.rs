@@ -1,0 +1,68 @@
+//! Lines of a run log (JSONL). The schema is versioned; see docs/runlog-schema.json.
+
+use serde::{Deserialize, Serialize};
+
+use super::analysis::Analysis;
+use super::trial::{TrialOutcome, TrialSpec};
+use crate::workload::spec::Preset;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum LogLine {
+    Header(Box<Header>),
+    Trial(Box<TrialRecord>),
+    Summary(Box<Summary>),
+}
+
+/// First line of every run log.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Header {
+    pub schema: u32,
+    /// The preset exactly as loaded (after CLI overrides).
+    pub preset: Preset,
+    /// Path the preset was loaded from, if any.
+    pub preset_path: Option<String>,
+    /// Sweep seed: the trial sequence is re-derived from it on resume.
+    pub seed: u64,
+    pub batch_sizes: Vec<usize>,
+    pub trials_per_batch: usize,
+    pub devices: crate::core::trial::DeviceSpec,
+    pub concurrency: usize,
+    /// git revision of the build (or "unknown").
+    pub revision: String,
+    pub crate_version: String,
+    pub backend: String,
+    /// RFC 3339.
+    pub started: String,
+    /// Where it came from: "scaling-lab" or "batch-science-import".
+    #[serde(default = "default_source")]
+    pub source: String,
+}
+
+fn default_source() -> String {
+    "scaling-lab".into()
+}
+
+/// One finished trial (written and fsynced before the next trial starts).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct TrialRecord {
+    pub trial_id: u64,
+    pub spec: TrialSpec,
+    pub outcome: TrialOutcome,
+    /// RFC 3339 time the trial finished.
+    pub finished: String,
+}
+
+/// Last line of a complete (or cleanly interrupted) sweep.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub finished: String,
+    pub trials_done: usize,
+    pub trials_planned: usize,
+    /// false when the sweep was cancelled/interrupted before finishing the plan.
+    pub complete: bool,
+    pub wall_s: f64,
+    pub analysis: Analysis,
+}

@@ -1,0 +1,168 @@
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::workload::spec::{Metaparams, Precision, Workload};
+
+/// Where a trial runs.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum DeviceSpec {
+    /// G data-parallel CPU workers (threads), labelled "workers", never "GPUs".
+    Cpu { workers: usize },
+    /// One replica per listed CUDA device index.
+    Cuda { devices: Vec<usize> },
+}
+
+impl DeviceSpec {
+    pub fn replicas(&self) -> usize {
+        match self {
+            DeviceSpec::Cpu { workers } => *workers,
+            DeviceSpec::Cuda { devices } => devices.len(),
+        }
+    }
+    pub fn label(&self) -> String {
+        match self {
+            DeviceSpec::Cpu { workers } => {
+                format!("cpu × {workers} worker{}", if *workers == 1 { "" } else { "s" })
+            }
+            DeviceSpec::Cuda { devices } => format!(
+                "cuda:{}",
+                devices
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        }
+    }
+}
+
+/// Everything needed to run one trial (besides the workload itself).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct TrialSpec {
+    /// Index in the sweep plan (stable across resume); 0 for a single `train` run.
+    pub trial_id: u64,
+    /// Global batch size B (split into `devices.replicas()` equal shards).
+    pub batch_size: usize,
+    pub devices: DeviceSpec,
+    pub precision: Precision,
+    pub metaparams: Metaparams,
+    /// Seed of initialisation and data order.
+    pub seed: u64,
+}
+
+/// How a trial ended, measured as Shallue et al. measure it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// First evaluation at which the metric met the target.
+    Reached { step: u64 },
+    /// The step budget ran out first.
+    NotReached { budget: u64 },
+    /// Loss became NaN/inf or blew up (Google's data calls this INFEASIBLE).
+    Diverged { step: u64 },
+    /// Stopped by the user; never counted as a result.
+    Cancelled { step: u64 },
+}
+
+impl Outcome {
+    pub fn steps_to_target(&self) -> Option<u64> {
+        match self {
+            Outcome::Reached { step } => Some(*step),
+            _ => None,
+        }
+    }
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Reached { .. } => "reached",
+            Outcome::NotReached { .. } => "not reached",
+            Outcome::Diverged { .. } => "diverged",
+            Outcome::Cancelled { .. } => "cancelled",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+pub struct EvalPoint {
+    pub step: u64,
+    pub metric: f64,
+    /// Mean training loss since the previous evaluation.
+    pub train_loss: f64,
+}
+
+/// Gradient noise scale (McCandlish et al. App. A.1) summary of a trial.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct NoiseSummary {
+    /// B_simple = EMA(tr Σ) / EMA(|G|²) at the evaluation that reached the target (or at the end).
+    pub b_simple: Option<f64>,
+    /// (step, B_simple) samples, bounded in length.
+    pub trajectory: Vec<(u64, f64)>,
+}
+
+/// Throughput of a trial; the inputs of the time-to-target projection.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Throughput {
+    pub examples_per_s: f64,
+    /// Mean wall time of one step (seconds).
+    pub step_s: f64,
+    /// Mean forward+backward time per step (slowest replica).
+    pub compute_s: f64,
+    /// Mean gradient exchange (all-reduce) time per step.
+    pub exchange_s: f64,
+    /// Number of trainable parameters.
+    pub params: u64,
+    /// Bytes of gradient each replica contributes to the all-reduce per step.
+    pub exchanged_bytes_per_step: u64,
+}
+
+/// The complete result of one trial: what the run log stores.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct TrialOutcome {
+    pub outcome: Outcome,
+    /// Applied optimizer steps (excludes steps skipped by the loss scaler).
+    pub steps: u64,
+    pub skipped_steps: u64,
+    pub final_loss_scale: f64,
+    pub wall_s: f64,
+    pub evals: Vec<EvalPoint>,
+    pub noise: NoiseSummary,
+    pub throughput: Throughput,
+}
+
+/// Cooperative cancellation flag shared with a running trial.
+#[derive(Clone, Debug, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Anything that can run a trial of a workload: the Burn trainer, the NQM, a scripted fake.
+/// Implementations emit `TrialEvent`s through `emit` (never print) and return the outcome.
+/// A diverged trial is an `Ok` outcome, not an error; errors are for broken set-ups.
+pub trait TrialRunner: Send + Sync {
+    fn run(
+        &self,
+        workload: &Workload,
+        spec: &TrialSpec,
+        emit: &mut dyn FnMut(crate::core::events::TrialEvent),
+        cancel: &CancelToken,
+    ) -> anyhow::Result<TrialOutcome>;
+
+    /// Backend label for run-log headers ("flex-cpu", "cuda", "nqm-closed-form", ...).
+    fn backend(&self) -> String;
+}
+
+/// Builds the runner for a workload (Burn trainer for data workloads, closed-form NQM, fakes in tests).
+pub type RunnerFactory =
+    Arc<dyn Fn(&Workload) -> anyhow::Result<Arc<dyn TrialRunner>> + Send + Sync>;

@@ -1,0 +1,403 @@
+//! Serde types of a preset: the workload, its search space and sweep defaults.
+//! Loading and validation (with file:line errors) live in `workload::load`.
+
+use serde::{Deserialize, Serialize};
+
+/// One TOML file under `presets/`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Preset {
+    pub name: String,
+    pub description: String,
+    pub workload: Workload,
+    #[serde(default)]
+    pub search: SearchSpace,
+    #[serde(default)]
+    pub sweep: SweepDefaults,
+}
+
+/// What is trained and how success is measured.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// `None` for the noisy quadratic model (it has no data).
+    #[serde(default)]
+    pub dataset: Option<DatasetSpec>,
+    pub model: ModelSpec,
+    pub optimizer: OptimizerKind,
+    pub target: Target,
+    /// Evaluate the validation metric every k steps.
+    pub eval_every: u64,
+    /// Give up after this many (applied) steps: outcome NotReached.
+    pub step_budget: u64,
+    #[serde(default)]
+    pub precision: Precision,
+    /// Default metaparameters for a single `train` run.
+    pub defaults: Metaparams,
+    /// Global-norm gradient clipping (Puri et al. clip at 1.0). None = off.
+    #[serde(default)]
+    pub grad_clip: Option<f64>,
+    /// Loss is declared diverged when it exceeds this multiple of the initial loss (or is NaN/inf).
+    #[serde(default = "default_divergence_factor")]
+    pub divergence_factor: f64,
+}
+
+fn default_divergence_factor() -> f64 {
+    10.0
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum DatasetKind {
+    /// sklearn/UCI digits 8×8, 1,797 images.
+    Digits,
+    /// 10k MNIST 28×28.
+    Mnist,
+    /// Fashion-MNIST test set, 10k 28×28.
+    Fashion,
+    /// Complete works of Shakespeare, byte-level.
+    Shakespeare,
+    /// Movie-review sentences, byte-level text (labels unused by the LMs).
+    Reviews,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetSpec {
+    pub name: DatasetKind,
+    /// Fraction held out for validation.
+    #[serde(default = "default_val_fraction")]
+    pub val_fraction: f64,
+    /// Seed of the train/validation split (recorded in run logs).
+    #[serde(default)]
+    pub split_seed: u64,
+    /// Text datasets: use only the first N bytes of the corpus (None = all).
+    #[serde(default)]
+    pub max_bytes: Option<usize>,
+    /// Text datasets: sequence length (truncated BPTT window) of one example.
+    #[serde(default = "default_seq_len")]
+    pub seq_len: usize,
+    /// Cap on the number of validation examples (images) or windows (text) used per evaluation.
+    #[serde(default)]
+    pub max_val: Option<usize>,
+}
+
+fn default_val_fraction() -> f64 {
+    0.1
+}
+fn default_seq_len() -> usize {
+    64
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum ModelSpec {
+    /// Fully connected ReLU network.
+    Mlp { hidden: Vec<usize> },
+    /// Shallue et al.'s "simple CNN": two 5×5 conv + 2×2 max-pool layers, then a dense layer.
+    Cnn { channels: [usize; 2], dense: usize },
+    /// Character-level LSTM language model.
+    CharLstm { embed: usize, hidden: usize },
+    /// Character-level multiplicative LSTM (Krause et al.; Puri et al.).
+    Mlstm { embed: usize, hidden: usize },
+    /// Small pre-norm causal Transformer language model.
+    Transformer {
+        d_model: usize,
+        heads: usize,
+        layers: usize,
+        ff: usize,
+    },
+    /// Noisy quadratic model (Zhang et al. 2019): d dimensions, curvature h_i = 1/i.
+    Nqm {
+        dim: usize,
+        /// Preconditioning power p used by the "adam" optimizer (P = H^-p).
+        #[serde(default = "default_precondition")]
+        precondition_power: f64,
+    },
+}
+
+fn default_precondition() -> f64 {
+    0.5
+}
+
+impl ModelSpec {
+    pub fn is_language_model(&self) -> bool {
+        matches!(
+            self,
+            ModelSpec::CharLstm { .. } | ModelSpec::Mlstm { .. } | ModelSpec::Transformer { .. }
+        )
+    }
+    pub fn short_name(&self) -> &'static str {
+        match self {
+            ModelSpec::Mlp { .. } => "mlp",
+            ModelSpec::Cnn { .. } => "cnn",
+            ModelSpec::CharLstm { .. } => "char-lstm",
+            ModelSpec::Mlstm { .. } => "mlstm",
+            ModelSpec::Transformer { .. } => "transformer",
+            ModelSpec::Nqm { .. } => "nqm",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum OptimizerKind {
+    Sgd,
+    Momentum,
+    Nesterov,
+    Adam,
+}
+
+impl OptimizerKind {
+    pub fn uses_momentum(self) -> bool {
+        matches!(self, OptimizerKind::Momentum | OptimizerKind::Nesterov)
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            OptimizerKind::Sgd => "sgd",
+            OptimizerKind::Momentum => "momentum",
+            OptimizerKind::Nesterov => "nesterov",
+            OptimizerKind::Adam => "adam",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Precision {
+    #[default]
+    Fp32,
+    Bf16,
+    Fp16,
+}
+
+impl Precision {
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Bf16 => "bf16",
+            Precision::Fp16 => "fp16",
+        }
+    }
+    /// Bytes per gradient element exchanged in the all-reduce.
+    pub fn grad_bytes(self) -> usize {
+        match self {
+            Precision::Fp32 => 4,
+            _ => 2,
+        }
+    }
+}
+
+/// The goal a trial must reach: `metric <= value` (error and cross-entropy are minimised).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    pub metric: Metric,
+    pub value: f64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Validation classification error in [0, 1].
+    ValError,
+    /// Validation cross-entropy in bits per character.
+    ValBpc,
+    /// Expected loss of the noisy quadratic model.
+    NqmLoss,
+}
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::ValError => "val_error",
+            Metric::ValBpc => "val_bpc",
+            Metric::NqmLoss => "nqm_loss",
+        }
+    }
+}
+
+impl Target {
+    pub fn is_met(&self, metric: f64) -> bool {
+        metric.is_finite() && metric <= self.value
+    }
+}
+
+/// Learning-rate scaling rule relative to a base batch size.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LrRule {
+    #[default]
+    None,
+    Linear,
+    Sqrt,
+}
+
+impl LrRule {
+    /// η(B) from η0 at base batch B0.
+    pub fn scale(self, lr: f64, batch: usize, base_batch: usize) -> f64 {
+        let r = batch as f64 / base_batch.max(1) as f64;
+        match self {
+            LrRule::None => lr,
+            LrRule::Linear => lr * r,
+            LrRule::Sqrt => lr * r.sqrt(),
+        }
+    }
+}
+
+/// The metaparameters of one trial (the learning rate is the one actually used at this batch size).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Metaparams {
+    pub learning_rate: f64,
+    /// γ for momentum/Nesterov, β1 for Adam; ignored by SGD.
+    #[serde(default = "default_momentum")]
+    pub momentum: f64,
+    /// Adam β2.
+    #[serde(default = "default_beta2")]
+    pub beta2: f64,
+    /// Adam ε (PyTorch default 1e-8).
+    #[serde(default = "default_eps")]
+    pub epsilon: f64,
+    #[serde(default)]
+    pub schedule: Schedule,
+}
+
+fn default_momentum() -> f64 {
+    0.9
+}
+fn default_beta2() -> f64 {
+    0.999
+}
+fn default_eps() -> f64 {
+    1e-8
+}
+
+impl Metaparams {
+    /// Effective learning rate η/(1−γ) for momentum optimizers, η otherwise.
+    pub fn effective_lr(&self, opt: OptimizerKind) -> f64 {
+        if opt.uses_momentum() {
+            self.learning_rate / (1.0 - self.momentum).max(1e-12)
+        } else {
+            self.learning_rate
+        }
+    }
+}
+
+/// Warmup then decay; the schedule's step counter advances only on applied (not skipped) steps.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Schedule {
+    /// Linear warmup from 0 to η0 over this many steps (0 = none).
+    #[serde(default)]
+    pub warmup_steps: u64,
+    #[serde(default)]
+    pub decay: Decay,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Decay {
+    #[default]
+    Constant,
+    /// Linear decay from η0 to α·η0 over `steps` steps, then constant (Shallue et al.).
+    /// α = 0 gives Puri et al.'s decay to zero.
+    Linear { alpha: f64, steps: u64 },
+}
+
+impl Schedule {
+    /// Learning rate at (applied) step `t` (0-based) for base rate `lr`.
+    pub fn lr_at(&self, lr: f64, t: u64) -> f64 {
+        let warm = if self.warmup_steps > 0 && t < self.warmup_steps {
+            (t + 1) as f64 / self.warmup_steps as f64
+        } else {
+            1.0
+        };
+        let decay = match self.decay {
+            Decay::Constant => 1.0,
+            Decay::Linear { alpha, steps } => {
+                if steps == 0 {
+                    alpha
+                } else {
+                    let f = (t.min(steps)) as f64 / steps as f64;
+                    1.0 - (1.0 - alpha) * f
+                }
+            }
+        };
+        lr * warm * decay
+    }
+}
+
+/// The quasi-random search space of a sweep (Shallue et al. §4).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSpace {
+    /// η drawn log-uniformly in [lo, hi] (at the base batch if an LR rule centres the range).
+    pub learning_rate: [f64; 2],
+    /// 1−γ drawn log-uniformly in [lo, hi]; None = keep the default momentum.
+    #[serde(default)]
+    pub one_minus_momentum: Option<[f64; 2]>,
+    /// Decay factor α drawn log-uniformly in [lo, hi]; None = no decay (constant schedule).
+    #[serde(default)]
+    pub decay_alpha: Option<[f64; 2]>,
+    /// Decay length T as a fraction of the step budget, drawn uniformly in [lo, hi].
+    #[serde(default)]
+    pub decay_fraction: Option<[f64; 2]>,
+    /// Warmup steps as a fraction of the step budget (fixed).
+    #[serde(default)]
+    pub warmup_fraction: f64,
+    /// Centre the learning-rate range per batch size with this rule relative to `base_batch`.
+    #[serde(default)]
+    pub lr_rule: LrRule,
+    #[serde(default = "default_base_batch")]
+    pub base_batch: usize,
+}
+
+fn default_base_batch() -> usize {
+    128
+}
+
+impl Default for SearchSpace {
+    fn default() -> Self {
+        SearchSpace {
+            learning_rate: [1e-3, 1.0],
+            one_minus_momentum: None,
+            decay_alpha: None,
+            decay_fraction: None,
+            warmup_fraction: 0.0,
+            lr_rule: LrRule::None,
+            base_batch: default_base_batch(),
+        }
+    }
+}
+
+/// Defaults of the `sweep` command for this preset.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SweepDefaults {
+    pub batch_sizes: Vec<usize>,
+    pub trials_per_batch: usize,
+    #[serde(default = "default_workers")]
+    pub workers: usize,
+    /// Trials run at once (each on its own worker group).
+    #[serde(default = "default_workers")]
+    pub concurrency: usize,
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn default_workers() -> usize {
+    1
+}
+
+impl Default for SweepDefaults {
+    fn default() -> Self {
+        SweepDefaults {
+            batch_sizes: vec![16, 32, 64, 128, 256, 512, 1024, 2048],
+            trials_per_batch: 8,
+            workers: 1,
+            concurrency: 1,
+            seed: 0,
+        }
+    }
+}
