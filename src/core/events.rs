@@ -45,7 +45,7 @@ pub struct PlanInfo {
 
 /// Events of a sweep: what both the TUI and the headless view fold into their state.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "event", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum SweepEvent {
     Planned(PlanInfo),
     Queued { trial_id: u64, batch_size: usize },
