@@ -1,1 +1,322 @@
-//! (in progress)
+//! The plain-text report of a sweep (no colour codes): shown by the headless sweep, the TUI's
+//! summary panel and `compare`. Everything comes from `core::analysis::Analysis`.
+
+use std::fmt::Write;
+
+use crate::core::analysis::{Analysis, Regime};
+use crate::runlog::compare::{perfect_scaling_extent, Comparison};
+use crate::sweep::analysis::{fit_range, lr_scaling_exponent, perfect_scaling_steps, FitRange};
+
+/// Context printed above the analysis.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReportInfo {
+    pub preset: String,
+    pub optimizer: String,
+    pub devices: String,
+    pub trials_done: usize,
+    pub trials_planned: usize,
+    pub wall_s: Option<f64>,
+    pub log_path: Option<String>,
+    pub cancelled: bool,
+}
+
+impl ReportInfo {
+    pub fn from_log(log: &crate::runlog::RunLog) -> Self {
+        ReportInfo {
+            preset: log.header.preset.name.clone(),
+            optimizer: log.header.preset.workload.optimizer.name().into(),
+            devices: log.header.devices.label(),
+            trials_done: log.trials.len(),
+            trials_planned: log.planned_trials(),
+            wall_s: log.summary.as_ref().map(|s| s.wall_s),
+            log_path: Some(log.path.display().to_string()),
+            cancelled: log.summary.as_ref().is_some_and(|s| !s.complete),
+        }
+    }
+}
+
+/// Compact number: 3 significant digits, scientific outside [1e-3, 1e5).
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    let a = x.abs();
+    if a != 0.0 && !(1e-3..1e5).contains(&a) {
+        format!("{x:.2e}")
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+fn opt_num(x: Option<f64>) -> String {
+    x.map(num).unwrap_or_else(|| "-".into())
+}
+
+fn regime_short(r: Regime) -> &'static str {
+    match r {
+        Regime::Perfect => "perfect",
+        Regime::Diminishing => "diminishing",
+        Regime::Maximal => "maximal",
+    }
+}
+
+/// The per-batch-size table: steps-to-target, ratio to perfect scaling, regime of the segment to
+/// the next B, best metaparameters, noise scale and trial outcome counts.
+pub fn per_batch_table(a: &Analysis) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:>7} {:>8} {:>7} {:<12} {:>9} {:>9} {:>9} {:>6}  trials (reached/diverged/not reached/cancelled)",
+        "B", "steps", "×ideal", "regime→", "best η", "η/(1−γ)", "B_simple", "best#"
+    );
+    for p in &a.per_batch {
+        let ideal = match (a.perfect_anchor, p.steps) {
+            (Some(anchor), Some(st)) => {
+                num(st as f64 / perfect_scaling_steps(anchor, p.batch_size as f64))
+            }
+            _ => "-".into(),
+        };
+        let regime = a
+            .segments
+            .iter()
+            .find(|seg| seg.b_lo == p.batch_size)
+            .map(|seg| regime_short(seg.regime))
+            .unwrap_or("");
+        let _ = writeln!(
+            s,
+            "{:>7} {:>8} {:>7} {:<12} {:>9} {:>9} {:>9} {:>6}  {} ({}/{}/{}/{})",
+            p.batch_size,
+            p.steps
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "none".into()),
+            ideal,
+            regime,
+            opt_num(p.best_lr),
+            opt_num(p.best_effective_lr),
+            opt_num(p.b_simple),
+            p.best_trial
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "-".into()),
+            p.trials,
+            p.reached,
+            p.diverged,
+            p.not_reached,
+            p.cancelled
+        );
+    }
+    s
+}
+
+/// Regime ranges merged over consecutive segments, e.g. "perfect scaling 16–128".
+pub fn regime_ranges(a: &Analysis) -> Vec<(usize, usize, Regime)> {
+    let mut out: Vec<(usize, usize, Regime)> = Vec::new();
+    for seg in &a.segments {
+        match out.last_mut() {
+            Some(last) if last.2 == seg.regime && last.1 == seg.b_lo => last.1 = seg.b_hi,
+            _ => out.push((seg.b_lo, seg.b_hi, seg.regime)),
+        }
+    }
+    out
+}
+
+/// The full report.
+pub fn render_report(a: &Analysis, info: &ReportInfo) -> String {
+    let mut s = String::new();
+    if !info.preset.is_empty() {
+        let _ = writeln!(
+            s,
+            "sweep {} ({}, {}) — target {}",
+            info.preset, info.optimizer, info.devices, a.target
+        );
+    } else {
+        let _ = writeln!(s, "target {}", a.target);
+    }
+    let mut status = format!("{}/{} trials", info.trials_done, info.trials_planned);
+    if let Some(w) = info.wall_s {
+        let _ = write!(status, " in {w:.1} s");
+    }
+    if info.cancelled {
+        status.push_str(" — interrupted, resumable");
+    }
+    let _ = writeln!(s, "{status}");
+    if let Some(p) = &info.log_path {
+        let _ = writeln!(s, "run log: {p}");
+    }
+    s.push('\n');
+    s.push_str(&per_batch_table(a));
+    s.push('\n');
+    let batch_sizes: Vec<usize> = a.per_batch.iter().map(|p| p.batch_size).collect();
+    let reached = a.per_batch.iter().filter(|p| p.steps.is_some()).count();
+    if reached == 0 {
+        let _ = writeln!(s, "no batch size reached the target: no curve to analyse");
+        return s;
+    }
+    if let Some((b0, s0)) = a.perfect_anchor {
+        let _ = writeln!(
+            s,
+            "perfect scaling reference: S = {s0}·{b0}/B (anchored at the smallest B that reached)"
+        );
+    }
+    let ranges = regime_ranges(a);
+    if ranges.is_empty() {
+        let _ = writeln!(s, "regimes: need two batch sizes that reached the target");
+    } else {
+        let parts: Vec<String> = ranges
+            .iter()
+            .map(|(lo, hi, r)| format!("{} {lo}–{hi}", r.label()))
+            .collect();
+        let _ = writeln!(
+            s,
+            "regimes (local slope; ≤ −0.75 perfect, ≥ −0.25 maximal): {}",
+            parts.join("; ")
+        );
+    }
+    match &a.fit {
+        Some(f) => {
+            let note = match fit_range(f, &batch_sizes) {
+                FitRange::Within => "",
+                FitRange::AboveRange => " — beyond the largest B measured: no bend seen, B_crit is a lower bound at best",
+                FitRange::BelowRange => " — below the smallest B measured: already saturated",
+            };
+            let _ = writeln!(
+                s,
+                "fit S = S_min·(1 + B_crit/B): S_min = {} steps, B_crit = {}{note} (R² {:.3}, rms ln-residual {:.3})",
+                num(f.s_min),
+                num(f.b_crit),
+                f.r2,
+                f.rmse_log
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "fit S = S_min·(1 + B_crit/B): needs ≥ 3 batch sizes that reached the target"
+            );
+        }
+    }
+    match (a.noise_prediction, &a.fit) {
+        (Some(n), Some(f)) => {
+            let _ = writeln!(
+                s,
+                "noise scale: median B_simple of the best trials = {} (fitted B_crit = {}, ratio {:.2})",
+                num(n),
+                num(f.b_crit),
+                n / f.b_crit
+            );
+        }
+        (Some(n), None) => {
+            let _ = writeln!(
+                s,
+                "noise scale: median B_simple of the best trials = {}",
+                num(n)
+            );
+        }
+        _ => {
+            let _ = writeln!(s, "noise scale: not measured");
+        }
+    }
+    if let Some(k) = lr_scaling_exponent(&a.lr_rules) {
+        let _ = writeln!(
+            s,
+            "best η ∝ B^{k:.2} across batch sizes (linear rule: 1, sqrt rule: 0.5)"
+        );
+    }
+    let diverged: usize = a.per_batch.iter().map(|p| p.diverged).sum();
+    let not_reached: usize = a.per_batch.iter().map(|p| p.not_reached).sum();
+    let cancelled: usize = a.per_batch.iter().map(|p| p.cancelled).sum();
+    let _ = writeln!(
+        s,
+        "kept in the log: {diverged} diverged, {not_reached} did not reach, {cancelled} cancelled (cancelled never count)"
+    );
+    s
+}
+
+/// `compare` output: summary per run, then the per-B steps side by side.
+pub fn render_compare(c: &Comparison) -> String {
+    let mut s = String::new();
+    for w in &c.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    if !c.warnings.is_empty() {
+        s.push('\n');
+    }
+    let _ = writeln!(
+        s,
+        "{:<3} {:<36} {:<10} {:>9} {:>9} {:>6} {:>10} {:>8}  target",
+        "#", "run", "optimizer", "S_min", "B_crit", "R²", "perfect→", "B_simple"
+    );
+    for (i, r) in c.runs.iter().enumerate() {
+        let a = &r.analysis;
+        let _ = writeln!(
+            s,
+            "{:<3} {:<36} {:<10} {:>9} {:>9} {:>6} {:>10} {:>8}  {}",
+            i + 1,
+            truncate(&r.label, 36),
+            r.optimizer,
+            opt_num(a.fit.as_ref().map(|f| f.s_min)),
+            opt_num(a.fit.as_ref().map(|f| f.b_crit)),
+            a.fit
+                .as_ref()
+                .map(|f| format!("{:.3}", f.r2))
+                .unwrap_or_else(|| "-".into()),
+            perfect_scaling_extent(a)
+                .map(|b| b.to_string())
+                .unwrap_or_else(|| "-".into()),
+            opt_num(a.noise_prediction),
+            r.target
+        );
+    }
+    s.push('\n');
+    let _ = write!(s, "{:>7}", "B");
+    for i in 0..c.runs.len() {
+        let _ = write!(s, " {:>9} {:<12}", format!("#{} steps", i + 1), "regime→");
+    }
+    s.push('\n');
+    for &b in &c.batch_sizes {
+        let _ = write!(s, "{b:>7}");
+        for r in &c.runs {
+            let p = r.analysis.per_batch.iter().find(|p| p.batch_size == b);
+            let steps = match p {
+                Some(p) => p
+                    .steps
+                    .map(|x| x.to_string())
+                    .unwrap_or_else(|| "none".into()),
+                None => "".into(),
+            };
+            let regime = r
+                .analysis
+                .segments
+                .iter()
+                .find(|seg| seg.b_lo == b)
+                .map(|seg| regime_short(seg.regime))
+                .unwrap_or("");
+            let _ = write!(s, " {steps:>9} {regime:<12}");
+        }
+        s.push('\n');
+    }
+    for (i, r) in c.runs.iter().enumerate() {
+        let parts: Vec<String> = regime_ranges(&r.analysis)
+            .iter()
+            .map(|(lo, hi, reg)| format!("{} {lo}–{hi}", regime_short(*reg)))
+            .collect();
+        if !parts.is_empty() {
+            let _ = writeln!(s, "#{} regimes: {}", i + 1, parts.join("; "));
+        }
+    }
+    s
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let t: String = s.chars().take(n - 1).collect();
+        format!("{t}…")
+    }
+}

@@ -39,6 +39,26 @@ pub struct Header {
     /// Where it came from: "scaling-lab" or "batch-science-import".
     #[serde(default = "default_source")]
     pub source: String,
+    /// Set for logs imported from another lab's data (`source` says from where).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import: Option<ImportInfo>,
+}
+
+/// What an imported run log came from (Google's batch_science data, science.md §7). The header's
+/// `preset.workload.model` is only a placeholder the schema requires for such logs.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ImportInfo {
+    pub directory: String,
+    pub dataset: String,
+    pub model: String,
+    pub optimizer: String,
+    /// measurements.csv column used as the validation metric, and how it was converted.
+    pub metric_column: String,
+    pub conversion: String,
+    /// Target in the column's own units.
+    pub target_value: f64,
+    /// INCOMPLETE trials (ignored, as in the paper).
+    pub ignored_incomplete: usize,
 }
 
 fn default_source() -> String {

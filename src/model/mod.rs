@@ -1,1 +1,236 @@
-//! (in progress)
+//! The workloads' models. Every model is a Burn `Module` whose parameters are fp32 master weights;
+//! the forward pass runs in the compute precision of `Ctx` and returns fp32 logits.
+
+pub mod layers;
+mod lm;
+
+use burn::module::Module;
+use burn::tensor::backend::Backend;
+use burn::tensor::{activation, Device, Int, Tensor};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+pub use layers::Ctx;
+use layers::{ConvPool, Dense};
+pub use lm::{CharLstm, Mlstm, TransformerLm};
+
+use crate::workload::spec::ModelSpec;
+
+/// A batch already on the device.
+#[derive(Clone, Debug)]
+pub enum Batch<B: Backend> {
+    /// x: [N, C, H, W] in fp32, y: [N] class ids.
+    Images {
+        x: Tensor<B, 4>,
+        y: Tensor<B, 1, Int>,
+    },
+    /// x, y: [N, T] byte ids; y is x shifted by one.
+    Text {
+        x: Tensor<B, 2, Int>,
+        y: Tensor<B, 2, Int>,
+    },
+}
+
+impl<B: Backend> Batch<B> {
+    pub fn len(&self) -> usize {
+        match self {
+            Batch::Images { y, .. } => y.dims()[0],
+            Batch::Text { y, .. } => y.dims()[0],
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Shape of the input a model is built for.
+#[derive(Clone, Copy, Debug)]
+pub struct InputShape {
+    pub channels: usize,
+    pub height: usize,
+    pub width: usize,
+    pub classes: usize,
+    /// Text: vocabulary (256) and maximum sequence length.
+    pub vocab: usize,
+    pub seq_len: usize,
+}
+
+#[derive(Module, Debug)]
+pub struct Mlp<B: Backend> {
+    pub layers: Vec<Dense<B>>,
+}
+
+impl<B: Backend> Mlp<B> {
+    pub fn forward(&self, x: Tensor<B, 4>, c: &Ctx) -> Tensor<B, 2> {
+        let [n, ch, h, w] = x.dims();
+        let mut y = c.cast(x.reshape([n, ch * h * w]));
+        let last = self.layers.len() - 1;
+        for (i, l) in self.layers.iter().enumerate() {
+            y = l.forward2(y, c);
+            if i < last {
+                y = activation::relu(y);
+            }
+        }
+        c.to_f32(y)
+    }
+}
+
+/// Shallue et al.'s simple CNN: conv5×5-relu-maxpool ×2, dense-relu, dense.
+#[derive(Module, Debug)]
+pub struct Cnn<B: Backend> {
+    pub conv1: ConvPool<B>,
+    pub conv2: ConvPool<B>,
+    pub fc: Dense<B>,
+    pub out: Dense<B>,
+}
+
+impl<B: Backend> Cnn<B> {
+    pub fn forward(&self, x: Tensor<B, 4>, c: &Ctx) -> Tensor<B, 2> {
+        let y = self.conv1.forward(c.cast(x), c);
+        let y = self.conv2.forward(y, c);
+        let [n, ch, h, w] = y.dims();
+        let y = activation::relu(self.fc.forward2(y.reshape([n, ch * h * w]), c));
+        c.to_f32(self.out.forward2(y, c))
+    }
+}
+
+#[derive(Module, Debug)]
+pub enum Net<B: Backend> {
+    Mlp(Mlp<B>),
+    Cnn(Cnn<B>),
+    CharLstm(CharLstm<B>),
+    Mlstm(Mlstm<B>),
+    Transformer(TransformerLm<B>),
+}
+
+/// Per-batch evaluation sums: summed negative log-likelihood (nats), misclassified count, predictions.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EvalSums {
+    pub nll: f64,
+    pub errors: f64,
+    pub count: f64,
+}
+
+impl<B: Backend> Net<B> {
+    /// Builds the model with weights drawn from `seed` (identical for equal seeds on any backend).
+    pub fn init(
+        spec: &ModelSpec,
+        shape: InputShape,
+        seed: u64,
+        device: &Device<B>,
+    ) -> anyhow::Result<Self> {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x5ca1_ab1e);
+        Ok(match spec {
+            ModelSpec::Mlp { hidden } => {
+                let mut dims = vec![shape.channels * shape.height * shape.width];
+                dims.extend(hidden.iter().copied());
+                dims.push(shape.classes);
+                let layers = dims
+                    .windows(2)
+                    .map(|w| Dense::new(&mut rng, w[0], w[1], device))
+                    .collect();
+                Net::Mlp(Mlp { layers })
+            }
+            ModelSpec::Cnn { channels, dense } => {
+                let conv1 = ConvPool::new(&mut rng, shape.channels, channels[0], 5, device);
+                let conv2 = ConvPool::new(&mut rng, channels[0], channels[1], 5, device);
+                let (h, w) = (shape.height / 4, shape.width / 4);
+                anyhow::ensure!(h > 0 && w > 0, "the CNN needs images of at least 4×4");
+                let fc = Dense::new(&mut rng, channels[1] * h * w, *dense, device);
+                let out = Dense::new(&mut rng, *dense, shape.classes, device);
+                Net::Cnn(Cnn {
+                    conv1,
+                    conv2,
+                    fc,
+                    out,
+                })
+            }
+            ModelSpec::CharLstm { embed, hidden } => {
+                Net::CharLstm(CharLstm::new(&mut rng, shape.vocab, *embed, *hidden, device))
+            }
+            ModelSpec::Mlstm { embed, hidden } => {
+                Net::Mlstm(Mlstm::new(&mut rng, shape.vocab, *embed, *hidden, device))
+            }
+            ModelSpec::Transformer {
+                d_model,
+                heads,
+                layers,
+                ff,
+            } => {
+                anyhow::ensure!(
+                    *heads > 0 && d_model % heads == 0,
+                    "transformer d_model ({d_model}) must be divisible by heads ({heads})"
+                );
+                Net::Transformer(TransformerLm::new(
+                    &mut rng,
+                    shape.vocab,
+                    shape.seq_len,
+                    *d_model,
+                    *heads,
+                    *layers,
+                    *ff,
+                    device,
+                ))
+            }
+            ModelSpec::Nqm { .. } => {
+                anyhow::bail!("the noisy quadratic model is not a neural network; it runs in nqm")
+            }
+        })
+    }
+
+    /// fp32 logits [N, classes] and targets [N] (text is flattened over time).
+    pub fn logits(&self, batch: &Batch<B>, c: &Ctx) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
+        match (self, batch) {
+            (Net::Mlp(m), Batch::Images { x, y }) => (m.forward(x.clone(), c), y.clone()),
+            (Net::Cnn(m), Batch::Images { x, y }) => (m.forward(x.clone(), c), y.clone()),
+            (Net::CharLstm(m), Batch::Text { x, y }) => flat(m.forward(x.clone(), c), y),
+            (Net::Mlstm(m), Batch::Text { x, y }) => flat(m.forward(x.clone(), c), y),
+            (Net::Transformer(m), Batch::Text { x, y }) => flat(m.forward(x.clone(), c), y),
+            _ => panic!("model and batch kinds do not match (validated when the preset loads)"),
+        }
+    }
+
+    /// Mean cross-entropy (nats) of the batch, computed in fp32.
+    pub fn loss(&self, batch: &Batch<B>, c: &Ctx) -> Tensor<B, 1> {
+        let (logits, y) = self.logits(batch, c);
+        cross_entropy(logits, y)
+    }
+
+    /// Sums for validation metrics (no gradient needed: call on `model.valid()`).
+    pub fn eval_sums(&self, batch: &Batch<B>, c: &Ctx) -> EvalSums {
+        let (logits, y) = self.logits(batch, c);
+        let n = y.dims()[0];
+        let logp = activation::log_softmax(logits, 1);
+        let picked = logp.clone().gather(1, y.clone().reshape([n, 1]));
+        let nll: f64 = -picked.sum().into_scalar().to_f64();
+        let pred = logp.argmax(1).reshape([n]);
+        let correct: f64 = pred.equal(y).int().sum().into_scalar().to_f64();
+        EvalSums {
+            nll,
+            errors: n as f64 - correct,
+            count: n as f64,
+        }
+    }
+}
+
+use burn::tensor::ElementConversion;
+trait ToF64 {
+    fn to_f64(self) -> f64;
+}
+impl<E: ElementConversion> ToF64 for E {
+    fn to_f64(self) -> f64 {
+        self.elem::<f64>()
+    }
+}
+
+fn flat<B: Backend>(logits: Tensor<B, 3>, y: &Tensor<B, 2, Int>) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
+    let [n, t, v] = logits.dims();
+    (logits.reshape([n * t, v]), y.clone().reshape([n * t]))
+}
+
+/// Mean softmax cross-entropy in fp32.
+pub fn cross_entropy<B: Backend>(logits: Tensor<B, 2>, y: Tensor<B, 1, Int>) -> Tensor<B, 1> {
+    let n = y.dims()[0];
+    let logp = activation::log_softmax(logits, 1);
+    logp.gather(1, y.reshape([n, 1])).mean().neg()
+}

@@ -1,1 +1,14 @@
-//! (in progress)
+//! Run logs: one JSONL file per sweep (schema in docs/runlog-schema.json).
+//!
+//! Line 1 is a `header`, then one `trial` line per finished trial (written, flushed and fsynced
+//! before the scheduler starts the next trial in that slot), then a `summary` when the sweep ends or
+//! is interrupted cleanly. A resumed sweep appends to the same file (possibly after a summary).
+
+pub mod batch_science;
+pub mod compare;
+pub mod export;
+pub mod reader;
+pub mod writer;
+
+pub use reader::{read_run_log, LogStatus, RunLog, RunLogError, RunLogTail};
+pub use writer::{resolve_runs_dir, RunLogWriter, RUNS_DIR_ENV};

@@ -1,1 +1,824 @@
-//! (in progress)
+//! Loading presets from TOML with errors that name the file, line and column.
+//!
+//! Two passes: (1) the TOML is parsed and deserialised into [`Preset`] (syntax errors, unknown
+//! keys, wrong types and missing fields come from `toml`, located with its byte spans);
+//! (2) [`check`] validates the values (ranges, model/dataset/metric compatibility) and each
+//! problem is located at the line of the offending key, found in the span-carrying parse tree
+//! (`toml::de::DeTable`). A missing key that has a bad default is located at its table.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use super::spec::{DatasetKind, Decay, Metric, ModelSpec, Preset};
+
+/// A preset that could not be loaded: `path:line:col: message` (line and col 1-based; 0 when
+/// the problem has no position, e.g. an unreadable file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PresetError {
+    pub path: PathBuf,
+    pub line: usize,
+    pub col: usize,
+    pub message: String,
+}
+
+impl fmt::Display for PresetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.path.display(), self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.path.display(),
+                self.line,
+                self.col,
+                self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for PresetError {}
+
+impl PresetError {
+    fn at(path: &Path, text: &str, offset: Option<usize>, message: impl Into<String>) -> Self {
+        let (line, col) = match offset {
+            Some(o) => line_col(text, o),
+            None => (0, 0),
+        };
+        PresetError {
+            path: path.to_path_buf(),
+            line,
+            col,
+            message: message.into(),
+        }
+    }
+}
+
+/// 1-based (line, column) of a byte offset; the column counts characters.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let col = text[line_start..offset].chars().count() + 1;
+    (line, col)
+}
+
+/// The presets directory: `SCALING_LAB_PRESETS_DIR`, else `<crate>/presets` if it exists, else
+/// `./presets`.
+pub fn presets_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("SCALING_LAB_PRESETS_DIR") {
+        if !d.is_empty() {
+            return PathBuf::from(d);
+        }
+    }
+    let bundled = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/presets"));
+    if bundled.is_dir() {
+        return bundled;
+    }
+    PathBuf::from("./presets")
+}
+
+/// Read and validate one preset file.
+pub fn load_preset(path: &Path) -> Result<Preset, PresetError> {
+    let text = std::fs::read_to_string(path).map_err(|e| PresetError {
+        path: path.to_path_buf(),
+        line: 0,
+        col: 0,
+        message: format!("cannot read preset: {e}"),
+    })?;
+    parse_preset(path, &text)
+}
+
+/// Parse and validate preset `text` (`path` only names it in errors).
+pub fn parse_preset(path: &Path, text: &str) -> Result<Preset, PresetError> {
+    // Pass 1a: TOML syntax, with the span tree kept for locating keys later.
+    let tree = DeTable::parse(text).map_err(|e| {
+        PresetError::at(
+            path,
+            text,
+            e.span().map(|s| s.start),
+            format!("TOML syntax error: {}", e.message()),
+        )
+    })?;
+    // Pass 1b: the shape of a preset.
+    let preset: Preset = toml::from_str(text).map_err(|e| {
+        let span = e.span();
+        let offset = refine_serde_span(text, span.clone(), e.message());
+        let mut message = tidy_serde_message(e.message());
+        if message.starts_with("missing field") {
+            message.push_str(&match offset.and_then(|o| table_header_at(text, o)) {
+                Some(h) => format!(" in {h}"),
+                None => " at the top level".to_string(),
+            });
+        }
+        PresetError::at(path, text, offset, message)
+    })?;
+    // Pass 2: values.
+    if let Some(problem) = check(&preset).into_iter().next() {
+        let offset = locate(tree.get_ref(), &problem.key);
+        return Err(PresetError::at(path, text, Some(offset), problem.message));
+    }
+    Ok(preset)
+}
+
+/// `toml` reports errors inside an internally tagged enum (the model, the decay) with the span
+/// of the whole table; point at the named key instead when the message names one.
+fn refine_serde_span(text: &str, span: Option<Range<usize>>, message: &str) -> Option<usize> {
+    let span = span?;
+    let start = span.start.min(text.len());
+    // Only errors reported at a table header need refining.
+    if !text.is_char_boundary(start) || !text[start..].starts_with('[') {
+        return Some(start);
+    }
+    // The span may cover only the table header: search on to the next table header.
+    let after_first = text[start..]
+        .find('\n')
+        .map_or(text.len(), |i| start + i + 1);
+    let table_end = lines_from(text, after_first)
+        .find(|(_, l)| l.trim_start().starts_with('['))
+        .map_or(text.len(), |(here, _)| here)
+        .max(span.end.min(text.len()));
+    let named = ["unknown field `", "duplicate field `"]
+        .iter()
+        .find_map(|p| message.strip_prefix(p))
+        .and_then(|rest| rest.split('`').next());
+    if let Some(key) = named {
+        if let Some(o) = find_key_in(text, start..table_end, key) {
+            return Some(o);
+        }
+    }
+    // "invalid type: string \"16\", expected ...": find the assignment with that value.
+    let unexpected = ["invalid type: ", "invalid value: "]
+        .iter()
+        .find_map(|p| message.strip_prefix(p))
+        .and_then(|rest| rest.split(", expected").next());
+    if let Some(u) = unexpected {
+        if let Some(o) = find_value_in(text, start..table_end, u) {
+            return Some(o);
+        }
+    }
+    Some(start)
+}
+
+/// (offset, line) pairs of the lines of `text` from `from`.
+fn lines_from(text: &str, from: usize) -> impl Iterator<Item = (usize, &str)> {
+    text[from..].split_inclusive('\n').scan(from, |pos, l| {
+        let here = *pos;
+        *pos += l.len();
+        Some((here, l))
+    })
+}
+
+/// Offset of the first `key = value` line in `range` whose value is what serde's "unexpected"
+/// description names (`string "x"`, `integer `5``, `floating point `1.5``, `boolean `true``,
+/// `sequence`, `map`).
+fn find_value_in(text: &str, range: Range<usize>, unexpected: &str) -> Option<usize> {
+    let quoted = |s: &str| s.split('`').nth(1).map(str::to_string);
+    let matches: Box<dyn Fn(&str) -> bool> = if let Some(s) = unexpected.strip_prefix("string ") {
+        let inner = s.trim_matches('"').to_string();
+        Box::new(move |v: &str| v == format!("\"{inner}\"") || v == format!("'{inner}'"))
+    } else if unexpected == "sequence" {
+        Box::new(|v: &str| v.starts_with('['))
+    } else if unexpected == "map" {
+        Box::new(|v: &str| v.starts_with('{'))
+    } else if let Some(tok) = quoted(unexpected) {
+        let num: Option<f64> = tok.parse().ok();
+        Box::new(move |v: &str| v == tok || (num.is_some() && v.parse::<f64>().ok() == num))
+    } else {
+        return None;
+    };
+    let end = range.end.min(text.len());
+    let start = range.start.min(end);
+    if !text.is_char_boundary(start) || !text.is_char_boundary(end) {
+        return None;
+    }
+    lines_from(&text[..end], start).find_map(|(off, line)| {
+        let (k, v) = line.split_once('=')?;
+        let v = v.split(" #").next().unwrap_or(v).trim();
+        let indent = line.len() - line.trim_start().len();
+        (!k.trim().is_empty() && !k.contains('[') && matches(v)).then_some(off + indent)
+    })
+}
+
+/// Offset of the first line in `range` that assigns `key` (`key =` or `key=`), if any.
+fn find_key_in(text: &str, range: Range<usize>, key: &str) -> Option<usize> {
+    let end = range.end.min(text.len());
+    let start = range.start.min(end);
+    if !text.is_char_boundary(start) || !text.is_char_boundary(end) {
+        return None;
+    }
+    let mut offset = start;
+    for line in text[start..end].split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let k = trimmed
+            .strip_prefix(key)
+            .or_else(|| trimmed.strip_prefix(&format!("\"{key}\"")));
+        if let Some(rest) = k {
+            if rest.trim_start().starts_with('=') {
+                return Some(offset + indent);
+            }
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// The `[table]` header that starts at `offset`, if one does.
+fn table_header_at(text: &str, offset: usize) -> Option<String> {
+    let rest = text.get(offset..)?;
+    let line = rest.lines().next()?.trim();
+    let header = line.split(" #").next()?.trim();
+    (header.starts_with('[') && header.ends_with(']')).then(|| header.to_string())
+}
+
+fn tidy_serde_message(m: &str) -> String {
+    m.trim().trim_end_matches('\n').replace('\n', " ")
+}
+
+/// One key path segment: a table key or an array index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeySeg {
+    Key(&'static str),
+    Index(usize),
+}
+
+/// A semantic problem and the key it is about.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    pub key: Vec<KeySeg>,
+    pub message: String,
+}
+
+/// Byte offset of the deepest existing part of `path` in the tree: the key itself when present,
+/// else the key of the deepest table on the path (or 0).
+fn locate(root: &DeTable<'_>, path: &[KeySeg]) -> usize {
+    let mut best = 0usize;
+    let mut table: Option<&DeTable<'_>> = Some(root);
+    let mut array: Option<&[Spanned<DeValue<'_>>]> = None;
+    for seg in path {
+        let value: &Spanned<DeValue<'_>> = match (seg, table, array) {
+            (KeySeg::Key(k), Some(t), _) => {
+                let Some((key, v)) = t.iter().find(|(key, _)| key.get_ref().as_ref() == *k) else {
+                    return best;
+                };
+                best = key.span().start;
+                v
+            }
+            (KeySeg::Index(i), _, Some(a)) => {
+                let Some(v) = a.get(*i) else { return best };
+                best = v.span().start;
+                v
+            }
+            _ => return best,
+        };
+        table = value.get_ref().as_table();
+        array = value.get_ref().as_array().map(|a| &a[..]);
+    }
+    best
+}
+
+fn key(path: &[&'static str]) -> Vec<KeySeg> {
+    path.iter().map(|k| KeySeg::Key(k)).collect()
+}
+
+/// Semantic validation of a deserialised preset; problems in document order of importance.
+pub fn check(p: &Preset) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut bad = |k: &[&'static str], msg: String| {
+        out.push(Problem {
+            key: key(k),
+            message: msg,
+        })
+    };
+    let in_open_unit = |v: f64| v > 0.0 && v < 1.0;
+    let pos = |v: f64| v.is_finite() && v > 0.0;
+
+    if p.name.trim().is_empty() {
+        bad(&["name"], "name must not be empty".into());
+    }
+    if p.description.trim().is_empty() {
+        bad(&["description"], "description must not be empty".into());
+    }
+
+    let w = &p.workload;
+    // Model ↔ dataset ↔ metric.
+    let (needs, metric) = match &w.model {
+        ModelSpec::Mlp { .. } | ModelSpec::Cnn { .. } => (Some(true), Metric::ValError),
+        ModelSpec::CharLstm { .. } | ModelSpec::Mlstm { .. } | ModelSpec::Transformer { .. } => {
+            (Some(false), Metric::ValBpc)
+        }
+        ModelSpec::Nqm { .. } => (None, Metric::NqmLoss),
+    };
+    let model = w.model.short_name();
+    match (&w.dataset, needs) {
+        (None, Some(images)) => bad(
+            &["workload", "model", "kind"],
+            format!(
+                "model `{model}` needs a dataset: add a [workload.dataset] table with an {} dataset",
+                if images { "image (digits, mnist, fashion)" } else { "text (shakespeare, reviews)" }
+            ),
+        ),
+        (Some(_), None) => bad(
+            &["workload", "dataset"],
+            "the noisy quadratic model (`nqm`) has no dataset: remove [workload.dataset]".into(),
+        ),
+        (Some(d), Some(images)) => {
+            let is_img = matches!(d.name, DatasetKind::Digits | DatasetKind::Mnist | DatasetKind::Fashion);
+            if is_img != images {
+                bad(
+                    &["workload", "dataset", "name"],
+                    format!(
+                        "model `{model}` is {} but dataset `{}` is {}",
+                        if images { "an image classifier" } else { "a language model" },
+                        dataset_name(d.name),
+                        if is_img { "images: use shakespeare or reviews" } else { "text: use digits, mnist or fashion" }
+                    ),
+                );
+            }
+        }
+        (None, None) => {}
+    }
+    if w.target.metric != metric {
+        bad(
+            &["workload", "target", "metric"],
+            format!(
+                "model `{model}` reports `{}`, not `{}`",
+                metric.name(),
+                w.target.metric.name()
+            ),
+        );
+    }
+    let v = w.target.value;
+    match w.target.metric {
+        Metric::ValError if !in_open_unit(v) => bad(
+            &["workload", "target", "value"],
+            format!("target value {v} for val_error must be in (0, 1)"),
+        ),
+        Metric::ValBpc if !(v > 0.0 && v < 8.0) => bad(
+            &["workload", "target", "value"],
+            format!("target value {v} for val_bpc must be in (0, 8) bits per byte"),
+        ),
+        Metric::NqmLoss if !pos(v) => bad(
+            &["workload", "target", "value"],
+            format!("target value {v} for nqm_loss must be > 0"),
+        ),
+        _ => {}
+    }
+
+    // Model sizes.
+    match &w.model {
+        ModelSpec::Mlp { hidden } => {
+            if hidden.contains(&0) {
+                bad(
+                    &["workload", "model", "hidden"],
+                    "hidden layer widths must be > 0".into(),
+                );
+            }
+        }
+        ModelSpec::Cnn { channels, dense } => {
+            if channels.contains(&0) {
+                bad(
+                    &["workload", "model", "channels"],
+                    "conv channels must be > 0".into(),
+                );
+            }
+            if *dense == 0 {
+                bad(
+                    &["workload", "model", "dense"],
+                    "dense width must be > 0".into(),
+                );
+            }
+        }
+        ModelSpec::CharLstm { embed, hidden } | ModelSpec::Mlstm { embed, hidden } => {
+            if *embed == 0 {
+                bad(&["workload", "model", "embed"], "embed must be > 0".into());
+            }
+            if *hidden == 0 {
+                bad(
+                    &["workload", "model", "hidden"],
+                    "hidden must be > 0".into(),
+                );
+            }
+        }
+        ModelSpec::Transformer {
+            d_model,
+            heads,
+            layers,
+            ff,
+        } => {
+            if *d_model == 0 {
+                bad(
+                    &["workload", "model", "d_model"],
+                    "d_model must be > 0".into(),
+                );
+            }
+            if *heads == 0 || !d_model.is_multiple_of(*heads.max(&1)) {
+                bad(
+                    &["workload", "model", "heads"],
+                    format!("heads {heads} must be > 0 and divide d_model {d_model}"),
+                );
+            }
+            if *layers == 0 {
+                bad(
+                    &["workload", "model", "layers"],
+                    "layers must be > 0".into(),
+                );
+            }
+            if *ff == 0 {
+                bad(&["workload", "model", "ff"], "ff must be > 0".into());
+            }
+        }
+        ModelSpec::Nqm {
+            dim,
+            precondition_power,
+        } => {
+            if *dim == 0 {
+                bad(&["workload", "model", "dim"], "dim must be > 0".into());
+            }
+            if !(0.0..=1.0).contains(precondition_power) {
+                bad(
+                    &["workload", "model", "precondition_power"],
+                    format!("precondition_power {precondition_power} must be in [0, 1]"),
+                );
+            }
+        }
+    }
+
+    // Dataset settings.
+    if let Some(d) = &w.dataset {
+        if !in_open_unit(d.val_fraction) {
+            bad(
+                &["workload", "dataset", "val_fraction"],
+                format!("val_fraction {} must be in (0, 1)", d.val_fraction),
+            );
+        }
+        if d.seq_len == 0 {
+            bad(
+                &["workload", "dataset", "seq_len"],
+                "seq_len must be > 0".into(),
+            );
+        }
+        if d.max_bytes == Some(0) {
+            bad(
+                &["workload", "dataset", "max_bytes"],
+                "max_bytes must be > 0".into(),
+            );
+        }
+        if d.max_val == Some(0) {
+            bad(
+                &["workload", "dataset", "max_val"],
+                "max_val must be > 0".into(),
+            );
+        }
+    }
+
+    // Measurement.
+    if w.eval_every == 0 {
+        bad(&["workload", "eval_every"], "eval_every must be > 0".into());
+    }
+    if w.step_budget == 0 || w.step_budget < w.eval_every {
+        bad(
+            &["workload", "step_budget"],
+            format!(
+                "step_budget {} must be at least eval_every {} (and > 0)",
+                w.step_budget, w.eval_every
+            ),
+        );
+    }
+    if let Some(c) = w.grad_clip {
+        if !pos(c) {
+            bad(
+                &["workload", "grad_clip"],
+                format!("grad_clip {c} must be > 0"),
+            );
+        }
+    }
+    if !(w.divergence_factor.is_finite() && w.divergence_factor > 1.0) {
+        bad(
+            &["workload", "divergence_factor"],
+            format!("divergence_factor {} must be > 1", w.divergence_factor),
+        );
+    }
+
+    // Default metaparameters.
+    let m = &w.defaults;
+    if !pos(m.learning_rate) {
+        bad(
+            &["workload", "defaults", "learning_rate"],
+            format!("learning_rate {} must be > 0", m.learning_rate),
+        );
+    }
+    if !(0.0..1.0).contains(&m.momentum) {
+        bad(
+            &["workload", "defaults", "momentum"],
+            format!("momentum {} must be in [0, 1)", m.momentum),
+        );
+    }
+    if !(0.0..1.0).contains(&m.beta2) {
+        bad(
+            &["workload", "defaults", "beta2"],
+            format!("beta2 {} must be in [0, 1)", m.beta2),
+        );
+    }
+    if !pos(m.epsilon) {
+        bad(
+            &["workload", "defaults", "epsilon"],
+            format!("epsilon {} must be > 0", m.epsilon),
+        );
+    }
+    if m.schedule.warmup_steps > w.step_budget {
+        bad(
+            &["workload", "defaults", "schedule", "warmup_steps"],
+            format!(
+                "warmup_steps {} exceeds step_budget {}",
+                m.schedule.warmup_steps, w.step_budget
+            ),
+        );
+    }
+    if let Decay::Linear { alpha, steps } = m.schedule.decay {
+        if !(0.0..=1.0).contains(&alpha) {
+            bad(
+                &["workload", "defaults", "schedule", "decay", "alpha"],
+                format!("decay alpha {alpha} must be in [0, 1]"),
+            );
+        }
+        if steps == 0 {
+            bad(
+                &["workload", "defaults", "schedule", "decay", "steps"],
+                "decay steps must be > 0".into(),
+            );
+        }
+    }
+
+    // Search space.
+    let s = &p.search;
+    let range = |r: [f64; 2]| pos(r[0]) && pos(r[1]) && r[0] <= r[1];
+    if !range(s.learning_rate) {
+        bad(
+            &["search", "learning_rate"],
+            format!(
+                "learning_rate range [{}, {}] must have 0 < lo <= hi",
+                s.learning_rate[0], s.learning_rate[1]
+            ),
+        );
+    }
+    for (name, r) in [
+        ("one_minus_momentum", s.one_minus_momentum),
+        ("decay_alpha", s.decay_alpha),
+        ("decay_fraction", s.decay_fraction),
+    ] {
+        if let Some(r) = r {
+            if !(range(r) && r[1] <= 1.0) {
+                let k: &'static str = match name {
+                    "one_minus_momentum" => "one_minus_momentum",
+                    "decay_alpha" => "decay_alpha",
+                    _ => "decay_fraction",
+                };
+                bad(
+                    &["search", k],
+                    format!(
+                        "{name} range [{}, {}] must have 0 < lo <= hi <= 1",
+                        r[0], r[1]
+                    ),
+                );
+            }
+        }
+    }
+    if !(0.0..1.0).contains(&s.warmup_fraction) {
+        bad(
+            &["search", "warmup_fraction"],
+            format!("warmup_fraction {} must be in [0, 1)", s.warmup_fraction),
+        );
+    }
+    if s.base_batch == 0 {
+        bad(&["search", "base_batch"], "base_batch must be > 0".into());
+    }
+
+    // Sweep defaults.
+    let sw = &p.sweep;
+    if sw.batch_sizes.is_empty() {
+        bad(
+            &["sweep", "batch_sizes"],
+            "batch_sizes must not be empty".into(),
+        );
+    }
+    if sw.workers == 0 {
+        bad(&["sweep", "workers"], "workers must be > 0".into());
+    }
+    if sw.concurrency == 0 {
+        bad(&["sweep", "concurrency"], "concurrency must be > 0".into());
+    }
+    if sw.trials_per_batch == 0 {
+        bad(
+            &["sweep", "trials_per_batch"],
+            "trials_per_batch must be > 0".into(),
+        );
+    }
+    for (i, &b) in sw.batch_sizes.iter().enumerate() {
+        let msg = if b == 0 {
+            Some("batch sizes must be > 0".to_string())
+        } else if sw.workers > 0 && !b.is_multiple_of(sw.workers) {
+            Some(format!(
+                "batch size {b} is not divisible by workers {} (each worker gets B/G examples)",
+                sw.workers
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = msg {
+            out.push(Problem {
+                key: vec![
+                    KeySeg::Key("sweep"),
+                    KeySeg::Key("batch_sizes"),
+                    KeySeg::Index(i),
+                ],
+                message,
+            });
+        }
+    }
+    out
+}
+
+fn dataset_name(k: DatasetKind) -> &'static str {
+    match k {
+        DatasetKind::Digits => "digits",
+        DatasetKind::Mnist => "mnist",
+        DatasetKind::Fashion => "fashion",
+        DatasetKind::Shakespeare => "shakespeare",
+        DatasetKind::Reviews => "reviews",
+    }
+}
+
+/// Every `*.toml` in `dir`, loaded, sorted by file name. An unreadable directory gives one
+/// entry with its error.
+pub fn list_presets(dir: &Path) -> Vec<(PathBuf, Result<Preset, PresetError>)> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            return vec![(
+                dir.to_path_buf(),
+                Err(PresetError {
+                    path: dir.to_path_buf(),
+                    line: 0,
+                    col: 0,
+                    message: format!("cannot read presets directory: {e}"),
+                }),
+            )]
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    paths
+        .into_iter()
+        .map(|p| {
+            let r = load_preset(&p);
+            (p, r)
+        })
+        .collect()
+}
+
+/// Find a preset by name (`mnist-cnn-momentum`, looked up in [`presets_dir`]) or by path
+/// (`presets/mnist-cnn-momentum.toml`, anything ending in `.toml` or containing a `/`).
+pub fn find_preset(name_or_path: &str) -> Result<(PathBuf, Preset), PresetError> {
+    find_preset_in(&presets_dir(), name_or_path)
+}
+
+/// [`find_preset`] with an explicit presets directory.
+pub fn find_preset_in(dir: &Path, name_or_path: &str) -> Result<(PathBuf, Preset), PresetError> {
+    let as_path = Path::new(name_or_path);
+    let looks_like_path = name_or_path.ends_with(".toml")
+        || name_or_path.contains('/')
+        || name_or_path.contains(std::path::MAIN_SEPARATOR);
+    if looks_like_path {
+        if as_path.is_file() {
+            return load_preset(as_path).map(|p| (as_path.to_path_buf(), p));
+        }
+        // `presets/x.toml` given from elsewhere: try the file name inside the presets dir.
+        if let Some(fname) = as_path.file_name() {
+            let candidate = dir.join(fname);
+            if candidate.is_file() {
+                return load_preset(&candidate).map(|p| (candidate, p));
+            }
+        }
+        return Err(not_found(dir, name_or_path));
+    }
+    let candidate = dir.join(format!("{name_or_path}.toml"));
+    if candidate.is_file() {
+        return load_preset(&candidate).map(|p| (candidate, p));
+    }
+    Err(not_found(dir, name_or_path))
+}
+
+fn not_found(dir: &Path, name: &str) -> PresetError {
+    let mut known: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let p = e.path();
+                    (p.extension()? == "toml")
+                        .then(|| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+                        .flatten()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    known.sort();
+    let hint = if known.is_empty() {
+        format!("no presets in {}", dir.display())
+    } else {
+        format!("known presets: {}", known.join(", "))
+    };
+    PresetError {
+        path: PathBuf::from(name),
+        line: 0,
+        col: 0,
+        message: format!("no such preset ({hint})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VALID: &str = r#"
+name = "t"
+description = "d"
+[workload]
+optimizer = "adam"
+eval_every = 10
+step_budget = 100
+[workload.dataset]
+name = "shakespeare"
+max_bytes = 10000
+[workload.model]
+kind = "transformer"
+d_model = 32
+heads = 4
+layers = 1
+ff = 64
+[workload.target]
+metric = "val_bpc"
+value = 3.0
+[workload.defaults]
+learning_rate = 0.001
+"#;
+
+    #[test]
+    fn line_col_counts_lines_and_characters() {
+        let t = "ab\ncé=x\n";
+        assert_eq!(line_col(t, 0), (1, 1));
+        assert_eq!(line_col(t, 3), (2, 1));
+        // 'é' is two bytes: '=' is at byte 6, the third character of line 2.
+        assert_eq!(line_col(t, 6), (2, 3));
+        assert_eq!(line_col(t, 5), (2, 2)); // inside 'é' → its start
+        assert_eq!(line_col(t, 999), (3, 1));
+    }
+
+    #[test]
+    fn display_is_path_line_col_message() {
+        let e = PresetError {
+            path: PathBuf::from("presets/x.toml"),
+            line: 3,
+            col: 7,
+            message: "bad".into(),
+        };
+        assert_eq!(e.to_string(), "presets/x.toml:3:7: bad");
+    }
+
+    #[test]
+    fn valid_document_passes_and_checks_catch_bad_heads() {
+        let p = parse_preset(Path::new("t.toml"), VALID).unwrap();
+        assert!(check(&p).is_empty());
+        let bad = VALID.replace("heads = 4", "heads = 5");
+        let e = parse_preset(Path::new("t.toml"), &bad).unwrap_err();
+        assert_eq!((e.line, e.col), (14, 1));
+        assert!(e.message.contains("divide d_model 32"), "{e}");
+    }
+
+    #[test]
+    fn semantic_errors_point_at_the_key_or_array_element() {
+        // Workers = 3 does not divide B = 8: reported at the element of batch_sizes (line 23).
+        let doc = format!("{VALID}[sweep]\nbatch_sizes = [8]\ntrials_per_batch = 1\nworkers = 3\n");
+        let e = parse_preset(Path::new("t.toml"), &doc).unwrap_err();
+        assert!(e.message.contains("not divisible by workers 3"), "{e}");
+        assert_eq!((e.line, e.col), (23, 16));
+        // A bad momentum inserted as line 21 (right below [workload.defaults]).
+        let doc = VALID.replace("[workload.defaults]", "[workload.defaults]\nmomentum = 1.5");
+        let e = parse_preset(Path::new("t.toml"), &doc).unwrap_err();
+        assert_eq!((e.line, e.col), (21, 1));
+        assert!(e.message.contains("momentum 1.5 must be in [0, 1)"), "{e}");
+    }
+}

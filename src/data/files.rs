@@ -1,0 +1,116 @@
+//! The bundled data files, their expected SHA-256 digests, and verified reading.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::DataError;
+
+/// One file under `data/`, with the SHA-256 of its exact bytes (the `.gz` as shipped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataFile {
+    pub name: &'static str,
+    pub sha256: &'static str,
+}
+
+pub const DIGITS_CSV: DataFile = DataFile {
+    name: "digits.csv.gz",
+    sha256: "09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22",
+};
+pub const MNIST_IMAGES: DataFile = DataFile {
+    name: "mnist10k-images-idx3-ubyte.gz",
+    sha256: "e4fe0d60f60f8f0df0398586d502bc3b12ed90a528a834cda9d327a4f0dd8adb",
+};
+pub const MNIST_LABELS: DataFile = DataFile {
+    name: "mnist10k-labels-idx1-ubyte.gz",
+    sha256: "90a5104fcc3b28740476f5545ec6579a11daed8a4330dc2ede05ea153f69fb98",
+};
+pub const FASHION_IMAGES: DataFile = DataFile {
+    name: "fashion-mnist-t10k-images-idx3-ubyte.gz",
+    sha256: "cc1d090a38ace84dfa1aa66e3ada7c336ef481a96936906477e6dd344da56eaa",
+};
+pub const FASHION_LABELS: DataFile = DataFile {
+    name: "fashion-mnist-t10k-labels-idx1-ubyte.gz",
+    sha256: "8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05",
+};
+pub const SHAKESPEARE: DataFile = DataFile {
+    name: "shakespeare.txt.gz",
+    sha256: "315a122776be4e3f7bb982803c09d14b29e1e47d5544632278c7f2188ebacb20",
+};
+pub const REVIEWS: DataFile = DataFile {
+    name: "movie-review-sentences.tsv.gz",
+    sha256: "203c22d62953b5b59db41afc31dc430a88e08c4e4517c76607b0afdeb59b5597",
+};
+
+/// Every bundled file (the same list as `data/NOTICE`).
+pub const ALL_FILES: [DataFile; 7] = [
+    DIGITS_CSV,
+    MNIST_IMAGES,
+    MNIST_LABELS,
+    FASHION_IMAGES,
+    FASHION_LABELS,
+    SHAKESPEARE,
+    REVIEWS,
+];
+
+/// Lower-case hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut s = String::with_capacity(64);
+    for b in digest.iter() {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// Read `dir/file.name`, check its SHA-256, return the raw (still compressed) bytes.
+pub fn read_verified(dir: &Path, file: &DataFile) -> Result<Vec<u8>, DataError> {
+    let path = dir.join(file.name);
+    read_verified_path(&path, file.sha256)
+}
+
+/// Read `path` and check that its SHA-256 equals `expected` (lower-case hex).
+pub fn read_verified_path(path: &Path, expected: &str) -> Result<Vec<u8>, DataError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(DataError::Missing {
+                path: path.to_path_buf(),
+            })
+        }
+        Err(e) => {
+            return Err(DataError::Io {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })
+        }
+    };
+    let actual = sha256_hex(&bytes);
+    if actual != expected {
+        return Err(DataError::Checksum {
+            path: path.to_path_buf(),
+            expected: expected.to_string(),
+            actual,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Gunzip `bytes` read from `path` (the path only names the file in errors).
+pub fn gunzip(path: &Path, bytes: &[u8]) -> Result<Vec<u8>, DataError> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .map_err(|e| DataError::Format {
+            path: PathBuf::from(path),
+            message: format!("not a valid gzip stream: {e}"),
+        })?;
+    Ok(out)
+}
+
+/// Read, verify and decompress one bundled file.
+pub fn read_gz_verified(dir: &Path, file: &DataFile) -> Result<Vec<u8>, DataError> {
+    let raw = read_verified(dir, file)?;
+    gunzip(&dir.join(file.name), &raw)
+}

@@ -1,0 +1,353 @@
+//! Reads run logs back into the shared types.
+//!
+//! * A torn last line (no final newline and not valid JSON: the process died mid-write) is ignored
+//!   with a warning; everything before it is kept.
+//! * A header with a schema version other than `SCHEMA_VERSION` is rejected with a clear message.
+//! * Any other malformed line is an error naming the file and the 1-based line number.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use crate::core::analysis::Analysis;
+use crate::core::record::{Header, LogLine, Summary, TrialRecord, SCHEMA_VERSION};
+use crate::core::trial::Outcome;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunLogError {
+    #[error("{path}: cannot read run log: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: empty run log (no header line)")]
+    Empty { path: PathBuf },
+    #[error("{path}:{line}: the first line must be the run-log header, found {found}")]
+    MissingHeader {
+        path: PathBuf,
+        line: usize,
+        found: String,
+    },
+    #[error(
+        "{path}:{line}: unknown run-log schema version {found} (this build reads version {supported}); \
+         it was written by a different scaling-lab version"
+    )]
+    UnknownSchema {
+        path: PathBuf,
+        line: usize,
+        found: String,
+        supported: u32,
+    },
+    #[error("{path}:{line}: {message}")]
+    Malformed {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+impl RunLogError {
+    /// 1-based line number of the problem, when it has one.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            RunLogError::MissingHeader { line, .. }
+            | RunLogError::UnknownSchema { line, .. }
+            | RunLogError::Malformed { line, .. } => Some(*line),
+            _ => None,
+        }
+    }
+}
+
+/// How a run log ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogStatus {
+    /// Ends with a summary of a sweep that ran its whole plan.
+    Complete,
+    /// Ends with a summary of a sweep stopped early (ctrl-c, cancel): resumable.
+    Interrupted,
+    /// No summary after the last trial: still running, or killed (resumable).
+    Unfinished,
+}
+
+impl LogStatus {
+    pub fn label(self) -> &'static str {
+        match self {
+            LogStatus::Complete => "complete",
+            LogStatus::Interrupted => "interrupted",
+            LogStatus::Unfinished => "running or killed",
+        }
+    }
+}
+
+/// A run log read back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunLog {
+    pub path: PathBuf,
+    pub header: Header,
+    /// Finished trials in file order.
+    pub trials: Vec<TrialRecord>,
+    /// The summary, if it is the last line (a summary followed by more trials is a resumed sweep's
+    /// stale one and is dropped).
+    pub summary: Option<Summary>,
+    pub warnings: Vec<String>,
+    /// Byte length of the intact part of the file (without a torn last line).
+    pub valid_len: u64,
+}
+
+impl RunLog {
+    pub fn status(&self) -> LogStatus {
+        match &self.summary {
+            Some(s) if s.complete => LogStatus::Complete,
+            Some(_) => LogStatus::Interrupted,
+            None => LogStatus::Unfinished,
+        }
+    }
+
+    /// Trials that resume must not run again: every recorded trial (a trial the user cancelled
+    /// individually is recorded as cancelled and stays skipped).
+    pub fn done_ids(&self) -> HashSet<u64> {
+        self.trials.iter().map(|t| t.trial_id).collect()
+    }
+
+    pub fn planned_trials(&self) -> usize {
+        self.header.batch_sizes.len() * self.header.trials_per_batch
+    }
+
+    /// Recomputes the analysis from the trial records (never trusts a stored summary).
+    pub fn analysis(&self) -> Analysis {
+        let w = &self.header.preset.workload;
+        crate::sweep::analysis::analyze(&w.target, &self.trials, w.optimizer)
+    }
+
+    pub fn counts(&self) -> (usize, usize, usize, usize) {
+        let mut c = (0, 0, 0, 0);
+        for t in &self.trials {
+            match t.outcome.outcome {
+                Outcome::Reached { .. } => c.0 += 1,
+                Outcome::NotReached { .. } => c.1 += 1,
+                Outcome::Diverged { .. } => c.2 += 1,
+                Outcome::Cancelled { .. } => c.3 += 1,
+            }
+        }
+        c
+    }
+}
+
+/// Parses one complete line (already known not to be torn).
+pub fn parse_line(path: &Path, line_no: usize, text: &str) -> Result<LogLine, RunLogError> {
+    let malformed = |message: String| RunLogError::Malformed {
+        path: path.to_path_buf(),
+        line: line_no,
+        message,
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| malformed(format!("not valid JSON: {e}")))?;
+    let kind = v
+        .get("type")
+        .and_then(|t| t.as_str())
+        .ok_or_else(|| {
+            malformed("a run-log line needs a \"type\" (header, trial or summary)".into())
+        })?
+        .to_string();
+    if kind == "header" {
+        match v.get("schema") {
+            Some(serde_json::Value::Number(n)) if n.as_u64() == Some(SCHEMA_VERSION as u64) => {}
+            Some(other) => {
+                return Err(RunLogError::UnknownSchema {
+                    path: path.to_path_buf(),
+                    line: line_no,
+                    found: other.to_string(),
+                    supported: SCHEMA_VERSION,
+                })
+            }
+            None => return Err(malformed("header has no \"schema\" version".into())),
+        }
+    } else if kind != "trial" && kind != "summary" {
+        return Err(malformed(format!(
+            "unknown line type {kind:?} (expected header, trial or summary)"
+        )));
+    }
+    serde_json::from_value::<LogLine>(v).map_err(|e| {
+        malformed(format!(
+            "{kind} line does not match schema v{SCHEMA_VERSION}: {e}"
+        ))
+    })
+}
+
+/// Reads a whole run log.
+pub fn read_run_log(path: &Path) -> Result<RunLog, RunLogError> {
+    let io = |source| RunLogError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = std::fs::read(path).map_err(io)?;
+    parse_run_log(path, &bytes)
+}
+
+/// Parses run-log bytes (the file's content); `path` is used in messages.
+pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
+    let mut header: Option<Header> = None;
+    let mut trials = Vec::new();
+    let mut summary = None;
+    let mut warnings = Vec::new();
+    let mut valid_len = 0u64;
+    let mut pos = 0usize;
+    let mut line_no = 0usize;
+    while pos < bytes.len() {
+        line_no += 1;
+        let (raw, next, complete) = match bytes[pos..].iter().position(|&c| c == b'\n') {
+            Some(i) => (&bytes[pos..pos + i], pos + i + 1, true),
+            None => (&bytes[pos..], bytes.len(), false),
+        };
+        let text = match std::str::from_utf8(raw) {
+            Ok(t) => t,
+            Err(_) if !complete => {
+                warnings.push(format!(
+                    "{}:{line_no}: ignored a torn last line (the sweep was killed while writing it)",
+                    path.display()
+                ));
+                break;
+            }
+            Err(e) => {
+                return Err(RunLogError::Malformed {
+                    path: path.to_path_buf(),
+                    line: line_no,
+                    message: format!("not UTF-8 text: {e}"),
+                })
+            }
+        };
+        if text.trim().is_empty() {
+            pos = next;
+            valid_len = next as u64;
+            continue;
+        }
+        let parsed = match parse_line(path, line_no, text) {
+            Ok(l) => l,
+            Err(RunLogError::Malformed { .. })
+                if !complete && serde_json::from_str::<serde_json::Value>(text).is_err() =>
+            {
+                warnings.push(format!(
+                    "{}:{line_no}: ignored a torn last line (the sweep was killed while writing it)",
+                    path.display()
+                ));
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        match parsed {
+            LogLine::Header(h) => {
+                if header.is_some() {
+                    return Err(RunLogError::Malformed {
+                        path: path.to_path_buf(),
+                        line: line_no,
+                        message: "a second header line (run logs have exactly one, on line 1)"
+                            .into(),
+                    });
+                }
+                header = Some(*h);
+            }
+            other => {
+                if header.is_none() {
+                    return Err(RunLogError::MissingHeader {
+                        path: path.to_path_buf(),
+                        line: line_no,
+                        found: match other {
+                            LogLine::Trial(_) => "a trial line".into(),
+                            _ => "a summary line".into(),
+                        },
+                    });
+                }
+                match other {
+                    LogLine::Trial(t) => {
+                        summary = None;
+                        trials.push(*t);
+                    }
+                    LogLine::Summary(s) => summary = Some(*s),
+                    LogLine::Header(_) => unreachable!(),
+                }
+            }
+        }
+        pos = next;
+        valid_len = next as u64;
+    }
+    let header = header.ok_or_else(|| {
+        if line_no == 0 {
+            RunLogError::Empty {
+                path: path.to_path_buf(),
+            }
+        } else {
+            RunLogError::MissingHeader {
+                path: path.to_path_buf(),
+                line: 1,
+                found: "only a torn line".into(),
+            }
+        }
+    })?;
+    Ok(RunLog {
+        path: path.to_path_buf(),
+        header,
+        trials,
+        summary,
+        warnings,
+        valid_len,
+    })
+}
+
+/// Follows a growing run log: each `poll` returns the complete lines appended since the last one.
+pub struct RunLogTail {
+    path: PathBuf,
+    offset: u64,
+    line_no: usize,
+}
+
+impl RunLogTail {
+    pub fn new(path: &Path) -> Self {
+        Self::from_offset(path, 0, 0)
+    }
+
+    /// Continue from a byte offset (e.g. `RunLog::valid_len`) whose preceding lines were `lines_before`.
+    pub fn from_offset(path: &Path, offset: u64, lines_before: usize) -> Self {
+        RunLogTail {
+            path: path.to_path_buf(),
+            offset,
+            line_no: lines_before,
+        }
+    }
+
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Reads complete new lines; a partial line at the end is left for the next poll.
+    pub fn poll(&mut self) -> Result<Vec<LogLine>, RunLogError> {
+        let io = |source| RunLogError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut f = File::open(&self.path).map_err(io)?;
+        let len = f.metadata().map_err(io)?.len();
+        if len < self.offset {
+            // Truncated (a resume cut a torn line): continue from the new end.
+            self.offset = len;
+            return Ok(Vec::new());
+        }
+        f.seek(SeekFrom::Start(self.offset)).map_err(io)?;
+        let mut buf = Vec::new();
+        f.read_to_end(&mut buf).map_err(io)?;
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while let Some(i) = buf[pos..].iter().position(|&c| c == b'\n') {
+            let raw = &buf[pos..pos + i];
+            self.line_no += 1;
+            pos += i + 1;
+            let text = String::from_utf8_lossy(raw);
+            if !text.trim().is_empty() {
+                out.push(parse_line(&self.path, self.line_no, &text)?);
+            }
+            self.offset += (i + 1) as u64;
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,327 @@
+//! The sweep plan: batch sizes × K trials, metaparameters drawn quasi-randomly.
+//!
+//! Trial k (0-based) of every batch size uses point k of a 4-dimensional Halton sequence
+//! (bases 2, 3, 5, 7 for η, 1−γ, α, T), shifted modulo 1 by a per-dimension offset derived from the
+//! sweep seed (a Cranley–Patterson rotation: it keeps the low discrepancy and makes different seeds
+//! give different point sets). The learning-rate coordinate is mapped log-uniformly onto the preset's
+//! range, re-centred per batch size by the preset's LR rule relative to `base_batch`.
+//!
+//! The order is k-major — trial 0 of every batch size, then trial 1 of every batch size, … — so a
+//! partial sweep already covers the whole curve, and `trial_id` is the position in that order. The
+//! plan is a pure function of (preset, batch sizes, K, devices, precision, seed): resume re-derives
+//! it, and raising K keeps the ids and metaparameters of the trials already run.
+
+use crate::core::trial::{DeviceSpec, TrialSpec};
+use crate::workload::spec::{Decay, Metaparams, Precision, Preset, Schedule, SearchSpace};
+
+/// The full plan in execution order; `trial_id` = index.
+pub fn plan_trials(
+    preset: &Preset,
+    batch_sizes: &[usize],
+    trials_per_batch: usize,
+    devices: &DeviceSpec,
+    precision: Precision,
+    seed: u64,
+) -> Vec<TrialSpec> {
+    let shift = rotation(seed);
+    let mut out = Vec::with_capacity(batch_sizes.len() * trials_per_batch);
+    for k in 0..trials_per_batch {
+        let u = halton_point(k, &shift);
+        for &b in batch_sizes {
+            let trial_id = out.len() as u64;
+            out.push(TrialSpec {
+                trial_id,
+                batch_size: b,
+                devices: devices.clone(),
+                precision,
+                metaparams: metaparams_at(preset, b, u),
+                seed: trial_seed(seed, trial_id),
+            });
+        }
+    }
+    out
+}
+
+/// Point k of the rotated 4-D Halton sequence, each coordinate in [0, 1).
+pub fn halton_point(k: usize, shift: &[f64; 4]) -> [f64; 4] {
+    const BASES: [u8; 4] = [2, 3, 5, 7];
+    let mut u = [0.0; 4];
+    for d in 0..4 {
+        // index k+1: halton::number(_, 0) is 0 for every base.
+        let x = halton::number(BASES[d], k + 1) + shift[d];
+        u[d] = x - x.floor();
+    }
+    u
+}
+
+/// Per-dimension shifts in [0, 1) derived from the sweep seed.
+pub fn rotation(seed: u64) -> [f64; 4] {
+    let mut s = [0.0; 4];
+    let mut state = seed;
+    for x in s.iter_mut() {
+        state = splitmix64(state);
+        *x = (state >> 11) as f64 / (1u64 << 53) as f64;
+    }
+    s
+}
+
+/// Seed of a trial's initialisation and data order.
+pub fn trial_seed(sweep_seed: u64, trial_id: u64) -> u64 {
+    splitmix64(sweep_seed ^ splitmix64(trial_id.wrapping_add(0x9e37_79b9)))
+}
+
+/// SplitMix64 (Steele et al.): a fixed, portable mixing function.
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn log_uniform(range: [f64; 2], u: f64) -> f64 {
+    let (lo, hi) = (range[0].ln(), range[1].ln());
+    (lo + u * (hi - lo)).exp()
+}
+
+/// The learning-rate range at batch size `b` (the preset's range re-centred by its LR rule).
+pub fn lr_range_at(search: &SearchSpace, b: usize) -> [f64; 2] {
+    [
+        search
+            .lr_rule
+            .scale(search.learning_rate[0], b, search.base_batch),
+        search
+            .lr_rule
+            .scale(search.learning_rate[1], b, search.base_batch),
+    ]
+}
+
+/// Maps a point of the unit hypercube to metaparameters at batch size `b`.
+pub fn metaparams_at(preset: &Preset, b: usize, u: [f64; 4]) -> Metaparams {
+    let s = &preset.search;
+    let w = &preset.workload;
+    let d = &w.defaults;
+    let learning_rate = log_uniform(lr_range_at(s, b), u[0]);
+    let momentum = match s.one_minus_momentum {
+        Some(r) => 1.0 - log_uniform(r, u[1]),
+        None => d.momentum,
+    };
+    let budget = w.step_budget as f64;
+    let decay = match s.decay_alpha {
+        Some(alpha_range) => {
+            let alpha = log_uniform(alpha_range, u[2]);
+            let frac = match s.decay_fraction {
+                Some([lo, hi]) => lo + u[3] * (hi - lo),
+                None => 1.0,
+            };
+            Decay::Linear {
+                alpha,
+                steps: ((frac * budget).round() as u64).max(1),
+            }
+        }
+        None => d.schedule.decay.clone(),
+    };
+    let warmup_steps = if s.warmup_fraction > 0.0 {
+        (s.warmup_fraction * budget).round() as u64
+    } else {
+        d.schedule.warmup_steps
+    };
+    Metaparams {
+        learning_rate,
+        momentum,
+        beta2: d.beta2,
+        epsilon: d.epsilon,
+        schedule: Schedule {
+            warmup_steps,
+            decay,
+        },
+    }
+}
+
+/// Rejects search spaces the plan cannot sample (clear message instead of NaN metaparameters).
+pub fn validate_search(preset: &Preset) -> anyhow::Result<()> {
+    let s = &preset.search;
+    let pos_range = |name: &str, r: [f64; 2]| -> anyhow::Result<()> {
+        anyhow::ensure!(
+            r[0].is_finite() && r[1].is_finite() && r[0] > 0.0 && r[0] <= r[1],
+            "search.{name} must be [lo, hi] with 0 < lo <= hi (got [{}, {}])",
+            r[0],
+            r[1]
+        );
+        Ok(())
+    };
+    pos_range("learning_rate", s.learning_rate)?;
+    if let Some(r) = s.one_minus_momentum {
+        pos_range("one_minus_momentum", r)?;
+        anyhow::ensure!(
+            r[1] < 1.0,
+            "search.one_minus_momentum must stay below 1 (got {})",
+            r[1]
+        );
+    }
+    if let Some(r) = s.decay_alpha {
+        pos_range("decay_alpha", r)?;
+        anyhow::ensure!(
+            r[1] <= 1.0,
+            "search.decay_alpha must be at most 1 (got {})",
+            r[1]
+        );
+    }
+    if let Some([lo, hi]) = s.decay_fraction {
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&lo) && (0.0..=1.0).contains(&hi) && lo <= hi,
+            "search.decay_fraction must be [lo, hi] within [0, 1] (got [{lo}, {hi}])"
+        );
+    }
+    anyhow::ensure!(
+        (0.0..1.0).contains(&s.warmup_fraction),
+        "search.warmup_fraction must be in [0, 1) (got {})",
+        s.warmup_fraction
+    );
+    anyhow::ensure!(s.base_batch > 0, "search.base_batch must be positive");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::spec::*;
+
+    pub(crate) fn preset() -> Preset {
+        Preset {
+            name: "t".into(),
+            description: String::new(),
+            workload: Workload {
+                dataset: None,
+                model: ModelSpec::Nqm {
+                    dim: 100,
+                    precondition_power: 0.5,
+                },
+                optimizer: OptimizerKind::Momentum,
+                target: Target {
+                    metric: Metric::NqmLoss,
+                    value: 0.1,
+                },
+                eval_every: 10,
+                step_budget: 1000,
+                precision: Precision::Fp32,
+                defaults: Metaparams {
+                    learning_rate: 0.1,
+                    momentum: 0.9,
+                    beta2: 0.999,
+                    epsilon: 1e-8,
+                    schedule: Schedule::default(),
+                },
+                grad_clip: None,
+                divergence_factor: 10.0,
+            },
+            search: SearchSpace {
+                learning_rate: [1e-3, 1.0],
+                one_minus_momentum: Some([1e-3, 0.5]),
+                decay_alpha: Some([1e-3, 0.1]),
+                decay_fraction: Some([0.5, 1.0]),
+                warmup_fraction: 0.05,
+                lr_rule: LrRule::None,
+                base_batch: 64,
+            },
+            sweep: SweepDefaults::default(),
+        }
+    }
+
+    fn plan(p: &Preset, seed: u64) -> Vec<TrialSpec> {
+        plan_trials(
+            p,
+            &[16, 64, 256],
+            5,
+            &DeviceSpec::Cpu { workers: 1 },
+            Precision::Fp32,
+            seed,
+        )
+    }
+
+    #[test]
+    fn deterministic_and_ordered() {
+        let p = preset();
+        let a = plan(&p, 7);
+        assert_eq!(a, plan(&p, 7));
+        assert_ne!(a, plan(&p, 8));
+        assert_eq!(a.len(), 15);
+        for (i, t) in a.iter().enumerate() {
+            assert_eq!(t.trial_id, i as u64);
+            assert_eq!(t.batch_size, [16, 64, 256][i % 3]);
+        }
+        // Raising K keeps what was already planned.
+        let more = plan_trials(
+            &p,
+            &[16, 64, 256],
+            8,
+            &DeviceSpec::Cpu { workers: 1 },
+            Precision::Fp32,
+            7,
+        );
+        assert_eq!(&more[..15], &a[..]);
+    }
+
+    #[test]
+    fn samples_inside_the_search_space() {
+        let p = preset();
+        let mut lrs = Vec::new();
+        for t in plan_trials(
+            &p,
+            &[32],
+            64,
+            &DeviceSpec::Cpu { workers: 1 },
+            Precision::Fp32,
+            3,
+        ) {
+            let m = &t.metaparams;
+            assert!((1e-3..=1.0).contains(&m.learning_rate));
+            assert!((0.5..=0.999).contains(&m.momentum));
+            assert_eq!(m.schedule.warmup_steps, 50);
+            match m.schedule.decay {
+                Decay::Linear { alpha, steps } => {
+                    assert!((1e-3..=0.1).contains(&alpha));
+                    assert!((500..=1000).contains(&steps));
+                }
+                _ => panic!("expected linear decay"),
+            }
+            lrs.push(m.learning_rate.log10());
+        }
+        // Low discrepancy: every decade of [1e-3, 1] gets roughly a third of 64 points.
+        for dec in [-3.0, -2.0, -1.0] {
+            let n = lrs.iter().filter(|&&x| x >= dec && x < dec + 1.0).count();
+            assert!((19..=24).contains(&n), "decade {dec}: {n} points");
+        }
+    }
+
+    #[test]
+    fn lr_rule_centres_the_range() {
+        let mut p = preset();
+        p.search.lr_rule = LrRule::Linear;
+        let t = plan_trials(
+            &p,
+            &[64, 256],
+            1,
+            &DeviceSpec::Cpu { workers: 1 },
+            Precision::Fp32,
+            1,
+        );
+        let r = t[1].metaparams.learning_rate / t[0].metaparams.learning_rate;
+        assert!((r - 4.0).abs() < 1e-9, "ratio {r}");
+        assert_eq!(lr_range_at(&p.search, 256), [4e-3, 4.0]);
+        p.search.lr_rule = LrRule::Sqrt;
+        assert_eq!(lr_range_at(&p.search, 256), [2e-3, 2.0]);
+    }
+
+    #[test]
+    fn rejects_bad_ranges() {
+        let mut p = preset();
+        p.search.learning_rate = [0.0, 1.0];
+        assert!(validate_search(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("learning_rate"));
+        let mut p = preset();
+        p.search.one_minus_momentum = Some([0.1, 1.5]);
+        assert!(validate_search(&p).is_err());
+    }
+}

@@ -1,0 +1,338 @@
+//! Time-to-target vs number of data-parallel devices G (science.md §6).
+//!
+//! `t(B, G) = t_compute(B/G) + t_allreduce(P, G)`, ring all-reduce
+//! `t_allreduce = 2·(G−1)/G · P/bw + 2·(G−1)·lat`, and time-to-target(G) = min over measured B ≥ G
+//! of S(B)·t(B, G). `t_compute(b) = overhead + per_example·b` is fitted by least squares to the
+//! trials' measured compute time per step against their per-replica batch. Rows are marked
+//! `measured` only where G equals the device count the trials actually ran on AND the link is the
+//! measured one; every other row is a model. CPU "workers" say nothing about GPUs: the caller must
+//! label a CPU calibration as such.
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::analysis::Analysis;
+use crate::core::record::TrialRecord;
+
+/// A network link for the all-reduce model.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct LinkModel {
+    pub name: String,
+    /// Bytes per second per direction.
+    pub bandwidth: f64,
+    /// Seconds per message hop.
+    pub latency: f64,
+    /// Derived from this machine's measured exchange times rather than a datasheet preset.
+    pub measured: bool,
+}
+
+impl LinkModel {
+    /// NVLink (V100-class, ~150 GB/s per direction, ~2 µs).
+    pub fn nvlink() -> Self {
+        Self::preset("NVLink", 150e9, 2e-6)
+    }
+    /// InfiniBand EDR (100 Gb/s ≈ 12.5 GB/s, ~1.5 µs).
+    pub fn infiniband() -> Self {
+        Self::preset("InfiniBand EDR", 12.5e9, 1.5e-6)
+    }
+    /// 10 Gb Ethernet (1.25 GB/s, ~50 µs over TCP).
+    pub fn ethernet_10g() -> Self {
+        Self::preset("10GbE", 1.25e9, 50e-6)
+    }
+    fn preset(name: &str, bandwidth: f64, latency: f64) -> Self {
+        LinkModel {
+            name: name.into(),
+            bandwidth,
+            latency,
+            measured: false,
+        }
+    }
+    pub fn presets() -> Vec<LinkModel> {
+        vec![Self::nvlink(), Self::infiniband(), Self::ethernet_10g()]
+    }
+    /// Ring all-reduce time of `bytes` over `g` devices.
+    pub fn allreduce_s(&self, bytes: f64, g: usize) -> f64 {
+        if g <= 1 {
+            return 0.0;
+        }
+        let g = g as f64;
+        2.0 * (g - 1.0) / g * bytes / self.bandwidth + 2.0 * (g - 1.0) * self.latency
+    }
+}
+
+/// The link implied by measured exchange times: with one measurement per step the bandwidth and
+/// latency cannot be separated, so latency is taken as 0 and the effective bandwidth is
+/// `2·(G−1)/G · P / t_exchange` (median over trials with G ≥ 2 and a measured exchange).
+pub fn measured_link(trials: &[TrialRecord]) -> Option<LinkModel> {
+    let bws: Vec<f64> = trials
+        .iter()
+        .filter_map(|t| {
+            let g = t.spec.devices.replicas();
+            let th = &t.outcome.throughput;
+            (g >= 2 && th.exchange_s > 0.0 && th.exchanged_bytes_per_step > 0).then(|| {
+                let gf = g as f64;
+                2.0 * (gf - 1.0) / gf * th.exchanged_bytes_per_step as f64 / th.exchange_s
+            })
+        })
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    let bw = crate::sweep::analysis::median(bws)?;
+    Some(LinkModel {
+        name: "measured".into(),
+        bandwidth: bw,
+        latency: 0.0,
+        measured: true,
+    })
+}
+
+/// `t_compute(b) = overhead_s + per_example_s·b` for a per-replica batch b.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ComputeModel {
+    pub overhead_s: f64,
+    pub per_example_s: f64,
+    /// Devices per trial during the calibration.
+    pub replicas: usize,
+    pub samples: usize,
+    /// Bytes each replica sends per step (the all-reduce payload P).
+    pub param_bytes: f64,
+}
+
+impl ComputeModel {
+    pub fn step_compute_s(&self, per_replica_batch: f64) -> f64 {
+        self.overhead_s + self.per_example_s * per_replica_batch
+    }
+}
+
+/// Fits the compute model to trials with a measured compute time.
+pub fn calibrate_compute(trials: &[TrialRecord]) -> Option<ComputeModel> {
+    let pts: Vec<(f64, f64, usize, f64)> = trials
+        .iter()
+        .filter(|t| t.outcome.throughput.compute_s > 0.0)
+        .map(|t| {
+            let g = t.spec.devices.replicas().max(1);
+            let th = &t.outcome.throughput;
+            (
+                t.spec.batch_size as f64 / g as f64,
+                th.compute_s,
+                g,
+                th.exchanged_bytes_per_step as f64,
+            )
+        })
+        .collect();
+    if pts.is_empty() {
+        return None;
+    }
+    let n = pts.len() as f64;
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let (mut slope, mut icpt) = if sxx > 0.0 {
+        let s = sxy / sxx;
+        (s, my - s * mx)
+    } else {
+        (my / mx.max(1.0), 0.0)
+    };
+    if slope <= 0.0 || icpt < 0.0 {
+        // Degenerate (noise or a single batch size): proportional model through the origin.
+        let sxy0: f64 = pts.iter().map(|p| p.0 * p.1).sum();
+        let sxx0: f64 = pts.iter().map(|p| p.0 * p.0).sum();
+        slope = if sxx0 > 0.0 { sxy0 / sxx0 } else { 0.0 };
+        icpt = 0.0;
+    }
+    let mut replicas: Vec<usize> = pts.iter().map(|p| p.2).collect();
+    replicas.sort_unstable();
+    let param_bytes =
+        crate::sweep::analysis::median(pts.iter().map(|p| p.3).collect()).unwrap_or(0.0);
+    Some(ComputeModel {
+        overhead_s: icpt,
+        per_example_s: slope,
+        replicas: replicas[replicas.len() / 2],
+        samples: pts.len(),
+        param_bytes,
+    })
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ProjectionRow {
+    pub devices: usize,
+    pub batch_size: usize,
+    pub steps: u64,
+    pub compute_s: f64,
+    pub allreduce_s: f64,
+    pub step_s: f64,
+    pub time_to_target_s: f64,
+    /// Relative to G = 1.
+    pub speedup: f64,
+    /// True only when G is the measured device count on the measured link.
+    pub measured: bool,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Projection {
+    pub link: LinkModel,
+    pub compute: ComputeModel,
+    pub rows: Vec<ProjectionRow>,
+}
+
+/// Projects time-to-target for G = 1, 2, 4, … ≤ `max_devices` at the best measured B ≥ G.
+pub fn project(
+    analysis: &Analysis,
+    compute: &ComputeModel,
+    link: &LinkModel,
+    max_devices: usize,
+) -> Projection {
+    let points: Vec<(usize, u64)> = analysis
+        .per_batch
+        .iter()
+        .filter_map(|p| p.steps.map(|s| (p.batch_size, s)))
+        .collect();
+    let mut rows: Vec<ProjectionRow> = Vec::new();
+    let mut g = 1usize;
+    while g <= max_devices.max(1) {
+        let best = points
+            .iter()
+            .filter(|(b, _)| *b >= g)
+            .map(|&(b, s)| {
+                let c = compute.step_compute_s(b as f64 / g as f64);
+                let a = link.allreduce_s(compute.param_bytes, g);
+                (b, s, c, a, s as f64 * (c + a))
+            })
+            .min_by(|x, y| x.4.total_cmp(&y.4));
+        if let Some((b, s, c, a, t)) = best {
+            rows.push(ProjectionRow {
+                devices: g,
+                batch_size: b,
+                steps: s,
+                compute_s: c,
+                allreduce_s: a,
+                step_s: c + a,
+                time_to_target_s: t,
+                speedup: 1.0,
+                measured: link.measured && g == compute.replicas,
+            });
+        }
+        g *= 2;
+    }
+    if let Some(t1) = rows.first().map(|r| r.time_to_target_s) {
+        for r in &mut rows {
+            r.speedup = if r.time_to_target_s > 0.0 {
+                t1 / r.time_to_target_s
+            } else {
+                0.0
+            };
+        }
+    }
+    Projection {
+        link: link.clone(),
+        compute: compute.clone(),
+        rows,
+    }
+}
+
+/// A plain-text table of a projection.
+pub fn render_projection(p: &Projection) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "time-to-target vs devices — link {} ({:.3} GB/s, {:.1} µs){}; compute {:.3} ms + {:.3} µs/example (fitted on {} trials, {} device(s)/trial), all-reduce payload {:.2} MB",
+        p.link.name,
+        p.link.bandwidth / 1e9,
+        p.link.latency * 1e6,
+        if p.link.measured { ", measured" } else { ", datasheet preset" },
+        p.compute.overhead_s * 1e3,
+        p.compute.per_example_s * 1e6,
+        p.compute.samples,
+        p.compute.replicas,
+        p.compute.param_bytes / 1e6,
+    );
+    let _ = writeln!(
+        s,
+        "{:>6} {:>7} {:>8} {:>11} {:>11} {:>12} {:>8}  kind",
+        "G", "best B", "steps", "compute ms", "allred ms", "time s", "speedup"
+    );
+    for r in &p.rows {
+        let _ = writeln!(
+            s,
+            "{:>6} {:>7} {:>8} {:>11.3} {:>11.3} {:>12.3} {:>8.1}  {}",
+            r.devices,
+            r.batch_size,
+            r.steps,
+            r.compute_s * 1e3,
+            r.allreduce_s * 1e3,
+            r.time_to_target_s,
+            r.speedup,
+            if r.measured { "measured" } else { "modelled" }
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::analysis::BatchPoint;
+
+    fn bp(b: usize, s: u64) -> BatchPoint {
+        BatchPoint {
+            batch_size: b,
+            steps: Some(s),
+            best_trial: None,
+            trials: 1,
+            reached: 1,
+            diverged: 0,
+            not_reached: 0,
+            cancelled: 0,
+            best_lr: None,
+            best_momentum: None,
+            best_effective_lr: None,
+            b_simple: None,
+        }
+    }
+
+    #[test]
+    fn ring_allreduce_formula() {
+        let l = LinkModel {
+            name: "x".into(),
+            bandwidth: 1e9,
+            latency: 1e-6,
+            measured: false,
+        };
+        assert_eq!(l.allreduce_s(1e9, 1), 0.0);
+        // G = 4: 2·3/4·1 s + 6 µs.
+        assert!((l.allreduce_s(1e9, 4) - (1.5 + 6e-6)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn slow_links_flatten_speedup() {
+        let a = Analysis {
+            per_batch: (0..12)
+                .map(|i| {
+                    bp(
+                        1 << (i + 4),
+                        (1000.0 * (1.0 + 1024.0 / (1u64 << (i + 4)) as f64)) as u64,
+                    )
+                })
+                .collect(),
+            ..Analysis::default()
+        };
+        let c = ComputeModel {
+            overhead_s: 1e-3,
+            per_example_s: 1e-4,
+            replicas: 1,
+            samples: 3,
+            param_bytes: 100e6,
+        };
+        let fast = project(&a, &c, &LinkModel::nvlink(), 1024);
+        let slow = project(&a, &c, &LinkModel::ethernet_10g(), 1024);
+        assert_eq!(fast.rows.len(), 11);
+        assert!(fast
+            .rows
+            .iter()
+            .all(|r| !r.measured && r.batch_size >= r.devices));
+        let f = fast.rows.iter().map(|r| r.speedup).fold(0.0, f64::max);
+        let s = slow.rows.iter().map(|r| r.speedup).fold(0.0, f64::max);
+        assert!(f > 2.0 * s, "nvlink {f} vs 10GbE {s}");
+        assert!(render_projection(&fast).contains("modelled"));
+    }
+}

@@ -1,0 +1,612 @@
+//! Runs a sweep plan through a `TrialRunner`.
+//!
+//! A coordinator thread owns the run-log writer and the queue; each trial runs on its own thread
+//! (the runner may start more: data-parallel workers). At most `concurrency` trials run at once.
+//! When a trial finishes, the coordinator writes its record (flush + fsync) and only then emits
+//! `Saved` and starts the next trial in the freed slot. Divergence is an outcome, not an error; a
+//! runner error or panic becomes `TrialError` and the sweep goes on.
+//!
+//! Cancellation: `SweepControl::cancel` stops the sweep — queued trials never start, running ones
+//! get their cancel token set; their (cancelled) outcomes are NOT written, so `--resume` runs them
+//! again. `cancel_trial(id)` skips one trial on the user's request; it is recorded as cancelled
+//! (kept, shown, never counted as a result, not re-run on resume). Pause = start no new trials.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::{plan, SweepConfig};
+use crate::core::analysis::Analysis;
+use crate::core::events::{PlanInfo, SweepEvent, TrialEvent};
+use crate::core::record::{Header, Summary, TrialRecord, SCHEMA_VERSION};
+use crate::core::trial::{
+    CancelToken, NoiseSummary, Outcome, Throughput, TrialOutcome, TrialRunner, TrialSpec,
+};
+use crate::runlog::reader::read_run_log;
+use crate::runlog::writer::RunLogWriter;
+
+/// Shared controls of a running sweep (cheap to clone, usable from any thread).
+#[derive(Clone, Debug, Default)]
+pub struct SweepControl {
+    cancel: CancelToken,
+    paused: Arc<AtomicBool>,
+    running: Arc<Mutex<HashMap<u64, CancelToken>>>,
+    user_cancelled: Arc<Mutex<HashSet<u64>>>,
+}
+
+impl SweepControl {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Stops the sweep: no new trials; running trials are cancelled and left for `--resume`.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+        for t in lock(&self.running).values() {
+            t.cancel();
+        }
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+    /// The sweep-level token (e.g. for a ctrl-c handler).
+    pub fn cancel_token(&self) -> CancelToken {
+        self.cancel.clone()
+    }
+    pub fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::SeqCst);
+    }
+    pub fn pause(&self) {
+        self.set_paused(true)
+    }
+    pub fn resume(&self) {
+        self.set_paused(false)
+    }
+    pub fn toggle_pause(&self) -> bool {
+        !self.paused.fetch_xor(true, Ordering::SeqCst)
+    }
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::SeqCst)
+    }
+    /// Skips one trial (running: cancelled now; queued: never started). It is recorded as
+    /// cancelled. Returns false if the trial already finished.
+    pub fn cancel_trial(&self, trial_id: u64) -> bool {
+        lock(&self.user_cancelled).insert(trial_id);
+        if let Some(t) = lock(&self.running).get(&trial_id) {
+            t.cancel();
+        }
+        true
+    }
+    /// Ids of the trials running now.
+    pub fn running_trials(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = lock(&self.running).keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+    fn is_user_cancelled(&self, id: u64) -> bool {
+        lock(&self.user_cancelled).contains(&id)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What a finished (or stopped) sweep reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepResult {
+    pub log_path: PathBuf,
+    pub analysis: Analysis,
+    pub cancelled: bool,
+    /// Trials in the log (including those from before a resume).
+    pub trials_done: usize,
+    pub trials_planned: usize,
+    /// Trials run by this invocation.
+    pub trials_run: usize,
+    pub trial_errors: usize,
+    pub wall_s: f64,
+}
+
+/// A running sweep.
+pub struct SweepHandle {
+    thread: JoinHandle<anyhow::Result<SweepResult>>,
+    control: SweepControl,
+    log_path: PathBuf,
+}
+
+impl SweepHandle {
+    pub fn control(&self) -> SweepControl {
+        self.control.clone()
+    }
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+    /// Waits for the sweep to end.
+    pub fn join(self) -> anyhow::Result<SweepResult> {
+        match self.thread.join() {
+            Ok(r) => r,
+            Err(_) => anyhow::bail!("the sweep coordinator thread panicked"),
+        }
+    }
+}
+
+/// Starts a sweep (or resumes the one logged at `resume_from`) on its own threads.
+/// Errors here are set-up errors (bad config, unreadable/incompatible log, unwritable runs dir).
+pub fn start_sweep(
+    cfg: SweepConfig,
+    runner: Arc<dyn TrialRunner>,
+    tx: SyncSender<SweepEvent>,
+    resume_from: Option<PathBuf>,
+) -> anyhow::Result<SweepHandle> {
+    start_sweep_with(cfg, runner, tx, resume_from, SweepControl::new())
+}
+
+/// `start_sweep` with a control created by the caller (e.g. already wired to ctrl-c).
+pub fn start_sweep_with(
+    cfg: SweepConfig,
+    runner: Arc<dyn TrialRunner>,
+    tx: SyncSender<SweepEvent>,
+    resume_from: Option<PathBuf>,
+    control: SweepControl,
+) -> anyhow::Result<SweepHandle> {
+    cfg.validate()?;
+    let plan = plan(&cfg);
+    let (writer, previous) = match &resume_from {
+        Some(path) => {
+            let log = read_run_log(path)?;
+            check_compatible(&cfg, &log.header, path)?;
+            for t in &log.trials {
+                let planned = plan.get(t.trial_id as usize).with_context(|| {
+                    format!(
+                        "{}: trial {} is not in the re-derived plan of {} trials",
+                        path.display(),
+                        t.trial_id,
+                        plan.len()
+                    )
+                })?;
+                anyhow::ensure!(
+                    same_trial(planned, &t.spec),
+                    "{}: trial {} in the log differs from the re-derived plan (batch size, seed or \
+                     metaparameters): the log was not written by this plan",
+                    path.display(),
+                    t.trial_id
+                );
+            }
+            (RunLogWriter::open_append(path, log.valid_len)?, log.trials)
+        }
+        None => {
+            let header = make_header(&cfg, &runner.backend());
+            (RunLogWriter::create(&cfg.runs_dir, &header)?, Vec::new())
+        }
+    };
+    let log_path = writer.path().to_path_buf();
+    let ctl = control.clone();
+    let thread = std::thread::Builder::new()
+        .name("sweep-coordinator".into())
+        .spawn(move || Coordinator::new(cfg, plan, runner, tx, ctl, writer, previous).run())
+        .context("cannot start the sweep thread")?;
+    Ok(SweepHandle {
+        thread,
+        control,
+        log_path,
+    })
+}
+
+/// The header of a new run log for this configuration.
+pub fn make_header(cfg: &SweepConfig, backend: &str) -> Header {
+    Header {
+        schema: SCHEMA_VERSION,
+        preset: cfg.preset.clone(),
+        preset_path: cfg.preset_path.as_ref().map(|p| p.display().to_string()),
+        seed: cfg.seed,
+        batch_sizes: cfg.batch_sizes.clone(),
+        trials_per_batch: cfg.trials_per_batch,
+        devices: cfg.devices.clone(),
+        concurrency: cfg.concurrency,
+        revision: git_revision(),
+        crate_version: env!("CARGO_PKG_VERSION").to_string(),
+        backend: backend.to_string(),
+        started: chrono::Local::now().to_rfc3339(),
+        source: "scaling-lab".into(),
+        import: None,
+    }
+}
+
+/// The build's git revision: `SCALING_LAB_GIT_REV` at compile time, else `git rev-parse` in the
+/// source tree, else "unknown".
+pub fn git_revision() -> String {
+    if let Some(r) = option_env!("SCALING_LAB_GIT_REV") {
+        return r.to_string();
+    }
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn approx_json_eq(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value as V;
+    match (a, b) {
+        (V::Number(x), V::Number(y)) => match (x.as_f64(), y.as_f64()) {
+            (Some(x), Some(y)) => x == y || (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
+            _ => x == y,
+        },
+        (V::Array(x), V::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| approx_json_eq(a, b))
+        }
+        (V::Object(x), V::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| approx_json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+fn to_json<T: serde::Serialize>(t: &T) -> serde_json::Value {
+    serde_json::to_value(t).unwrap_or(serde_json::Value::Null)
+}
+
+/// Planned and logged trial are the same (floats compared to 1e-12: JSON round trips).
+fn same_trial(a: &TrialSpec, b: &TrialSpec) -> bool {
+    approx_json_eq(&to_json(a), &to_json(b))
+}
+
+fn check_compatible(cfg: &SweepConfig, h: &Header, path: &Path) -> anyhow::Result<()> {
+    let p = path.display();
+    anyhow::ensure!(
+        h.source == "scaling-lab",
+        "{p}: this log was imported ({}) and cannot be resumed",
+        h.source
+    );
+    anyhow::ensure!(
+        h.seed == cfg.seed,
+        "{p}: the log's seed is {}, not {}",
+        h.seed,
+        cfg.seed
+    );
+    anyhow::ensure!(
+        h.batch_sizes == cfg.batch_sizes && h.trials_per_batch == cfg.trials_per_batch,
+        "{p}: the log plans batch sizes {:?} × {} trials, not {:?} × {}",
+        h.batch_sizes,
+        h.trials_per_batch,
+        cfg.batch_sizes,
+        cfg.trials_per_batch
+    );
+    anyhow::ensure!(
+        h.devices == cfg.devices,
+        "{p}: the log's trials ran on {}, not {}",
+        h.devices.label(),
+        cfg.devices.label()
+    );
+    anyhow::ensure!(
+        approx_json_eq(&to_json(&h.preset), &to_json(&cfg.preset)),
+        "{p}: the preset differs from the one recorded in the log (resume with the log's own preset)"
+    );
+    Ok(())
+}
+
+type TrialResult = std::thread::Result<anyhow::Result<TrialOutcome>>;
+
+struct Coordinator {
+    cfg: SweepConfig,
+    plan: Vec<TrialSpec>,
+    runner: Arc<dyn TrialRunner>,
+    tx: SyncSender<SweepEvent>,
+    control: SweepControl,
+    writer: RunLogWriter,
+    records: Vec<TrialRecord>,
+    best: HashMap<usize, u64>,
+    already_done: usize,
+}
+
+impl Coordinator {
+    fn new(
+        cfg: SweepConfig,
+        plan: Vec<TrialSpec>,
+        runner: Arc<dyn TrialRunner>,
+        tx: SyncSender<SweepEvent>,
+        control: SweepControl,
+        writer: RunLogWriter,
+        previous: Vec<TrialRecord>,
+    ) -> Self {
+        let mut best: HashMap<usize, u64> = HashMap::new();
+        for r in &previous {
+            if let Outcome::Reached { step } = r.outcome.outcome {
+                let e = best.entry(r.spec.batch_size).or_insert(step);
+                *e = (*e).min(step);
+            }
+        }
+        Coordinator {
+            already_done: previous.len(),
+            cfg,
+            plan,
+            runner,
+            tx,
+            control,
+            writer,
+            records: previous,
+            best,
+        }
+    }
+
+    fn emit(&self, ev: SweepEvent) {
+        // A consumer that went away must not stop the sweep.
+        let _ = self.tx.send(ev);
+    }
+
+    fn run(mut self) -> anyhow::Result<SweepResult> {
+        let t0 = Instant::now();
+        let done: HashSet<u64> = self.records.iter().map(|r| r.trial_id).collect();
+        let mut queue: VecDeque<TrialSpec> = self
+            .plan
+            .iter()
+            .filter(|t| !done.contains(&t.trial_id))
+            .cloned()
+            .collect();
+        self.emit(SweepEvent::Planned(PlanInfo {
+            preset: self.cfg.preset.name.clone(),
+            batch_sizes: self.cfg.batch_sizes.clone(),
+            trials_per_batch: self.cfg.trials_per_batch,
+            total_trials: self.plan.len(),
+            already_done: done.len(),
+            devices: self.cfg.devices.label(),
+            run_log: Some(self.writer.path().display().to_string()),
+        }));
+        for t in &queue {
+            self.emit(SweepEvent::Queued {
+                trial_id: t.trial_id,
+                batch_size: t.batch_size,
+            });
+        }
+        let (res_tx, res_rx) = mpsc::channel::<(TrialSpec, TrialResult, f64)>();
+        let mut running: HashMap<u64, JoinHandle<()>> = HashMap::new();
+        let mut paused_seen = false;
+        let mut trials_run = 0;
+        let mut trial_errors = 0;
+        let mut fatal: Option<anyhow::Error> = None;
+        loop {
+            let cancelled = self.control.is_cancelled() || fatal.is_some();
+            if !cancelled {
+                let paused = self.control.is_paused();
+                if paused != paused_seen {
+                    paused_seen = paused;
+                    self.emit(SweepEvent::Paused { paused });
+                }
+                while !paused && running.len() < self.cfg.concurrency {
+                    let Some(spec) = queue.pop_front() else { break };
+                    if self.control.is_user_cancelled(spec.trial_id) {
+                        // Skipped before it started: recorded as cancelled at step 0.
+                        let outcome = empty_outcome(Outcome::Cancelled { step: 0 });
+                        if let Err(e) = self.save(spec, outcome) {
+                            fatal = Some(e);
+                            break;
+                        }
+                        continue;
+                    }
+                    let id = spec.trial_id;
+                    match self.spawn_trial(spec, res_tx.clone()) {
+                        Ok(h) => {
+                            running.insert(id, h);
+                        }
+                        Err(e) => {
+                            trial_errors += 1;
+                            self.emit(SweepEvent::TrialError {
+                                trial_id: id,
+                                message: format!("{e:#}"),
+                            });
+                        }
+                    }
+                }
+            }
+            if running.is_empty() && (queue.is_empty() || cancelled) {
+                break;
+            }
+            let msg = match res_rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            let (spec, result, wall_s) = msg;
+            let id = spec.trial_id;
+            if let Some(h) = running.remove(&id) {
+                let _ = h.join();
+            }
+            lock(&self.control.running).remove(&id);
+            trials_run += 1;
+            match result {
+                Ok(Ok(mut outcome)) => {
+                    if outcome.wall_s <= 0.0 {
+                        outcome.wall_s = wall_s;
+                    }
+                    let interrupted = matches!(outcome.outcome, Outcome::Cancelled { .. })
+                        && !self.control.is_user_cancelled(id);
+                    if interrupted {
+                        // Stopped by a sweep-level cancel: not a result; resume runs it again.
+                        trials_run -= 1;
+                        continue;
+                    }
+                    if let Err(e) = self.save(spec, outcome) {
+                        self.control.cancel();
+                        fatal = Some(e);
+                    }
+                }
+                Ok(Err(e)) => {
+                    trial_errors += 1;
+                    self.emit(SweepEvent::TrialError {
+                        trial_id: id,
+                        message: format!("{e:#}"),
+                    });
+                }
+                Err(panic) => {
+                    trial_errors += 1;
+                    let what = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "unknown panic".into());
+                    self.emit(SweepEvent::TrialError {
+                        trial_id: id,
+                        message: format!("the trial panicked: {what}"),
+                    });
+                }
+            }
+        }
+        // Trials the user skipped while they were still queued are recorded too.
+        if fatal.is_none() {
+            for spec in queue {
+                if self.control.is_user_cancelled(spec.trial_id) {
+                    if let Err(e) = self.save(spec, empty_outcome(Outcome::Cancelled { step: 0 })) {
+                        fatal = Some(e);
+                        break;
+                    }
+                }
+            }
+        }
+        let cancelled = self.control.is_cancelled() || fatal.is_some();
+        let w = &self.cfg.preset.workload;
+        let analysis = super::analysis::analyze(&w.target, &self.records, w.optimizer);
+        let done: HashSet<u64> = self.records.iter().map(|r| r.trial_id).collect();
+        let complete = self.plan.iter().all(|t| done.contains(&t.trial_id));
+        let wall_s = t0.elapsed().as_secs_f64();
+        let summary = Summary {
+            finished: chrono::Local::now().to_rfc3339(),
+            trials_done: done.len(),
+            trials_planned: self.plan.len(),
+            complete,
+            wall_s,
+            analysis: analysis.clone(),
+        };
+        let summary_result = self.writer.write_summary(&summary);
+        self.emit(SweepEvent::Done {
+            cancelled,
+            analysis: Box::new(analysis.clone()),
+        });
+        if let Some(e) = fatal {
+            return Err(e);
+        }
+        summary_result?;
+        let _ = self.already_done;
+        Ok(SweepResult {
+            log_path: self.writer.path().to_path_buf(),
+            analysis,
+            cancelled,
+            trials_done: done.len(),
+            trials_planned: self.plan.len(),
+            trials_run,
+            trial_errors,
+            wall_s,
+        })
+    }
+
+    /// Writes a finished trial durably, then tells the views.
+    fn save(&mut self, spec: TrialSpec, outcome: TrialOutcome) -> anyhow::Result<()> {
+        let rec = TrialRecord {
+            trial_id: spec.trial_id,
+            spec,
+            outcome,
+            finished: chrono::Local::now().to_rfc3339(),
+        };
+        self.writer.write_trial(&rec)?;
+        let (id, b) = (rec.trial_id, rec.spec.batch_size);
+        let reached = rec.outcome.outcome.steps_to_target();
+        self.records.push(rec);
+        self.emit(SweepEvent::Saved { trial_id: id });
+        if let Some(step) = reached {
+            let improved = self.best.get(&b).is_none_or(|&s| step < s);
+            if improved {
+                self.best.insert(b, step);
+                self.emit(SweepEvent::BestSoFar {
+                    batch_size: b,
+                    steps: step,
+                    trial_id: id,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn spawn_trial(
+        &self,
+        spec: TrialSpec,
+        res_tx: mpsc::Sender<(TrialSpec, TrialResult, f64)>,
+    ) -> anyhow::Result<JoinHandle<()>> {
+        let token = CancelToken::new();
+        lock(&self.control.running).insert(spec.trial_id, token.clone());
+        if self.control.is_cancelled() || self.control.is_user_cancelled(spec.trial_id) {
+            token.cancel();
+        }
+        let runner = self.runner.clone();
+        let workload = self.cfg.preset.workload.clone();
+        let tx = self.tx.clone();
+        let id = spec.trial_id;
+        let body = move || {
+            let t0 = Instant::now();
+            let finished = std::cell::Cell::new(false);
+            let emit = |event: TrialEvent| {
+                let is_step = matches!(event, TrialEvent::Step(_));
+                if matches!(event, TrialEvent::Finished { .. }) {
+                    finished.set(true);
+                }
+                let ev = SweepEvent::Trial {
+                    trial_id: id,
+                    event,
+                };
+                if is_step {
+                    // Progress samples are droppable: a slow view must never stall training.
+                    let _ = tx.try_send(ev);
+                } else {
+                    let _ = tx.send(ev);
+                }
+            };
+            let result: TrialResult = catch_unwind(AssertUnwindSafe(|| {
+                let mut e = |ev: TrialEvent| emit(ev);
+                runner.run(&workload, &spec, &mut e, &token)
+            }));
+            if let Ok(Ok(o)) = &result {
+                if !finished.get() {
+                    emit(TrialEvent::Finished {
+                        outcome: Box::new(o.clone()),
+                    });
+                }
+            }
+            let _ = res_tx.send((spec, result, t0.elapsed().as_secs_f64()));
+        };
+        std::thread::Builder::new()
+            .name(format!("trial-{id}"))
+            .spawn(body)
+            .map_err(|e| {
+                lock(&self.control.running).remove(&id);
+                anyhow::anyhow!("cannot start a thread for trial {id}: {e}")
+            })
+    }
+}
+
+fn empty_outcome(outcome: Outcome) -> TrialOutcome {
+    TrialOutcome {
+        outcome,
+        steps: 0,
+        skipped_steps: 0,
+        final_loss_scale: 1.0,
+        wall_s: 0.0,
+        evals: Vec::new(),
+        noise: NoiseSummary::default(),
+        throughput: Throughput::default(),
+    }
+}

@@ -1,0 +1,129 @@
+//! The TUI's side of the engine: reading presets and run logs into the app's types. These are the
+//! only file reads the UI does; the runtime calls them off the async executor.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use super::app::{CompareRun, PresetEntry, RunEntry, RunStatus};
+use crate::runlog::{read_run_log, LogStatus, RunLog};
+
+/// A run log without a summary written to within this window counts as "running".
+pub const RUNNING_WINDOW: Duration = Duration::from_secs(120);
+
+/// Every preset in `dir` (sorted by file name) and the file:line errors of those that failed.
+pub fn load_presets(dir: &Path) -> (Vec<PresetEntry>, Vec<String>) {
+    let mut ok = Vec::new();
+    let mut errs = Vec::new();
+    for (path, r) in crate::workload::load::list_presets(dir) {
+        match r {
+            Ok(preset) => ok.push(PresetEntry {
+                preset,
+                path: Some(path),
+            }),
+            Err(e) => errs.push(e.to_string()),
+        }
+    }
+    (ok, errs)
+}
+
+/// Status of a log for the Runs screen: an unfinished log is "running" when it is the sweep this
+/// TUI runs or was written to recently, otherwise interrupted (killed) and resumable.
+pub fn run_status(log: &RunLog, active: Option<&Path>, modified: Option<SystemTime>) -> RunStatus {
+    match log.status() {
+        LogStatus::Complete => RunStatus::Complete,
+        LogStatus::Interrupted => RunStatus::Interrupted,
+        LogStatus::Unfinished => {
+            let recent = modified
+                .and_then(|m| SystemTime::now().duration_since(m).ok())
+                .is_some_and(|age| age < RUNNING_WINDOW);
+            if active == Some(log.path.as_path()) || recent {
+                RunStatus::Running
+            } else {
+                RunStatus::Interrupted
+            }
+        }
+    }
+}
+
+pub fn run_entry(log: &RunLog, active: Option<&Path>, modified: Option<SystemTime>) -> RunEntry {
+    let a = log.analysis();
+    let h = &log.header;
+    RunEntry {
+        path: log.path.clone(),
+        preset: h.preset.name.clone(),
+        optimizer: h.preset.workload.optimizer.name().to_string(),
+        started: h.started.clone(),
+        status: run_status(log, active, modified),
+        done: log.trials.len(),
+        planned: log.planned_trials(),
+        s_min: a.fit.as_ref().map(|f| f.s_min),
+        b_crit: a.fit.as_ref().map(|f| f.b_crit),
+        error: None,
+    }
+}
+
+/// Every `*.jsonl` in the runs directory, newest first (by file name, which starts with the
+/// start time). Unreadable logs are listed with their error.
+pub fn scan_runs(dir: &Path, active: Option<&Path>) -> Vec<RunEntry> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    paths.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
+    paths
+        .into_iter()
+        .map(|p| {
+            let modified = std::fs::metadata(&p).and_then(|m| m.modified()).ok();
+            match read_run_log(&p) {
+                Ok(log) => run_entry(&log, active, modified),
+                Err(e) => RunEntry {
+                    path: p.clone(),
+                    preset: p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+                    optimizer: String::new(),
+                    started: String::new(),
+                    status: RunStatus::Unreadable,
+                    done: 0,
+                    planned: 0,
+                    s_min: None,
+                    b_crit: None,
+                    error: Some(e.to_string()),
+                },
+            }
+        })
+        .collect()
+}
+
+/// The sweeps to overlay in Compare. Labels are the preset names, with the start time added
+/// where two runs share a preset.
+pub fn load_compare(paths: &[PathBuf]) -> (Vec<CompareRun>, Vec<String>) {
+    let mut runs = Vec::new();
+    let mut errs = Vec::new();
+    for p in paths {
+        match read_run_log(p) {
+            Ok(log) => runs.push(compare_run(&log)),
+            Err(e) => errs.push(e.to_string()),
+        }
+    }
+    let names: Vec<String> = runs.iter().map(|r: &CompareRun| r.label.clone()).collect();
+    for r in runs.iter_mut() {
+        if names.iter().filter(|n| **n == r.label).count() > 1 {
+            let stem = r.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let when = stem.get(5..16).unwrap_or("").to_string();
+            r.label = format!("{} {when}", r.label);
+        }
+    }
+    (runs, errs)
+}
+
+pub fn compare_run(log: &RunLog) -> CompareRun {
+    CompareRun {
+        label: log.header.preset.name.clone(),
+        path: log.path.clone(),
+        optimizer: log.header.preset.workload.optimizer,
+        analysis: log.analysis(),
+        done: log.trials.len(),
+    }
+}

@@ -1,0 +1,102 @@
+//! Keyboard map: arrows and vi keys, Tab between panels, Enter, Esc back, `q` quit.
+//! `KEYS` is the single table the help screen prints, so help never disagrees with the code.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+/// A key press, normalised (vi keys folded into arrows, release events dropped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    Up,
+    Down,
+    Left,
+    Right,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    Enter,
+    Esc,
+    Tab,
+    BackTab,
+    Space,
+    /// ctrl-c (treated like `q`; a second one while confirming forces the quit).
+    Interrupt,
+    Char(char),
+}
+
+/// Maps a crossterm key event; `None` for releases/repeats we ignore and unmapped keys.
+pub fn map_key(ev: &KeyEvent) -> Option<Key> {
+    if ev.kind == KeyEventKind::Release {
+        return None;
+    }
+    if ev.modifiers.contains(KeyModifiers::CONTROL) {
+        return match ev.code {
+            KeyCode::Char('c') | KeyCode::Char('C') => Some(Key::Interrupt),
+            KeyCode::Char('d') => Some(Key::PageDown),
+            KeyCode::Char('u') => Some(Key::PageUp),
+            _ => None,
+        };
+    }
+    Some(match ev.code {
+        KeyCode::Up | KeyCode::Char('k') => Key::Up,
+        KeyCode::Down | KeyCode::Char('j') => Key::Down,
+        KeyCode::Left | KeyCode::Char('h') => Key::Left,
+        KeyCode::Right | KeyCode::Char('l') => Key::Right,
+        KeyCode::PageUp => Key::PageUp,
+        KeyCode::PageDown => Key::PageDown,
+        KeyCode::Home | KeyCode::Char('g') => Key::Home,
+        KeyCode::End | KeyCode::Char('G') => Key::End,
+        KeyCode::Enter => Key::Enter,
+        KeyCode::Esc => Key::Esc,
+        KeyCode::Tab => Key::Tab,
+        KeyCode::BackTab => Key::BackTab,
+        KeyCode::Char(' ') => Key::Space,
+        KeyCode::Char(c) => Key::Char(c),
+        KeyCode::F(5) => Key::Char('R'),
+        _ => return None,
+    })
+}
+
+/// (keys, where, what) — printed by the help screen.
+pub const KEYS: &[(&str, &str, &str)] = &[
+    ("↑↓ / j k", "everywhere", "move the selection"),
+    ("← → / h l", "Setup", "change the selected value"),
+    ("Tab / S-Tab", "everywhere", "next / previous panel"),
+    ("Enter", "Setup", "launch the sweep and go to Live"),
+    ("Enter", "Runs", "open the run log in Live (read-only; follows it while it grows)"),
+    ("Esc", "everywhere", "back / close a dialog"),
+    ("1 2 3 4", "everywhere", "Setup · Live · Runs · Compare"),
+    ("?", "everywhere", "this help"),
+    ("q / ctrl-c", "everywhere", "quit (asks first while a sweep runs)"),
+    ("p", "Live", "pause / resume the sweep (running trials finish their step)"),
+    ("c", "Live", "cancel the selected running trial (↑↓ selects)"),
+    ("C / x", "Live", "cancel the whole sweep (asks first)"),
+    ("t", "Live", "charts: both · scaling only · loss only"),
+    ("space", "Runs", "mark / unmark a run for comparison"),
+    ("c", "Runs", "compare the marked runs (or the selected one)"),
+    ("r", "Runs", "resume the selected interrupted sweep"),
+    ("R / F5", "Runs", "rescan the runs directory"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vi_keys_fold_into_arrows() {
+        assert_eq!(map_key(&KeyEvent::from(KeyCode::Char('j'))), Some(Key::Down));
+        assert_eq!(map_key(&KeyEvent::from(KeyCode::Char('k'))), Some(Key::Up));
+        assert_eq!(map_key(&KeyEvent::from(KeyCode::Char('h'))), Some(Key::Left));
+        assert_eq!(map_key(&KeyEvent::from(KeyCode::Char('l'))), Some(Key::Right));
+        assert_eq!(map_key(&KeyEvent::from(KeyCode::Char('p'))), Some(Key::Char('p')));
+    }
+
+    #[test]
+    fn ctrl_c_is_interrupt_and_releases_are_ignored() {
+        let ev = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(map_key(&ev), Some(Key::Interrupt));
+        let mut rel = KeyEvent::from(KeyCode::Enter);
+        rel.kind = KeyEventKind::Release;
+        assert_eq!(map_key(&rel), None);
+    }
+}

@@ -1,0 +1,220 @@
+//! Views: each screen renders `&App` into a frame; nothing here mutates state.
+
+pub mod compare;
+pub mod help;
+pub mod live;
+pub mod runs;
+pub mod setup;
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::Frame;
+
+use super::app::{App, Confirm, Screen};
+use super::theme::Theme;
+
+/// Below this the UI shows a message instead of the screens.
+pub const MIN_WIDTH: u16 = 60;
+pub const MIN_HEIGHT: u16 = 16;
+
+/// Draws the whole UI.
+pub fn draw(frame: &mut Frame, app: &App) {
+    let area = frame.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        too_small(frame, area, &app.theme);
+        return;
+    }
+    let [head, body, foot] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    header(frame, head, app);
+    match app.screen {
+        Screen::Setup => setup::draw(frame, body, app),
+        Screen::Live => live::draw(frame, body, app),
+        Screen::Runs => runs::draw(frame, body, app),
+        Screen::Compare => compare::draw(frame, body, app),
+        Screen::Help => help::draw(frame, body, app),
+    }
+    footer(frame, foot, app);
+    if let Some(c) = app.confirm {
+        confirm_dialog(frame, body, app, c);
+    }
+}
+
+fn too_small(frame: &mut Frame, area: Rect, th: &Theme) {
+    let text = vec![
+        Line::styled("terminal too small", th.warn()),
+        Line::from(format!("{}×{} — need {MIN_WIDTH}×{MIN_HEIGHT}", area.width, area.height)),
+        Line::from("enlarge it, or q to quit"),
+    ];
+    frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
+}
+
+fn header(frame: &mut Frame, area: Rect, app: &App) {
+    let th = &app.theme;
+    let mut spans = vec![Span::styled(" scaling-lab ", th.title()), Span::styled("│", th.dim())];
+    for (i, s) in [Screen::Setup, Screen::Live, Screen::Runs, Screen::Compare].iter().enumerate() {
+        let label = format!(" {} {} ", i + 1, s.title());
+        let style = if app.screen == *s { th.selected().patch(th.title()) } else { th.dim() };
+        spans.push(Span::styled(label, style));
+    }
+    spans.push(Span::styled("│ ? help", th.dim()));
+    let mut right = String::new();
+    if let Some(l) = &app.live {
+        if app.sweep_active && !l.done {
+            right = format!(
+                "{} {} {}/{} ",
+                if l.paused { "⏸" } else { "●" },
+                l.plan.preset,
+                l.done_count(),
+                l.plan.total_trials
+            );
+        }
+    }
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let pad = (area.width as usize).saturating_sub(used + right.chars().count());
+    if pad > 0 && !right.is_empty() {
+        spans.push(Span::raw(" ".repeat(pad)));
+        spans.push(Span::styled(right, th.good()));
+    }
+    frame.render_widget(Line::from(spans), area);
+}
+
+fn footer(frame: &mut Frame, area: Rect, app: &App) {
+    let th = &app.theme;
+    if let Some(f) = &app.flash {
+        frame.render_widget(Line::styled(format!(" {f}"), th.warn()), area);
+        return;
+    }
+    let keys: &[(&str, &str)] = match app.screen {
+        Screen::Setup => &[
+            ("↑↓", "select"),
+            ("←→", "change"),
+            ("Tab", "panel"),
+            ("Enter", "launch"),
+            ("r", "reset"),
+            ("3", "runs"),
+            ("q", "quit"),
+        ],
+        Screen::Live => {
+            if app.live.as_ref().is_some_and(|l| l.read_only()) {
+                &[("t", "charts"), ("Esc", "runs"), ("?", "help"), ("q", "quit")]
+            } else {
+                &[
+                    ("p", "pause"),
+                    ("c", "cancel trial"),
+                    ("C", "cancel sweep"),
+                    ("t", "charts"),
+                    ("↑↓", "trial"),
+                    ("3", "runs"),
+                    ("q", "quit"),
+                ]
+            }
+        }
+        Screen::Runs => &[
+            ("Enter", "open"),
+            ("space", "mark"),
+            ("c", "compare"),
+            ("r", "resume"),
+            ("R", "rescan"),
+            ("Esc", "back"),
+        ],
+        Screen::Compare => &[("Esc", "runs"), ("3", "runs"), ("?", "help"), ("q", "quit")],
+        Screen::Help => &[("Esc", "back"), ("q", "quit")],
+    };
+    let mut spans = vec![Span::raw(" ")];
+    for (k, d) in keys {
+        spans.push(Span::styled(*k, th.key()));
+        spans.push(Span::styled(format!(" {d}  "), th.dim()));
+    }
+    frame.render_widget(Line::from(spans), area);
+}
+
+fn confirm_dialog(frame: &mut Frame, body: Rect, app: &App, c: Confirm) {
+    let th = &app.theme;
+    let log = app
+        .live
+        .as_ref()
+        .and_then(|l| l.plan.run_log.clone())
+        .unwrap_or_else(|| "the run log".into());
+    let (title, lines): (&str, Vec<Line>) = match c {
+        Confirm::Quit => (
+            " Quit while the sweep runs? ",
+            vec![
+                Line::from("Quitting stops the sweep. Finished trials are"),
+                Line::from(format!("already saved in {log},")),
+                Line::from("and the sweep can be resumed later (Runs → r)."),
+                Line::from(""),
+                Line::from(vec![
+                    Span::styled("y", th.key()),
+                    Span::raw(" stop and quit    "),
+                    Span::styled("n", th.key()),
+                    Span::raw(" keep running"),
+                ]),
+            ],
+        ),
+        Confirm::CancelSweep => (
+            " Cancel the sweep? ",
+            vec![
+                Line::from("Running trials stop and are recorded as cancelled."),
+                Line::from(format!("Finished trials stay in {log};")),
+                Line::from("the sweep can be resumed later (Runs → r)."),
+                Line::from(""),
+                Line::from(vec![
+                    Span::styled("y", th.key()),
+                    Span::raw(" cancel the sweep    "),
+                    Span::styled("n", th.key()),
+                    Span::raw(" keep running"),
+                ]),
+            ],
+        ),
+    };
+    let w = 58.min(body.width);
+    let h = (lines.len() as u16 + 2).min(body.height);
+    let area = Rect {
+        x: body.x + (body.width - w) / 2,
+        y: body.y + (body.height - h) / 2,
+        width: w,
+        height: h,
+    };
+    frame.render_widget(Clear, area);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Span::styled(title, th.warn()))
+        .border_style(th.warn());
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(block), area);
+}
+
+/// A bordered panel with a title; highlighted when focused.
+pub fn panel<'a>(title: &'a str, focused: bool, th: &Theme) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(th.border(focused))
+        .title(Span::styled(format!(" {title} "), th.title()))
+}
+
+/// Truncates to `w` display columns with an ellipsis.
+pub fn ellipsize(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        return s.to_string();
+    }
+    if w == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(w - 1).collect();
+    out.push('…');
+    out
+}
+
+/// A "label  value" line with the label dimmed.
+pub fn kv(label: &str, value: String, th: &Theme, vstyle: Style) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(format!("{label} "), th.dim()),
+        Span::styled(value, vstyle),
+    ])
+}

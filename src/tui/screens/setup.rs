@@ -1,0 +1,208 @@
+//! Setup: pick a preset, adjust the study, see what is wrong with it before launching.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::Frame;
+
+use super::{ellipsize, panel};
+use crate::tui::app::{App, Field, SetupFocus, FIELDS};
+use crate::tui::widgets::log_axis::format_pow2;
+use crate::workload::spec::{DatasetSpec, ModelSpec};
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
+    let th = &app.theme;
+    let s = &app.setup;
+    let left_w = if area.width >= 120 { area.width * 2 / 5 } else { area.width * 9 / 20 };
+    let [left, right] = Layout::horizontal([Constraint::Length(left_w), Constraint::Min(0)]).areas(area);
+
+    // Preset list: name and a one-line description.
+    let block = panel("Presets", s.focus == SetupFocus::Presets, th);
+    let inner = block.inner(left);
+    frame.render_widget(block, left);
+    let mut lines: Vec<Line> = Vec::new();
+    let rows = inner.height as usize;
+    let first = s.selected.saturating_sub(rows.saturating_sub(1));
+    let w = inner.width as usize;
+    if s.presets.is_empty() {
+        lines.push(Line::styled("no presets found", th.error()));
+    }
+    for (i, p) in s.presets.iter().enumerate().skip(first).take(rows) {
+        let name = &p.preset.name;
+        let sel = i == s.selected;
+        let marker = if sel { "▸ " } else { "  " };
+        let name_w = name.chars().count() + 2;
+        let desc = ellipsize(&p.preset.description, w.saturating_sub(name_w + 1));
+        let mut l = Line::from(vec![
+            Span::styled(format!("{marker}{name}"), if sel { th.title() } else { th.text() }),
+            Span::raw(" "),
+            Span::styled(desc, th.dim()),
+        ]);
+        if sel {
+            l = l.style(th.selected());
+        }
+        lines.push(l);
+    }
+    for e in &s.load_errors {
+        lines.push(Line::styled(ellipsize(e, w), th.error()));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+
+    // Study parameters.
+    let block = panel("Study", s.focus == SetupFocus::Fields, th);
+    let inner = block.inner(right);
+    frame.render_widget(block, right);
+    let mut lines: Vec<Line> = Vec::new();
+    let Some(entry) = s.preset() else {
+        frame.render_widget(
+            Paragraph::new("Put preset TOML files in the presets directory.").wrap(Wrap { trim: true }),
+            inner,
+        );
+        return;
+    };
+    let p = &entry.preset;
+    let w = &p.workload;
+    lines.push(Line::styled(p.name.clone(), th.accent()));
+    let tall = inner.height >= 24;
+    let desc_w = inner.width as usize;
+    let desc = if tall { p.description.clone() } else { ellipsize(&p.description, desc_w) };
+    lines.push(Line::styled(desc, th.text()));
+    lines.push(Line::styled(
+        ellipsize(
+            &format!(
+                "model {} · data {} · eval every {}",
+                model_text(&w.model),
+                dataset_text(w.dataset.as_ref()),
+                w.eval_every
+            ),
+            desc_w,
+        ),
+        th.dim(),
+    ));
+    lines.push(Line::raw(""));
+    let problems = s.problems();
+    let fields_focus = s.focus == SetupFocus::Fields;
+    for (i, f) in FIELDS.iter().enumerate() {
+        let sel = fields_focus && i == s.field;
+        let value = field_value(app, *f);
+        let extra = match f {
+            Field::BatchMax => {
+                let bs = s.batch_sizes();
+                format!("  {} sizes", bs.len())
+            }
+            Field::Trials => format!("  {} trials", s.total_trials()),
+            _ => String::new(),
+        };
+        let l = Line::from(vec![
+            Span::styled(format!("{:<16}", f.label()), th.dim()),
+            Span::styled(if sel { "◀ " } else { "  " }, th.key()),
+            Span::styled(value, if sel { th.selected().patch(th.title()) } else { th.title() }),
+            Span::styled(if sel { " ▶" } else { "  " }, th.key()),
+            Span::styled(extra, th.dim()),
+        ]);
+        lines.push(l);
+        for pr in problems.iter().filter(|p| p.field == Some(*f)) {
+            let (tag, style) = if pr.blocking { ("✗ ", th.error()) } else { ("ℹ ", th.warn()) };
+            for (j, chunk) in wrap(&pr.message, desc_w.saturating_sub(4)).into_iter().enumerate() {
+                let lead = if j == 0 { tag } else { "  " };
+                lines.push(Line::styled(format!("  {lead}{chunk}"), style));
+            }
+        }
+    }
+    for pr in problems.iter().filter(|p| p.field.is_none()) {
+        for chunk in wrap(&format!("✗ {}", pr.message), desc_w) {
+            lines.push(Line::styled(chunk, th.error()));
+        }
+    }
+    lines.push(Line::raw(""));
+    let blocked = problems.iter().any(|p| p.blocking);
+    let bs = s.batch_sizes();
+    let grid = bs.iter().map(|b| format_pow2(*b as u64)).collect::<Vec<_>>().join(" ");
+    lines.push(Line::styled(ellipsize(&format!("B: {grid}"), desc_w), th.dim()));
+    lines.push(if blocked {
+        Line::styled("fix the ✗ above to launch", th.error())
+    } else {
+        Line::from(vec![
+            Span::styled("Enter", th.key()),
+            Span::raw(format!(" launch {} trials → Live", s.total_trials())),
+        ])
+    });
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+fn field_value(app: &App, f: Field) -> String {
+    let s = &app.setup;
+    let Some(p) = s.preset() else {
+        return String::new();
+    };
+    match f {
+        Field::Optimizer => s.optimizer.name().to_string(),
+        Field::Precision => s.precision.name().to_string(),
+        Field::Devices => {
+            let d = s.device();
+            match &d {
+                crate::core::trial::DeviceSpec::Cuda { devices } => {
+                    let names: Vec<&str> = devices
+                        .iter()
+                        .filter_map(|i| s.gpu_labels.get(*i).map(|x| x.as_str()))
+                        .collect();
+                    format!("{} GPU{} ({})", devices.len(), if devices.len() == 1 { "" } else { "s" }, names.join(", "))
+                }
+                _ => d.label(),
+            }
+        }
+        Field::BatchMin => s.b_min.to_string(),
+        Field::BatchMax => s.b_max.to_string(),
+        Field::Trials => s.trials.to_string(),
+        Field::Target => format!("{} ≤ {}", p.preset.workload.target.metric.name(), s.target),
+        Field::Budget => format!("{} steps", s.budget),
+    }
+}
+
+pub fn model_text(m: &ModelSpec) -> String {
+    match m {
+        ModelSpec::Mlp { hidden } => format!(
+            "mlp {}",
+            hidden.iter().map(|h| h.to_string()).collect::<Vec<_>>().join("-")
+        ),
+        ModelSpec::Cnn { channels, dense } => format!("cnn {}-{}-{}", channels[0], channels[1], dense),
+        ModelSpec::CharLstm { hidden, .. } => format!("char-lstm {hidden}"),
+        ModelSpec::Mlstm { hidden, .. } => format!("mlstm {hidden}"),
+        ModelSpec::Transformer { d_model, layers, .. } => format!("transformer {layers}×{d_model}"),
+        ModelSpec::Nqm { dim, .. } => format!("nqm d={dim}"),
+    }
+}
+
+pub fn dataset_text(d: Option<&DatasetSpec>) -> String {
+    match d {
+        Some(d) => format!("{:?}", d.name).to_lowercase(),
+        None => "none (closed form)".into(),
+    }
+}
+
+/// Greedy word wrap to `w` columns (words longer than `w` are cut).
+pub fn wrap(text: &str, w: usize) -> Vec<String> {
+    let w = w.max(8);
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        let need = cur.chars().count() + usize::from(!cur.is_empty()) + word.chars().count();
+        if need > w && !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+        while cur.chars().count() > w {
+            let head: String = cur.chars().take(w).collect();
+            let tail: String = cur.chars().skip(w).collect();
+            out.push(head);
+            cur = tail;
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}

@@ -1,0 +1,197 @@
+//! README pictures rendered from real runs: the screens are drawn into a `TestBackend` and the
+//! buffer is written as SVG (`svg::buffer_to_svg`).
+//!
+//! * Live mid-sweep and finished: an NQM sweep (closed form, a real workload that runs in well
+//!   under a second) is run through the real scheduler into `runs_dir`; its events are folded into
+//!   the app up to half of the plan (mid-sweep) and to the end (finished). If `runs_dir` already
+//!   holds a complete non-NQM sweep whose analysis shows all three regimes (e.g. digits-MLP), the
+//!   "finished" picture shows that one instead.
+//! * Runs: the runs directory as scanned.
+//! * Compare: the complete sweeps of one workload with the most distinct optimizers; if there are
+//!   fewer than two, the NQM presets (sgd / momentum / adam) are run and compared.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::sync_channel;
+use std::sync::Arc;
+
+use anyhow::Context;
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+use super::app::{prepare_live, update, App, Charts, LiveState, Msg, Screen};
+use super::engine;
+use super::keymap::Key;
+use super::theme::Theme;
+use super::TuiOptions;
+use crate::core::analysis::Regime;
+use crate::core::events::SweepEvent;
+use crate::core::trial::TrialRunner;
+use crate::runlog::{read_run_log, LogStatus};
+use crate::sweep::{start_sweep, SweepConfig};
+use crate::workload::spec::{ModelSpec, Preset};
+
+/// Size of the pictures (cells).
+pub const SHOT_W: u16 = 120;
+pub const SHOT_H: u16 = 36;
+
+/// Draws the app into a `w`×`h` test terminal and returns the buffer.
+pub fn render_app(app: &App, w: u16, h: u16) -> ratatui::buffer::Buffer {
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("test backend");
+    t.draw(|f| super::screens::draw(f, app)).expect("draw");
+    t.backend().buffer().clone()
+}
+
+/// Runs a whole sweep of `preset` with `runner` on the real scheduler and returns its events and
+/// run-log path.
+pub fn run_sweep_collect(
+    preset: Preset,
+    preset_path: Option<PathBuf>,
+    runs_dir: &Path,
+    runner: Arc<dyn TrialRunner>,
+) -> anyhow::Result<(SweepConfig, Vec<SweepEvent>, PathBuf)> {
+    let cfg = SweepConfig::from_preset(preset, preset_path, runs_dir.to_path_buf());
+    let (tx, rx) = sync_channel(1 << 16);
+    let handle = start_sweep(cfg.clone(), runner, tx, None)?;
+    let path = handle.log_path().to_path_buf();
+    let events: Vec<SweepEvent> = rx.iter().collect();
+    handle.join()?;
+    Ok((cfg, events, path))
+}
+
+fn nqm_presets(presets_dir: &Path) -> Vec<(PathBuf, Preset)> {
+    let (ps, _) = engine::load_presets(presets_dir);
+    ps.into_iter()
+        .filter(|p| matches!(p.preset.workload.model, ModelSpec::Nqm { .. }))
+        .map(|p| (p.path.unwrap_or_default(), p.preset))
+        .collect()
+}
+
+fn has_three_regimes(a: &crate::core::analysis::Analysis) -> bool {
+    let rs: Vec<Regime> = a.segments.iter().map(|s| s.regime).collect();
+    [Regime::Perfect, Regime::Diminishing, Regime::Maximal]
+        .iter()
+        .all(|r| rs.contains(r))
+}
+
+fn save(app: &App, out_dir: &Path, name: &str, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    let buf = render_app(app, SHOT_W, SHOT_H);
+    let p = out_dir.join(format!("{name}.svg"));
+    std::fs::write(&p, super::svg::buffer_to_svg(&buf)).with_context(|| format!("cannot write {}", p.display()))?;
+    out.push(p);
+    Ok(())
+}
+
+/// Renders setup.svg, live-mid.svg, live-finished.svg, runs.svg and compare.svg into `out_dir`
+/// (sweeps it needs are run into `runs_dir`). Presets are read from the default presets directory.
+pub fn render_screenshots(out_dir: &Path, runs_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    render_screenshots_with(out_dir, runs_dir, &crate::workload::load::presets_dir())
+}
+
+pub fn render_screenshots_with(out_dir: &Path, runs_dir: &Path, presets_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    std::fs::create_dir_all(runs_dir).with_context(|| format!("cannot create {}", runs_dir.display()))?;
+    let mut out = Vec::new();
+    let theme = Theme::default();
+    let mut opts = TuiOptions::new(runs_dir.to_path_buf(), presets_dir.to_path_buf());
+    opts.initial_preset = Some(super::DEFAULT_PRESET.into());
+    let mut app = super::initial_app(&opts, theme);
+    update(&mut app, Msg::Resize(SHOT_W, SHOT_H));
+
+    // Setup
+    save(&app, out_dir, "setup", &mut out)?;
+
+    // A real NQM sweep, replayed.
+    let nqm = nqm_presets(presets_dir);
+    let (path, preset) = nqm
+        .iter()
+        .find(|(_, p)| p.name.contains("momentum"))
+        .or_else(|| nqm.first())
+        .cloned()
+        .context("no NQM preset found in the presets directory (needed to render live pictures)")?;
+    let runner: Arc<dyn TrialRunner> = Arc::new(crate::nqm::NqmRunner::new());
+    let (cfg, events, _log) = run_sweep_collect(preset, Some(path), runs_dir, runner.clone())?;
+    let mut live_app = app.clone();
+    prepare_live(&mut live_app, &cfg);
+    update(&mut live_app, Msg::SweepStarted { run_log: None });
+    let total = cfg.batch_sizes.len() * cfg.trials_per_batch;
+    let mut t = 0.0;
+    let mut mid_done = false;
+    for ev in events {
+        t += 0.01;
+        update(&mut live_app, Msg::Tick(t));
+        update(&mut live_app, Msg::Sweep(ev));
+        let done = live_app.live.as_ref().map(|l| l.done_count()).unwrap_or(0);
+        let running = live_app.live.as_ref().map(|l| l.running.len()).unwrap_or(0);
+        if !mid_done && done * 2 >= total && running > 0 {
+            save(&live_app, out_dir, "live-mid", &mut out)?;
+            mid_done = true;
+        }
+    }
+    if !mid_done {
+        save(&live_app, out_dir, "live-mid", &mut out)?;
+    }
+    update(&mut live_app, Msg::SweepEnded);
+
+    // Finished: prefer a complete real-data sweep showing all three regimes.
+    let entries = engine::scan_runs(runs_dir, None);
+    let mut finished_app = live_app.clone();
+    for e in &entries {
+        if let Ok(log) = read_run_log(&e.path) {
+            let is_nqm = matches!(log.header.preset.workload.model, ModelSpec::Nqm { .. });
+            if !is_nqm && log.status() == LogStatus::Complete && has_three_regimes(&log.analysis()) {
+                finished_app.live = Some(LiveState::from_log(&log, false, 0.0));
+                break;
+            }
+        }
+    }
+    finished_app.charts = Charts::Both;
+    save(&finished_app, out_dir, "live-finished", &mut out)?;
+
+    // Compare: one workload, several optimizers.
+    let mut groups: std::collections::BTreeMap<String, Vec<(PathBuf, String)>> = Default::default();
+    for e in engine::scan_runs(runs_dir, None) {
+        if e.status != super::app::RunStatus::Complete {
+            continue;
+        }
+        let Ok(log) = read_run_log(&e.path) else { continue };
+        let w = &log.header.preset.workload;
+        let key = format!(
+            "{}|{}",
+            w.dataset.as_ref().map(|d| format!("{:?}", d.name)).unwrap_or_default(),
+            w.model.short_name()
+        );
+        let g = groups.entry(key).or_default();
+        if !g.iter().any(|(_, o)| *o == e.optimizer) {
+            g.push((e.path.clone(), e.optimizer.clone()));
+        }
+    }
+    let mut best: Vec<PathBuf> = groups
+        .values()
+        .max_by_key(|g| g.len())
+        .map(|g| g.iter().map(|(p, _)| p.clone()).collect())
+        .unwrap_or_default();
+    if best.len() < 2 {
+        best.clear();
+        for (path, preset) in nqm.iter().take(3) {
+            let (_, _, log) = run_sweep_collect(preset.clone(), Some(path.clone()), runs_dir, runner.clone())?;
+            best.push(log);
+        }
+    }
+    // Runs (after every sweep above exists)
+    let mut runs_app = app.clone();
+    update(&mut runs_app, Msg::Runs(engine::scan_runs(runs_dir, None)));
+    update(&mut runs_app, Msg::Key(Key::Char('3')));
+    for p in best.iter().take(3) {
+        if let Some(i) = runs_app.runs.entries.iter().position(|e| &e.path == p) {
+            runs_app.runs.marked.insert(runs_app.runs.entries[i].path.clone());
+        }
+    }
+    save(&runs_app, out_dir, "runs", &mut out)?;
+
+    let (runs, _) = engine::load_compare(&best);
+    let mut cmp_app = runs_app.clone();
+    cmp_app.screen = Screen::Compare;
+    update(&mut cmp_app, Msg::CompareLoaded(runs));
+    save(&cmp_app, out_dir, "compare", &mut out)?;
+    Ok(out)
+}

@@ -1,0 +1,488 @@
+//! The sweep scheduler end to end with the NQM runner and scripted fakes: events, the run log,
+//! resume, cancellation, errors and divergence.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+use std::time::Duration;
+
+use scaling_lab::core::*;
+use scaling_lab::nqm::NqmRunner;
+use scaling_lab::runlog::read_run_log;
+use scaling_lab::sweep::{plan, start_sweep, SweepConfig};
+use scaling_lab::workload::spec::*;
+
+pub fn nqm_preset(opt: OptimizerKind) -> Preset {
+    Preset {
+        name: format!("nqm-{}", opt.name()),
+        description: "test".into(),
+        workload: Workload {
+            dataset: None,
+            model: ModelSpec::Nqm {
+                dim: 50,
+                precondition_power: 0.5,
+            },
+            optimizer: opt,
+            target: Target {
+                metric: Metric::NqmLoss,
+                value: 0.1,
+            },
+            eval_every: 5,
+            step_budget: 2000,
+            precision: Precision::Fp32,
+            defaults: Metaparams {
+                learning_rate: 0.1,
+                momentum: 0.9,
+                beta2: 0.999,
+                epsilon: 1e-8,
+                schedule: Schedule::default(),
+            },
+            grad_clip: None,
+            divergence_factor: 10.0,
+        },
+        search: SearchSpace {
+            learning_rate: [1e-3, 4.0],
+            ..SearchSpace::default()
+        },
+        sweep: SweepDefaults::default(),
+    }
+}
+
+fn config(dir: &Path, opt: OptimizerKind) -> SweepConfig {
+    SweepConfig {
+        preset: nqm_preset(opt),
+        preset_path: None,
+        batch_sizes: vec![1, 4, 16, 64, 256, 1024],
+        trials_per_batch: 6,
+        devices: DeviceSpec::Cpu { workers: 1 },
+        concurrency: 3,
+        precision: Precision::Fp32,
+        seed: 42,
+        runs_dir: dir.to_path_buf(),
+    }
+}
+
+fn drain(rx: Receiver<SweepEvent>) -> Vec<SweepEvent> {
+    rx.iter().collect()
+}
+
+#[test]
+fn nqm_sweep_writes_log_and_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), OptimizerKind::Sgd);
+    let (tx, rx) = sync_channel(1024);
+    let h = start_sweep(cfg.clone(), Arc::new(NqmRunner), tx, None).unwrap();
+    let log_path = h.log_path().to_path_buf();
+    let events = std::thread::spawn(move || drain(rx));
+    let res = h.join().unwrap();
+    let events = events.join().unwrap();
+    assert!(!res.cancelled);
+    assert_eq!(
+        (res.trials_done, res.trials_planned, res.trials_run),
+        (36, 36, 36)
+    );
+    assert!(matches!(events[0], SweepEvent::Planned(ref p) if p.total_trials == 36));
+    assert!(matches!(
+        events.last(),
+        Some(SweepEvent::Done {
+            cancelled: false,
+            ..
+        })
+    ));
+    let saved: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e {
+            SweepEvent::Saved { trial_id } => Some(*trial_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(saved.len(), 36);
+    // Each Saved comes after that trial's Finished.
+    for id in &saved {
+        let fin = events.iter().position(|e| matches!(e, SweepEvent::Trial { trial_id, event: TrialEvent::Finished { .. } } if trial_id == id)).unwrap();
+        let sav = events
+            .iter()
+            .position(|e| matches!(e, SweepEvent::Saved { trial_id } if trial_id == id))
+            .unwrap();
+        assert!(fin < sav);
+    }
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, SweepEvent::BestSoFar { .. })));
+    let log = read_run_log(&log_path).unwrap();
+    assert_eq!(log.trials.len(), 36);
+    assert_eq!(log.status(), scaling_lab::runlog::LogStatus::Complete);
+    assert!(log.warnings.is_empty());
+    let name = log_path.file_name().unwrap().to_string_lossy().to_string();
+    assert!(name.ends_with("-nqm-sgd.jsonl"), "{name}");
+    // The stored analysis equals a fresh one from the records.
+    // (JSON keeps floats to the last bit only with serde_json's float_roundtrip feature.)
+    let stored = &log.summary.as_ref().unwrap().analysis;
+    let fresh = log.analysis();
+    assert_eq!(stored.per_batch.len(), fresh.per_batch.len());
+    for (a, b) in stored.per_batch.iter().zip(&fresh.per_batch) {
+        assert_eq!(
+            (a.steps, a.best_trial, a.trials),
+            (b.steps, b.best_trial, b.trials)
+        );
+    }
+    let (f1, f2) = (stored.fit.as_ref().unwrap(), fresh.fit.as_ref().unwrap());
+    assert!((f1.b_crit - f2.b_crit).abs() < 1e-9 * f1.b_crit);
+    assert_eq!(res.analysis.per_batch, fresh.per_batch);
+    let a = &res.analysis;
+    assert!(a.per_batch.iter().all(|p| p.steps.is_some()), "{a:?}");
+    // A wide η range at these batch sizes has diverged trials; they are kept and counted.
+    assert!(a.per_batch.iter().map(|p| p.diverged).sum::<usize>() > 0);
+    assert!(a.fit.is_some());
+    // The record ids are exactly the plan.
+    let mut ids: Vec<u64> = log.trials.iter().map(|t| t.trial_id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..36).collect::<Vec<_>>());
+    for t in &log.trials {
+        assert_eq!(
+            t.spec.batch_size,
+            plan(&cfg)[t.trial_id as usize].batch_size
+        );
+    }
+}
+
+/// A runner that wraps the NQM but cancels the whole sweep after `after` trials started.
+struct Interrupting {
+    started: AtomicUsize,
+    after: usize,
+    control: std::sync::Mutex<Option<scaling_lab::sweep::SweepControl>>,
+}
+
+impl TrialRunner for Interrupting {
+    fn run(
+        &self,
+        w: &Workload,
+        spec: &TrialSpec,
+        emit: &mut dyn FnMut(TrialEvent),
+        cancel: &CancelToken,
+    ) -> anyhow::Result<TrialOutcome> {
+        let n = self.started.fetch_add(1, Ordering::SeqCst);
+        if n == self.after {
+            if let Some(c) = self.control.lock().unwrap().as_ref() {
+                c.cancel();
+            }
+        }
+        NqmRunner.run(w, spec, emit, cancel)
+    }
+    fn backend(&self) -> String {
+        "nqm-closed-form".into()
+    }
+}
+
+#[test]
+fn cancel_then_resume_equals_uninterrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), OptimizerKind::Momentum);
+    // Uninterrupted reference.
+    let (tx, rx) = sync_channel(4096);
+    let h = start_sweep(cfg.clone(), Arc::new(NqmRunner), tx, None).unwrap();
+    let drainer = std::thread::spawn(move || drain(rx));
+    let full = h.join().unwrap();
+    drainer.join().unwrap();
+
+    // Interrupted after ~10 trials, then resumed.
+    let runner = Arc::new(Interrupting {
+        started: AtomicUsize::new(0),
+        after: 10,
+        control: std::sync::Mutex::new(None),
+    });
+    let (tx, rx) = sync_channel(4096);
+    let control = scaling_lab::sweep::SweepControl::new();
+    *runner.control.lock().unwrap() = Some(control.clone());
+    let h = scaling_lab::sweep::scheduler::start_sweep_with(cfg.clone(), runner, tx, None, control)
+        .unwrap();
+    let path = h.log_path().to_path_buf();
+    let drainer = std::thread::spawn(move || drain(rx));
+    let part = h.join().unwrap();
+    drainer.join().unwrap();
+    assert!(part.cancelled);
+    assert!(part.trials_done < 36, "{}", part.trials_done);
+    let log = read_run_log(&path).unwrap();
+    assert_eq!(log.status(), scaling_lab::runlog::LogStatus::Interrupted);
+    let first = log.trials.len();
+
+    let (tx, rx) = sync_channel(4096);
+    let h = start_sweep(cfg.clone(), Arc::new(NqmRunner), tx, Some(path.clone())).unwrap();
+    let drainer = std::thread::spawn(move || drain(rx));
+    let resumed = h.join().unwrap();
+    let events = drainer.join().unwrap();
+    assert!(matches!(events[0], SweepEvent::Planned(ref p) if p.already_done == first));
+    assert_eq!(resumed.trials_run, 36 - first);
+    let log = read_run_log(&path).unwrap();
+    assert_eq!(log.status(), scaling_lab::runlog::LogStatus::Complete);
+    let mut ids: Vec<u64> = log.trials.iter().map(|t| t.trial_id).collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        (0..36).collect::<Vec<_>>(),
+        "no trial lost or run twice"
+    );
+    assert_eq!(resumed.analysis, full.analysis);
+}
+
+#[test]
+fn torn_tail_is_cut_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), OptimizerKind::Sgd);
+    cfg.batch_sizes = vec![4, 64];
+    cfg.trials_per_batch = 3;
+    let (tx, rx) = sync_channel(4096);
+    let h = start_sweep(cfg.clone(), Arc::new(NqmRunner), tx, None).unwrap();
+    let path = h.log_path().to_path_buf();
+    let d = std::thread::spawn(move || drain(rx));
+    let full = h.join().unwrap();
+    d.join().unwrap();
+    // Simulate SIGKILL mid-write: drop the summary and the last trial, leave half a line.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let keep = lines[..lines.len() - 2].join("\n") + "\n";
+    let half = &lines[lines.len() - 2][..40];
+    std::fs::write(&path, format!("{keep}{half}")).unwrap();
+    let log = read_run_log(&path).unwrap();
+    assert_eq!(log.warnings.len(), 1, "{:?}", log.warnings);
+    assert_eq!(log.trials.len(), 5);
+    assert_eq!(log.status(), scaling_lab::runlog::LogStatus::Unfinished);
+    let (tx, rx) = sync_channel(4096);
+    let h = start_sweep(cfg, Arc::new(NqmRunner), tx, Some(path.clone())).unwrap();
+    let d = std::thread::spawn(move || drain(rx));
+    let res = h.join().unwrap();
+    d.join().unwrap();
+    assert_eq!(res.trials_run, 1);
+    let log = read_run_log(&path).unwrap();
+    assert!(log.warnings.is_empty(), "{:?}", log.warnings);
+    assert_eq!(log.trials.len(), 6);
+    assert_eq!(res.analysis, full.analysis);
+}
+
+/// Fails, panics or diverges depending on the trial id; never stops the sweep.
+struct Flaky;
+
+impl TrialRunner for Flaky {
+    fn run(
+        &self,
+        w: &Workload,
+        spec: &TrialSpec,
+        emit: &mut dyn FnMut(TrialEvent),
+        cancel: &CancelToken,
+    ) -> anyhow::Result<TrialOutcome> {
+        match spec.trial_id % 4 {
+            0 => anyhow::bail!("scripted set-up failure"),
+            1 => panic!("scripted panic"),
+            _ => NqmRunner.run(w, spec, emit, cancel),
+        }
+    }
+    fn backend(&self) -> String {
+        "flaky".into()
+    }
+}
+
+#[test]
+fn errors_and_panics_do_not_stop_the_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), OptimizerKind::Sgd);
+    cfg.trials_per_batch = 2; // 12 trials: ids 0..12
+    let (tx, rx) = sync_channel(4096);
+    let h = start_sweep(cfg, Arc::new(Flaky), tx, None).unwrap();
+    let path = h.log_path().to_path_buf();
+    let d = std::thread::spawn(move || drain(rx));
+    let res = h.join().unwrap();
+    let events = d.join().unwrap();
+    assert_eq!(res.trial_errors, 6);
+    let errors: Vec<&String> = events
+        .iter()
+        .filter_map(|e| match e {
+            SweepEvent::TrialError { message, .. } => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(errors.len(), 6);
+    assert!(errors.iter().any(|m| m.contains("scripted panic")));
+    let log = read_run_log(&path).unwrap();
+    assert_eq!(log.trials.len(), 6);
+    assert_eq!(log.status(), scaling_lab::runlog::LogStatus::Interrupted);
+}
+
+/// Blocks until cancelled: for pause and per-trial cancel.
+struct Slow;
+
+impl TrialRunner for Slow {
+    fn run(
+        &self,
+        _w: &Workload,
+        spec: &TrialSpec,
+        emit: &mut dyn FnMut(TrialEvent),
+        cancel: &CancelToken,
+    ) -> anyhow::Result<TrialOutcome> {
+        emit(TrialEvent::Started { spec: spec.clone() });
+        let mut step = 0;
+        while !cancel.is_cancelled() {
+            std::thread::sleep(Duration::from_millis(5));
+            step += 1;
+            // Flood progress events: a slow consumer must not block this loop.
+            for _ in 0..100 {
+                emit(TrialEvent::Step(StepStats {
+                    step,
+                    loss: 1.0,
+                    lr: 0.1,
+                    loss_scale: 1.0,
+                    skipped_steps: 0,
+                    examples_per_s: 0.0,
+                    compute_s: 0.0,
+                    exchange_s: 0.0,
+                }));
+            }
+        }
+        Ok(TrialOutcome {
+            outcome: Outcome::Cancelled { step },
+            steps: step,
+            skipped_steps: 0,
+            final_loss_scale: 1.0,
+            wall_s: 0.0,
+            evals: vec![],
+            noise: NoiseSummary::default(),
+            throughput: Throughput::default(),
+        })
+    }
+    fn backend(&self) -> String {
+        "slow".into()
+    }
+}
+
+#[test]
+fn pause_cancel_trial_and_slow_consumer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), OptimizerKind::Sgd);
+    cfg.batch_sizes = vec![8, 16];
+    cfg.trials_per_batch = 2;
+    cfg.concurrency = 2;
+    // A tiny channel that nobody reads for a while.
+    let (tx, rx) = sync_channel(8);
+    let h = start_sweep(cfg, Arc::new(Slow), tx, None).unwrap();
+    let c = h.control();
+    std::thread::sleep(Duration::from_millis(150));
+    // Step events were dropped rather than blocking: both trials are running.
+    c.pause();
+    let mut running = c.running_trials();
+    for _ in 0..100 {
+        if running.len() == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        running = c.running_trials();
+    }
+    assert_eq!(running, vec![0, 1]);
+    let d = std::thread::spawn(move || drain(rx));
+    // Skipping trial 0 records it as cancelled; paused, so no new trial starts.
+    assert!(c.cancel_trial(0));
+    assert!(c.cancel_trial(3)); // queued: never starts
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(c.running_trials(), vec![1]);
+    c.resume();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(c.running_trials(), vec![1, 2]);
+    c.cancel();
+    let res = h.join().unwrap();
+    let events = d.join().unwrap();
+    assert!(res.cancelled);
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, SweepEvent::Paused { paused: true })));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, SweepEvent::Paused { paused: false })));
+    let log = read_run_log(&res.log_path).unwrap();
+    // Trials 0 and 3 were skipped by the user (recorded); 1 and 2 were interrupted (not recorded).
+    let ids: Vec<u64> = log.trials.iter().map(|t| t.trial_id).collect();
+    assert_eq!(ids, vec![0, 3]);
+    assert!(log
+        .trials
+        .iter()
+        .all(|t| matches!(t.outcome.outcome, Outcome::Cancelled { .. })));
+    assert_eq!(
+        res.analysis
+            .per_batch
+            .iter()
+            .map(|p| p.cancelled)
+            .sum::<usize>(),
+        2
+    );
+}
+
+#[test]
+fn bad_config_and_incompatible_resume_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), OptimizerKind::Sgd);
+    cfg.devices = DeviceSpec::Cpu { workers: 3 };
+    let (tx, _rx) = sync_channel(16);
+    let e = start_sweep(cfg, Arc::new(NqmRunner), tx, None)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("does not split"), "{e}");
+
+    let mut cfg = config(dir.path(), OptimizerKind::Sgd);
+    cfg.batch_sizes = vec![4];
+    cfg.trials_per_batch = 1;
+    let (tx, rx) = sync_channel(64);
+    let h = start_sweep(cfg.clone(), Arc::new(NqmRunner), tx, None).unwrap();
+    let path = h.log_path().to_path_buf();
+    let d = std::thread::spawn(move || drain(rx));
+    h.join().unwrap();
+    d.join().unwrap();
+    cfg.seed = 7;
+    let (tx, _rx) = sync_channel(16);
+    let e = start_sweep(cfg, Arc::new(NqmRunner), tx, Some(path))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("seed"), "{e}");
+}
+
+#[test]
+fn headless_plain_output_ends_with_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), OptimizerKind::Momentum);
+    cfg.trials_per_batch = 2;
+    let (tx, rx) = sync_channel(4096);
+    let h = start_sweep(cfg, Arc::new(NqmRunner), tx, None).unwrap();
+    let path = h.log_path().to_path_buf();
+    let mut out = Vec::new();
+    let info = scaling_lab::report::ReportInfo {
+        optimizer: "momentum".into(),
+        ..Default::default()
+    };
+    let analysis = scaling_lab::sweep::headless::run_headless(rx, &mut out, false, info).unwrap();
+    let res = h.join().unwrap();
+    assert_eq!(analysis, res.analysis);
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.starts_with("sweep nqm-momentum: 6 batch sizes × 2 trials = 12"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with('[')).count(),
+        12,
+        "{text}"
+    );
+    assert!(text.contains("[12/12] trial"), "{text}");
+    let report = scaling_lab::report::render_report(
+        &res.analysis,
+        &scaling_lab::report::ReportInfo {
+            preset: "nqm-momentum".into(),
+            optimizer: "momentum".into(),
+            devices: "cpu × 1 worker".into(),
+            trials_done: 12,
+            trials_planned: 12,
+            wall_s: None,
+            log_path: Some(path.display().to_string()),
+            cancelled: false,
+        },
+    );
+    assert!(text.ends_with(&report), "{text}\n---\n{report}");
+    let msg = scaling_lab::sweep::headless::resume_message(&path, 5, 12);
+    assert!(msg.contains("scaling-lab sweep --resume") && msg.contains("5 of 12"));
+}

@@ -1,0 +1,189 @@
+//! Snapshot tests of every screen at 80×24 and 160×48 (ratatui TestBackend + insta), driven by a
+//! scripted event sequence, plus degraded sizes down to 20×5.
+
+mod tui_support;
+
+use std::path::PathBuf;
+
+use scaling_lab::tui::app::{update, App, CompareRun, Msg, RunEntry, RunStatus};
+use scaling_lab::tui::keymap::Key;
+use scaling_lab::workload::spec::OptimizerKind;
+use tui_support::*;
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
+
+fn snap(name: &str, app: &App) {
+    for (w, h) in SIZES {
+        let text = render_text(app, w, h);
+        insta::assert_snapshot!(format!("{name}_{w}x{h}"), text);
+    }
+}
+
+#[test]
+fn setup_screen() {
+    let mut a = app();
+    snap("setup", &a);
+    // with an inline error (3 workers)
+    update(&mut a, Msg::Key(Key::Tab));
+    update(&mut a, Msg::Key(Key::Down));
+    update(&mut a, Msg::Key(Key::Down));
+    update(&mut a, Msg::Key(Key::Right));
+    update(&mut a, Msg::Key(Key::Right));
+    let text = render_text(&a, 80, 24);
+    assert!(text.contains("divisible") && text.contains("shard"), "{text}");
+    snap("setup_invalid", &a);
+}
+
+#[test]
+fn live_mid_sweep() {
+    let a = live_app(|a| {
+        a.live.as_ref().is_some_and(|l| {
+            l.done_count() >= l.plan.total_trials / 2
+                && l.running.values().any(|r| r.loss.len() >= 6)
+        })
+    });
+    let text = render_text(&a, 80, 24);
+    assert!(text.contains("trials finished: 32/64"), "{text}");
+    snap("live_mid", &a);
+}
+
+#[test]
+fn live_finished_shows_three_regimes() {
+    let a = live_app(|_| false);
+    let text = render_text(&a, 160, 48);
+    assert!(text.contains("sweep complete"), "{text}");
+    assert!(text.contains("perfect scaling"), "{text}");
+    assert!(text.contains("diminishing returns"), "{text}");
+    assert!(text.contains("maximal data parallelism"), "{text}");
+    assert!(text.contains("×"), "the all-diverged batch size is marked: {text}");
+    snap("live_finished", &a);
+}
+
+#[test]
+fn live_charts_toggle() {
+    let mut a = live_app(|a| a.live.as_ref().is_some_and(|l| l.done_count() >= 40));
+    update(&mut a, Msg::Key(Key::Char('t')));
+    snap("live_scaling_only", &a);
+    update(&mut a, Msg::Key(Key::Char('t')));
+    snap("live_loss_only", &a);
+}
+
+#[test]
+fn quit_confirmation_dialog() {
+    let mut a = live_app(|a| a.live.as_ref().is_some_and(|l| l.done_count() >= 10));
+    update(&mut a, Msg::Key(Key::Char('q')));
+    snap("live_quit_confirm", &a);
+}
+
+fn runs_fixture() -> Vec<RunEntry> {
+    let e = |name: &str, opt: &str, status, done: usize, s_min: Option<f64>, b_crit: Option<f64>| RunEntry {
+        path: PathBuf::from(format!("runs/2026-01-0{done}T10-00-00-{name}.jsonl")),
+        preset: name.into(),
+        optimizer: opt.into(),
+        started: format!("2026-01-0{}T10:00:00+01:00", done % 9 + 1),
+        status,
+        done: done * 8,
+        planned: 64,
+        s_min,
+        b_crit,
+        error: None,
+    };
+    let mut v = vec![
+        e("digits-mlp-momentum", "momentum", RunStatus::Running, 3, None, None),
+        e("digits-mlp-adam", "adam", RunStatus::Complete, 8, Some(64.2), Some(180.0)),
+        e("digits-mlp-sgd", "sgd", RunStatus::Interrupted, 5, Some(220.0), Some(95.5)),
+        e("nqm-momentum", "momentum", RunStatus::Complete, 8, Some(1520.0), Some(2100.0)),
+    ];
+    v.push(RunEntry {
+        path: PathBuf::from("runs/broken.jsonl"),
+        preset: "broken.jsonl".into(),
+        optimizer: String::new(),
+        started: String::new(),
+        status: RunStatus::Unreadable,
+        done: 0,
+        planned: 0,
+        s_min: None,
+        b_crit: None,
+        error: Some("runs/broken.jsonl:1: not a run log header".into()),
+    });
+    v
+}
+
+#[test]
+fn runs_screen() {
+    let mut a = app();
+    update(&mut a, Msg::Key(Key::Char('3')));
+    update(&mut a, Msg::Runs(runs_fixture()));
+    update(&mut a, Msg::Key(Key::Down));
+    update(&mut a, Msg::Key(Key::Space));
+    update(&mut a, Msg::Key(Key::Space));
+    snap("runs", &a);
+}
+
+#[test]
+fn compare_screen() {
+    let mut a = app();
+    let mut runs = Vec::new();
+    for (i, opt) in [OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::Adam].into_iter().enumerate() {
+        let mut cfg = config(&a);
+        cfg.preset.workload.optimizer = opt;
+        // a different scripted curve per optimizer: scale the steps
+        let mut recs = scripted_records(&cfg);
+        for r in recs.iter_mut() {
+            if let scaling_lab::core::trial::Outcome::Reached { step } = &mut r.outcome.outcome {
+                *step = (*step * (4 - i as u64) / 2).div_ceil(5) * 5;
+            }
+        }
+        let w = &cfg.preset.workload;
+        runs.push(CompareRun {
+            label: format!("digits-mlp-{}", opt.name()),
+            path: PathBuf::from(format!("runs/{i}.jsonl")),
+            optimizer: opt,
+            analysis: scaling_lab::sweep::analysis::analyze(&w.target, &recs, w.optimizer),
+            done: recs.len(),
+        });
+    }
+    update(&mut a, Msg::Key(Key::Char('4')));
+    update(&mut a, Msg::CompareLoaded(runs));
+    snap("compare", &a);
+}
+
+#[test]
+fn help_screen() {
+    let mut a = app();
+    update(&mut a, Msg::Key(Key::Char('?')));
+    let text = render_text(&a, 160, 48);
+    for (k, _, _) in scaling_lab::tui::keymap::KEYS {
+        assert!(text.contains(k), "help lacks {k}");
+    }
+    snap("help", &a);
+}
+
+#[test]
+fn tiny_terminals_show_a_message_not_a_panic() {
+    let a = live_app(|a| a.live.as_ref().is_some_and(|l| l.done_count() >= 5));
+    let text = render_text(&a, 20, 5);
+    assert!(text.contains("too small"), "{text}");
+    insta::assert_snapshot!("tiny_20x5", text);
+    // every size from 1×1 up to just above the minimum renders without panicking
+    for w in [1u16, 2, 5, 10, 20, 40, 59, 60, 61, 70] {
+        for h in [1u16, 2, 3, 5, 10, 15, 16, 17, 20] {
+            for screen in ['1', '2', '3', '4', '?'] {
+                let mut b = a.clone();
+                update(&mut b, Msg::Key(Key::Char(screen)));
+                let _ = render_text(&b, w, h);
+            }
+        }
+    }
+}
+
+#[test]
+fn no_color_renders_without_colours() {
+    let mut a = live_app(|_| false);
+    a.theme = scaling_lab::tui::theme::Theme::monochrome();
+    let buf = scaling_lab::tui::screenshot::render_app(&a, 80, 24);
+    for c in buf.content() {
+        assert_eq!(c.fg, ratatui::style::Color::Reset, "{:?}", c);
+        assert_eq!(c.bg, ratatui::style::Color::Reset);
+    }
+}

@@ -1,0 +1,287 @@
+//! State updates of the TUI: message in → state (and commands) out. No terminal, no threads.
+
+mod tui_support;
+
+use std::path::PathBuf;
+
+use scaling_lab::core::events::{SweepEvent, TrialEvent};
+use scaling_lab::core::trial::DeviceSpec;
+use scaling_lab::tui::app::{
+    update, Command, Confirm, Field, History, LiveSource, Msg, RunEntry, RunStatus, Screen, SetupFocus, FIELDS,
+    HISTORY_CAP,
+};
+use scaling_lab::tui::keymap::Key;
+use scaling_lab::workload::spec::Precision;
+use tui_support::*;
+
+fn key(a: &mut scaling_lab::tui::App, k: Key) -> Vec<Command> {
+    update(a, Msg::Key(k))
+}
+
+#[test]
+fn history_is_bounded_and_keeps_the_latest_point() {
+    let mut h = History::default();
+    for i in 0..1_000_000u64 {
+        h.push(i as f64, 1.0 / (1.0 + i as f64));
+    }
+    assert!(h.len() < HISTORY_CAP, "{}", h.len());
+    assert!(h.len() >= HISTORY_CAP / 2 - 1);
+    assert!(h.stride() >= 1 << 12);
+    let pts = h.points();
+    assert_eq!(pts.last().unwrap().0, 999_999.0);
+    assert_eq!(pts.first().unwrap().0, 0.0);
+    // x stays increasing after every halving
+    assert!(pts.windows(2).all(|w| w[0].0 < w[1].0));
+}
+
+#[test]
+fn default_preset_is_selected_and_its_values_loaded() {
+    let a = app();
+    let p = &a.setup.preset().unwrap().preset;
+    assert_eq!(p.name, "digits-mlp-momentum");
+    assert_eq!(a.setup.b_min, *p.sweep.batch_sizes.iter().min().unwrap());
+    assert_eq!(a.setup.trials, p.sweep.trials_per_batch);
+    assert_eq!(a.screen, Screen::Setup);
+}
+
+#[test]
+fn enter_launches_the_edited_sweep_and_switches_to_live() {
+    let mut a = app();
+    key(&mut a, Key::Tab);
+    assert_eq!(a.setup.focus, SetupFocus::Fields);
+    // precision → bf16, trials per B 8 → 7
+    let prec = FIELDS.iter().position(|f| *f == Field::Precision).unwrap();
+    let trials = FIELDS.iter().position(|f| *f == Field::Trials).unwrap();
+    for _ in 0..prec {
+        key(&mut a, Key::Down);
+    }
+    key(&mut a, Key::Right);
+    assert_eq!(a.setup.precision, Precision::Bf16);
+    assert!(a.setup.problems().iter().any(|p| !p.blocking && p.message.contains("2×")));
+    for _ in prec..trials {
+        key(&mut a, Key::Down);
+    }
+    key(&mut a, Key::Left);
+    let cmds = key(&mut a, Key::Enter);
+    let [Command::Launch(cfg)] = cmds.as_slice() else {
+        panic!("{cmds:?}")
+    };
+    assert_eq!(cfg.precision, Precision::Bf16);
+    assert_eq!(cfg.trials_per_batch, a.setup.preset().unwrap().preset.sweep.trials_per_batch - 1);
+    assert_eq!(cfg.batch_sizes, a.setup.preset().unwrap().preset.sweep.batch_sizes);
+    assert_eq!(a.screen, Screen::Live);
+    assert!(matches!(a.live.as_ref().unwrap().source, LiveSource::Sweep));
+}
+
+#[test]
+fn batch_not_divisible_by_workers_is_explained_and_blocks_launch() {
+    let mut a = app();
+    a.setup.device_idx = a.setup.devices.iter().position(|d| *d == DeviceSpec::Cpu { workers: 3 }).unwrap();
+    let probs = a.setup.problems();
+    let p = probs.iter().find(|p| p.field == Some(Field::Devices) && p.blocking).expect("a devices error");
+    assert!(p.message.contains("not divisible by 3 workers"), "{}", p.message);
+    assert!(p.message.contains("B = 8, 16"), "{}", p.message);
+    let cmds = key(&mut a, Key::Enter);
+    assert!(cmds.is_empty());
+    assert!(a.flash.as_deref().unwrap().starts_with("cannot launch"));
+    assert_eq!(a.screen, Screen::Setup);
+    // an empty batch range is an error too
+    a.setup.device_idx = 0;
+    a.setup.b_min = 2048;
+    assert!(a.setup.problems().iter().any(|p| p.blocking && p.field == Some(Field::BatchMax)));
+}
+
+#[test]
+fn gpu_labels_become_device_choices() {
+    let mut o = scaling_lab::tui::TuiOptions::new(PathBuf::from("runs"), presets_dir());
+    o.gpu_labels = vec!["H100 #0".into(), "H100 #1".into()];
+    let a = scaling_lab::tui::initial_app(&o, Default::default());
+    assert_eq!(a.setup.devices.len(), 10);
+    assert_eq!(a.setup.devices[9], DeviceSpec::Cuda { devices: vec![0, 1] });
+}
+
+#[test]
+fn events_fold_into_live_state() {
+    let mut a = app();
+    let cfg = config(&a);
+    scaling_lab::tui::app::prepare_live(&mut a, &cfg);
+    let events = scripted_events(&cfg);
+    // Planned + queued
+    let n_queued = cfg.batch_sizes.len() * cfg.trials_per_batch;
+    for ev in events.iter().take(1 + n_queued) {
+        update(&mut a, Msg::Sweep(ev.clone()));
+    }
+    let l = a.live.as_ref().unwrap();
+    assert_eq!(l.plan.total_trials, n_queued);
+    assert_eq!(l.queued.len(), n_queued);
+    // first trial: started, steps, finished
+    let mut i = 1 + n_queued;
+    update(&mut a, Msg::Sweep(events[i].clone()));
+    assert_eq!(a.live.as_ref().unwrap().running.len(), 1);
+    i += 1;
+    while !matches!(&events[i], SweepEvent::Trial { event: TrialEvent::Finished { .. }, .. }) {
+        update(&mut a, Msg::Sweep(events[i].clone()));
+        i += 1;
+    }
+    let l = a.live.as_ref().unwrap();
+    let r = l.running.values().next().unwrap();
+    assert_eq!(r.last.as_ref().unwrap().step, r.loss.last().unwrap().0 as u64);
+    assert!(l.b_simple_live.is_some());
+    update(&mut a, Msg::Sweep(events[i].clone()));
+    let l = a.live.as_ref().unwrap();
+    assert!(l.running.is_empty());
+    assert_eq!(l.finished.len(), 1);
+    assert_eq!(l.done_count(), 1);
+    assert_eq!(l.analysis.per_batch.len(), 1);
+    assert_eq!(l.analysis.per_batch[0].steps, Some(scripted_steps(cfg.batch_sizes[0], 5)));
+    assert_eq!(l.recent.len(), 1, "the finished trial's curve stays on the loss chart");
+    // the rest
+    for ev in &events[i + 1..] {
+        update(&mut a, Msg::Sweep(ev.clone()));
+    }
+    let l = a.live.as_ref().unwrap();
+    assert!(l.done && !l.cancelled);
+    assert_eq!(l.done_count(), n_queued);
+    assert_eq!(l.saved, n_queued);
+    let regimes: Vec<_> = l.regime_spans().iter().map(|s| s.2).collect();
+    use scaling_lab::core::analysis::Regime::*;
+    assert_eq!(regimes.first(), Some(&Perfect));
+    assert!(regimes.contains(&Diminishing));
+    assert_eq!(regimes.last(), Some(&Maximal));
+    let top = l.analysis.per_batch.last().unwrap();
+    assert_eq!((top.steps, top.diverged), (None, cfg.trials_per_batch));
+}
+
+#[test]
+fn live_keys_pause_cancel_and_confirm() {
+    let mut a = live_app(|a| a.live.as_ref().is_some_and(|l| l.done_count() == 3 && !l.running.is_empty()));
+    let id = *a.live.as_ref().unwrap().running.keys().next().unwrap();
+    assert_eq!(key(&mut a, Key::Char('p')), vec![Command::Pause(true)]);
+    update(&mut a, Msg::Sweep(SweepEvent::Paused { paused: true }));
+    assert!(a.live.as_ref().unwrap().paused);
+    assert_eq!(key(&mut a, Key::Char('p')), vec![Command::Pause(false)]);
+    assert_eq!(key(&mut a, Key::Char('c')), vec![Command::CancelTrial(id)]);
+    assert!(key(&mut a, Key::Char('C')).is_empty());
+    assert_eq!(a.confirm, Some(Confirm::CancelSweep));
+    assert!(key(&mut a, Key::Char('n')).is_empty());
+    assert_eq!(a.confirm, None);
+    key(&mut a, Key::Char('x'));
+    assert_eq!(key(&mut a, Key::Char('y')), vec![Command::CancelSweep]);
+    // t cycles the charts
+    let before = a.charts;
+    key(&mut a, Key::Char('t'));
+    assert_ne!(a.charts, before);
+}
+
+#[test]
+fn quitting_while_a_sweep_runs_asks_first() {
+    let mut a = live_app(|a| a.live.as_ref().is_some_and(|l| l.done_count() == 2));
+    assert!(key(&mut a, Key::Char('q')).is_empty());
+    assert_eq!(a.confirm, Some(Confirm::Quit));
+    assert!(!a.quit);
+    let text = render_text(&a, 80, 24);
+    assert!(text.contains("Finished trials are"), "{text}");
+    assert!(text.contains("resumed"), "{text}");
+    assert_eq!(key(&mut a, Key::Char('y')), vec![Command::CancelSweep, Command::Quit]);
+    assert!(a.quit);
+    // idle: q quits at once; ctrl-c too
+    let mut b = app();
+    assert_eq!(key(&mut b, Key::Interrupt), vec![Command::Quit]);
+    // SIGTERM while running: stop and quit without asking
+    let mut c = live_app(|a| a.live.as_ref().is_some_and(|l| l.done_count() == 1));
+    assert_eq!(update(&mut c, Msg::Terminate), vec![Command::CancelSweep, Command::Quit]);
+}
+
+#[test]
+fn read_only_log_ignores_controls_and_follows_appended_lines() {
+    let mut a = app();
+    let cfg = config(&a);
+    let records = scripted_records(&cfg);
+    let header = scaling_lab::sweep::scheduler::make_header(&cfg, "test");
+    let log = scaling_lab::runlog::RunLog {
+        path: PathBuf::from("runs/x.jsonl"),
+        header,
+        trials: records[..5].to_vec(),
+        summary: None,
+        warnings: vec![],
+        valid_len: 0,
+    };
+    update(&mut a, Msg::LogOpened { log: Box::new(log), tailing: true });
+    assert_eq!(a.screen, Screen::Live);
+    assert_eq!(a.live.as_ref().unwrap().done_count(), 5);
+    assert!(key(&mut a, Key::Char('p')).is_empty());
+    assert!(a.flash.as_deref().unwrap().contains("read-only"));
+    use scaling_lab::core::record::LogLine;
+    update(&mut a, Msg::LogLines(vec![LogLine::Trial(Box::new(records[5].clone()))]));
+    assert_eq!(a.live.as_ref().unwrap().done_count(), 6);
+    let summary = scaling_lab::core::record::Summary {
+        finished: String::new(),
+        trials_done: 6,
+        trials_planned: records.len(),
+        complete: false,
+        wall_s: 1.0,
+        analysis: Default::default(),
+    };
+    update(&mut a, Msg::LogLines(vec![LogLine::Summary(Box::new(summary))]));
+    let l = a.live.as_ref().unwrap();
+    assert!(l.done && l.cancelled);
+    assert_eq!(l.source, LiveSource::Log { path: PathBuf::from("runs/x.jsonl"), tailing: false });
+    // Esc goes back to Runs (and rescans)
+    assert_eq!(key(&mut a, Key::Esc), vec![Command::ScanRuns]);
+    assert_eq!(a.screen, Screen::Runs);
+}
+
+fn entry(name: &str, status: RunStatus) -> RunEntry {
+    RunEntry {
+        path: PathBuf::from(format!("runs/{name}.jsonl")),
+        preset: name.into(),
+        optimizer: "sgd".into(),
+        started: "2026-01-01T10:00:00+00:00".into(),
+        status,
+        done: 3,
+        planned: 64,
+        s_min: Some(120.0),
+        b_crit: Some(300.0),
+        error: None,
+    }
+}
+
+#[test]
+fn runs_mark_compare_open_resume() {
+    let mut a = app();
+    assert_eq!(key(&mut a, Key::Char('3')), vec![Command::ScanRuns]);
+    update(
+        &mut a,
+        Msg::Runs(vec![
+            entry("a", RunStatus::Complete),
+            entry("b", RunStatus::Interrupted),
+            entry("c", RunStatus::Complete),
+        ]),
+    );
+    key(&mut a, Key::Space); // marks a, moves to b
+    key(&mut a, Key::Down); // c
+    key(&mut a, Key::Space);
+    assert_eq!(a.runs.marked.len(), 2);
+    let cmds = key(&mut a, Key::Char('c'));
+    assert_eq!(
+        cmds,
+        vec![Command::LoadCompare(vec![PathBuf::from("runs/a.jsonl"), PathBuf::from("runs/c.jsonl")])]
+    );
+    assert_eq!(a.screen, Screen::Compare);
+    key(&mut a, Key::Esc);
+    assert_eq!(a.screen, Screen::Runs);
+    key(&mut a, Key::Up);
+    assert_eq!(key(&mut a, Key::Char('r')), vec![Command::Resume(PathBuf::from("runs/b.jsonl"))]);
+    key(&mut a, Key::Up);
+    assert!(key(&mut a, Key::Char('r')).is_empty(), "a complete run is not resumable");
+    assert_eq!(key(&mut a, Key::Enter), vec![Command::OpenLog(PathBuf::from("runs/a.jsonl"))]);
+}
+
+#[test]
+fn help_opens_and_returns() {
+    let mut a = app();
+    key(&mut a, Key::Char('?'));
+    assert_eq!(a.screen, Screen::Help);
+    key(&mut a, Key::Esc);
+    assert_eq!(a.screen, Screen::Setup);
+}
