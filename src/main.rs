@@ -16,7 +16,11 @@ use scaling_lab::workload::load::{find_preset, list_presets, presets_dir};
 use scaling_lab::workload::spec::{LrRule, Precision};
 
 #[derive(Parser)]
-#[command(name = "scaling-lab", version, about = "How batch size and data parallelism change steps-to-target. No command opens the TUI.")]
+#[command(
+    name = "scaling-lab",
+    version,
+    about = "How batch size and data parallelism change steps-to-target. No command opens the TUI."
+)]
 struct Cli {
     /// Directory of run logs (default ./runs; env SCALING_LAB_RUNS_DIR).
     #[arg(long, global = true, value_name = "DIR")]
@@ -72,21 +76,31 @@ impl DeviceArgs {
     fn spec(&self) -> anyhow::Result<DeviceSpec> {
         if let Some(n) = self.gpus {
             let found = train::runner::cuda::probe().map_err(|e| anyhow::anyhow!(e))?;
-            anyhow::ensure!(n >= 1 && n <= found, "--gpus {n}: {found} CUDA device(s) found");
-            return Ok(DeviceSpec::Cuda { devices: (0..n).collect() });
+            anyhow::ensure!(
+                n >= 1 && n <= found,
+                "--gpus {n}: {found} CUDA device(s) found"
+            );
+            return Ok(DeviceSpec::Cuda {
+                devices: (0..n).collect(),
+            });
         }
         if let Some(list) = &self.devices {
             let mut ids = vec![];
             for part in list.split(',') {
                 let p = part.trim();
                 let id = p.strip_prefix("cuda:").unwrap_or(p);
-                ids.push(id.parse::<usize>().with_context(|| format!("--devices: `{p}` is not cuda:N"))?);
+                ids.push(
+                    id.parse::<usize>()
+                        .with_context(|| format!("--devices: `{p}` is not cuda:N"))?,
+                );
             }
             train::runner::cuda::probe().map_err(|e| anyhow::anyhow!(e))?;
             return Ok(DeviceSpec::Cuda { devices: ids });
         }
         anyhow::ensure!(self.workers >= 1, "--workers must be at least 1");
-        Ok(DeviceSpec::Cpu { workers: self.workers })
+        Ok(DeviceSpec::Cpu {
+            workers: self.workers,
+        })
     }
 }
 
@@ -219,7 +233,11 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     match real_main(cli) {
@@ -263,7 +281,13 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{}", scaling_lab::report::render_compare(&c));
             Ok(ExitCode::SUCCESS)
         }
-        Some(Cmd::Export { log, svg, csv, json, trials_csv }) => {
+        Some(Cmd::Export {
+            log,
+            svg,
+            csv,
+            json,
+            trials_csv,
+        }) => {
             let l = runlog::reader::read_run_log(&log)?;
             for w in &l.warnings {
                 eprintln!("warning: {w}");
@@ -291,7 +315,12 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Some(Cmd::ImportBatchScience { dir, metric, target, out }) => {
+        Some(Cmd::ImportBatchScience {
+            dir,
+            metric,
+            target,
+            out,
+        }) => {
             let log = runlog::batch_science::import_batch_science(&dir, &metric, target)?;
             let path = match out {
                 Some(p) => p,
@@ -313,7 +342,10 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("imported {} trials into {}", log.trials.len(), p.display());
             print!(
                 "{}",
-                scaling_lab::report::render_report(&log.analysis(), &scaling_lab::report::ReportInfo::from_log(&log))
+                scaling_lab::report::render_report(
+                    &log.analysis(),
+                    &scaling_lab::report::ReportInfo::from_log(&log)
+                )
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -444,8 +476,14 @@ fn cmd_train(a: TrainArgs) -> anyhow::Result<ExitCode> {
     } else {
         let t = &out.throughput;
         let what = match out.outcome {
-            Outcome::Reached { step } => format!("reached {metric}<={} at step {step} (eval every {})", w.target.value, w.eval_every),
-            Outcome::NotReached { budget } => format!("did not reach {metric}<={} within {budget} steps", w.target.value),
+            Outcome::Reached { step } => format!(
+                "reached {metric}<={} at step {step} (eval every {})",
+                w.target.value, w.eval_every
+            ),
+            Outcome::NotReached { budget } => format!(
+                "did not reach {metric}<={} within {budget} steps",
+                w.target.value
+            ),
             Outcome::Diverged { step } => format!("diverged at step {step}"),
             Outcome::Cancelled { step } => format!("cancelled at step {step}"),
         };
@@ -490,9 +528,15 @@ fn thousands(x: f64) -> String {
 fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> anyhow::Result<ExitCode> {
     let (cfg, resume) = if let Some(log_path) = &a.resume {
         let log = runlog::reader::read_run_log(log_path)?;
-        (SweepConfig::from_header(&log.header, runs_dir.clone()), Some(log_path.clone()))
+        (
+            SweepConfig::from_header(&log.header, runs_dir.clone()),
+            Some(log_path.clone()),
+        )
     } else {
-        let name = a.preset.clone().context("give a preset (e.g. digits-mlp-momentum) or --resume LOG")?;
+        let name = a
+            .preset
+            .clone()
+            .context("give a preset (e.g. digits-mlp-momentum) or --resume LOG")?;
         let (path, preset) = find_preset(&name).map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut cfg = SweepConfig::from_preset(preset, Some(path), runs_dir.clone());
         if let Some(b) = &a.batch_sizes {
@@ -536,7 +580,11 @@ fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> anyhow::Result<ExitCode> {
     let bars = stdout.is_terminal() && !a.json;
     let analysis = {
         let mut out = stdout.lock();
-        let mut sink: Box<dyn Write> = if a.json { Box::new(std::io::sink()) } else { Box::new(&mut out) };
+        let mut sink: Box<dyn Write> = if a.json {
+            Box::new(std::io::sink())
+        } else {
+            Box::new(&mut out)
+        };
         sweep::headless::run_headless(rx, &mut sink, bars, info)
     };
     let result = handle.join()?;

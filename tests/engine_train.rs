@@ -79,8 +79,15 @@ fn run(w: &Workload, s: &TrialSpec) -> (scaling_lab::core::TrialOutcome, Vec<f64
 fn digits_mlp_reaches_target() {
     let w = digits_workload();
     let (out, _) = run(&w, &spec(&w, 64, 1, Precision::Fp32));
-    eprintln!("{:?} steps={} ex/s={:.0} noise={:?}", out.outcome, out.steps, out.throughput.examples_per_s, out.noise.b_simple);
-    assert!(matches!(out.outcome, Outcome::Reached { .. }), "{:?}", out.outcome);
+    eprintln!(
+        "{:?} steps={} ex/s={:.0} noise={:?}",
+        out.outcome, out.steps, out.throughput.examples_per_s, out.noise.b_simple
+    );
+    assert!(
+        matches!(out.outcome, Outcome::Reached { .. }),
+        "{:?}",
+        out.outcome
+    );
     let _ = Arc::new(());
 }
 
@@ -95,7 +102,10 @@ fn one_and_four_workers_follow_the_same_trajectory() {
     assert_eq!(b.steps, 60);
     assert_eq!(la.len(), lb.len());
     for (i, (x, y)) in la.iter().zip(&lb).enumerate() {
-        assert!((x - y).abs() <= 1e-4 * x.abs().max(1.0), "step {i}: {x} vs {y}");
+        assert!(
+            (x - y).abs() <= 1e-4 * x.abs().max(1.0),
+            "step {i}: {x} vs {y}"
+        );
     }
     for (p, q) in a.evals.iter().zip(&b.evals) {
         assert!((p.metric - q.metric).abs() <= 2.0 / 360.0, "{p:?} vs {q:?}");

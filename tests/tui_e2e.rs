@@ -23,7 +23,13 @@ struct Screen {
 
 impl Screen {
     fn new(w: usize, h: usize) -> Self {
-        Screen { w, h, cells: vec![' '; w * h], row: 0, col: 0 }
+        Screen {
+            w,
+            h,
+            cells: vec![' '; w * h],
+            row: 0,
+            col: 0,
+        }
     }
     fn text(&self) -> String {
         self.cells
@@ -47,15 +53,20 @@ impl Screen {
                             }
                             params.push(d);
                         }
-                        let nums: Vec<usize> =
-                            params.trim_start_matches('?').split(';').map(|x| x.parse().unwrap_or(0)).collect();
+                        let nums: Vec<usize> = params
+                            .trim_start_matches('?')
+                            .split(';')
+                            .map(|x| x.parse().unwrap_or(0))
+                            .collect();
                         let n = |i: usize| nums.get(i).copied().filter(|v| *v > 0).unwrap_or(1);
                         match fin {
                             'H' | 'f' => {
                                 self.row = (n(0) - 1).min(self.h - 1);
                                 self.col = (n(1) - 1).min(self.w - 1);
                             }
-                            'J' if nums.first() == Some(&2) || params == "2" => self.cells.fill(' '),
+                            'J' if nums.first() == Some(&2) || params == "2" => {
+                                self.cells.fill(' ')
+                            }
                             'A' => self.row = self.row.saturating_sub(n(0)),
                             'B' => self.row = (self.row + n(0)).min(self.h - 1),
                             'C' => self.col = (self.col + n(0)).min(self.w - 1),
@@ -149,7 +160,12 @@ fn tui_launches_digits_mlp_and_restores_the_terminal() {
     cmd.env_remove("NO_COLOR");
     let mut s = Session::spawn(cmd).expect("spawn scaling-lab in a pty");
     s.get_process_mut().set_window_size(100, 30).unwrap();
-    let mut p = Pty { s, raw: Vec::new(), pending: Vec::new(), screen: Screen::new(100, 30) };
+    let mut p = Pty {
+        s,
+        raw: Vec::new(),
+        pending: Vec::new(),
+        screen: Screen::new(100, 30),
+    };
 
     p.wait_for(
         "the setup screen with the default preset",
@@ -163,7 +179,10 @@ fn tui_launches_digits_mlp_and_restores_the_terminal() {
         |t| finished_trials(t).is_some_and(|n| n >= 1),
         Duration::from_secs(600),
     );
-    assert!(t.contains("steps to"), "the Live screen shows the scaling chart:\n{t}");
+    assert!(
+        t.contains("steps to"),
+        "the Live screen shows the scaling chart:\n{t}"
+    );
 
     p.s.send("q").unwrap();
     let t0 = Instant::now();
@@ -181,7 +200,10 @@ fn tui_launches_digits_mlp_and_restores_the_terminal() {
             Ok(st) => break st,
             Err(e) => panic!("cannot query the child: {e}"),
         }
-        assert!(t0.elapsed() < Duration::from_secs(60), "did not exit; screen:\n{text}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "did not exit; screen:\n{text}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     // drain what is left
@@ -201,5 +223,8 @@ fn tui_launches_digits_mlp_and_restores_the_terminal() {
         .collect();
     assert_eq!(logs.len(), 1, "one run log in the runs dir");
     let text = std::fs::read_to_string(logs[0].path()).unwrap();
-    assert!(text.lines().count() >= 2, "header and at least one trial:\n{text}");
+    assert!(
+        text.lines().count() >= 2,
+        "header and at least one trial:\n{text}"
+    );
 }

@@ -30,7 +30,10 @@ fn setup_screen() {
     update(&mut a, Msg::Key(Key::Right));
     update(&mut a, Msg::Key(Key::Right));
     let text = render_text(&a, 80, 24);
-    assert!(text.contains("divisible") && text.contains("shard"), "{text}");
+    assert!(
+        text.contains("divisible") && text.contains("shard"),
+        "{text}"
+    );
     snap("setup_invalid", &a);
 }
 
@@ -55,7 +58,10 @@ fn live_finished_shows_three_regimes() {
     assert!(text.contains("perfect scaling"), "{text}");
     assert!(text.contains("diminishing returns"), "{text}");
     assert!(text.contains("maximal data parallelism"), "{text}");
-    assert!(text.contains("×"), "the all-diverged batch size is marked: {text}");
+    assert!(
+        text.contains("×"),
+        "the all-diverged batch size is marked: {text}"
+    );
     snap("live_finished", &a);
 }
 
@@ -76,23 +82,54 @@ fn quit_confirmation_dialog() {
 }
 
 fn runs_fixture() -> Vec<RunEntry> {
-    let e = |name: &str, opt: &str, status, done: usize, s_min: Option<f64>, b_crit: Option<f64>| RunEntry {
-        path: PathBuf::from(format!("runs/2026-01-0{done}T10-00-00-{name}.jsonl")),
-        preset: name.into(),
-        optimizer: opt.into(),
-        started: format!("2026-01-0{}T10:00:00+01:00", done % 9 + 1),
-        status,
-        done: done * 8,
-        planned: 64,
-        s_min,
-        b_crit,
-        error: None,
-    };
+    let e =
+        |name: &str, opt: &str, status, done: usize, s_min: Option<f64>, b_crit: Option<f64>| {
+            RunEntry {
+                path: PathBuf::from(format!("runs/2026-01-0{done}T10-00-00-{name}.jsonl")),
+                preset: name.into(),
+                optimizer: opt.into(),
+                started: format!("2026-01-0{}T10:00:00+01:00", done % 9 + 1),
+                status,
+                done: done * 8,
+                planned: 64,
+                s_min,
+                b_crit,
+                error: None,
+            }
+        };
     let mut v = vec![
-        e("digits-mlp-momentum", "momentum", RunStatus::Running, 3, None, None),
-        e("digits-mlp-adam", "adam", RunStatus::Complete, 8, Some(64.2), Some(180.0)),
-        e("digits-mlp-sgd", "sgd", RunStatus::Interrupted, 5, Some(220.0), Some(95.5)),
-        e("nqm-momentum", "momentum", RunStatus::Complete, 8, Some(1520.0), Some(2100.0)),
+        e(
+            "digits-mlp-momentum",
+            "momentum",
+            RunStatus::Running,
+            3,
+            None,
+            None,
+        ),
+        e(
+            "digits-mlp-adam",
+            "adam",
+            RunStatus::Complete,
+            8,
+            Some(64.2),
+            Some(180.0),
+        ),
+        e(
+            "digits-mlp-sgd",
+            "sgd",
+            RunStatus::Interrupted,
+            5,
+            Some(220.0),
+            Some(95.5),
+        ),
+        e(
+            "nqm-momentum",
+            "momentum",
+            RunStatus::Complete,
+            8,
+            Some(1520.0),
+            Some(2100.0),
+        ),
     ];
     v.push(RunEntry {
         path: PathBuf::from("runs/broken.jsonl"),
@@ -124,7 +161,14 @@ fn runs_screen() {
 fn compare_screen() {
     let mut a = app();
     let mut runs = Vec::new();
-    for (i, opt) in [OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::Adam].into_iter().enumerate() {
+    for (i, opt) in [
+        OptimizerKind::Sgd,
+        OptimizerKind::Momentum,
+        OptimizerKind::Adam,
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let mut cfg = config(&a);
         cfg.preset.workload.optimizer = opt;
         // a different scripted curve per optimizer: scale the steps

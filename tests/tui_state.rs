@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use scaling_lab::core::events::{SweepEvent, TrialEvent};
 use scaling_lab::core::trial::DeviceSpec;
 use scaling_lab::tui::app::{
-    update, Command, Confirm, Field, History, LiveSource, Msg, RunEntry, RunStatus, Screen, SetupFocus, FIELDS,
-    HISTORY_CAP,
+    update, Command, Confirm, Field, History, LiveSource, Msg, RunEntry, RunStatus, Screen,
+    SetupFocus, FIELDS, HISTORY_CAP,
 };
 use scaling_lab::tui::keymap::Key;
 use scaling_lab::workload::spec::Precision;
@@ -57,7 +57,11 @@ fn enter_launches_the_edited_sweep_and_switches_to_live() {
     }
     key(&mut a, Key::Right);
     assert_eq!(a.setup.precision, Precision::Bf16);
-    assert!(a.setup.problems().iter().any(|p| !p.blocking && p.message.contains("2×")));
+    assert!(a
+        .setup
+        .problems()
+        .iter()
+        .any(|p| !p.blocking && p.message.contains("2×")));
     for _ in prec..trials {
         key(&mut a, Key::Down);
     }
@@ -67,8 +71,14 @@ fn enter_launches_the_edited_sweep_and_switches_to_live() {
         panic!("{cmds:?}")
     };
     assert_eq!(cfg.precision, Precision::Bf16);
-    assert_eq!(cfg.trials_per_batch, a.setup.preset().unwrap().preset.sweep.trials_per_batch - 1);
-    assert_eq!(cfg.batch_sizes, a.setup.preset().unwrap().preset.sweep.batch_sizes);
+    assert_eq!(
+        cfg.trials_per_batch,
+        a.setup.preset().unwrap().preset.sweep.trials_per_batch - 1
+    );
+    assert_eq!(
+        cfg.batch_sizes,
+        a.setup.preset().unwrap().preset.sweep.batch_sizes
+    );
     assert_eq!(a.screen, Screen::Live);
     assert!(matches!(a.live.as_ref().unwrap().source, LiveSource::Sweep));
 }
@@ -76,10 +86,22 @@ fn enter_launches_the_edited_sweep_and_switches_to_live() {
 #[test]
 fn batch_not_divisible_by_workers_is_explained_and_blocks_launch() {
     let mut a = app();
-    a.setup.device_idx = a.setup.devices.iter().position(|d| *d == DeviceSpec::Cpu { workers: 3 }).unwrap();
+    a.setup.device_idx = a
+        .setup
+        .devices
+        .iter()
+        .position(|d| *d == DeviceSpec::Cpu { workers: 3 })
+        .unwrap();
     let probs = a.setup.problems();
-    let p = probs.iter().find(|p| p.field == Some(Field::Devices) && p.blocking).expect("a devices error");
-    assert!(p.message.contains("not divisible by 3 workers"), "{}", p.message);
+    let p = probs
+        .iter()
+        .find(|p| p.field == Some(Field::Devices) && p.blocking)
+        .expect("a devices error");
+    assert!(
+        p.message.contains("not divisible by 3 workers"),
+        "{}",
+        p.message
+    );
     assert!(p.message.contains("B = 8, 16"), "{}", p.message);
     let cmds = key(&mut a, Key::Enter);
     assert!(cmds.is_empty());
@@ -88,7 +110,11 @@ fn batch_not_divisible_by_workers_is_explained_and_blocks_launch() {
     // an empty batch range is an error too
     a.setup.device_idx = 0;
     a.setup.b_min = 2048;
-    assert!(a.setup.problems().iter().any(|p| p.blocking && p.field == Some(Field::BatchMax)));
+    assert!(a
+        .setup
+        .problems()
+        .iter()
+        .any(|p| p.blocking && p.field == Some(Field::BatchMax)));
 }
 
 #[test]
@@ -97,7 +123,12 @@ fn gpu_labels_become_device_choices() {
     o.gpu_labels = vec!["H100 #0".into(), "H100 #1".into()];
     let a = scaling_lab::tui::initial_app(&o, Default::default());
     assert_eq!(a.setup.devices.len(), 10);
-    assert_eq!(a.setup.devices[9], DeviceSpec::Cuda { devices: vec![0, 1] });
+    assert_eq!(
+        a.setup.devices[9],
+        DeviceSpec::Cuda {
+            devices: vec![0, 1]
+        }
+    );
 }
 
 #[test]
@@ -119,13 +150,22 @@ fn events_fold_into_live_state() {
     update(&mut a, Msg::Sweep(events[i].clone()));
     assert_eq!(a.live.as_ref().unwrap().running.len(), 1);
     i += 1;
-    while !matches!(&events[i], SweepEvent::Trial { event: TrialEvent::Finished { .. }, .. }) {
+    while !matches!(
+        &events[i],
+        SweepEvent::Trial {
+            event: TrialEvent::Finished { .. },
+            ..
+        }
+    ) {
         update(&mut a, Msg::Sweep(events[i].clone()));
         i += 1;
     }
     let l = a.live.as_ref().unwrap();
     let r = l.running.values().next().unwrap();
-    assert_eq!(r.last.as_ref().unwrap().step, r.loss.last().unwrap().0 as u64);
+    assert_eq!(
+        r.last.as_ref().unwrap().step,
+        r.loss.last().unwrap().0 as u64
+    );
     assert!(l.b_simple_live.is_some());
     update(&mut a, Msg::Sweep(events[i].clone()));
     let l = a.live.as_ref().unwrap();
@@ -133,8 +173,15 @@ fn events_fold_into_live_state() {
     assert_eq!(l.finished.len(), 1);
     assert_eq!(l.done_count(), 1);
     assert_eq!(l.analysis.per_batch.len(), 1);
-    assert_eq!(l.analysis.per_batch[0].steps, Some(scripted_steps(cfg.batch_sizes[0], 5)));
-    assert_eq!(l.recent.len(), 1, "the finished trial's curve stays on the loss chart");
+    assert_eq!(
+        l.analysis.per_batch[0].steps,
+        Some(scripted_steps(cfg.batch_sizes[0], 5))
+    );
+    assert_eq!(
+        l.recent.len(),
+        1,
+        "the finished trial's curve stays on the loss chart"
+    );
     // the rest
     for ev in &events[i + 1..] {
         update(&mut a, Msg::Sweep(ev.clone()));
@@ -154,7 +201,11 @@ fn events_fold_into_live_state() {
 
 #[test]
 fn live_keys_pause_cancel_and_confirm() {
-    let mut a = live_app(|a| a.live.as_ref().is_some_and(|l| l.done_count() == 3 && !l.running.is_empty()));
+    let mut a = live_app(|a| {
+        a.live
+            .as_ref()
+            .is_some_and(|l| l.done_count() == 3 && !l.running.is_empty())
+    });
     let id = *a.live.as_ref().unwrap().running.keys().next().unwrap();
     assert_eq!(key(&mut a, Key::Char('p')), vec![Command::Pause(true)]);
     update(&mut a, Msg::Sweep(SweepEvent::Paused { paused: true }));
@@ -182,14 +233,20 @@ fn quitting_while_a_sweep_runs_asks_first() {
     let text = render_text(&a, 80, 24);
     assert!(text.contains("Finished trials are"), "{text}");
     assert!(text.contains("resumed"), "{text}");
-    assert_eq!(key(&mut a, Key::Char('y')), vec![Command::CancelSweep, Command::Quit]);
+    assert_eq!(
+        key(&mut a, Key::Char('y')),
+        vec![Command::CancelSweep, Command::Quit]
+    );
     assert!(a.quit);
     // idle: q quits at once; ctrl-c too
     let mut b = app();
     assert_eq!(key(&mut b, Key::Interrupt), vec![Command::Quit]);
     // SIGTERM while running: stop and quit without asking
     let mut c = live_app(|a| a.live.as_ref().is_some_and(|l| l.done_count() == 1));
-    assert_eq!(update(&mut c, Msg::Terminate), vec![Command::CancelSweep, Command::Quit]);
+    assert_eq!(
+        update(&mut c, Msg::Terminate),
+        vec![Command::CancelSweep, Command::Quit]
+    );
 }
 
 #[test]
@@ -206,13 +263,22 @@ fn read_only_log_ignores_controls_and_follows_appended_lines() {
         warnings: vec![],
         valid_len: 0,
     };
-    update(&mut a, Msg::LogOpened { log: Box::new(log), tailing: true });
+    update(
+        &mut a,
+        Msg::LogOpened {
+            log: Box::new(log),
+            tailing: true,
+        },
+    );
     assert_eq!(a.screen, Screen::Live);
     assert_eq!(a.live.as_ref().unwrap().done_count(), 5);
     assert!(key(&mut a, Key::Char('p')).is_empty());
     assert!(a.flash.as_deref().unwrap().contains("read-only"));
     use scaling_lab::core::record::LogLine;
-    update(&mut a, Msg::LogLines(vec![LogLine::Trial(Box::new(records[5].clone()))]));
+    update(
+        &mut a,
+        Msg::LogLines(vec![LogLine::Trial(Box::new(records[5].clone()))]),
+    );
     assert_eq!(a.live.as_ref().unwrap().done_count(), 6);
     let summary = scaling_lab::core::record::Summary {
         finished: String::new(),
@@ -222,10 +288,19 @@ fn read_only_log_ignores_controls_and_follows_appended_lines() {
         wall_s: 1.0,
         analysis: Default::default(),
     };
-    update(&mut a, Msg::LogLines(vec![LogLine::Summary(Box::new(summary))]));
+    update(
+        &mut a,
+        Msg::LogLines(vec![LogLine::Summary(Box::new(summary))]),
+    );
     let l = a.live.as_ref().unwrap();
     assert!(l.done && l.cancelled);
-    assert_eq!(l.source, LiveSource::Log { path: PathBuf::from("runs/x.jsonl"), tailing: false });
+    assert_eq!(
+        l.source,
+        LiveSource::Log {
+            path: PathBuf::from("runs/x.jsonl"),
+            tailing: false
+        }
+    );
     // Esc goes back to Runs (and rescans)
     assert_eq!(key(&mut a, Key::Esc), vec![Command::ScanRuns]);
     assert_eq!(a.screen, Screen::Runs);
@@ -265,16 +340,28 @@ fn runs_mark_compare_open_resume() {
     let cmds = key(&mut a, Key::Char('c'));
     assert_eq!(
         cmds,
-        vec![Command::LoadCompare(vec![PathBuf::from("runs/a.jsonl"), PathBuf::from("runs/c.jsonl")])]
+        vec![Command::LoadCompare(vec![
+            PathBuf::from("runs/a.jsonl"),
+            PathBuf::from("runs/c.jsonl")
+        ])]
     );
     assert_eq!(a.screen, Screen::Compare);
     key(&mut a, Key::Esc);
     assert_eq!(a.screen, Screen::Runs);
     key(&mut a, Key::Up);
-    assert_eq!(key(&mut a, Key::Char('r')), vec![Command::Resume(PathBuf::from("runs/b.jsonl"))]);
+    assert_eq!(
+        key(&mut a, Key::Char('r')),
+        vec![Command::Resume(PathBuf::from("runs/b.jsonl"))]
+    );
     key(&mut a, Key::Up);
-    assert!(key(&mut a, Key::Char('r')).is_empty(), "a complete run is not resumable");
-    assert_eq!(key(&mut a, Key::Enter), vec![Command::OpenLog(PathBuf::from("runs/a.jsonl"))]);
+    assert!(
+        key(&mut a, Key::Char('r')).is_empty(),
+        "a complete run is not resumable"
+    );
+    assert_eq!(
+        key(&mut a, Key::Enter),
+        vec![Command::OpenLog(PathBuf::from("runs/a.jsonl"))]
+    );
 }
 
 #[test]

@@ -48,15 +48,35 @@ pub struct PlanInfo {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SweepEvent {
     Planned(PlanInfo),
-    Queued { trial_id: u64, batch_size: usize },
-    Trial { trial_id: u64, event: TrialEvent },
-    BestSoFar { batch_size: usize, steps: u64, trial_id: u64 },
+    Queued {
+        trial_id: u64,
+        batch_size: usize,
+    },
+    Trial {
+        trial_id: u64,
+        event: TrialEvent,
+    },
+    BestSoFar {
+        batch_size: usize,
+        steps: u64,
+        trial_id: u64,
+    },
     /// A trial record was made durable in the run log.
-    Saved { trial_id: u64 },
-    Paused { paused: bool },
+    Saved {
+        trial_id: u64,
+    },
+    Paused {
+        paused: bool,
+    },
     /// A trial failed to run at all (set-up error, not divergence).
-    TrialError { trial_id: u64, message: String },
-    Done { cancelled: bool, analysis: Box<Analysis> },
+    TrialError {
+        trial_id: u64,
+        message: String,
+    },
+    Done {
+        cancelled: bool,
+        analysis: Box<Analysis>,
+    },
 }
 
 impl SweepEvent {

@@ -25,7 +25,10 @@ impl DeviceSpec {
     pub fn label(&self) -> String {
         match self {
             DeviceSpec::Cpu { workers } => {
-                format!("cpu × {workers} worker{}", if *workers == 1 { "" } else { "s" })
+                format!(
+                    "cpu × {workers} worker{}",
+                    if *workers == 1 { "" } else { "s" }
+                )
             }
             DeviceSpec::Cuda { devices } => format!(
                 "cuda:{}",

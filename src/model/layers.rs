@@ -116,7 +116,11 @@ impl<B: Backend> ConvPool<B> {
         let fan_in = cin * k * k;
         let bound = 1.0 / (fan_in as f64).sqrt();
         ConvPool {
-            w: param(uniform(rng, cout * fan_in, bound), [cout, cin, k, k], device),
+            w: param(
+                uniform(rng, cout * fan_in, bound),
+                [cout, cin, k, k],
+                device,
+            ),
             b: param(uniform(rng, cout, bound), [cout], device),
             kernel: k,
         }

@@ -43,7 +43,11 @@ pub struct CharLstm<B: Backend> {
 impl<B: Backend> CharLstm<B> {
     pub fn new(rng: &mut StdRng, vocab: usize, e: usize, h: usize, device: &Device<B>) -> Self {
         CharLstm {
-            embed: param(normal(rng, vocab * e, 1.0 / (e as f64).sqrt()), [vocab, e], device),
+            embed: param(
+                normal(rng, vocab * e, 1.0 / (e as f64).sqrt()),
+                [vocab, e],
+                device,
+            ),
             wx: Dense::new(rng, e, 4 * h, device),
             wh: Proj::new(rng, h, 4 * h, device),
             out: Dense::new(rng, h, vocab, device),
@@ -86,7 +90,11 @@ pub struct Mlstm<B: Backend> {
 impl<B: Backend> Mlstm<B> {
     pub fn new(rng: &mut StdRng, vocab: usize, e: usize, h: usize, device: &Device<B>) -> Self {
         Mlstm {
-            embed: param(normal(rng, vocab * e, 1.0 / (e as f64).sqrt()), [vocab, e], device),
+            embed: param(
+                normal(rng, vocab * e, 1.0 / (e as f64).sqrt()),
+                [vocab, e],
+                device,
+            ),
             wmx: Proj::new(rng, e, h, device),
             wmh: Proj::new(rng, h, h, device),
             wx: Dense::new(rng, e, 4 * h, device),
@@ -102,7 +110,11 @@ impl<B: Backend> Mlstm<B> {
         let e = embed(&self.embed, x, c);
         let [_, _, ed] = e.dims();
         let xm = c.w(&self.wmx.w);
-        let xm = e.clone().reshape([n * t, ed]).matmul(xm).reshape([n, t, self.hidden]);
+        let xm = e
+            .clone()
+            .reshape([n * t, ed])
+            .matmul(xm)
+            .reshape([n, t, self.hidden]);
         let xg = self.wx.forward3(e, c);
         let mut h = c.cast(Tensor::<B, 2>::zeros([n, self.hidden], &dev));
         let mut cell = h.clone();

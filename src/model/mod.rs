@@ -145,9 +145,13 @@ impl<B: Backend> Net<B> {
                     out,
                 })
             }
-            ModelSpec::CharLstm { embed, hidden } => {
-                Net::CharLstm(CharLstm::new(&mut rng, shape.vocab, *embed, *hidden, device))
-            }
+            ModelSpec::CharLstm { embed, hidden } => Net::CharLstm(CharLstm::new(
+                &mut rng,
+                shape.vocab,
+                *embed,
+                *hidden,
+                device,
+            )),
             ModelSpec::Mlstm { embed, hidden } => {
                 Net::Mlstm(Mlstm::new(&mut rng, shape.vocab, *embed, *hidden, device))
             }
@@ -223,7 +227,10 @@ impl<E: ElementConversion> ToF64 for E {
     }
 }
 
-fn flat<B: Backend>(logits: Tensor<B, 3>, y: &Tensor<B, 2, Int>) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
+fn flat<B: Backend>(
+    logits: Tensor<B, 3>,
+    y: &Tensor<B, 2, Int>,
+) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
     let [n, t, v] = logits.dims();
     (logits.reshape([n * t, v]), y.clone().reshape([n * t]))
 }

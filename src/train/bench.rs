@@ -52,7 +52,9 @@ pub fn mlp_step_examples_per_s<B: AutodiffBackend>(
     let mut rng = StdRng::seed_from_u64(1);
     let batches: Vec<Batch<B>> = (0..8)
         .map(|_| {
-            let x: Vec<f32> = (0..batch * 784).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let x: Vec<f32> = (0..batch * 784)
+                .map(|_| rng.random_range(-1.0..1.0))
+                .collect();
             let y: Vec<i64> = (0..batch).map(|_| rng.random_range(0..10)).collect();
             Batch::Images {
                 x: Tensor::from_data(TensorData::new(x, [batch, 1, 28, 28]), device),
@@ -88,7 +90,10 @@ pub fn mlp_step_examples_per_s<B: AutodiffBackend>(
 pub fn print_report(steps: usize, precision: Precision) {
     use super::runner::CpuTrain;
     let dev = Default::default();
-    println!("MLP 784-256-10 train step (SGD momentum 0.9, {}), Flex CPU, 1 worker", precision.name());
+    println!(
+        "MLP 784-256-10 train step (SGD momentum 0.9, {}), Flex CPU, 1 worker",
+        precision.name()
+    );
     println!("{:>8} {:>14} {:>12}", "batch", "examples/s", "ms/step");
     for b in [32usize, 128, 1024] {
         let n = if b >= 1024 { steps / 4 } else { steps }.max(10);
@@ -96,8 +101,14 @@ pub fn print_report(steps: usize, precision: Precision) {
         println!("{b:>8} {eps:>14.0} {:>12.3}", 1e3 * b as f64 / eps);
     }
     println!();
-    println!("Preset models at B = 128 through the trainer (eval excluded), {}:", precision.name());
-    println!("{:<32} {:>14} {:>12} {:>10}", "preset", "examples/s", "ms/step", "params");
+    println!(
+        "Preset models at B = 128 through the trainer (eval excluded), {}:",
+        precision.name()
+    );
+    println!(
+        "{:<32} {:>14} {:>12} {:>10}",
+        "preset", "examples/s", "ms/step", "params"
+    );
     let dir = crate::workload::load::presets_dir();
     for (_, p) in crate::workload::load::list_presets(&dir) {
         let Ok(p) = p else { continue };

@@ -23,12 +23,13 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for SqNorm<'_, B> {
 }
 
 /// Σ over parameters of |g|² (f64; NaN/inf propagate).
-pub fn sq_norm<B: AutodiffBackend, M: AutodiffModule<B>>(model: &M, grads: &GradientsParams) -> f64 {
+pub fn sq_norm<B: AutodiffBackend, M: AutodiffModule<B>>(
+    model: &M,
+    grads: &GradientsParams,
+) -> f64 {
     let mut v = SqNorm::<B> { grads, acc: None };
     model.visit(&mut v);
-    v.acc
-        .map(|t| t.into_scalar().elem::<f64>())
-        .unwrap_or(0.0)
+    v.acc.map(|t| t.into_scalar().elem::<f64>()).unwrap_or(0.0)
 }
 
 struct Scale<'a> {
@@ -45,7 +46,11 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Scale<'_> {
 }
 
 /// g ← factor·g for every parameter.
-pub fn scale<B: AutodiffBackend, M: AutodiffModule<B>>(model: &M, grads: &mut GradientsParams, factor: f64) {
+pub fn scale<B: AutodiffBackend, M: AutodiffModule<B>>(
+    model: &M,
+    grads: &mut GradientsParams,
+    factor: f64,
+) {
     if factor != 1.0 {
         model.visit(&mut Scale { grads, factor });
     }
@@ -70,6 +75,10 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Mean2<'_> {
 }
 
 /// a ← (a + b)/2: the mean of two equal-size micro-batch gradients (one-worker noise scale).
-pub fn mean_into<B: AutodiffBackend, M: AutodiffModule<B>>(model: &M, a: &mut GradientsParams, b: &GradientsParams) {
+pub fn mean_into<B: AutodiffBackend, M: AutodiffModule<B>>(
+    model: &M,
+    a: &mut GradientsParams,
+    b: &GradientsParams,
+) {
     model.visit(&mut Mean2 { a, b });
 }

@@ -41,7 +41,9 @@ impl TrialRunner for BurnRunner {
                 let devices = vec![Default::default(); *workers];
                 run_trial::<CpuTrain>(devices, workload, spec, data, &self.options, emit, cancel)
             }
-            DeviceSpec::Cuda { devices } => cuda::run(devices, workload, spec, data, &self.options, emit, cancel),
+            DeviceSpec::Cuda { devices } => {
+                cuda::run(devices, workload, spec, data, &self.options, emit, cancel)
+            }
         }
     }
 
@@ -51,7 +53,10 @@ impl TrialRunner for BurnRunner {
 }
 
 /// The runner for a workload: the closed-form NQM or the Burn trainer.
-pub fn runner_for(workload: &Workload, options: &TrainOptions) -> anyhow::Result<Arc<dyn TrialRunner>> {
+pub fn runner_for(
+    workload: &Workload,
+    options: &TrainOptions,
+) -> anyhow::Result<Arc<dyn TrialRunner>> {
     match workload.model {
         crate::workload::spec::ModelSpec::Nqm { .. } => Ok(Arc::new(crate::nqm::NqmRunner::new())),
         _ => Ok(Arc::new(BurnRunner::new(options.clone()))),
@@ -90,7 +95,9 @@ pub mod cuda {
         });
         std::panic::set_hook(prev);
         match r {
-            Ok(0) | Err(_) => Err("no usable CUDA device: the CUDA driver (libcuda) or a GPU was not found".into()),
+            Ok(0) | Err(_) => Err(
+                "no usable CUDA device: the CUDA driver (libcuda) or a GPU was not found".into(),
+            ),
             Ok(n) => Ok(n),
         }
     }
@@ -118,7 +125,10 @@ pub mod cuda {
     use super::*;
 
     pub fn probe() -> Result<usize, String> {
-        Err("this build has no CUDA support: rebuild with `cargo build --release --features cuda`".into())
+        Err(
+            "this build has no CUDA support: rebuild with `cargo build --release --features cuda`"
+                .into(),
+        )
     }
 
     pub fn run(

@@ -24,8 +24,8 @@ use super::noise::NoiseScaleEstimator;
 use super::optim::Opt;
 use super::scaler::{LossScaler, ScalerConfig};
 use crate::core::{
-    CancelToken, EvalPoint, NoiseSummary, Outcome, StepStats, Throughput, TrialEvent,
-    TrialOutcome, TrialSpec,
+    CancelToken, EvalPoint, NoiseSummary, Outcome, StepStats, Throughput, TrialEvent, TrialOutcome,
+    TrialSpec,
 };
 use crate::data::{self, Dataset, ImageBatcher, TextBatcher};
 use crate::model::{Batch, Ctx, EvalSums, InputShape, Net};
@@ -143,7 +143,14 @@ impl<B: AutodiffBackend> Worker<B> {
         (loss_val, GradientsParams::from_grads(g, &self.model))
     }
 
-    fn step(&mut self, shard: HostBatch, lr: f64, loss_scale: f64, clip: Option<f64>, micro: bool) -> anyhow::Result<Report> {
+    fn step(
+        &mut self,
+        shard: HostBatch,
+        lr: f64,
+        loss_scale: f64,
+        clip: Option<f64>,
+        micro: bool,
+    ) -> anyhow::Result<Report> {
         let t0 = Instant::now();
         let batch = self.batch(&shard);
         let (loss, mut g, local_sq) = if micro && batch.len() >= 2 {
@@ -156,7 +163,11 @@ impl<B: AutodiffBackend> Worker<B> {
             ((la + lb) / 2.0, ga, (sa + sb) / 2.0)
         } else {
             let (l, g) = self.backward(&batch, loss_scale);
-            let s = if self.world > 1 { grads::sq_norm(&self.model, &g) } else { f64::NAN };
+            let s = if self.world > 1 {
+                grads::sq_norm(&self.model, &g)
+            } else {
+                f64::NAN
+            };
             (l, g, s)
         };
         let compute_s = t0.elapsed().as_secs_f64();
@@ -201,17 +212,30 @@ impl<B: AutodiffBackend> Worker<B> {
                         TensorData::new(x, [n, d.channels, d.height, d.width]),
                         dev,
                     );
-                    let yb = Tensor::<B::InnerBackend, 1, Int>::from_data(TensorData::new(y, [n]), dev);
-                    add(&mut sums, model.eval_sums(&Batch::Images { x: xb, y: yb }, &self.ctx));
+                    let yb =
+                        Tensor::<B::InnerBackend, 1, Int>::from_data(TensorData::new(y, [n]), dev);
+                    add(
+                        &mut sums,
+                        model.eval_sums(&Batch::Images { x: xb, y: yb }, &self.ctx),
+                    );
                 }
             }
             Dataset::Text(d) => {
                 let per = (self.eval_batch / d.seq_len).max(1);
                 for (x, y) in d.val_batches(per) {
                     let n = x.len() / d.seq_len;
-                    let xb = Tensor::<B::InnerBackend, 2, Int>::from_data(TensorData::new(x, [n, d.seq_len]), dev);
-                    let yb = Tensor::<B::InnerBackend, 2, Int>::from_data(TensorData::new(y, [n, d.seq_len]), dev);
-                    add(&mut sums, model.eval_sums(&Batch::Text { x: xb, y: yb }, &self.ctx));
+                    let xb = Tensor::<B::InnerBackend, 2, Int>::from_data(
+                        TensorData::new(x, [n, d.seq_len]),
+                        dev,
+                    );
+                    let yb = Tensor::<B::InnerBackend, 2, Int>::from_data(
+                        TensorData::new(y, [n, d.seq_len]),
+                        dev,
+                    );
+                    add(
+                        &mut sums,
+                        model.eval_sums(&Batch::Text { x: xb, y: yb }, &self.ctx),
+                    );
                 }
             }
         }
@@ -234,7 +258,12 @@ impl<E: burn::tensor::ElementConversion> ElemF64 for E {
     }
 }
 
-fn images<B: AutodiffBackend>(x: Vec<f32>, y: Vec<i64>, d: &data::ImageData, dev: &Device<B>) -> Batch<B> {
+fn images<B: AutodiffBackend>(
+    x: Vec<f32>,
+    y: Vec<i64>,
+    d: &data::ImageData,
+    dev: &Device<B>,
+) -> Batch<B> {
     let n = y.len();
     Batch::Images {
         x: Tensor::from_data(TensorData::new(x, [n, d.channels, d.height, d.width]), dev),
@@ -269,11 +298,18 @@ fn split_half<B: AutodiffBackend>(b: &Batch<B>) -> (Batch<B>, Batch<B>) {
     }
 }
 
-fn worker_loop<B: AutodiffBackend>(mut w: Worker<B>, rx: Receiver<Cmd>, tx: Sender<(usize, Reply)>) {
+fn worker_loop<B: AutodiffBackend>(
+    mut w: Worker<B>,
+    rx: Receiver<Cmd>,
+    tx: Sender<(usize, Reply)>,
+) {
     if w.world > 1 {
         let cfg = CollectiveConfig::default().with_num_devices(w.world);
         if let Err(e) = register::<B::InnerBackend>(PeerId::from(w.rank), w.device.clone(), cfg) {
-            let _ = tx.send((w.rank, Reply::Failed(format!("collective register failed: {e:?}"))));
+            let _ = tx.send((
+                w.rank,
+                Reply::Failed(format!("collective register failed: {e:?}")),
+            ));
             return;
         }
     }
@@ -292,10 +328,12 @@ fn worker_loop<B: AutodiffBackend>(mut w: Worker<B>, rx: Receiver<Cmd>, tx: Send
                 Ok(Err(e)) => Reply::Failed(format!("{e:#}")),
                 Err(p) => Reply::Failed(panic_message(&p)),
             },
-            Cmd::Eval => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.eval())) {
-                Ok(s) => Reply::Eval(s),
-                Err(p) => Reply::Failed(panic_message(&p)),
-            },
+            Cmd::Eval => {
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.eval())) {
+                    Ok(s) => Reply::Eval(s),
+                    Err(p) => Reply::Failed(panic_message(&p)),
+                }
+            }
             Cmd::Stop => break,
         };
         let failed = matches!(reply, Reply::Failed(_));
@@ -366,8 +404,13 @@ pub fn run_trial<B: AutodiffBackend>(
     let ctx = Ctx {
         dtype: compute_dtype(spec.precision),
     };
-    let model: Net<B> = Net::init(&workload.model, input_shape(&dataset), spec.seed, &devices[0])
-        .context("building the model")?;
+    let model: Net<B> = Net::init(
+        &workload.model,
+        input_shape(&dataset),
+        spec.seed,
+        &devices[0],
+    )
+    .context("building the model")?;
     let params = model.num_params() as u64;
 
     let _guard = if world > 1 {
@@ -382,7 +425,11 @@ pub fn run_trial<B: AutodiffBackend>(
     let mut cmd_txs = Vec::with_capacity(world);
     let mut handles = Vec::with_capacity(world);
     for (rank, dev) in devices.iter().enumerate() {
-        let replica = if rank == 0 { model.clone() } else { model.clone().fork(dev) };
+        let replica = if rank == 0 {
+            model.clone()
+        } else {
+            model.clone().fork(dev)
+        };
         let w = Worker {
             rank,
             world,
@@ -442,7 +489,11 @@ fn coordinate(
     let mut scaler = LossScaler::new(scaler_cfg);
     let mut noise = NoiseScaleEstimator::new(0.95);
     let micro = opts.noise_scale && world == 1 && b >= 2;
-    let b_small = if world > 1 { (b / world) as f64 } else { (b / 2) as f64 };
+    let b_small = if world > 1 {
+        (b / world) as f64
+    } else {
+        (b / 2) as f64
+    };
 
     let seed = spec.seed;
     let mut img_batcher = match &**dataset {
@@ -476,7 +527,16 @@ fn coordinate(
     let mut last_loss = f64::NAN;
     let mut b_at_target = None;
 
-    let finish = |outcome: Outcome, applied: u64, evals: Vec<EvalPoint>, trajectory: Vec<(u64, f64)>, scaler: &LossScaler, noise_val: Option<f64>, train_time: f64, sc: f64, se: f64, n: u64| {
+    let finish = |outcome: Outcome,
+                  applied: u64,
+                  evals: Vec<EvalPoint>,
+                  trajectory: Vec<(u64, f64)>,
+                  scaler: &LossScaler,
+                  noise_val: Option<f64>,
+                  train_time: f64,
+                  sc: f64,
+                  se: f64,
+                  n: u64| {
         let n = n.max(1) as f64;
         TrialOutcome {
             outcome,
@@ -490,7 +550,11 @@ fn coordinate(
                 trajectory,
             },
             throughput: Throughput {
-                examples_per_s: if train_time > 0.0 { (applied + scaler.skipped()) as f64 * b as f64 / train_time } else { 0.0 },
+                examples_per_s: if train_time > 0.0 {
+                    (applied + scaler.skipped()) as f64 * b as f64 / train_time
+                } else {
+                    0.0
+                },
                 step_s: train_time / n,
                 compute_s: sc / n,
                 exchange_s: se / n,
@@ -514,14 +578,22 @@ fn coordinate(
         // the global batch, split into G equal shards
         let host: Vec<HostBatch> = if let Some(bt) = img_batcher.as_mut() {
             let idx = bt.next_batch(b);
-            shards.iter().map(|r| HostBatch::Images(idx[r.clone()].to_vec())).collect()
+            shards
+                .iter()
+                .map(|r| HostBatch::Images(idx[r.clone()].to_vec()))
+                .collect()
         } else {
             let d = dataset.as_text().expect("text dataset");
             let (x, y) = txt_batcher.as_mut().unwrap().next_batch(d, b);
             let l = d.seq_len;
             shards
                 .iter()
-                .map(|r| HostBatch::Text(x[r.start * l..r.end * l].to_vec(), y[r.start * l..r.end * l].to_vec()))
+                .map(|r| {
+                    HostBatch::Text(
+                        x[r.start * l..r.end * l].to_vec(),
+                        y[r.start * l..r.end * l].to_vec(),
+                    )
+                })
                 .collect()
         };
         let loss_scale = scaler.scale();
@@ -540,7 +612,9 @@ fn coordinate(
         let mut global = f64::NAN;
         let (mut comp, mut exch) = (0.0f64, 0.0f64);
         for _ in 0..world {
-            let (rank, r) = replies.recv().map_err(|_| anyhow!("a worker stopped unexpectedly"))?;
+            let (rank, r) = replies
+                .recv()
+                .map_err(|_| anyhow!("a worker stopped unexpectedly"))?;
             match r {
                 Reply::Step(r) => {
                     loss += r.loss / world as f64;
@@ -600,7 +674,10 @@ fn coordinate(
                 exchange_s: sum_exchange / timed_steps as f64,
             }));
             if let Some(v) = noise.b_simple() {
-                emit(TrialEvent::NoiseScale { step: applied, b_simple: v });
+                emit(TrialEvent::NoiseScale {
+                    step: applied,
+                    b_simple: v,
+                });
             }
         }
         if eval_now {
@@ -608,9 +685,14 @@ fn coordinate(
                 .send(Cmd::Eval)
                 .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?;
             let sums = loop {
-                match replies.recv().map_err(|_| anyhow!("worker 0 stopped unexpectedly"))? {
+                match replies
+                    .recv()
+                    .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?
+                {
                     (_, Reply::Eval(s)) => break s,
-                    (r, Reply::Failed(m)) => anyhow::bail!("worker {r} failed during evaluation: {m}"),
+                    (r, Reply::Failed(m)) => {
+                        anyhow::bail!("worker {r} failed during evaluation: {m}")
+                    }
                     _ => {}
                 }
             };
@@ -637,7 +719,18 @@ fn coordinate(
     };
     let _ = last_loss;
     let noise_val = b_at_target.or_else(|| noise.b_simple());
-    let out = finish(outcome, applied, evals, trajectory, &scaler, noise_val, train_time, sum_compute, sum_exchange, timed_steps);
+    let out = finish(
+        outcome,
+        applied,
+        evals,
+        trajectory,
+        &scaler,
+        noise_val,
+        train_time,
+        sum_compute,
+        sum_exchange,
+        timed_steps,
+    );
     emit(TrialEvent::Finished {
         outcome: Box::new(out.clone()),
     });

@@ -54,7 +54,7 @@ impl History {
         }
     }
     pub fn push(&mut self, x: f64, y: f64) {
-        if self.seen % self.stride == 0 {
+        if self.seen.is_multiple_of(self.stride) {
             self.pts.push((x, y));
             if self.pts.len() >= self.cap {
                 let kept: Vec<(f64, f64)> = self.pts.iter().step_by(2).copied().collect();
@@ -149,12 +149,17 @@ pub enum Msg {
     Tick(f64),
     Resize(u16, u16),
     /// A sweep was started by the runtime (after `Command::Launch`/`Resume`); its log path.
-    SweepStarted { run_log: Option<PathBuf> },
+    SweepStarted {
+        run_log: Option<PathBuf>,
+    },
     /// The scheduler's threads ended (after `Done`, or after a failure).
     SweepEnded,
     Runs(Vec<RunEntry>),
     /// A run log opened for viewing (`tailing` = it is still growing and will be followed).
-    LogOpened { log: Box<RunLog>, tailing: bool },
+    LogOpened {
+        log: Box<RunLog>,
+        tailing: bool,
+    },
     /// Lines appended to the run log being followed.
     LogLines(Vec<LogLine>),
     CompareLoaded(Vec<CompareRun>),
@@ -299,8 +304,14 @@ pub struct SetupState {
 }
 
 impl SetupState {
-    pub fn new(presets: Vec<PresetEntry>, load_errors: Vec<String>, initial: Option<&str>, gpu_labels: Vec<String>) -> Self {
-        let mut devices: Vec<DeviceSpec> = (1..=8).map(|w| DeviceSpec::Cpu { workers: w }).collect();
+    pub fn new(
+        presets: Vec<PresetEntry>,
+        load_errors: Vec<String>,
+        initial: Option<&str>,
+        gpu_labels: Vec<String>,
+    ) -> Self {
+        let mut devices: Vec<DeviceSpec> =
+            (1..=8).map(|w| DeviceSpec::Cpu { workers: w }).collect();
         for n in 1..=gpu_labels.len() {
             devices.push(DeviceSpec::Cuda {
                 devices: (0..n).collect(),
@@ -469,7 +480,11 @@ impl SetupState {
                 format!("range is empty: {} > {}", self.b_min, self.b_max),
             ));
         }
-        let bad: Vec<String> = bs.iter().filter(|&&b| b % g != 0).map(|b| b.to_string()).collect();
+        let bad: Vec<String> = bs
+            .iter()
+            .filter(|&&b| b % g != 0)
+            .map(|b| b.to_string())
+            .collect();
         if !bad.is_empty() {
             out.push(err(
                 Field::Devices,
@@ -489,12 +504,18 @@ impl SetupState {
             ));
         }
         if !self.target_valid(&w.target) {
-            out.push(err(Field::Target, format!("{} must be in (0, 1)", w.target.metric.name())));
+            out.push(err(
+                Field::Target,
+                format!("{} must be in (0, 1)", w.target.metric.name()),
+            ));
         }
         if self.budget < w.eval_every.max(1) {
             out.push(err(
                 Field::Budget,
-                format!("shorter than one evaluation interval ({} steps)", w.eval_every),
+                format!(
+                    "shorter than one evaluation interval ({} steps)",
+                    w.eval_every
+                ),
             ));
         }
         if out.iter().all(|p| !p.blocking) {
@@ -546,15 +567,27 @@ impl SetupState {
                 self.device_idx = step_clamped(self.device_idx, self.devices.len(), up);
             }
             Field::BatchMin => {
-                self.b_min = if up { self.b_min * 2 } else { (self.b_min / 2).max(1) };
+                self.b_min = if up {
+                    self.b_min * 2
+                } else {
+                    (self.b_min / 2).max(1)
+                };
                 self.b_min = self.b_min.min(1 << 20);
             }
             Field::BatchMax => {
-                self.b_max = if up { self.b_max * 2 } else { (self.b_max / 2).max(1) };
+                self.b_max = if up {
+                    self.b_max * 2
+                } else {
+                    (self.b_max / 2).max(1)
+                };
                 self.b_max = self.b_max.min(1 << 20);
             }
             Field::Trials => {
-                self.trials = if up { (self.trials + 1).min(256) } else { self.trials.saturating_sub(1).max(1) };
+                self.trials = if up {
+                    (self.trials + 1).min(256)
+                } else {
+                    self.trials.saturating_sub(1).max(1)
+                };
             }
             Field::Target => {
                 self.target = match w.target.metric {
@@ -769,7 +802,10 @@ impl LiveState {
     }
 
     pub fn selected_trial(&self) -> Option<u64> {
-        self.running.keys().nth(self.selected.min(self.running.len().saturating_sub(1))).copied()
+        self.running
+            .keys()
+            .nth(self.selected.min(self.running.len().saturating_sub(1)))
+            .copied()
     }
 
     /// Curves for the loss chart: running trials first, then the most recently finished.
@@ -804,7 +840,10 @@ impl LiveState {
             SweepEvent::Planned(plan) => {
                 self.plan = plan;
             }
-            SweepEvent::Queued { trial_id, batch_size } => {
+            SweepEvent::Queued {
+                trial_id,
+                batch_size,
+            } => {
                 self.queued.insert(trial_id, batch_size);
             }
             SweepEvent::Trial { trial_id, event } => self.fold_trial(trial_id, event, now),
@@ -816,7 +855,10 @@ impl LiveState {
                 self.running.remove(&trial_id);
                 self.errors.push(format!("trial {trial_id}: {message}"));
             }
-            SweepEvent::Done { cancelled, analysis } => {
+            SweepEvent::Done {
+                cancelled,
+                analysis,
+            } => {
                 self.done = true;
                 self.cancelled = cancelled;
                 self.paused = false;
@@ -879,7 +921,13 @@ impl LiveState {
         }
     }
 
-    fn push_finished(&mut self, id: u64, spec: TrialSpec, outcome: TrialOutcome, loss: Option<History>) {
+    fn push_finished(
+        &mut self,
+        id: u64,
+        spec: TrialSpec,
+        outcome: TrialOutcome,
+        loss: Option<History>,
+    ) {
         let label = outcome.outcome.label();
         let batch = spec.batch_size;
         self.finished.push(TrialRecord {
@@ -926,7 +974,11 @@ impl LiveState {
 
     /// Status text the end-to-end test waits for; stable on purpose.
     pub fn finished_text(&self) -> String {
-        format!("trials finished: {}/{}", self.done_count(), self.plan.total_trials)
+        format!(
+            "trials finished: {}/{}",
+            self.done_count(),
+            self.plan.total_trials
+        )
     }
 }
 
@@ -1019,7 +1071,11 @@ impl App {
     }
 
     fn sweep_running(&self) -> bool {
-        self.sweep_active && self.live.as_ref().is_some_and(|l| !l.done && !l.read_only())
+        self.sweep_active
+            && self
+                .live
+                .as_ref()
+                .is_some_and(|l| !l.done && !l.read_only())
     }
 }
 
@@ -1063,7 +1119,8 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             app.runs.scanned = true;
             let n = app.runs.entries.len();
             app.runs.selected = app.runs.selected.min(n.saturating_sub(1));
-            let paths: BTreeSet<PathBuf> = app.runs.entries.iter().map(|e| e.path.clone()).collect();
+            let paths: BTreeSet<PathBuf> =
+                app.runs.entries.iter().map(|e| e.path.clone()).collect();
             app.runs.marked.retain(|p| paths.contains(p));
         }
         Msg::LogOpened { log, tailing } => {
@@ -1129,7 +1186,12 @@ pub fn prepare_live(app: &mut App, cfg: &SweepConfig) {
         devices: cfg.devices.label(),
         run_log: None,
     };
-    let mut live = LiveState::new(LiveSource::Sweep, plan, Some(cfg.preset.workload.clone()), app.now);
+    let mut live = LiveState::new(
+        LiveSource::Sweep,
+        plan,
+        Some(cfg.preset.workload.clone()),
+        app.now,
+    );
     live.workload = Some(cfg.preset.workload.clone());
     app.live = Some(live);
     app.goto(Screen::Live);
@@ -1187,7 +1249,9 @@ fn on_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
             if app.live.is_some() {
                 app.goto(Screen::Live);
             } else {
-                app.flash = Some("nothing to show in Live yet: launch a sweep (Enter) or open a run (3)".into());
+                app.flash = Some(
+                    "nothing to show in Live yet: launch a sweep (Enter) or open a run (3)".into(),
+                );
             }
             return;
         }
@@ -1266,7 +1330,10 @@ fn setup_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
         Key::Char('r') => s.reset_from_preset(),
         Key::Enter => {
             if running {
-                app.flash = Some("a sweep is already running: watch it in Live (2) or cancel it there (C)".into());
+                app.flash = Some(
+                    "a sweep is already running: watch it in Live (2) or cancel it there (C)"
+                        .into(),
+                );
                 return;
             }
             let blocking: Vec<Problem> = s.problems().into_iter().filter(|p| p.blocking).collect();
@@ -1279,11 +1346,7 @@ fn setup_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
                 cmds.push(Command::Launch(Box::new(cfg)));
             }
         }
-        Key::Esc => {
-            if s.focus == SetupFocus::Fields {
-                s.focus = SetupFocus::Presets;
-            }
-        }
+        Key::Esc if s.focus == SetupFocus::Fields => s.focus = SetupFocus::Presets,
         _ => {}
     }
 }
@@ -1313,13 +1376,17 @@ fn live_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
             }
         }
         Key::Char('p') | Key::Char('c') | Key::Char('C') | Key::Char('x') if ro => {
-            app.flash = Some("read-only view of a run log: pause/cancel act on a sweep started here".into());
+            app.flash = Some(
+                "read-only view of a run log: pause/cancel act on a sweep started here".into(),
+            );
         }
         Key::Char('p') if running => cmds.push(Command::Pause(!l.paused)),
         Key::Char('c') if running => match l.selected_trial() {
             Some(id) => {
                 cmds.push(Command::CancelTrial(id));
-                app.flash = Some(format!("cancelling trial #{id} (recorded as cancelled, never counted)"));
+                app.flash = Some(format!(
+                    "cancelling trial #{id} (recorded as cancelled, never counted)"
+                ));
             }
             None => app.flash = Some("no running trial to cancel".into()),
         },
@@ -1366,9 +1433,15 @@ fn runs_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
                         cmds.push(Command::Resume(p));
                     }
                     RunStatus::Interrupted => {
-                        app.flash = Some("a sweep is already running; resume this one after it".into())
+                        app.flash =
+                            Some("a sweep is already running; resume this one after it".into())
                     }
-                    s => app.flash = Some(format!("only interrupted sweeps can be resumed (this one is {})", s.label())),
+                    s => {
+                        app.flash = Some(format!(
+                            "only interrupted sweeps can be resumed (this one is {})",
+                            s.label()
+                        ))
+                    }
                 }
             }
         }
@@ -1386,7 +1459,11 @@ fn runs_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
             }
         }
         Key::Char('R') => cmds.push(Command::ScanRuns),
-        Key::Esc => app.goto(if app.live.is_some() { Screen::Live } else { Screen::Setup }),
+        Key::Esc => app.goto(if app.live.is_some() {
+            Screen::Live
+        } else {
+            Screen::Setup
+        }),
         _ => {}
     }
 }

@@ -81,7 +81,10 @@ pub fn scan_runs(dir: &Path, active: Option<&Path>) -> Vec<RunEntry> {
                 Ok(log) => run_entry(&log, active, modified),
                 Err(e) => RunEntry {
                     path: p.clone(),
-                    preset: p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+                    preset: p
+                        .file_name()
+                        .map(|f| f.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
                     optimizer: String::new(),
                     started: String::new(),
                     status: RunStatus::Unreadable,
@@ -110,7 +113,11 @@ pub fn load_compare(paths: &[PathBuf]) -> (Vec<CompareRun>, Vec<String>) {
     let names: Vec<String> = runs.iter().map(|r: &CompareRun| r.label.clone()).collect();
     for r in runs.iter_mut() {
         if names.iter().filter(|n| **n == r.label).count() > 1 {
-            let stem = r.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let stem = r
+                .path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
             let when = stem.get(5..16).unwrap_or("").to_string();
             r.label = format!("{} {when}", r.label);
         }

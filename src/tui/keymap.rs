@@ -63,13 +63,29 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     ("← → / h l", "Setup", "change the selected value"),
     ("Tab / S-Tab", "everywhere", "next / previous panel"),
     ("Enter", "Setup", "launch the sweep and go to Live"),
-    ("Enter", "Runs", "open the run log in Live (read-only; follows it while it grows)"),
+    (
+        "Enter",
+        "Runs",
+        "open the run log in Live (read-only; follows it while it grows)",
+    ),
     ("Esc", "everywhere", "back / close a dialog"),
     ("1 2 3 4", "everywhere", "Setup · Live · Runs · Compare"),
     ("?", "everywhere", "this help"),
-    ("q / ctrl-c", "everywhere", "quit (asks first while a sweep runs)"),
-    ("p", "Live", "pause / resume the sweep (running trials finish their step)"),
-    ("c", "Live", "cancel the selected running trial (↑↓ selects)"),
+    (
+        "q / ctrl-c",
+        "everywhere",
+        "quit (asks first while a sweep runs)",
+    ),
+    (
+        "p",
+        "Live",
+        "pause / resume the sweep (running trials finish their step)",
+    ),
+    (
+        "c",
+        "Live",
+        "cancel the selected running trial (↑↓ selects)",
+    ),
     ("C / x", "Live", "cancel the whole sweep (asks first)"),
     ("t", "Live", "charts: both · scaling only · loss only"),
     ("space", "Runs", "mark / unmark a run for comparison"),
@@ -84,11 +100,23 @@ mod tests {
 
     #[test]
     fn vi_keys_fold_into_arrows() {
-        assert_eq!(map_key(&KeyEvent::from(KeyCode::Char('j'))), Some(Key::Down));
+        assert_eq!(
+            map_key(&KeyEvent::from(KeyCode::Char('j'))),
+            Some(Key::Down)
+        );
         assert_eq!(map_key(&KeyEvent::from(KeyCode::Char('k'))), Some(Key::Up));
-        assert_eq!(map_key(&KeyEvent::from(KeyCode::Char('h'))), Some(Key::Left));
-        assert_eq!(map_key(&KeyEvent::from(KeyCode::Char('l'))), Some(Key::Right));
-        assert_eq!(map_key(&KeyEvent::from(KeyCode::Char('p'))), Some(Key::Char('p')));
+        assert_eq!(
+            map_key(&KeyEvent::from(KeyCode::Char('h'))),
+            Some(Key::Left)
+        );
+        assert_eq!(
+            map_key(&KeyEvent::from(KeyCode::Char('l'))),
+            Some(Key::Right)
+        );
+        assert_eq!(
+            map_key(&KeyEvent::from(KeyCode::Char('p'))),
+            Some(Key::Char('p'))
+        );
     }
 
     #[test]

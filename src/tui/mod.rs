@@ -99,7 +99,9 @@ pub fn run(opts: TuiOptions, factory: RunnerFactory) -> anyhow::Result<()> {
         drop(_guard);
         // Stop a running sweep cleanly: finished trials are already in the log.
         if engine.sweep.is_some() {
-            eprintln!("stopping the sweep (finished trials are in the run log; it can be resumed)…");
+            eprintln!(
+                "stopping the sweep (finished trials are in the run log; it can be resumed)…"
+            );
         }
         engine.shutdown(Duration::from_secs(10));
         r

@@ -52,7 +52,11 @@ impl Coalescer {
     pub fn push(&mut self, ev: SweepEvent) -> Vec<SweepEvent> {
         match progress_kind(&ev) {
             Some(k) => {
-                if let Some(slot) = self.pending.iter_mut().find(|p| progress_kind(p) == Some(k)) {
+                if let Some(slot) = self
+                    .pending
+                    .iter_mut()
+                    .find(|p| progress_kind(p) == Some(k))
+                {
                     *slot = ev;
                 } else {
                     self.pending.push(ev);
@@ -165,7 +169,9 @@ impl Engine {
             Command::Launch(cfg) => match self.start(*cfg, None) {
                 Ok(path) => {
                     self.tail = None;
-                    let _ = self.tx.send(Msg::SweepStarted { run_log: Some(path) });
+                    let _ = self.tx.send(Msg::SweepStarted {
+                        run_log: Some(path),
+                    });
                 }
                 Err(e) => {
                     app.live = None;
@@ -218,7 +224,8 @@ impl Engine {
                 let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
                 let status = engine::run_status(&log, self.active_log().as_deref(), modified);
                 let tailing = status == super::app::RunStatus::Running;
-                self.tail = tailing.then(|| RunLogTail::from_offset(&path, log.valid_len, log.trials.len() + 1));
+                self.tail = tailing
+                    .then(|| RunLogTail::from_offset(&path, log.valid_len, log.trials.len() + 1));
                 let _ = self.tx.send(Msg::LogOpened {
                     log: Box::new(log),
                     tailing,
@@ -351,10 +358,9 @@ where
         }
         // stop following a log once its summary arrived
         if engine.tail.is_some()
-            && !app
-                .live
-                .as_ref()
-                .is_some_and(|l| matches!(l.source, super::app::LiveSource::Log { tailing: true, .. }))
+            && !app.live.as_ref().is_some_and(|l| {
+                matches!(l.source, super::app::LiveSource::Log { tailing: true, .. })
+            })
         {
             engine.tail = None;
         }

@@ -41,21 +41,32 @@ pub fn render_app(app: &App, w: u16, h: u16) -> ratatui::buffer::Buffer {
     t.backend().buffer().clone()
 }
 
-/// Runs a whole sweep of `preset` with `runner` on the real scheduler and returns its events and
-/// run-log path.
-pub fn run_sweep_collect(
+/// Runs a whole sweep of `preset` with `runner` on the real scheduler, handing each event to
+/// `on_event` as it arrives; returns the configuration and the run-log path.
+pub fn run_sweep_with(
     preset: Preset,
     preset_path: Option<PathBuf>,
     runs_dir: &Path,
     runner: Arc<dyn TrialRunner>,
-) -> anyhow::Result<(SweepConfig, Vec<SweepEvent>, PathBuf)> {
+    mut on_event: impl FnMut(SweepEvent),
+) -> anyhow::Result<(SweepConfig, PathBuf)> {
     let cfg = SweepConfig::from_preset(preset, preset_path, runs_dir.to_path_buf());
-    let (tx, rx) = sync_channel(1 << 16);
+    let (tx, rx) = sync_channel(4096);
     let handle = start_sweep(cfg.clone(), runner, tx, None)?;
     let path = handle.log_path().to_path_buf();
-    let events: Vec<SweepEvent> = rx.iter().collect();
+    for ev in rx.iter() {
+        on_event(ev);
+    }
     handle.join()?;
-    Ok((cfg, events, path))
+    Ok((cfg, path))
+}
+
+/// The NQM presets shortened for pictures: 4 trials per batch size and an evaluation every 5
+/// steps (the run log header records exactly what ran).
+fn picture_preset(mut p: Preset) -> Preset {
+    p.sweep.trials_per_batch = p.sweep.trials_per_batch.min(4);
+    p.workload.eval_every = p.workload.eval_every.max(5);
+    p
 }
 
 fn nqm_presets(presets_dir: &Path) -> Vec<(PathBuf, Preset)> {
@@ -76,7 +87,8 @@ fn has_three_regimes(a: &crate::core::analysis::Analysis) -> bool {
 fn save(app: &App, out_dir: &Path, name: &str, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     let buf = render_app(app, SHOT_W, SHOT_H);
     let p = out_dir.join(format!("{name}.svg"));
-    std::fs::write(&p, super::svg::buffer_to_svg(&buf)).with_context(|| format!("cannot write {}", p.display()))?;
+    std::fs::write(&p, super::svg::buffer_to_svg(&buf))
+        .with_context(|| format!("cannot write {}", p.display()))?;
     out.push(p);
     Ok(())
 }
@@ -87,9 +99,15 @@ pub fn render_screenshots(out_dir: &Path, runs_dir: &Path) -> anyhow::Result<Vec
     render_screenshots_with(out_dir, runs_dir, &crate::workload::load::presets_dir())
 }
 
-pub fn render_screenshots_with(out_dir: &Path, runs_dir: &Path, presets_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
-    std::fs::create_dir_all(runs_dir).with_context(|| format!("cannot create {}", runs_dir.display()))?;
+pub fn render_screenshots_with(
+    out_dir: &Path,
+    runs_dir: &Path,
+    presets_dir: &Path,
+) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    std::fs::create_dir_all(runs_dir)
+        .with_context(|| format!("cannot create {}", runs_dir.display()))?;
     let mut out = Vec::new();
     let theme = Theme::default();
     let mut opts = TuiOptions::new(runs_dir.to_path_buf(), presets_dir.to_path_buf());
@@ -109,27 +127,33 @@ pub fn render_screenshots_with(out_dir: &Path, runs_dir: &Path, presets_dir: &Pa
         .cloned()
         .context("no NQM preset found in the presets directory (needed to render live pictures)")?;
     let runner: Arc<dyn TrialRunner> = Arc::new(crate::nqm::NqmRunner::new());
-    let (cfg, events, _log) = run_sweep_collect(preset, Some(path), runs_dir, runner.clone())?;
+    let preset = picture_preset(preset);
     let mut live_app = app.clone();
-    prepare_live(&mut live_app, &cfg);
+    let cfg0 = SweepConfig::from_preset(preset.clone(), Some(path.clone()), runs_dir.to_path_buf());
+    prepare_live(&mut live_app, &cfg0);
     update(&mut live_app, Msg::SweepStarted { run_log: None });
-    let total = cfg.batch_sizes.len() * cfg.trials_per_batch;
-    let mut t = 0.0;
-    let mut mid_done = false;
-    for ev in events {
-        t += 0.01;
-        update(&mut live_app, Msg::Tick(t));
+    let total = cfg0.batch_sizes.len() * cfg0.trials_per_batch;
+    // the clock the UI would have seen: real time since the sweep started
+    let t0 = std::time::Instant::now();
+    let mut mid: Option<App> = None;
+    run_sweep_with(preset, Some(path), runs_dir, runner.clone(), |ev| {
+        update(&mut live_app, Msg::Tick(t0.elapsed().as_secs_f64()));
         update(&mut live_app, Msg::Sweep(ev));
-        let done = live_app.live.as_ref().map(|l| l.done_count()).unwrap_or(0);
-        let running = live_app.live.as_ref().map(|l| l.running.len()).unwrap_or(0);
-        if !mid_done && done * 2 >= total && running > 0 {
-            save(&live_app, out_dir, "live-mid", &mut out)?;
-            mid_done = true;
+        let (done, running) = live_app
+            .live
+            .as_ref()
+            .map(|l| (l.done_count(), l.running.len()))
+            .unwrap_or((0, 0));
+        if mid.is_none() && done * 2 >= total && running > 0 {
+            mid = Some(live_app.clone());
         }
-    }
-    if !mid_done {
-        save(&live_app, out_dir, "live-mid", &mut out)?;
-    }
+    })?;
+    save(
+        mid.as_ref().unwrap_or(&live_app),
+        out_dir,
+        "live-mid",
+        &mut out,
+    )?;
     update(&mut live_app, Msg::SweepEnded);
 
     // Finished: prefer a complete real-data sweep showing all three regimes.
@@ -138,7 +162,8 @@ pub fn render_screenshots_with(out_dir: &Path, runs_dir: &Path, presets_dir: &Pa
     for e in &entries {
         if let Ok(log) = read_run_log(&e.path) {
             let is_nqm = matches!(log.header.preset.workload.model, ModelSpec::Nqm { .. });
-            if !is_nqm && log.status() == LogStatus::Complete && has_three_regimes(&log.analysis()) {
+            if !is_nqm && log.status() == LogStatus::Complete && has_three_regimes(&log.analysis())
+            {
                 finished_app.live = Some(LiveState::from_log(&log, false, 0.0));
                 break;
             }
@@ -153,11 +178,16 @@ pub fn render_screenshots_with(out_dir: &Path, runs_dir: &Path, presets_dir: &Pa
         if e.status != super::app::RunStatus::Complete {
             continue;
         }
-        let Ok(log) = read_run_log(&e.path) else { continue };
+        let Ok(log) = read_run_log(&e.path) else {
+            continue;
+        };
         let w = &log.header.preset.workload;
         let key = format!(
             "{}|{}",
-            w.dataset.as_ref().map(|d| format!("{:?}", d.name)).unwrap_or_default(),
+            w.dataset
+                .as_ref()
+                .map(|d| format!("{:?}", d.name))
+                .unwrap_or_default(),
             w.model.short_name()
         );
         let g = groups.entry(key).or_default();
@@ -173,7 +203,13 @@ pub fn render_screenshots_with(out_dir: &Path, runs_dir: &Path, presets_dir: &Pa
     if best.len() < 2 {
         best.clear();
         for (path, preset) in nqm.iter().take(3) {
-            let (_, _, log) = run_sweep_collect(preset.clone(), Some(path.clone()), runs_dir, runner.clone())?;
+            let (_, log) = run_sweep_with(
+                picture_preset(preset.clone()),
+                Some(path.clone()),
+                runs_dir,
+                runner.clone(),
+                |_| {},
+            )?;
             best.push(log);
         }
     }
@@ -183,7 +219,10 @@ pub fn render_screenshots_with(out_dir: &Path, runs_dir: &Path, presets_dir: &Pa
     update(&mut runs_app, Msg::Key(Key::Char('3')));
     for p in best.iter().take(3) {
         if let Some(i) = runs_app.runs.entries.iter().position(|e| &e.path == p) {
-            runs_app.runs.marked.insert(runs_app.runs.entries[i].path.clone());
+            runs_app
+                .runs
+                .marked
+                .insert(runs_app.runs.entries[i].path.clone());
         }
     }
     save(&runs_app, out_dir, "runs", &mut out)?;

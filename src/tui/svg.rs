@@ -69,7 +69,9 @@ fn hex(c: Color, default: &str) -> String {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// The SVG text of a buffer.
@@ -148,7 +150,10 @@ fn colors(buf: &Buffer, x: u16, y: u16) -> (String, String) {
     let fg = hex(c.fg, FG);
     let bg = hex(c.bg, BG);
     if c.modifier.contains(Modifier::REVERSED) {
-        (if bg == BG { BG.to_string() } else { bg }, if fg == FG { FG.to_string() } else { fg })
+        (
+            if bg == BG { BG.to_string() } else { bg },
+            if fg == FG { FG.to_string() } else { fg },
+        )
     } else {
         (fg, bg)
     }
@@ -164,7 +169,12 @@ mod tests {
     fn svg_has_text_colours_and_escapes() {
         let mut b = Buffer::empty(Rect::new(0, 0, 10, 2));
         b.set_string(0, 0, "a<b", Style::default().fg(Color::Red));
-        b.set_string(0, 1, "ok", Style::default().add_modifier(Modifier::REVERSED));
+        b.set_string(
+            0,
+            1,
+            "ok",
+            Style::default().add_modifier(Modifier::REVERSED),
+        );
         let s = buffer_to_svg(&b);
         assert!(s.starts_with("<svg"));
         assert!(s.contains("a&lt;b"));

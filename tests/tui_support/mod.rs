@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use scaling_lab::core::analysis::Analysis;
 use scaling_lab::core::events::{PlanInfo, StepStats, SweepEvent, TrialEvent};
 use scaling_lab::core::record::TrialRecord;
-use scaling_lab::core::trial::{EvalPoint, NoiseSummary, Outcome, Throughput, TrialOutcome, TrialSpec};
+use scaling_lab::core::trial::{
+    EvalPoint, NoiseSummary, Outcome, Throughput, TrialOutcome, TrialSpec,
+};
 use scaling_lab::sweep::SweepConfig;
 use scaling_lab::tui::app::{prepare_live, update, App, Msg};
 use scaling_lab::tui::theme::Theme;
@@ -26,7 +28,9 @@ pub fn app() -> App {
 
 /// The configuration Setup launches for the default preset.
 pub fn config(app: &App) -> SweepConfig {
-    app.setup.config(Path::new("runs")).expect("default preset present")
+    app.setup
+        .config(Path::new("runs"))
+        .expect("default preset present")
 }
 
 /// Scripted steps-to-target of the best trial at batch size B: S = 60·(1 + 64/B) on the
@@ -48,14 +52,18 @@ pub fn scripted_outcome(spec: &TrialSpec, k: usize, cfg: &SweepConfig) -> TrialO
         match k {
             0 => Outcome::Reached { step: s },
             1 => Outcome::Diverged { step: 15 },
-            2 => Outcome::NotReached { budget: w.step_budget },
+            2 => Outcome::NotReached {
+                budget: w.step_budget,
+            },
             _ => Outcome::Reached {
                 step: (s * (4 + k as u64) / 4).div_ceil(w.eval_every) * w.eval_every,
             },
         }
     };
     let steps = match outcome {
-        Outcome::Reached { step } | Outcome::Diverged { step } | Outcome::Cancelled { step } => step,
+        Outcome::Reached { step } | Outcome::Diverged { step } | Outcome::Cancelled { step } => {
+            step
+        }
         Outcome::NotReached { budget } => budget,
     };
     let evals: Vec<EvalPoint> = (1..=steps / w.eval_every.max(1))
@@ -87,7 +95,10 @@ pub fn scripted_outcome(spec: &TrialSpec, k: usize, cfg: &SweepConfig) -> TrialO
 
 /// Index of trial `i` among the planned trials of its batch size.
 pub fn rank(specs: &[TrialSpec], i: usize) -> usize {
-    specs[..i].iter().filter(|s| s.batch_size == specs[i].batch_size).count()
+    specs[..i]
+        .iter()
+        .filter(|s| s.batch_size == specs[i].batch_size)
+        .count()
 }
 
 /// The full event sequence of a scripted sweep (one trial at a time, like concurrency 1).

@@ -40,12 +40,20 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             marker: MARKERS[i % MARKERS.len()],
         })
         .collect();
-    let planned: Vec<usize> = c.runs.iter().flat_map(|r| r.analysis.per_batch.iter().map(|p| p.batch_size)).collect();
+    let planned: Vec<usize> = c
+        .runs
+        .iter()
+        .flat_map(|r| r.analysis.per_batch.iter().map(|p| p.batch_size))
+        .collect();
     let chart = ScalingChart {
         series,
         planned,
         regimes: false,
-        block: Some(panel("steps to target vs batch size — points: best trial; lines: fits", false, &th)),
+        block: Some(panel(
+            "steps to target vs batch size — points: best trial; lines: fits",
+            false,
+            &th,
+        )),
         theme: th,
         marker: Marker::Braille,
     };
@@ -80,12 +88,19 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             .map(|b| format_pow2(b as u64))
             .unwrap_or_else(|| "–".into());
         let (s_min, b_crit, r2) = match &a.fit {
-            Some(f) => (format_si(f.s_min), format_si(f.b_crit), format!("{:.2}", f.r2)),
+            Some(f) => (
+                format_si(f.s_min),
+                format_si(f.b_crit),
+                format!("{:.2}", f.r2),
+            ),
             None => ("–".into(), "–".into(), "–".into()),
         };
         lines.push(Line::from(vec![
             Span::styled(format!("{} ", MARKERS[i % MARKERS.len()]), th.series(i)),
-            Span::styled(format!("{:<name_w$}", ellipsize(&r.label, name_w)), th.series(i)),
+            Span::styled(
+                format!("{:<name_w$}", ellipsize(&r.label, name_w)),
+                th.series(i),
+            ),
             Span::raw(format!(
                 " {:<9} {:>6} {:>7} {:>7} {:>5} {:>9} {:>9}",
                 r.optimizer.name(),

@@ -14,11 +14,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
     let wide = area.width >= 120;
     let (keys_area, text_area) = if wide {
-        let [a, b] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(area);
+        let [a, b] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+            .areas(area);
         (a, b)
     } else {
-        let [a, b] =
-            Layout::vertical([Constraint::Length(KEYS.len() as u16 + 2), Constraint::Min(0)]).areas(area);
+        let [a, b] = Layout::vertical([
+            Constraint::Length(KEYS.len() as u16 + 2),
+            Constraint::Min(0),
+        ])
+        .areas(area);
         (a, b)
     };
     let mut keys: Vec<Line> = Vec::new();
@@ -46,10 +50,16 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     ];
     for (r, text) in [
         (Regime::Perfect, "slope ≈ −1: doubling B halves the steps."),
-        (Regime::Diminishing, "in between: more B still helps, by less each time."),
+        (
+            Regime::Diminishing,
+            "in between: more B still helps, by less each time.",
+        ),
         (Regime::Maximal, "slope ≈ 0: more B, no fewer steps."),
     ] {
-        t.push(Line::from(vec![Span::styled(format!("{} ", r.label()), th.regime(r)), Span::raw(text)]));
+        t.push(Line::from(vec![
+            Span::styled(format!("{} ", r.label()), th.regime(r)),
+            Span::raw(text),
+        ]));
     }
     t.push(Line::raw(
         "The blue curve is the fit S = S_min·(1 + B_crit/B); B_crit is where the steps are twice the \
@@ -57,5 +67,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
          (McCandlish et al. 2018). The grey line is perfect scaling from the smallest B that reached.",
     ));
     let b = panel("Reading the charts", false, th);
-    frame.render_widget(Paragraph::new(t).wrap(Wrap { trim: true }).block(b), text_area);
+    frame.render_widget(
+        Paragraph::new(t).wrap(Wrap { trim: true }).block(b),
+        text_area,
+    );
 }

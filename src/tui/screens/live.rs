@@ -25,7 +25,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         );
         return;
     };
-    let status_w = if area.width >= 140 { 52 } else { (area.width * 2 / 5).max(30) };
+    let status_w = if area.width >= 140 {
+        52
+    } else {
+        (area.width * 2 / 5).max(30)
+    };
     let [charts, status] =
         Layout::horizontal([Constraint::Min(0), Constraint::Length(status_w)]).areas(area);
     match app.charts {
@@ -44,7 +48,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
 
 fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
     let th = app.theme;
-    let title = format!("steps to {} vs batch size (log-log)", l.analysis.target.replace("<=", "≤"));
+    let title = format!(
+        "steps to {} vs batch size (log-log)",
+        l.analysis.target.replace("<=", "≤")
+    );
     let title = if l.analysis.target.is_empty() {
         "steps to target vs batch size (log-log)".to_string()
     } else {
@@ -103,7 +110,11 @@ pub fn regime_line(a: &Analysis, th: &Theme, width: u16) -> Line<'static> {
             r.label()
         };
         out.push(Span::styled(
-            format!("{name} {}–{}", format_pow2(*lo as u64), format_pow2(*hi as u64)),
+            format!(
+                "{name} {}–{}",
+                format_pow2(*lo as u64),
+                format_pow2(*hi as u64)
+            ),
             th.regime(*r),
         ));
     }
@@ -127,7 +138,11 @@ fn loss(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
             color: th.series_color(i),
         })
         .collect();
-    let title = if l.read_only() { "training loss" } else { "training loss of running trials" };
+    let title = if l.read_only() {
+        "training loss"
+    } else {
+        "training loss of running trials"
+    };
     let chart = LossChart {
         series,
         block: Some(panel(title, app.panel == 1, &th)),
@@ -161,21 +176,37 @@ fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th: &Th
     };
     lines.push(Line::styled(state, style));
     lines.push(Line::styled(l.finished_text(), th.title()));
-    lines.push(progress_line(l.done_count(), l.running.len(), l.plan.total_trials, inner.width, th));
+    lines.push(progress_line(
+        l.done_count(),
+        l.running.len(),
+        l.plan.total_trials,
+        inner.width,
+        th,
+    ));
     lines.push(Line::styled(
         format!("{} running · {} queued", l.running.len(), l.queued_count()),
         th.text(),
     ));
     if !l.read_only() && !l.done {
         let elapsed = l.ended_at.unwrap_or(app.now) - l.started_at;
-        let eta = l.eta(app.now).map(format_duration).unwrap_or_else(|| "–".into());
-        lines.push(kv("elapsed", format!("{} · ETA {eta}", format_duration(elapsed)), th, th.text()));
+        let eta = l
+            .eta(app.now)
+            .map(format_duration)
+            .unwrap_or_else(|| "–".into());
+        lines.push(kv(
+            "elapsed",
+            format!("{} · ETA {eta}", format_duration(elapsed)),
+            th,
+            th.text(),
+        ));
         let eps = l.examples_per_s();
         let (scale, skipped) = l
             .running
             .values()
             .filter_map(|r| r.last.as_ref())
-            .fold((None, 0u64), |(s, k), st| (Some(s.unwrap_or(st.loss_scale)), k + st.skipped_steps));
+            .fold((None, 0u64), |(s, k), st| {
+                (Some(s.unwrap_or(st.loss_scale)), k + st.skipped_steps)
+            });
         lines.push(kv("examples/s", format_si(eps), th, th.text()));
         lines.push(kv(
             "loss scale",
@@ -197,18 +228,37 @@ fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th: &Th
         Some(f) => {
             lines.push(kv(
                 "fit",
-                format!("S_min {} · B_crit {}", format_si(f.s_min), format_si(f.b_crit)),
+                format!(
+                    "S_min {} · B_crit {}",
+                    format_si(f.s_min),
+                    format_si(f.b_crit)
+                ),
                 th,
                 th.fit(),
             ));
             lines.push(kv("   ", format!("r² {:.3}", f.r2), th, th.dim()));
         }
-        None => lines.push(kv("fit", "needs 3 batch sizes that reached".into(), th, th.dim())),
+        None => lines.push(kv(
+            "fit",
+            "needs 3 batch sizes that reached".into(),
+            th,
+            th.dim(),
+        )),
     }
     let live_b = l.b_simple_live.map(format_si).unwrap_or_else(|| "–".into());
-    lines.push(kv("B_simple", format!("{live_b} (live) → predicts B_crit"), th, th.text()));
+    lines.push(kv(
+        "B_simple",
+        format!("{live_b} (live) → predicts B_crit"),
+        th,
+        th.text(),
+    ));
     if let Some(n) = a.noise_prediction {
-        lines.push(kv("  best trials", format!("median {}", format_si(n)), th, th.text()));
+        lines.push(kv(
+            "  best trials",
+            format!("median {}", format_si(n)),
+            th,
+            th.text(),
+        ));
     }
     // running trials (selectable)
     if !l.running.is_empty() {
@@ -221,7 +271,10 @@ fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th: &Th
                 .map(|s| (s.step.to_string(), format!("{:.3}", s.loss)))
                 .unwrap_or(("0".into(), "–".into()));
             let text = ellipsize(
-                &format!("#{id} B={} step {step} loss {loss}", format_pow2(r.spec.batch_size as u64)),
+                &format!(
+                    "#{id} B={} step {step} loss {loss}",
+                    format_pow2(r.spec.batch_size as u64)
+                ),
                 w,
             );
             let mut line = Line::styled(text, th.text());
@@ -235,7 +288,10 @@ fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th: &Th
     let room = (inner.height as usize).saturating_sub(lines.len() + 2);
     if room >= 2 && !a.per_batch.is_empty() {
         lines.push(Line::styled(
-            format!("{:>5} {:>7} {:>4} {:>4} {:>4}", "B", "steps", "ok", "div", "nr"),
+            format!(
+                "{:>5} {:>7} {:>4} {:>4} {:>4}",
+                "B", "steps", "ok", "div", "nr"
+            ),
             th.dim(),
         ));
         for p in a.per_batch.iter().take(room - 1) {
@@ -246,10 +302,17 @@ fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th: &Th
                     p.steps.map(|s| s.to_string()).unwrap_or_else(|| "–".into())
                 )),
                 Span::styled(format!("{:>4}", p.reached), th.good()),
-                Span::styled(format!(" {:>4}", p.diverged), if p.diverged > 0 { th.error() } else { th.dim() }),
+                Span::styled(
+                    format!(" {:>4}", p.diverged),
+                    if p.diverged > 0 { th.error() } else { th.dim() },
+                ),
                 Span::styled(
                     format!(" {:>4}", p.not_reached),
-                    if p.not_reached > 0 { th.warn() } else { th.dim() },
+                    if p.not_reached > 0 {
+                        th.warn()
+                    } else {
+                        th.dim()
+                    },
                 ),
             ]));
         }
@@ -260,7 +323,10 @@ fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th: &Th
     if let Some(p) = &l.plan.run_log {
         lines.push(Line::styled(ellipsize(&format!("log {p}"), w), th.dim()));
     }
-    let lines: Vec<Line> = lines.into_iter().map(|x| x.patch_style(Style::default())).collect();
+    let lines: Vec<Line> = lines
+        .into_iter()
+        .map(|x| x.patch_style(Style::default()))
+        .collect();
     frame.render_widget(Paragraph::new(lines), inner);
 }
 

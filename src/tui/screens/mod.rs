@@ -49,7 +49,10 @@ pub fn draw(frame: &mut Frame, app: &App) {
 fn too_small(frame: &mut Frame, area: Rect, th: &Theme) {
     let text = vec![
         Line::styled("terminal too small", th.warn()),
-        Line::from(format!("{}×{} — need {MIN_WIDTH}×{MIN_HEIGHT}", area.width, area.height)),
+        Line::from(format!(
+            "{}×{} — need {MIN_WIDTH}×{MIN_HEIGHT}",
+            area.width, area.height
+        )),
         Line::from("enlarge it, or q to quit"),
     ];
     frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
@@ -57,10 +60,20 @@ fn too_small(frame: &mut Frame, area: Rect, th: &Theme) {
 
 fn header(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
-    let mut spans = vec![Span::styled(" scaling-lab ", th.title()), Span::styled("│", th.dim())];
-    for (i, s) in [Screen::Setup, Screen::Live, Screen::Runs, Screen::Compare].iter().enumerate() {
+    let mut spans = vec![
+        Span::styled(" scaling-lab ", th.title()),
+        Span::styled("│", th.dim()),
+    ];
+    for (i, s) in [Screen::Setup, Screen::Live, Screen::Runs, Screen::Compare]
+        .iter()
+        .enumerate()
+    {
         let label = format!(" {} {} ", i + 1, s.title());
-        let style = if app.screen == *s { th.selected().patch(th.title()) } else { th.dim() };
+        let style = if app.screen == *s {
+            th.selected().patch(th.title())
+        } else {
+            th.dim()
+        };
         spans.push(Span::styled(label, style));
     }
     spans.push(Span::styled("│ ? help", th.dim()));
@@ -103,7 +116,12 @@ fn footer(frame: &mut Frame, area: Rect, app: &App) {
         ],
         Screen::Live => {
             if app.live.as_ref().is_some_and(|l| l.read_only()) {
-                &[("t", "charts"), ("Esc", "runs"), ("?", "help"), ("q", "quit")]
+                &[
+                    ("t", "charts"),
+                    ("Esc", "runs"),
+                    ("?", "help"),
+                    ("q", "quit"),
+                ]
             } else {
                 &[
                     ("p", "pause"),
@@ -161,7 +179,7 @@ fn confirm_dialog(frame: &mut Frame, body: Rect, app: &App, c: Confirm) {
         Confirm::CancelSweep => (
             " Cancel the sweep? ",
             vec![
-                Line::from("Running trials stop and are recorded as cancelled."),
+                Line::from("Running trials stop (they run again on resume)."),
                 Line::from(format!("Finished trials stay in {log};")),
                 Line::from("the sweep can be resumed later (Runs → r)."),
                 Line::from(""),
@@ -187,7 +205,12 @@ fn confirm_dialog(frame: &mut Frame, body: Rect, app: &App, c: Confirm) {
         .borders(Borders::ALL)
         .title(Span::styled(title, th.warn()))
         .border_style(th.warn());
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(block), area);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(block),
+        area,
+    );
 }
 
 /// A bordered panel with a title; highlighted when focused.

@@ -23,27 +23,49 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let head = if wide {
         format!(
             "  {:<16} {:<pw$} {:<9} {:<11} {:>9} {:>8} {:>8}",
-            "started", "preset", "optimizer", "status", "trials", "S_min", "B_crit",
+            "started",
+            "preset",
+            "optimizer",
+            "status",
+            "trials",
+            "S_min",
+            "B_crit",
             pw = preset_w
         )
     } else {
         format!(
             "  {:<16} {:<pw$} {:<11} {:>7} {:>6} {:>6}",
-            "started", "preset", "status", "trials", "S_min", "B_crit",
+            "started",
+            "preset",
+            "status",
+            "trials",
+            "S_min",
+            "B_crit",
             pw = preset_w
         )
     };
-    lines.push(Line::styled(ellipsize(&head, inner.width as usize), th.dim()));
+    lines.push(Line::styled(
+        ellipsize(&head, inner.width as usize),
+        th.dim(),
+    ));
     if r.entries.is_empty() {
         lines.push(Line::styled(
-            if r.scanned { "no run logs yet: launch a sweep from Setup (1)" } else { "scanning…" },
+            if r.scanned {
+                "no run logs yet: launch a sweep from Setup (1)"
+            } else {
+                "scanning…"
+            },
             th.dim(),
         ));
     }
     let rows = (inner.height as usize).saturating_sub(1);
     let first = r.selected.saturating_sub(rows.saturating_sub(1));
     for (i, e) in r.entries.iter().enumerate().skip(first).take(rows) {
-        let mark = if r.marked.contains(&e.path) { "✓ " } else { "  " };
+        let mark = if r.marked.contains(&e.path) {
+            "✓ "
+        } else {
+            "  "
+        };
         let started = e.started.get(..16).unwrap_or(&e.started).replace('T', " ");
         let s_min = e.s_min.map(format_si).unwrap_or_else(|| "–".into());
         let b_crit = e.b_crit.map(format_si).unwrap_or_else(|| "–".into());
@@ -62,7 +84,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         if wide {
             spans.push(Span::raw(format!("{:<9} ", e.optimizer)));
         }
-        spans.push(Span::styled(format!("{:<11}", e.status.label()), status_style));
+        spans.push(Span::styled(
+            format!("{:<11}", e.status.label()),
+            status_style,
+        ));
         if wide {
             spans.push(Span::raw(format!(" {trials:>9} {s_min:>8} {b_crit:>8}")));
         } else {
@@ -81,10 +106,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     frame.render_widget(block, detail);
     let mut d: Vec<Line> = Vec::new();
     if let Some(e) = r.entries.get(r.selected) {
-        d.push(Line::styled(ellipsize(&e.path.display().to_string(), inner.width as usize), th.text()));
+        d.push(Line::styled(
+            ellipsize(&e.path.display().to_string(), inner.width as usize),
+            th.text(),
+        ));
         let hint = match (&e.error, e.status) {
             (Some(err), _) => err.clone(),
-            (_, RunStatus::Interrupted) => "stopped before its plan finished: r resumes it (finished trials are kept)".into(),
+            (_, RunStatus::Interrupted) => {
+                "stopped before its plan finished: r resumes it (finished trials are kept)".into()
+            }
             (_, RunStatus::Running) => "still growing: Enter follows it live (read-only)".into(),
             (_, RunStatus::Complete) => format!(
                 "{} marked · space marks, c compares the marked runs (or this one)",
@@ -92,7 +122,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             ),
             _ => String::new(),
         };
-        let style = if e.error.is_some() { th.error() } else { th.dim() };
+        let style = if e.error.is_some() {
+            th.error()
+        } else {
+            th.dim()
+        };
         d.push(Line::styled(ellipsize(&hint, inner.width as usize), style));
     }
     frame.render_widget(Paragraph::new(d), inner);

@@ -13,8 +13,13 @@ use crate::workload::spec::{DatasetSpec, ModelSpec};
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
     let s = &app.setup;
-    let left_w = if area.width >= 120 { area.width * 2 / 5 } else { area.width * 9 / 20 };
-    let [left, right] = Layout::horizontal([Constraint::Length(left_w), Constraint::Min(0)]).areas(area);
+    let left_w = if area.width >= 120 {
+        area.width * 2 / 5
+    } else {
+        area.width * 9 / 20
+    };
+    let [left, right] =
+        Layout::horizontal([Constraint::Length(left_w), Constraint::Min(0)]).areas(area);
 
     // Preset list: name and a one-line description.
     let block = panel("Presets", s.focus == SetupFocus::Presets, th);
@@ -34,7 +39,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         let name_w = name.chars().count() + 2;
         let desc = ellipsize(&p.preset.description, w.saturating_sub(name_w + 1));
         let mut l = Line::from(vec![
-            Span::styled(format!("{marker}{name}"), if sel { th.title() } else { th.text() }),
+            Span::styled(
+                format!("{marker}{name}"),
+                if sel { th.title() } else { th.text() },
+            ),
             Span::raw(" "),
             Span::styled(desc, th.dim()),
         ]);
@@ -55,7 +63,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let mut lines: Vec<Line> = Vec::new();
     let Some(entry) = s.preset() else {
         frame.render_widget(
-            Paragraph::new("Put preset TOML files in the presets directory.").wrap(Wrap { trim: true }),
+            Paragraph::new("Put preset TOML files in the presets directory.")
+                .wrap(Wrap { trim: true }),
             inner,
         );
         return;
@@ -65,7 +74,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     lines.push(Line::styled(p.name.clone(), th.accent()));
     let tall = inner.height >= 24;
     let desc_w = inner.width as usize;
-    let desc = if tall { p.description.clone() } else { ellipsize(&p.description, desc_w) };
+    let desc = if tall {
+        p.description.clone()
+    } else {
+        ellipsize(&p.description, desc_w)
+    };
     lines.push(Line::styled(desc, th.text()));
     lines.push(Line::styled(
         ellipsize(
@@ -96,14 +109,28 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         let l = Line::from(vec![
             Span::styled(format!("{:<16}", f.label()), th.dim()),
             Span::styled(if sel { "◀ " } else { "  " }, th.key()),
-            Span::styled(value, if sel { th.selected().patch(th.title()) } else { th.title() }),
+            Span::styled(
+                value,
+                if sel {
+                    th.selected().patch(th.title())
+                } else {
+                    th.title()
+                },
+            ),
             Span::styled(if sel { " ▶" } else { "  " }, th.key()),
             Span::styled(extra, th.dim()),
         ]);
         lines.push(l);
         for pr in problems.iter().filter(|p| p.field == Some(*f)) {
-            let (tag, style) = if pr.blocking { ("✗ ", th.error()) } else { ("ℹ ", th.warn()) };
-            for (j, chunk) in wrap(&pr.message, desc_w.saturating_sub(4)).into_iter().enumerate() {
+            let (tag, style) = if pr.blocking {
+                ("✗ ", th.error())
+            } else {
+                ("ℹ ", th.warn())
+            };
+            for (j, chunk) in wrap(&pr.message, desc_w.saturating_sub(4))
+                .into_iter()
+                .enumerate()
+            {
                 let lead = if j == 0 { tag } else { "  " };
                 lines.push(Line::styled(format!("  {lead}{chunk}"), style));
             }
@@ -117,8 +144,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     lines.push(Line::raw(""));
     let blocked = problems.iter().any(|p| p.blocking);
     let bs = s.batch_sizes();
-    let grid = bs.iter().map(|b| format_pow2(*b as u64)).collect::<Vec<_>>().join(" ");
-    lines.push(Line::styled(ellipsize(&format!("B: {grid}"), desc_w), th.dim()));
+    let grid = bs
+        .iter()
+        .map(|b| format_pow2(*b as u64))
+        .collect::<Vec<_>>()
+        .join(" ");
+    lines.push(Line::styled(
+        ellipsize(&format!("B: {grid}"), desc_w),
+        th.dim(),
+    ));
     lines.push(if blocked {
         Line::styled("fix the ✗ above to launch", th.error())
     } else {
@@ -146,7 +180,12 @@ fn field_value(app: &App, f: Field) -> String {
                         .iter()
                         .filter_map(|i| s.gpu_labels.get(*i).map(|x| x.as_str()))
                         .collect();
-                    format!("{} GPU{} ({})", devices.len(), if devices.len() == 1 { "" } else { "s" }, names.join(", "))
+                    format!(
+                        "{} GPU{} ({})",
+                        devices.len(),
+                        if devices.len() == 1 { "" } else { "s" },
+                        names.join(", ")
+                    )
                 }
                 _ => d.label(),
             }
@@ -163,12 +202,20 @@ pub fn model_text(m: &ModelSpec) -> String {
     match m {
         ModelSpec::Mlp { hidden } => format!(
             "mlp {}",
-            hidden.iter().map(|h| h.to_string()).collect::<Vec<_>>().join("-")
+            hidden
+                .iter()
+                .map(|h| h.to_string())
+                .collect::<Vec<_>>()
+                .join("-")
         ),
-        ModelSpec::Cnn { channels, dense } => format!("cnn {}-{}-{}", channels[0], channels[1], dense),
+        ModelSpec::Cnn { channels, dense } => {
+            format!("cnn {}-{}-{}", channels[0], channels[1], dense)
+        }
         ModelSpec::CharLstm { hidden, .. } => format!("char-lstm {hidden}"),
         ModelSpec::Mlstm { hidden, .. } => format!("mlstm {hidden}"),
-        ModelSpec::Transformer { d_model, layers, .. } => format!("transformer {layers}×{d_model}"),
+        ModelSpec::Transformer {
+            d_model, layers, ..
+        } => format!("transformer {layers}×{d_model}"),
         ModelSpec::Nqm { dim, .. } => format!("nqm d={dim}"),
     }
 }

@@ -4,9 +4,9 @@
 
 /// Formats a power of two compactly: 1, 2, 4 … 512, 1K, 2K … 512K, 1M.
 pub fn format_pow2(v: u64) -> String {
-    if v >= 1 << 20 && v % (1 << 20) == 0 {
+    if v >= 1 << 20 && v.is_multiple_of(1 << 20) {
         format!("{}M", v >> 20)
-    } else if v >= 1024 && v % 1024 == 0 {
+    } else if v >= 1024 && v.is_multiple_of(1024) {
         format!("{}K", v >> 10)
     } else {
         v.to_string()
@@ -102,7 +102,11 @@ pub fn pow2_ticks(bounds: [f64; 2]) -> Vec<(f64, String)> {
 /// two decades (so a short axis still has labels).
 pub fn log10_ticks(bounds: [f64; 2]) -> Vec<(f64, String)> {
     let span = bounds[1] - bounds[0];
-    let mults: &[f64] = if span <= 2.0 { &[1.0, 2.0, 5.0] } else { &[1.0] };
+    let mults: &[f64] = if span <= 2.0 {
+        &[1.0, 2.0, 5.0]
+    } else {
+        &[1.0]
+    };
     let mut out = Vec::new();
     let mut d = bounds[0].floor();
     while d <= bounds[1] + 1e-9 {
@@ -119,7 +123,7 @@ pub fn log10_ticks(bounds: [f64; 2]) -> Vec<(f64, String)> {
 
 /// "Nice" linear ticks (1, 2, 2.5, 5 × 10^k steps), at most `max_ticks`, inside [lo, hi].
 pub fn linear_ticks(lo: f64, hi: f64, max_ticks: usize) -> Vec<(f64, String)> {
-    if !(hi > lo) || max_ticks < 2 {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) || max_ticks < 2 {
         return vec![(lo, format_si(lo))];
     }
     let raw = (hi - lo) / (max_ticks - 1) as f64;
@@ -209,7 +213,10 @@ mod tests {
     #[test]
     fn log2_axis_covers_whole_octaves() {
         let b = log2_bounds(16, 2048);
-        assert!(b[0] < 4.0 && b[0] > 3.0 && b[1] > 11.0 && b[1] < 12.0, "{b:?}");
+        assert!(
+            b[0] < 4.0 && b[0] > 3.0 && b[1] > 11.0 && b[1] < 12.0,
+            "{b:?}"
+        );
         let t = pow2_ticks(b);
         let labels: Vec<&str> = t.iter().map(|(_, l)| l.as_str()).collect();
         assert_eq!(labels, ["16", "32", "64", "128", "256", "512", "1K", "2K"]);

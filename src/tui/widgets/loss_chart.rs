@@ -38,8 +38,17 @@ impl Widget for LossChart<'_> {
             None => area,
         };
         let th = self.theme;
-        let all = self.series.iter().flat_map(|s| s.points.iter()).filter(|p| p.1.is_finite());
-        let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
+        let all = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|p| p.1.is_finite());
+        let (mut x0, mut x1, mut y0, mut y1) = (
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        );
         for &(x, y) in all {
             x0 = x0.min(x);
             x1 = x1.max(x);
@@ -75,7 +84,12 @@ impl Widget for LossChart<'_> {
             .y_bounds(yb)
             .paint(move |ctx| {
                 for s in series {
-                    let pts: Vec<(f64, f64)> = s.points.iter().filter(|p| p.1.is_finite()).map(|&(x, y)| (x, tf(y))).collect();
+                    let pts: Vec<(f64, f64)> = s
+                        .points
+                        .iter()
+                        .filter(|p| p.1.is_finite())
+                        .map(|&(x, y)| (x, tf(y)))
+                        .collect();
                     if pts.len() == 1 {
                         ctx.draw(&Line::new(pts[0].0, pts[0].1, pts[0].0, pts[0].1, s.color));
                     }
@@ -91,7 +105,11 @@ impl Widget for LossChart<'_> {
             .series
             .iter()
             .map(|s| {
-                let last = s.points.last().map(|p| format!(" {}", short(p.1))).unwrap_or_default();
+                let last = s
+                    .points
+                    .last()
+                    .map(|p| format!(" {}", short(p.1)))
+                    .unwrap_or_default();
                 TextLine::styled(format!("━ {}{last}", s.label), Style::default().fg(s.color))
             })
             .collect();

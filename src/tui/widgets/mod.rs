@@ -46,7 +46,11 @@ pub fn draw_axes(
     yticks: &[(f64, String)],
     style: Style,
 ) -> Option<PlotArea> {
-    let ylw = yticks.iter().map(|(_, l)| l.chars().count()).max().unwrap_or(1) as u16;
+    let ylw = yticks
+        .iter()
+        .map(|(_, l)| l.chars().count())
+        .max()
+        .unwrap_or(1) as u16;
     if area.width < ylw + 8 || area.height < 5 {
         return None;
     }

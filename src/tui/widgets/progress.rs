@@ -6,7 +6,13 @@ use ratatui::text::{Line, Span};
 use crate::tui::theme::Theme;
 
 /// `[█████▒▒░░░░░░] 12/64` in `width` cells (bar shrinks first; the count always shows).
-pub fn progress_line(done: usize, running: usize, total: usize, width: u16, th: &Theme) -> Line<'static> {
+pub fn progress_line(
+    done: usize,
+    running: usize,
+    total: usize,
+    width: u16,
+    th: &Theme,
+) -> Line<'static> {
     let count = format!(" {done}/{total}");
     let bar_w = (width as usize).saturating_sub(count.chars().count() + 2);
     if bar_w < 4 || total == 0 {

@@ -12,7 +12,7 @@ use ratatui::text::Line as TextLine;
 use ratatui::widgets::canvas::{Canvas, Line};
 use ratatui::widgets::{Block, Widget};
 
-use super::log_axis::{log10_bounds, log2_bounds, log10_ticks, pow2_ticks};
+use super::log_axis::{log10_bounds, log10_ticks, log2_bounds, pow2_ticks};
 use super::{centered_note, draw_axes, PlotArea};
 use crate::core::analysis::Analysis;
 use crate::tui::theme::Theme;
@@ -88,7 +88,12 @@ impl Widget for ScalingChart<'_> {
             return;
         };
         if !have && self.series.iter().all(|s| s.analysis.per_batch.is_empty()) {
-            centered_note(buf, pa.rect, "waiting for the first finished trial…", th.dim());
+            centered_note(
+                buf,
+                pa.rect,
+                "waiting for the first finished trial…",
+                th.dim(),
+            );
             return;
         }
         // Lines on a Braille canvas.
@@ -110,7 +115,13 @@ impl Widget for ScalingChart<'_> {
                             // perfect scaling: S = S0·B0/B, a straight line of slope −1 in log-log
                             // (log2 B vs log10 S: slope −log10 2 per octave)
                             let x1 = xb[1];
-                            ctx.draw(&Line::new(x0, ly(k / 2f64.powf(x0)), x1, ly(k / 2f64.powf(x1)), reference));
+                            ctx.draw(&Line::new(
+                                x0,
+                                ly(k / 2f64.powf(x0)),
+                                x1,
+                                ly(k / 2f64.powf(x1)),
+                                reference,
+                            ));
                         }
                         ctx.layer();
                     }
@@ -121,7 +132,13 @@ impl Widget for ScalingChart<'_> {
                             let x = xb[0] + (xb[1] - xb[0]) * i as f64 / n as f64;
                             let y = ly(fit.steps_at(2f64.powf(x)));
                             if let Some((px, py)) = prev {
-                                ctx.draw(&Line::new(px, py, x, y, if regimes { fitc } else { s.color }));
+                                ctx.draw(&Line::new(
+                                    px,
+                                    py,
+                                    x,
+                                    y,
+                                    if regimes { fitc } else { s.color },
+                                ));
                             }
                             prev = Some((x, y));
                         }
@@ -159,7 +176,9 @@ impl Widget for ScalingChart<'_> {
         for s in &self.series {
             for p in &s.analysis.per_batch {
                 let x = lx(p.batch_size as f64);
-                let style = Style::default().fg(s.color).add_modifier(ratatui::style::Modifier::BOLD);
+                let style = Style::default()
+                    .fg(s.color)
+                    .add_modifier(ratatui::style::Modifier::BOLD);
                 match p.steps {
                     Some(st) => {
                         if let Some((c, r)) = pa.cell(x, ly(st as f64)) {
@@ -182,13 +201,26 @@ impl Widget for ScalingChart<'_> {
 fn draw_legend(buf: &mut Buffer, pa: &PlotArea, chart: &ScalingChart<'_>, th: Theme) {
     let mut lines: Vec<TextLine<'static>> = Vec::new();
     if chart.regimes {
-        let color = chart.series.first().map(|s| s.color).unwrap_or(Color::Reset);
+        let color = chart
+            .series
+            .first()
+            .map(|s| s.color)
+            .unwrap_or(Color::Reset);
         lines.push(TextLine::styled(
-            format!("{} best S", chart.series.first().map(|s| s.marker).unwrap_or("●")),
+            format!(
+                "{} best S",
+                chart.series.first().map(|s| s.marker).unwrap_or("●")
+            ),
             Style::default().fg(color),
         ));
-        lines.push(TextLine::styled("── fit", Style::default().fg(th.fit_color())));
-        lines.push(TextLine::styled("── perfect", Style::default().fg(th.reference_color())));
+        lines.push(TextLine::styled(
+            "── fit",
+            Style::default().fg(th.fit_color()),
+        ));
+        lines.push(TextLine::styled(
+            "── perfect",
+            Style::default().fg(th.reference_color()),
+        ));
     } else {
         for s in &chart.series {
             lines.push(TextLine::styled(

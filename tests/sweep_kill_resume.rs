@@ -1,0 +1,141 @@
+//! Reliability: SIGKILL a running sweep at several points, resume it, and check that no finished
+//! trial is lost or run twice and that the final curve equals an uninterrupted run's.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use scaling_lab::runlog::reader::read_run_log;
+
+const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
+
+fn sweep_args(runs: &Path) -> Vec<String> {
+    [
+        "sweep",
+        "digits-mlp-momentum",
+        "--batch-sizes",
+        "16,32,64,128",
+        "--trials",
+        "3",
+        "--seed",
+        "11",
+        "--runs-dir",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([runs.display().to_string()])
+    .collect()
+}
+
+fn only_log(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+}
+
+fn trial_lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|s| {
+            s.lines()
+                .filter(|l| l.contains("\"type\":\"trial\""))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn spawn(args: &[String]) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start scaling-lab")
+}
+
+/// Waits until the log holds at least `n` trial records, then SIGKILLs the process.
+fn kill_after(mut child: Child, dir: &Path, n: usize) -> bool {
+    let start = Instant::now();
+    loop {
+        if let Some(log) = only_log(dir) {
+            if trial_lines(&log) >= n {
+                child.kill().unwrap(); // SIGKILL on Unix
+                child.wait().unwrap();
+                return true;
+            }
+        }
+        if let Ok(Some(_)) = child.try_wait() {
+            return false; // finished before we could kill it
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "sweep made no progress"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn sigkill_then_resume_loses_nothing_and_matches_an_uninterrupted_run() {
+    let reference_dir = tempfile::tempdir().unwrap();
+    let status = Command::new(BIN)
+        .args(sweep_args(reference_dir.path()))
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let reference = read_run_log(&only_log(reference_dir.path()).unwrap()).unwrap();
+    assert_eq!(reference.trials.len(), 12);
+
+    let dir = tempfile::tempdir().unwrap();
+    // first run: killed after the first finished trial
+    assert!(kill_after(spawn(&sweep_args(dir.path())), dir.path(), 1));
+    let log = only_log(dir.path()).unwrap();
+    // resumed twice more, killed at later points, then resumed to the end
+    for n in [4, 8] {
+        let args: Vec<String> = vec![
+            "sweep".into(),
+            "--resume".into(),
+            log.display().to_string(),
+            "--runs-dir".into(),
+            dir.path().display().to_string(),
+        ];
+        kill_after(spawn(&args), dir.path(), n);
+    }
+    let status = Command::new(BIN)
+        .args(["sweep", "--resume"])
+        .arg(&log)
+        .arg("--runs-dir")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+
+    let resumed = read_run_log(&log).unwrap();
+    let ids: Vec<u64> = resumed.trials.iter().map(|t| t.trial_id).collect();
+    let unique: HashSet<u64> = ids.iter().copied().collect();
+    assert_eq!(ids.len(), unique.len(), "a trial was run twice: {ids:?}");
+    assert_eq!(unique.len(), 12, "a trial was lost: {ids:?}");
+    assert!(resumed.summary.is_some());
+    // the same trials, the same outcomes, the same curve
+    for t in &resumed.trials {
+        let r = reference
+            .trials
+            .iter()
+            .find(|r| r.trial_id == t.trial_id)
+            .unwrap();
+        assert_eq!(t.spec, r.spec);
+        assert_eq!(t.outcome.outcome, r.outcome.outcome, "trial {}", t.trial_id);
+    }
+    let (a, b) = (reference.analysis(), resumed.analysis());
+    let curve = |a: &scaling_lab::core::Analysis| {
+        a.per_batch
+            .iter()
+            .map(|p| (p.batch_size, p.steps))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(curve(&a), curve(&b));
+}
