@@ -406,7 +406,7 @@ fn cmd_train(a: TrainArgs) -> anyhow::Result<ExitCode> {
     let g = devices.replicas();
     anyhow::ensure!(a.batch_size > 0, "--batch-size must be positive");
     anyhow::ensure!(
-        a.batch_size % g == 0,
+        a.batch_size.is_multiple_of(g),
         "batch size {} cannot be split into {g} equal shards: use a multiple of {g}",
         a.batch_size
     );

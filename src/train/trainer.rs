@@ -660,7 +660,7 @@ fn coordinate(
             noise.update(b_small, local / s2, b as f64, global / s2);
         }
 
-        let eval_now = applied % workload.eval_every.max(1) == 0;
+        let eval_now = applied.is_multiple_of(workload.eval_every.max(1));
         if last_emit.elapsed() >= opts.step_event_interval || eval_now {
             last_emit = Instant::now();
             emit(TrialEvent::Step(StepStats {
