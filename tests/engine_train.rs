@@ -112,3 +112,58 @@ fn one_and_four_workers_follow_the_same_trajectory() {
     }
     assert!(b.throughput.exchanged_bytes_per_step > 0);
 }
+
+#[test]
+fn bf16_reaches_the_target_within_20_percent_of_fp32_and_fp16_scales() {
+    let w = digits_workload();
+    let (a, _) = run(&w, &spec(&w, 64, 1, Precision::Fp32));
+    let (b, _) = run(&w, &spec(&w, 64, 1, Precision::Bf16));
+    let (c, _) = run(&w, &spec(&w, 64, 1, Precision::Fp16));
+    let (sa, sb) = (
+        a.outcome.steps_to_target().unwrap(),
+        b.outcome.steps_to_target().unwrap(),
+    );
+    assert!(
+        (sb as f64 / sa as f64 - 1.0).abs() <= 0.20,
+        "fp32 {sa} steps vs bf16 {sb} steps"
+    );
+    assert!(
+        c.outcome.steps_to_target().is_some(),
+        "fp16: {:?}",
+        c.outcome
+    );
+    assert_eq!(b.final_loss_scale, 1.0);
+    assert_eq!(c.final_loss_scale, 65536.0);
+}
+
+#[test]
+fn fp16_overflow_is_skipped_and_the_scale_halves() {
+    // A huge initial scale overflows fp16 gradients: those steps are skipped (not applied, the
+    // schedule does not advance) and the scale halves each time until the gradients fit.
+    let mut w = digits_workload();
+    w.step_budget = 30;
+    w.target.value = 0.0;
+    let s = spec(&w, 64, 1, Precision::Fp16);
+    let data = scaling_lab::data::load_cached(w.dataset.as_ref().unwrap()).unwrap();
+    let mut cfg = scaling_lab::train::scaler::ScalerConfig::fp16();
+    cfg.init_scale = 2f64.powi(40);
+    let out = run_trial::<B>(
+        vec![Default::default()],
+        &w,
+        &s,
+        data,
+        &TrainOptions {
+            scaler: Some(cfg),
+            ..Default::default()
+        },
+        &mut |_| {},
+        &CancelToken::new(),
+    )
+    .unwrap();
+    assert_eq!(out.steps, 30, "applied steps count only the clean ones");
+    assert!(out.skipped_steps >= 1, "no step was skipped");
+    assert_eq!(
+        out.final_loss_scale,
+        2f64.powi(40) / 2f64.powi(out.skipped_steps as i32)
+    );
+}
