@@ -141,6 +141,17 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Print a run log's report: steps-to-target per B, regimes, fit, noise scale, and the
+    /// time-to-target projection over 1 … --max-devices devices.
+    Report {
+        log: PathBuf,
+        /// Largest device count G in the projection (powers of two up to it).
+        #[arg(long, default_value_t = 1024)]
+        max_devices: usize,
+        /// Print the analysis and projections as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the presets.
     Presets,
     /// Throughput benchmark: MLP 784-256-10 step and every preset model.
@@ -349,6 +360,28 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Some(Cmd::Report {
+            log,
+            max_devices,
+            json,
+        }) => {
+            let l = runlog::reader::read_run_log(&log)?;
+            for w in &l.warnings {
+                eprintln!("warning: {w}");
+            }
+            if json {
+                let a = l.analysis();
+                let v = serde_json::json!({
+                    "log": log,
+                    "analysis": a,
+                    "projections": sweep::projection::project_all(&l.trials, &a, max_devices),
+                });
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                print!("{}", scaling_lab::report::render_log_report(&l, max_devices));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Cmd::Presets) => {
             for (path, p) in list_presets(&presets_dir()) {
                 match p {
@@ -480,7 +513,7 @@ fn cmd_train(a: TrainArgs) -> anyhow::Result<ExitCode> {
                 "reached {metric}<={} at step {step} (eval every {})",
                 w.target.value, w.eval_every
             ),
-            Outcome::NotReached { budget } => format!(
+            Outcome::NotReached { budget, .. } => format!(
                 "did not reach {metric}<={} within {budget} steps",
                 w.target.value
             ),
@@ -588,6 +621,14 @@ fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> anyhow::Result<ExitCode> {
         sweep::headless::run_headless(rx, &mut sink, bars, info)
     };
     let result = handle.join()?;
+    // The projection needs the trials' measured times: read them back from the (fsynced) log.
+    let log = runlog::reader::read_run_log(&log_path).ok();
+    if !a.json {
+        if let Some(l) = &log {
+            println!();
+            print!("{}", scaling_lab::report::render_projection_section(l, 1024));
+        }
+    }
     if a.json {
         let v = serde_json::json!({
             "log": log_path,
@@ -595,7 +636,12 @@ fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> anyhow::Result<ExitCode> {
             "trials_done": result.trials_done,
             "trials_planned": result.trials_planned,
             "wall_s": result.wall_s,
-            "analysis": analysis.unwrap_or(result.analysis.clone()),
+            "analysis": analysis.clone().unwrap_or(result.analysis.clone()),
+            "projections": log.as_ref().and_then(|l| sweep::projection::project_all(
+                &l.trials,
+                analysis.as_ref().unwrap_or(&result.analysis),
+                1024
+            )),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     }

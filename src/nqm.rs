@@ -314,9 +314,8 @@ impl TrialRunner for NqmRunner {
         emit(TrialEvent::Started { spec: spec.clone() });
         let mut st = NqmState::new(dim, p, workload.optimizer, m.momentum, spec.batch_size);
         let initial = st.loss();
-        let budget = workload.step_budget;
-        let every = workload.eval_every;
-        let n_evals = budget.div_ceil(every).max(1);
+        let budget = workload.budget_for(spec.batch_size);
+        let n_evals = budget.div_ceil(workload.eval_every).max(1);
         let noise_stride = n_evals.div_ceil(50).max(1);
         let schedule = &m.schedule;
         let constant_from = schedule.warmup_steps.max(match schedule.decay {
@@ -333,9 +332,12 @@ impl TrialRunner for NqmRunner {
                 break Outcome::Cancelled { step: t };
             }
             if t >= budget {
-                break Outcome::NotReached { budget };
+                break Outcome::NotReached {
+                    budget,
+                    early_stopped: false,
+                };
             }
-            let next = (t + every).min(budget);
+            let next = workload.next_eval(t).min(budget);
             if t >= constant_from {
                 st.steps_constant(schedule.lr_at(m.learning_rate, t), next - t);
             } else {
@@ -387,7 +389,7 @@ impl TrialRunner for NqmRunner {
             Outcome::Reached { step }
             | Outcome::Diverged { step }
             | Outcome::Cancelled { step } => step,
-            Outcome::NotReached { budget } => budget,
+            Outcome::NotReached { budget, .. } => budget,
         };
         let wall_s = t0.elapsed().as_secs_f64();
         let step_s = if steps > 0 {
@@ -476,7 +478,9 @@ mod tests {
                 value: target,
             },
             eval_every: 1,
+            eval_growth: 0.0,
             step_budget: 100_000,
+            max_examples: None,
             precision: Precision::Fp32,
             defaults: Metaparams {
                 learning_rate: 0.1,
@@ -595,7 +599,10 @@ mod tests {
         let out = NqmRunner
             .run(&w2, &spec(64, 1e-4, 0.0), &mut |_| {}, &CancelToken::new())
             .unwrap();
-        assert_eq!(out.outcome, Outcome::NotReached { budget: 50 });
+        assert_eq!(out.outcome, Outcome::NotReached {
+                budget: 50,
+                early_stopped: false
+            });
         // Cancelled at once.
         let c = CancelToken::new();
         c.cancel();
@@ -632,7 +639,10 @@ mod tests {
                         let outcome =
                             match exact_steps_to_target(d, 0.5, opt, g, b, lr, target, 1 << 20) {
                                 Some(step) => Outcome::Reached { step },
-                                None => Outcome::NotReached { budget: 1 << 20 },
+                                None => Outcome::NotReached {
+                                    budget: 1 << 20,
+                                    early_stopped: false,
+                                },
                             };
                         let mut s = spec(b, lr, g);
                         s.trial_id = records.len() as u64;

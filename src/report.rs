@@ -229,11 +229,53 @@ pub fn render_report(a: &Analysis, info: &ReportInfo) -> String {
     }
     let diverged: usize = a.per_batch.iter().map(|p| p.diverged).sum();
     let not_reached: usize = a.per_batch.iter().map(|p| p.not_reached).sum();
+    let early: usize = a.per_batch.iter().map(|p| p.early_stopped).sum();
     let cancelled: usize = a.per_batch.iter().map(|p| p.cancelled).sum();
+    let early_note = if early > 0 {
+        format!(" ({early} stopped early at their B's best step count: S(B) unchanged)")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         s,
-        "kept in the log: {diverged} diverged, {not_reached} did not reach, {cancelled} cancelled (cancelled never count)"
+        "kept in the log: {diverged} diverged, {not_reached} did not reach{early_note}, {cancelled} cancelled (cancelled never count)"
     );
+    s
+}
+
+/// The time-to-target projection section of a run log's report (science.md §6), or a line saying
+/// why there is none.
+pub fn render_projection_section(log: &crate::runlog::RunLog, max_devices: usize) -> String {
+    use crate::sweep::projection::{
+        calibrate_compute, measured_check, project_all, render_projection_table,
+    };
+    let a = log.analysis();
+    if a.per_batch.iter().all(|p| p.steps.is_none()) {
+        return "time-to-target projection: no batch size reached the target\n".into();
+    }
+    let (Some(ps), Some(c)) = (
+        project_all(&log.trials, &a, max_devices),
+        calibrate_compute(&log.trials),
+    ) else {
+        return "time-to-target projection: the log has no measured compute times (imported or NQM data)\n"
+            .into();
+    };
+    let check = measured_check(&log.trials, &a, &c);
+    let mut backend = format!("{}, {}", log.header.backend, log.header.devices.label());
+    if log.header.concurrency > 1 {
+        backend.push_str(&format!(
+            ", {} trials at once sharing the machine",
+            log.header.concurrency
+        ));
+    }
+    render_projection_table(&ps, &backend, check)
+}
+
+/// `report`: the sweep report of a run log followed by its projection.
+pub fn render_log_report(log: &crate::runlog::RunLog, max_devices: usize) -> String {
+    let mut s = render_report(&log.analysis(), &ReportInfo::from_log(log));
+    s.push('\n');
+    s.push_str(&render_projection_section(log, max_devices));
     s
 }
 

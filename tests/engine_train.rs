@@ -18,6 +18,7 @@ fn digits_workload() -> Workload {
             max_bytes: None,
             seq_len: 64,
             max_val: None,
+            downsample: None,
         }),
         model: ModelSpec::Mlp { hidden: vec![64] },
         optimizer: OptimizerKind::Momentum,
@@ -26,7 +27,9 @@ fn digits_workload() -> Workload {
             value: 0.06,
         },
         eval_every: 5,
+        eval_growth: 0.0,
         step_budget: 2000,
+        max_examples: None,
         precision: Precision::Fp32,
         defaults: Metaparams {
             learning_rate: 0.05,

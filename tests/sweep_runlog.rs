@@ -35,7 +35,9 @@ fn preset(opt: OptimizerKind) -> Preset {
                 value: 0.1,
             },
             eval_every: 5,
+            eval_growth: 0.0,
             step_budget: 2000,
+            max_examples: None,
             precision: Precision::Fp32,
             defaults: Metaparams {
                 learning_rate: 0.1,

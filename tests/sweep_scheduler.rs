@@ -29,7 +29,9 @@ pub fn nqm_preset(opt: OptimizerKind) -> Preset {
                 value: 0.1,
             },
             eval_every: 5,
+            eval_growth: 0.0,
             step_budget: 2000,
+            max_examples: None,
             precision: Precision::Fp32,
             defaults: Metaparams {
                 learning_rate: 0.1,
@@ -178,7 +180,10 @@ impl TrialRunner for Interrupting {
 #[test]
 fn cancel_then_resume_equals_uninterrupted() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), OptimizerKind::Momentum);
+    let mut cfg = config(dir.path(), OptimizerKind::Momentum);
+    // Three trials at once make early-stopping caps depend on timing (S(B) does not, the
+    // per-trial outcomes do); this test compares whole analyses, so it runs without them.
+    cfg.preset.sweep.early_stopping = false;
     // Uninterrupted reference.
     let (tx, rx) = sync_channel(4096);
     let h = start_sweep(cfg.clone(), Arc::new(NqmRunner), tx, None).unwrap();
@@ -485,4 +490,61 @@ fn headless_plain_output_ends_with_the_report() {
     assert!(text.ends_with(&report), "{text}\n---\n{report}");
     let msg = scaling_lab::sweep::headless::resume_message(&path, 5, 12);
     assert!(msg.contains("scaling-lab sweep --resume") && msg.contains("5 of 12"));
+}
+
+/// Early stopping at the best step count so far never changes S(B) or the best trial; it only
+/// shortens trials that could not win, and they are marked as such.
+#[test]
+fn early_stopping_keeps_steps_to_target() {
+    let run = |early: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(dir.path(), OptimizerKind::Momentum);
+        cfg.concurrency = 1;
+        cfg.trials_per_batch = 8;
+        cfg.preset.sweep.early_stopping = early;
+        let (tx, rx) = sync_channel(4096);
+        let h = start_sweep(cfg, Arc::new(NqmRunner), tx, None).unwrap();
+        let path = h.log_path().to_path_buf();
+        let drainer = std::thread::spawn(move || drain(rx));
+        let res = h.join().unwrap();
+        drainer.join().unwrap();
+        (res.analysis, read_run_log(&path).unwrap())
+    };
+    let (full, full_log) = run(false);
+    let (early, early_log) = run(true);
+    let curve = |a: &Analysis| -> Vec<(usize, Option<u64>, Option<u64>)> {
+        a.per_batch
+            .iter()
+            .map(|p| (p.batch_size, p.steps, p.best_trial))
+            .collect()
+    };
+    assert_eq!(curve(&early), curve(&full));
+    assert!(full.per_batch.iter().all(|p| p.early_stopped == 0));
+    let stopped: usize = early.per_batch.iter().map(|p| p.early_stopped).sum();
+    assert!(stopped > 0, "no trial was stopped early");
+    let steps = |l: &scaling_lab::runlog::RunLog| -> u64 {
+        l.trials.iter().map(|t| t.outcome.steps).sum()
+    };
+    assert!(
+        steps(&early_log) < steps(&full_log),
+        "{} vs {}",
+        steps(&early_log),
+        steps(&full_log)
+    );
+    // A stopped trial ran at most its B's best steps (known before it started).
+    for t in &early_log.trials {
+        if let Outcome::NotReached {
+            budget,
+            early_stopped: true,
+        } = t.outcome.outcome
+        {
+            let best = early
+                .per_batch
+                .iter()
+                .find(|p| p.batch_size == t.spec.batch_size)
+                .and_then(|p| p.steps)
+                .unwrap();
+            assert!(budget >= best && t.outcome.steps <= budget, "{t:?}");
+        }
+    }
 }

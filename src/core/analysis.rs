@@ -35,6 +35,9 @@ pub struct BatchPoint {
     pub reached: usize,
     pub diverged: usize,
     pub not_reached: usize,
+    /// Of `not_reached`: stopped early at the best steps already measured at this B.
+    #[serde(default)]
+    pub early_stopped: usize,
     pub cancelled: usize,
     /// Metaparameters of the best trial.
     pub best_lr: Option<f64>,

@@ -62,8 +62,13 @@ pub struct TrialSpec {
 pub enum Outcome {
     /// First evaluation at which the metric met the target.
     Reached { step: u64 },
-    /// The step budget ran out first.
-    NotReached { budget: u64 },
+    /// The step budget ran out first. `early_stopped`: the budget was cut to the best
+    /// steps-to-target already measured at this batch size (the trial could no longer win).
+    NotReached {
+        budget: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        early_stopped: bool,
+    },
     /// Loss became NaN/inf or blew up (Google's data calls this INFEASIBLE).
     Diverged { step: u64 },
     /// Stopped by the user; never counted as a result.

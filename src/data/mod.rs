@@ -381,16 +381,30 @@ fn build_images(r: &RawImages, spec: &DatasetSpec, name: String) -> Result<Image
     let (val_idx, train_idx) = perm.split_at(n_val);
     let used = spec.max_val.map_or(n_val, |m| m.min(n_val));
     let d = r.height * r.width;
-    let scale = 1.0 / r.max_value as f32;
+    let f = spec.downsample.unwrap_or(1).max(1);
+    let (height, width) = (r.height / f, r.width / f);
+    if height == 0 || width == 0 {
+        return Err(DataError::Spec(format!(
+            "downsample {f} is larger than the {}×{} images",
+            r.height, r.width
+        )));
+    }
+    let scale = 1.0 / (r.max_value as f32 * (f * f) as f32);
     let pick = |ids: &[usize]| -> (Vec<f32>, Vec<u8>) {
-        let mut x = Vec::with_capacity(ids.len() * d);
+        let mut x = Vec::with_capacity(ids.len() * height * width);
         let mut y = Vec::with_capacity(ids.len());
         for &i in ids {
-            x.extend(
-                r.pixels[i * d..(i + 1) * d]
-                    .iter()
-                    .map(|&p| p as f32 * scale),
-            );
+            let img = &r.pixels[i * d..(i + 1) * d];
+            for oy in 0..height {
+                for ox in 0..width {
+                    let mut acc = 0u32;
+                    for dy in 0..f {
+                        let row = (oy * f + dy) * r.width + ox * f;
+                        acc += img[row..row + f].iter().map(|&p| p as u32).sum::<u32>();
+                    }
+                    x.push(acc as f32 * scale);
+                }
+            }
             y.push(r.labels[i]);
         }
         (x, y)
@@ -399,8 +413,8 @@ fn build_images(r: &RawImages, spec: &DatasetSpec, name: String) -> Result<Image
     let (val_x, val_y) = pick(&val_idx[..used]);
     Ok(ImageData {
         channels: 1,
-        height: r.height,
-        width: r.width,
+        height,
+        width,
         classes: 10,
         train_x,
         train_y,

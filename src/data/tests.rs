@@ -11,6 +11,7 @@ fn spec(kind: DatasetKind) -> DatasetSpec {
         max_bytes: None,
         seq_len: 8,
         max_val: None,
+        downsample: None,
     }
 }
 
@@ -372,4 +373,33 @@ fn bundled_text_loads() {
     assert_eq!(labels.val.len(), lines(&t.val));
     assert!(t.train.len() + t.val.len() <= 50_000);
     assert_eq!(load(&r).unwrap(), d);
+}
+
+#[test]
+fn downsample_average_pools_blocks() {
+    // One 4×4 image with distinct 2×2 blocks → 2×2 image of the blocks' means.
+    let pixels: Vec<u8> = vec![
+        0, 0, 255, 255, //
+        0, 0, 255, 255, //
+        100, 100, 40, 0, //
+        100, 100, 0, 0, //
+    ];
+    let raw = RawImages {
+        height: 4,
+        width: 4,
+        pixels: pixels.repeat(10),
+        labels: vec![3; 10],
+        max_value: 255,
+    };
+    let mut s = spec(DatasetKind::Mnist);
+    s.downsample = Some(2);
+    let d = build_images(&raw, &s, "t".into()).unwrap();
+    assert_eq!((d.height, d.width), (2, 2));
+    let first: Vec<f32> = d.train_x[..4].to_vec();
+    let want = [0.0, 1.0, 100.0 / 255.0, 10.0 / 255.0];
+    for (a, b) in first.iter().zip(want) {
+        assert!((a - b).abs() < 1e-6, "{first:?}");
+    }
+    s.downsample = Some(8);
+    assert!(build_images(&raw, &s, "t".into()).is_err());
 }

@@ -238,7 +238,10 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
                 "INFEASIBLE" => Outcome::Diverged { step: steps },
                 "COMPLETE" => match rows.iter().find(|r| r.1.is_finite() && r.1 <= target) {
                     Some(r) => Outcome::Reached { step: r.0 },
-                    None => Outcome::NotReached { budget: steps },
+                    None => Outcome::NotReached {
+                        budget: steps,
+                        early_stopped: false,
+                    },
                 },
                 other => anyhow::bail!(
                     "{}: unknown status {other:?} (expected COMPLETE, INCOMPLETE or INFEASIBLE)",
@@ -299,7 +302,9 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
                 value: target * scale,
             },
             eval_every: 1,
+            eval_growth: 0.0,
             step_budget: max_steps,
+            max_examples: None,
             precision: Precision::Fp32,
             defaults: Metaparams {
                 learning_rate: if lr_range[1] > 0.0 { lr_range[0] } else { 0.1 },
@@ -325,6 +330,7 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
             workers: 1,
             concurrency: 1,
             seed: 0,
+            early_stopping: false,
         },
     };
     let header = Header {

@@ -59,7 +59,7 @@ pub fn trials_csv(trials: &[TrialRecord]) -> String {
             Outcome::Reached { step }
             | Outcome::Diverged { step }
             | Outcome::Cancelled { step } => *step,
-            Outcome::NotReached { budget } => *budget,
+            Outcome::NotReached { budget, .. } => *budget,
         };
         let m = &t.spec.metaparams;
         let (alpha, dsteps) = match m.schedule.decay {

@@ -86,6 +86,7 @@ pub fn per_batch(trials: &[TrialRecord], optimizer: OptimizerKind) -> Vec<BatchP
                 reached: 0,
                 diverged: 0,
                 not_reached: 0,
+                early_stopped: 0,
                 cancelled: 0,
                 best_lr: None,
                 best_momentum: None,
@@ -105,7 +106,10 @@ pub fn per_batch(trials: &[TrialRecord], optimizer: OptimizerKind) -> Vec<BatchP
                             best = Some((step, t));
                         }
                     }
-                    Outcome::NotReached { .. } => p.not_reached += 1,
+                    Outcome::NotReached { early_stopped, .. } => {
+                        p.not_reached += 1;
+                        p.early_stopped += usize::from(early_stopped);
+                    }
                     Outcome::Diverged { .. } => p.diverged += 1,
                     Outcome::Cancelled { .. } => p.cancelled += 1,
                 }
@@ -324,12 +328,12 @@ pub fn median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::core::trial::*;
     use crate::workload::spec::*;
 
-    fn rec(id: u64, b: usize, lr: f64, outcome: Outcome, b_simple: Option<f64>) -> TrialRecord {
+    pub(crate) fn rec(id: u64, b: usize, lr: f64, outcome: Outcome, b_simple: Option<f64>) -> TrialRecord {
         TrialRecord {
             trial_id: id,
             spec: TrialSpec {
@@ -409,7 +413,12 @@ mod tests {
             rec(0, 32, 0.1, Outcome::Reached { step: 300 }, Some(50.0)),
             rec(1, 32, 0.2, Outcome::Reached { step: 200 }, Some(70.0)),
             rec(2, 32, 5.0, Outcome::Diverged { step: 3 }, None),
-            rec(3, 32, 1e-4, Outcome::NotReached { budget: 1000 }, None),
+            rec(3, 32, 1e-4, Outcome::NotReached {
+                    budget: 1000,
+                    early_stopped: false,
+                },
+                None,
+            ),
             rec(4, 32, 0.3, Outcome::Cancelled { step: 10 }, None),
             // Cancelled at step 1 would have been "better": must not count.
             rec(5, 64, 0.4, Outcome::Cancelled { step: 1 }, None),

@@ -42,7 +42,13 @@ pub fn resume_message(log_path: &Path, trials_done: usize, trials_planned: usize
 fn outcome_text(o: &Outcome) -> String {
     match o {
         Outcome::Reached { step } => format!("reached at step {step}"),
-        Outcome::NotReached { budget } => format!("did not reach within {budget} steps"),
+        Outcome::NotReached {
+            budget,
+            early_stopped: false,
+        } => format!("did not reach within {budget} steps"),
+        Outcome::NotReached { budget, .. } => {
+            format!("stopped early at step {budget}: the best trial at this B reached by then")
+        }
         Outcome::Diverged { step } => format!("diverged at step {step}"),
         Outcome::Cancelled { step } => format!("cancelled at step {step}"),
     }

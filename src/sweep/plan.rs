@@ -182,7 +182,7 @@ pub fn validate_search(preset: &Preset) -> anyhow::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::workload::spec::*;
 
@@ -202,7 +202,9 @@ mod tests {
                     value: 0.1,
                 },
                 eval_every: 10,
+                eval_growth: 0.0,
                 step_budget: 1000,
+                max_examples: None,
                 precision: Precision::Fp32,
                 defaults: Metaparams {
                     learning_rate: 0.1,

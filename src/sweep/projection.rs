@@ -3,7 +3,8 @@
 //! `t(B, G) = t_compute(B/G) + t_allreduce(P, G)`, ring all-reduce
 //! `t_allreduce = 2·(G−1)/G · P/bw + 2·(G−1)·lat`, and time-to-target(G) = min over measured B ≥ G
 //! of S(B)·t(B, G). `t_compute(b) = overhead + per_example·b` is fitted by least squares to the
-//! trials' measured compute time per step against their per-replica batch. Rows are marked
+//! trials' measured compute time per step against their per-replica batch (weighted by 1/t², i.e.
+//! relative error). Rows are marked
 //! `measured` only where G equals the device count the trials actually ran on AND the link is the
 //! measured one; every other row is a model. CPU "workers" say nothing about GPUs: the caller must
 //! label a CPU calibration as such.
@@ -114,18 +115,26 @@ pub fn calibrate_compute(trials: &[TrialRecord]) -> Option<ComputeModel> {
                 t.spec.batch_size as f64 / g as f64,
                 th.compute_s,
                 g,
-                th.exchanged_bytes_per_step as f64,
+                // fp32 gradients of every parameter (what a replica all-reduces per step).
+                (th.exchanged_bytes_per_step as f64).max(th.params as f64 * 4.0),
             )
         })
         .collect();
     if pts.is_empty() {
         return None;
     }
-    let n = pts.len() as f64;
-    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    // Weighted least squares with weights 1/y²: minimises the relative error, so the small
+    // batches (short steps) are fitted as well as the large ones.
+    let w: Vec<f64> = pts.iter().map(|p| 1.0 / (p.1 * p.1)).collect();
+    let n: f64 = w.iter().sum();
+    let mx = pts.iter().zip(&w).map(|(p, w)| w * p.0).sum::<f64>() / n;
+    let my = pts.iter().zip(&w).map(|(p, w)| w * p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().zip(&w).map(|(p, w)| w * (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts
+        .iter()
+        .zip(&w)
+        .map(|(p, w)| w * (p.0 - mx) * (p.1 - my))
+        .sum();
     let (mut slope, mut icpt) = if sxx > 0.0 {
         let s = sxy / sxx;
         (s, my - s * mx)
@@ -134,8 +143,8 @@ pub fn calibrate_compute(trials: &[TrialRecord]) -> Option<ComputeModel> {
     };
     if slope <= 0.0 || icpt < 0.0 {
         // Degenerate (noise or a single batch size): proportional model through the origin.
-        let sxy0: f64 = pts.iter().map(|p| p.0 * p.1).sum();
-        let sxx0: f64 = pts.iter().map(|p| p.0 * p.0).sum();
+        let sxy0: f64 = pts.iter().zip(&w).map(|(p, w)| w * p.0 * p.1).sum();
+        let sxx0: f64 = pts.iter().zip(&w).map(|(p, w)| w * p.0 * p.0).sum();
         slope = if sxx0 > 0.0 { sxy0 / sxx0 } else { 0.0 };
         icpt = 0.0;
     }
@@ -268,6 +277,140 @@ pub fn render_projection(p: &Projection) -> String {
     s
 }
 
+/// Projections of one sweep on every datasheet link, plus the measured link when the sweep ran
+/// trials on ≥ 2 devices. None when no trial has a measured compute time (e.g. imported data).
+pub fn project_all(
+    trials: &[TrialRecord],
+    analysis: &Analysis,
+    max_devices: usize,
+) -> Option<Vec<Projection>> {
+    let compute = calibrate_compute(trials)?;
+    let mut links = LinkModel::presets();
+    links.extend(measured_link(trials));
+    Some(
+        links
+            .iter()
+            .map(|l| project(analysis, &compute, l, max_devices))
+            .collect(),
+    )
+}
+
+/// The G = (devices the trials ran on) check: the model's time-to-target at the best measured B
+/// beside the best trial's own measured training time (steps × measured seconds per step).
+pub fn measured_check(
+    trials: &[TrialRecord],
+    analysis: &Analysis,
+    compute: &ComputeModel,
+) -> Option<(usize, f64, f64)> {
+    let best = analysis
+        .per_batch
+        .iter()
+        .filter_map(|p| Some((p.batch_size, p.steps?, p.best_trial?)))
+        .filter_map(|(b, s, id)| {
+            let t = trials.iter().find(|t| t.trial_id == id)?;
+            let measured = s as f64 * t.outcome.throughput.step_s;
+            (measured > 0.0).then_some((b, s, measured))
+        })
+        .min_by(|x, y| x.2.total_cmp(&y.2))?;
+    let (b, s, measured) = best;
+    let g = compute.replicas.max(1);
+    let modelled = s as f64 * compute.step_compute_s(b as f64 / g as f64);
+    Some((b, measured, modelled))
+}
+
+fn short_time(s: f64) -> String {
+    if !s.is_finite() {
+        "–".into()
+    } else if s < 1.0 {
+        format!("{:.0} ms", s * 1e3)
+    } else if s < 120.0 {
+        format!("{s:.1} s")
+    } else if s < 7200.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{:.1} h", s / 3600.0)
+    }
+}
+
+/// One table for all links: per G the projected time-to-target, the B that minimises it and the
+/// speedup over G = 1. `*` marks the only measured cell (G = the trials' device count on the
+/// measured link); every other cell is modelled. `backend` names what the compute was timed on.
+pub fn render_projection_table(
+    ps: &[Projection],
+    backend: &str,
+    check: Option<(usize, f64, f64)>,
+) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let Some(first) = ps.first() else {
+        return s;
+    };
+    let c = &first.compute;
+    let _ = writeln!(
+        s,
+        "time-to-target vs devices G (science.md §6): t = S(B)·[t_compute(B/G) + ring all-reduce of {} over G]",
+        bytes_label(c.param_bytes)
+    );
+    let _ = writeln!(
+        s,
+        "compute timed on {backend}, {} device(s)/trial: {:.3} ms + {:.2} µs/example (fit over {} trials); best B ≥ G per cell",
+        c.replicas,
+        c.overhead_s * 1e3,
+        c.per_example_s * 1e6,
+        c.samples
+    );
+    if let Some((b, measured, modelled)) = check {
+        let _ = writeln!(
+            s,
+            "check at G = {}: best trial at B = {b} trained in {} measured, the model says {}",
+            c.replicas,
+            short_time(measured),
+            short_time(modelled)
+        );
+    }
+    let _ = write!(s, "{:>5}", "G");
+    for p in ps {
+        let name = if p.link.measured {
+            format!("measured {:.2} GB/s", p.link.bandwidth / 1e9)
+        } else {
+            p.link.name.clone()
+        };
+        let _ = write!(s, " │ {name:<24}");
+    }
+    s.push('\n');
+    let gs: Vec<usize> = first.rows.iter().map(|r| r.devices).collect();
+    for g in gs {
+        let _ = write!(s, "{g:>5}");
+        for p in ps {
+            let cell = match p.rows.iter().find(|r| r.devices == g) {
+                Some(r) => format!(
+                    "{:>9} B{:<6}{:>6.1}×{}",
+                    short_time(r.time_to_target_s),
+                    r.batch_size,
+                    r.speedup,
+                    if r.measured { "*" } else { " " }
+                ),
+                None => String::new(),
+            };
+            let _ = write!(s, " │ {cell:<24}");
+        }
+        s.push('\n');
+    }
+    let _ = writeln!(
+        s,
+        "all cells are modelled except those marked * (measured link at the measured device count)"
+    );
+    s
+}
+
+fn bytes_label(b: f64) -> String {
+    if b >= 1e6 {
+        format!("{:.2} MB", b / 1e6)
+    } else {
+        format!("{:.1} kB", b / 1e3)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,6 +425,7 @@ mod tests {
             reached: 1,
             diverged: 0,
             not_reached: 0,
+            early_stopped: 0,
             cancelled: 0,
             best_lr: None,
             best_momentum: None,
@@ -334,5 +478,58 @@ mod tests {
         let s = slow.rows.iter().map(|r| r.speedup).fold(0.0, f64::max);
         assert!(f > 2.0 * s, "nvlink {f} vs 10GbE {s}");
         assert!(render_projection(&fast).contains("modelled"));
+    }
+
+    /// Trials whose compute time is exactly 1 ms + 10 µs/example: the fit recovers it, the payload
+    /// comes from the parameter count, the G = 1 check agrees, and the table marks nothing measured
+    /// without a measured link.
+    #[test]
+    fn calibrates_from_trials_and_renders_one_table() {
+        use crate::core::trial::Outcome;
+        use crate::sweep::analysis::tests::rec;
+        let mut trials = vec![];
+        for (i, (b, s)) in [(16usize, 400u64), (64, 120), (256, 60), (1024, 50)]
+            .into_iter()
+            .enumerate()
+        {
+            let mut r = rec(i as u64, b, 0.1, Outcome::Reached { step: s }, None);
+            let t = 1e-3 + 1e-5 * b as f64;
+            r.outcome.steps = s;
+            r.outcome.throughput.compute_s = t;
+            r.outcome.throughput.step_s = t;
+            r.outcome.throughput.params = 25_000;
+            trials.push(r);
+        }
+        let a = crate::sweep::analysis::analyze(
+            &crate::workload::spec::Target {
+                metric: crate::workload::spec::Metric::ValError,
+                value: 0.1,
+            },
+            &trials,
+            crate::workload::spec::OptimizerKind::Sgd,
+        );
+        let c = calibrate_compute(&trials).unwrap();
+        assert!((c.overhead_s - 1e-3).abs() < 1e-9, "{c:?}");
+        assert!((c.per_example_s - 1e-5).abs() < 1e-12, "{c:?}");
+        assert_eq!(c.param_bytes, 100_000.0);
+        let (b, measured, modelled) = measured_check(&trials, &a, &c).unwrap();
+        // Fastest measured: B=16 400·1.16 ms = 0.464 s; B=64 120·1.64 ms = 0.197 s;
+        // B=256 60·3.56 ms = 0.214 s; B=1024 50·11.24 ms = 0.562 s.
+        assert_eq!(b, 64);
+        assert!((measured - modelled).abs() < 1e-9);
+        let ps = project_all(&trials, &a, 1024).unwrap();
+        assert_eq!(ps.len(), 3, "no measured link without multi-device trials");
+        // G ≤ the largest B measured: 1 … 1024 is 11 rows.
+        assert!(ps.iter().all(|p| p.rows.len() == 11));
+        let nv = &ps[0].rows;
+        assert_eq!((nv[0].devices, nv[0].batch_size, nv[0].speedup), (1, 64, 1.0));
+        assert!(nv[1].speedup > 1.0, "{nv:?}");
+        // Ring latency 2·(G−1)·2 µs per step dominates at G = 1024 on this tiny model.
+        assert!(nv[10].allreduce_s > nv[10].compute_s, "{:?}", nv[10]);
+        let text = render_projection_table(&ps, "flex (cpu × 1 worker)", Some((b, measured, modelled)));
+        assert!(text.contains("NVLink") && text.contains("10GbE"), "{text}");
+        assert!(text.contains("100.0 kB"), "{text}");
+        assert!(!text.contains("×*"), "nothing is measured here: {text}");
+        assert_eq!(text.lines().filter(|l| l.contains('│')).count(), 12, "{text}");
     }
 }

@@ -553,14 +553,34 @@ impl Coordinator {
             token.cancel();
         }
         let runner = self.runner.clone();
-        let workload = self.cfg.preset.workload.clone();
+        let mut workload = self.cfg.preset.workload.clone();
+        // Early stopping: past the best steps-to-target already measured at this B, the trial can
+        // no longer be the best one, so S(B) is unchanged by stopping it there.
+        let full_budget = workload.budget_for(spec.batch_size);
+        let cap = self
+            .cfg
+            .preset
+            .sweep
+            .early_stopping
+            .then(|| self.best.get(&spec.batch_size).copied())
+            .flatten()
+            .filter(|&best| best < full_budget);
+        if let Some(best) = cap {
+            workload.step_budget = best.max(1);
+            workload.max_examples = None;
+        }
         let tx = self.tx.clone();
         let id = spec.trial_id;
         let body = move || {
             let t0 = Instant::now();
             let finished = std::cell::Cell::new(false);
-            let emit = |event: TrialEvent| {
+            let emit = |mut event: TrialEvent| {
                 let is_step = matches!(event, TrialEvent::Step(_));
+                if let (TrialEvent::Finished { outcome }, Some(_)) = (&mut event, cap) {
+                    if let Outcome::NotReached { early_stopped, .. } = &mut outcome.outcome {
+                        *early_stopped = true;
+                    }
+                }
                 if matches!(event, TrialEvent::Finished { .. }) {
                     finished.set(true);
                 }
@@ -575,10 +595,15 @@ impl Coordinator {
                     let _ = tx.send(ev);
                 }
             };
-            let result: TrialResult = catch_unwind(AssertUnwindSafe(|| {
+            let mut result: TrialResult = catch_unwind(AssertUnwindSafe(|| {
                 let mut e = |ev: TrialEvent| emit(ev);
                 runner.run(&workload, &spec, &mut e, &token)
             }));
+            if let (Ok(Ok(o)), Some(_)) = (&mut result, cap) {
+                if let Outcome::NotReached { early_stopped, .. } = &mut o.outcome {
+                    *early_stopped = true;
+                }
+            }
             if let Ok(Ok(o)) = &result {
                 if !finished.get() {
                     emit(TrialEvent::Finished {

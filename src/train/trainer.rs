@@ -564,13 +564,16 @@ fn coordinate(
         }
     };
 
+    let budget = workload.budget_for(b);
+    let mut next_eval = workload.next_eval(0);
     let outcome = loop {
         if cancel.is_cancelled() {
             break Outcome::Cancelled { step: applied };
         }
-        if applied >= workload.step_budget {
+        if applied >= budget {
             break Outcome::NotReached {
-                budget: workload.step_budget,
+                budget,
+                early_stopped: false,
             };
         }
         let t_step = Instant::now();
@@ -660,7 +663,10 @@ fn coordinate(
             noise.update(b_small, local / s2, b as f64, global / s2);
         }
 
-        let eval_now = applied.is_multiple_of(workload.eval_every.max(1));
+        let eval_now = applied >= next_eval;
+        if eval_now {
+            next_eval = workload.next_eval(applied);
+        }
         if last_emit.elapsed() >= opts.step_event_interval || eval_now {
             last_emit = Instant::now();
             emit(TrialEvent::Step(StepStats {

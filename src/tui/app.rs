@@ -1487,7 +1487,11 @@ pub fn format_duration(s: f64) -> String {
 pub fn outcome_text(o: &Outcome) -> String {
     match o {
         Outcome::Reached { step } => format!("reached at {step}"),
-        Outcome::NotReached { budget } => format!("not reached in {budget}"),
+        Outcome::NotReached {
+            budget,
+            early_stopped: false,
+        } => format!("not reached in {budget}"),
+        Outcome::NotReached { budget, .. } => format!("stopped early at {budget}"),
         Outcome::Diverged { step } => format!("diverged at {step}"),
         Outcome::Cancelled { step } => format!("cancelled at {step}"),
     }

@@ -474,6 +474,12 @@ pub fn check(p: &Preset) -> Vec<Problem> {
                 "max_bytes must be > 0".into(),
             );
         }
+        if d.downsample == Some(0) {
+            bad(
+                &["workload", "dataset", "downsample"],
+                "downsample must be ≥ 1 (2 = average-pool 2×2 blocks)".into(),
+            );
+        }
         if d.max_val == Some(0) {
             bad(
                 &["workload", "dataset", "max_val"],
@@ -485,6 +491,23 @@ pub fn check(p: &Preset) -> Vec<Problem> {
     // Measurement.
     if w.eval_every == 0 {
         bad(&["workload", "eval_every"], "eval_every must be > 0".into());
+    }
+    if !(w.eval_growth.is_finite() && (0.0..=1.0).contains(&w.eval_growth)) {
+        bad(
+            &["workload", "eval_growth"],
+            format!(
+                "eval_growth {} must be in [0, 1] (0.05 = evaluate every 5% of the steps so far)",
+                w.eval_growth
+            ),
+        );
+    }
+    if let Some(e) = w.max_examples {
+        if e == 0 {
+            bad(
+                &["workload", "max_examples"],
+                "max_examples must be > 0 (omit it for no example budget)".into(),
+            );
+        }
     }
     if w.step_budget == 0 || w.step_budget < w.eval_every {
         bad(

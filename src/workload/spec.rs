@@ -28,8 +28,20 @@ pub struct Workload {
     pub target: Target,
     /// Evaluate the validation metric every k steps.
     pub eval_every: u64,
+    /// Evaluation spacing grows geometrically once steps are large: after an evaluation at step s
+    /// the next one is the first multiple of `eval_every` at or after max(s + eval_every,
+    /// s·(1 + eval_growth)). 0 (the default) = every `eval_every` steps. Steps-to-target is then
+    /// resolved to within a relative `eval_growth` (e.g. 0.05 = 5%) instead of `eval_every` steps, which
+    /// is what a log-log curve needs, at a fraction of the evaluation cost on long, small-batch trials.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub eval_growth: f64,
     /// Give up after this many (applied) steps: outcome NotReached.
     pub step_budget: u64,
+    /// Optional budget in training examples: a trial at batch size B stops after
+    /// min(step_budget, ⌈max_examples / B⌉) steps, so a failing large-batch trial costs at most this
+    /// many examples rather than step_budget·B. None = step_budget only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_examples: Option<u64>,
     #[serde(default)]
     pub precision: Precision,
     /// Default metaparameters for a single `train` run.
@@ -44,6 +56,33 @@ pub struct Workload {
 
 fn default_divergence_factor() -> f64 {
     10.0
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+impl Workload {
+    /// The step budget of a trial at global batch size `batch` (see `max_examples`).
+    pub fn budget_for(&self, batch: usize) -> u64 {
+        let by_examples = self
+            .max_examples
+            .map(|e| e.div_ceil(batch.max(1) as u64).max(self.eval_every.max(1)))
+            .unwrap_or(u64::MAX);
+        self.step_budget.min(by_examples)
+    }
+
+    /// The evaluation step after one at `last` (0 = none yet); see `eval_growth`.
+    pub fn next_eval(&self, last: u64) -> u64 {
+        let every = self.eval_every.max(1);
+        let mut at = last + every;
+        if self.eval_growth > 0.0 {
+            // (−1e-9: 100·1.1 must give 110, not 111 from rounding.)
+            let grown = (last as f64 * (1.0 + self.eval_growth) - 1e-9).ceil() as u64;
+            at = at.max(grown.div_ceil(every) * every);
+        }
+        at
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -80,6 +119,10 @@ pub struct DatasetSpec {
     /// Cap on the number of validation examples (images) or windows (text) used per evaluation.
     #[serde(default)]
     pub max_val: Option<usize>,
+    /// Image datasets: average-pool f×f pixel blocks (2 turns 28×28 into 14×14), a 4× cheaper
+    /// input for CPU-sized studies. None = full resolution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub downsample: Option<usize>,
 }
 
 fn default_val_fraction() -> f64 {
@@ -384,10 +427,24 @@ pub struct SweepDefaults {
     pub concurrency: usize,
     #[serde(default)]
     pub seed: u64,
+    /// Early stopping (as in Google's released studies): a trial at batch size B stops once it has
+    /// run as many steps as the best steps-to-target already measured at B. It can then no longer
+    /// become the best trial, so S(B) — the minimum over trials — is exactly what a full run gives;
+    /// the stopped trial is kept in the log as "did not reach (stopped early)".
+    #[serde(default = "default_true", skip_serializing_if = "is_true")]
+    pub early_stopping: bool,
 }
 
 fn default_workers() -> usize {
     1
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl Default for SweepDefaults {
@@ -398,6 +455,56 @@ impl Default for SweepDefaults {
             workers: 1,
             concurrency: 1,
             seed: 0,
+            early_stopping: true,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workload(every: u64, growth: f64, budget: u64, max_examples: Option<u64>) -> Workload {
+        let mut p = crate::sweep::plan::tests::preset();
+        p.workload.eval_every = every;
+        p.workload.eval_growth = growth;
+        p.workload.step_budget = budget;
+        p.workload.max_examples = max_examples;
+        p.workload
+    }
+
+    #[test]
+    fn evaluation_grid_is_linear_then_geometric() {
+        let w = workload(10, 0.0, 1000, None);
+        assert_eq!(w.next_eval(0), 10);
+        assert_eq!(w.next_eval(990), 1000);
+        let w = workload(10, 0.1, 100_000, None);
+        let mut grid = vec![];
+        let mut at = 0;
+        while at < 1000 {
+            at = w.next_eval(at);
+            grid.push(at);
+        }
+        // Every 10 steps up to 100, then ≥ 10% apart, always on multiples of 10.
+        assert_eq!(&grid[..10], &[10, 20, 30, 40, 50, 60, 70, 80, 90, 100]);
+        assert_eq!(&grid[10..14], &[110, 130, 150, 170]);
+        for pair in grid.windows(2) {
+            assert_eq!(pair[1] % 10, 0);
+            assert!(pair[1] as f64 >= pair[0] as f64 * 1.1 - 1e-6 || pair[1] - pair[0] == 10);
+            // …and never coarser than 10% plus one grid step.
+            assert!((pair[1] - pair[0]) as f64 <= pair[0] as f64 * 0.1 + 10.0);
+        }
+        assert!(grid.len() < 40, "{} evaluations up to 1000", grid.len());
+    }
+
+    #[test]
+    fn example_budget_caps_large_batches() {
+        let w = workload(10, 0.0, 3000, Some(100_000));
+        assert_eq!(w.budget_for(16), 3000);
+        assert_eq!(w.budget_for(1000), 100);
+        assert_eq!(w.budget_for(1024), 98);
+        // Never below one evaluation interval.
+        assert_eq!(w.budget_for(1 << 20), 10);
+        assert_eq!(workload(10, 0.0, 3000, None).budget_for(1 << 20), 3000);
     }
 }

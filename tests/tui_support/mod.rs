@@ -54,6 +54,7 @@ pub fn scripted_outcome(spec: &TrialSpec, k: usize, cfg: &SweepConfig) -> TrialO
             1 => Outcome::Diverged { step: 15 },
             2 => Outcome::NotReached {
                 budget: w.step_budget,
+                early_stopped: false,
             },
             _ => Outcome::Reached {
                 step: (s * (4 + k as u64) / 4).div_ceil(w.eval_every) * w.eval_every,
@@ -64,7 +65,7 @@ pub fn scripted_outcome(spec: &TrialSpec, k: usize, cfg: &SweepConfig) -> TrialO
         Outcome::Reached { step } | Outcome::Diverged { step } | Outcome::Cancelled { step } => {
             step
         }
-        Outcome::NotReached { budget } => budget,
+        Outcome::NotReached { budget, .. } => budget,
     };
     let evals: Vec<EvalPoint> = (1..=steps / w.eval_every.max(1))
         .step_by(((steps / w.eval_every.max(1)) / 20).max(1) as usize)

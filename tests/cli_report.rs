@@ -1,0 +1,94 @@
+//! `sweep` then `report` through the real binary: the report ends with the time-to-target
+//! projection, and a sweep run on 2 data-parallel workers gets a measured link whose G = 2 cell
+//! is the only one marked measured.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
+
+fn run(args: &[&str]) -> String {
+    let out = Command::new(BIN).args(args).output().expect("run scaling-lab");
+    assert!(
+        out.status.success(),
+        "{args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn only_log(dir: &Path) -> PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .expect("a run log")
+}
+
+#[test]
+fn sweep_then_report_with_projection() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().display().to_string();
+    let sweep = run(&[
+        "sweep",
+        "digits-mlp-momentum",
+        "--batch-sizes",
+        "16,64,256",
+        "--trials",
+        "2",
+        "--workers",
+        "2",
+        "--runs-dir",
+        &runs,
+    ]);
+    assert!(sweep.contains("time-to-target vs devices"), "{sweep}");
+    let log = only_log(dir.path());
+    let log_s = log.display().to_string();
+
+    let report = run(&["report", &log_s, "--max-devices", "64"]);
+    assert!(report.starts_with("sweep digits-mlp-momentum"), "{report}");
+    for needle in ["regimes", "NVLink", "InfiniBand EDR", "10GbE", "measured "] {
+        assert!(report.contains(needle), "missing {needle}:\n{report}");
+    }
+    // G = 1 … 64 (every B ≥ 64 exists): 7 rows, 4 links.
+    let rows: Vec<&str> = report
+        .lines()
+        .filter(|l| l.trim_start().chars().next().is_some_and(|c| c.is_ascii_digit()) && l.contains('│'))
+        .collect();
+    assert_eq!(rows.len(), 7, "{report}");
+    let starred: Vec<&&str> = rows.iter().filter(|l| l.contains("×*")).collect();
+    assert_eq!(starred.len(), 1, "{report}");
+    assert!(starred[0].trim_start().starts_with("2 "), "{report}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&run(&["report", &log_s, "--json", "--max-devices", "64"])).unwrap();
+    let ps = json["projections"].as_array().expect("projections");
+    assert_eq!(ps.len(), 4);
+    let measured = &ps[3];
+    assert_eq!(measured["link"]["measured"], true);
+    assert!(measured["link"]["bandwidth"].as_f64().unwrap() > 0.0);
+    assert_eq!(measured["compute"]["replicas"], 2);
+    for p in ps {
+        for r in p["rows"].as_array().unwrap() {
+            assert!(r["batch_size"].as_u64().unwrap() >= r["devices"].as_u64().unwrap());
+            assert!(r["time_to_target_s"].as_f64().unwrap() > 0.0);
+        }
+    }
+}
+
+#[test]
+fn report_of_a_bad_file_is_one_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.jsonl");
+    std::fs::write(&p, "not json\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["report", &p.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("x.jsonl") && !err.contains("panicked"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
