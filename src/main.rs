@@ -409,7 +409,9 @@ fn cmd_train(a: TrainArgs) -> anyhow::Result<ExitCode> {
     let (_path, preset) = find_preset(&a.preset).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut w = preset.workload.clone();
     if let Some(s) = a.steps {
+        // An explicit step budget replaces the preset's (including its example budget).
         w.step_budget = s;
+        w.max_examples = None;
     }
     if let Some(t) = a.target {
         w.target.value = t;

@@ -125,6 +125,19 @@ pub fn regime_ranges(a: &Analysis) -> Vec<(usize, usize, Regime)> {
     out
 }
 
+/// The regimes the fitted curve implies, robust to trial-to-trial noise in single segments: its
+/// log-log slope is −B_crit/(B + B_crit), so it is ≤ −0.75 (perfect) for B ≤ B_crit/3 and ≥ −0.25
+/// (maximal) for B ≥ 3·B_crit, with the same thresholds as the per-segment classification.
+pub fn fit_regimes_line(b_crit: f64) -> String {
+    format!(
+        "regimes by the fit (slope −B_crit/(B+B_crit)): perfect scaling B ≤ {}, diminishing returns {}–{}, maximal data parallelism B ≥ {}",
+        num(b_crit / 3.0),
+        num(b_crit / 3.0),
+        num(3.0 * b_crit),
+        num(3.0 * b_crit)
+    )
+}
+
 /// The full report.
 pub fn render_report(a: &Analysis, info: &ReportInfo) -> String {
     let mut s = String::new();
@@ -192,6 +205,9 @@ pub fn render_report(a: &Analysis, info: &ReportInfo) -> String {
                 f.r2,
                 f.rmse_log
             );
+            if matches!(fit_range(f, &batch_sizes), FitRange::Within) {
+                let _ = writeln!(s, "{}", fit_regimes_line(f.b_crit));
+            }
         }
         None => {
             let _ = writeln!(

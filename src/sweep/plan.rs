@@ -105,7 +105,10 @@ pub fn metaparams_at(preset: &Preset, b: usize, u: [f64; 4]) -> Metaparams {
         Some(r) => 1.0 - log_uniform(r, u[1]),
         None => d.momentum,
     };
-    let budget = w.step_budget as f64;
+    // Decay length and warmup fractions are of the trial's own budget at this B:
+    // min(step_budget, max_examples/B) — with max_examples = one pass over the data this is Puri
+    // et al.'s "decay to zero over the epoch" at every batch size.
+    let budget = w.budget_for(b) as f64;
     let decay = match s.decay_alpha {
         Some(alpha_range) => {
             let alpha = log_uniform(alpha_range, u[2]);
