@@ -378,7 +378,10 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 });
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                print!("{}", scaling_lab::report::render_log_report(&l, max_devices));
+                print!(
+                    "{}",
+                    scaling_lab::report::render_log_report(&l, max_devices)
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -628,7 +631,10 @@ fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> anyhow::Result<ExitCode> {
     if !a.json {
         if let Some(l) = &log {
             println!();
-            print!("{}", scaling_lab::report::render_projection_section(l, 1024));
+            print!(
+                "{}",
+                scaling_lab::report::render_projection_section(l, 1024)
+            );
         }
     }
     if a.json {

@@ -599,10 +599,13 @@ mod tests {
         let out = NqmRunner
             .run(&w2, &spec(64, 1e-4, 0.0), &mut |_| {}, &CancelToken::new())
             .unwrap();
-        assert_eq!(out.outcome, Outcome::NotReached {
+        assert_eq!(
+            out.outcome,
+            Outcome::NotReached {
                 budget: 50,
                 early_stopped: false
-            });
+            }
+        );
         // Cancelled at once.
         let c = CancelToken::new();
         c.cancel();

@@ -8,7 +8,10 @@ use std::process::Command;
 const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
 
 fn run(args: &[&str]) -> String {
-    let out = Command::new(BIN).args(args).output().expect("run scaling-lab");
+    let out = Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run scaling-lab");
     assert!(
         out.status.success(),
         "{args:?} failed:\n{}\n{}",
@@ -55,7 +58,13 @@ fn sweep_then_report_with_projection() {
     // G = 1 … 64 (every B ≥ 64 exists): 7 rows, 4 links.
     let rows: Vec<&str> = report
         .lines()
-        .filter(|l| l.trim_start().chars().next().is_some_and(|c| c.is_ascii_digit()) && l.contains('│'))
+        .filter(|l| {
+            l.trim_start()
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_digit())
+                && l.contains('│')
+        })
         .collect();
     assert_eq!(rows.len(), 7, "{report}");
     let starred: Vec<&&str> = rows.iter().filter(|l| l.contains("×*")).collect();
@@ -89,6 +98,9 @@ fn report_of_a_bad_file_is_one_clear_error() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("x.jsonl") && !err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("x.jsonl") && !err.contains("panicked"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }

@@ -522,9 +522,8 @@ fn early_stopping_keeps_steps_to_target() {
     assert!(full.per_batch.iter().all(|p| p.early_stopped == 0));
     let stopped: usize = early.per_batch.iter().map(|p| p.early_stopped).sum();
     assert!(stopped > 0, "no trial was stopped early");
-    let steps = |l: &scaling_lab::runlog::RunLog| -> u64 {
-        l.trials.iter().map(|t| t.outcome.steps).sum()
-    };
+    let steps =
+        |l: &scaling_lab::runlog::RunLog| -> u64 { l.trials.iter().map(|t| t.outcome.steps).sum() };
     assert!(
         steps(&early_log) < steps(&full_log),
         "{} vs {}",

@@ -333,7 +333,13 @@ pub(crate) mod tests {
     use crate::core::trial::*;
     use crate::workload::spec::*;
 
-    pub(crate) fn rec(id: u64, b: usize, lr: f64, outcome: Outcome, b_simple: Option<f64>) -> TrialRecord {
+    pub(crate) fn rec(
+        id: u64,
+        b: usize,
+        lr: f64,
+        outcome: Outcome,
+        b_simple: Option<f64>,
+    ) -> TrialRecord {
         TrialRecord {
             trial_id: id,
             spec: TrialSpec {
@@ -413,7 +419,11 @@ pub(crate) mod tests {
             rec(0, 32, 0.1, Outcome::Reached { step: 300 }, Some(50.0)),
             rec(1, 32, 0.2, Outcome::Reached { step: 200 }, Some(70.0)),
             rec(2, 32, 5.0, Outcome::Diverged { step: 3 }, None),
-            rec(3, 32, 1e-4, Outcome::NotReached {
+            rec(
+                3,
+                32,
+                1e-4,
+                Outcome::NotReached {
                     budget: 1000,
                     early_stopped: false,
                 },

@@ -129,7 +129,11 @@ pub fn calibrate_compute(trials: &[TrialRecord]) -> Option<ComputeModel> {
     let n: f64 = w.iter().sum();
     let mx = pts.iter().zip(&w).map(|(p, w)| w * p.0).sum::<f64>() / n;
     let my = pts.iter().zip(&w).map(|(p, w)| w * p.1).sum::<f64>() / n;
-    let sxx: f64 = pts.iter().zip(&w).map(|(p, w)| w * (p.0 - mx).powi(2)).sum();
+    let sxx: f64 = pts
+        .iter()
+        .zip(&w)
+        .map(|(p, w)| w * (p.0 - mx).powi(2))
+        .sum();
     let sxy: f64 = pts
         .iter()
         .zip(&w)
@@ -522,14 +526,22 @@ mod tests {
         // G ≤ the largest B measured: 1 … 1024 is 11 rows.
         assert!(ps.iter().all(|p| p.rows.len() == 11));
         let nv = &ps[0].rows;
-        assert_eq!((nv[0].devices, nv[0].batch_size, nv[0].speedup), (1, 64, 1.0));
+        assert_eq!(
+            (nv[0].devices, nv[0].batch_size, nv[0].speedup),
+            (1, 64, 1.0)
+        );
         assert!(nv[1].speedup > 1.0, "{nv:?}");
         // Ring latency 2·(G−1)·2 µs per step dominates at G = 1024 on this tiny model.
         assert!(nv[10].allreduce_s > nv[10].compute_s, "{:?}", nv[10]);
-        let text = render_projection_table(&ps, "flex (cpu × 1 worker)", Some((b, measured, modelled)));
+        let text =
+            render_projection_table(&ps, "flex (cpu × 1 worker)", Some((b, measured, modelled)));
         assert!(text.contains("NVLink") && text.contains("10GbE"), "{text}");
         assert!(text.contains("100.0 kB"), "{text}");
         assert!(!text.contains("×*"), "nothing is measured here: {text}");
-        assert_eq!(text.lines().filter(|l| l.contains('│')).count(), 12, "{text}");
+        assert_eq!(
+            text.lines().filter(|l| l.contains('│')).count(),
+            12,
+            "{text}"
+        );
     }
 }
