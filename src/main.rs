@@ -374,7 +374,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 let v = serde_json::json!({
                     "log": log,
                     "analysis": a,
-                    "projections": sweep::projection::project_all(&l.trials, &a, max_devices),
+                    "projections": scaling_lab::report::projections_for_log(&l, max_devices),
                 });
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
@@ -645,11 +645,9 @@ fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> anyhow::Result<ExitCode> {
             "trials_planned": result.trials_planned,
             "wall_s": result.wall_s,
             "analysis": analysis.clone().unwrap_or(result.analysis.clone()),
-            "projections": log.as_ref().and_then(|l| sweep::projection::project_all(
-                &l.trials,
-                analysis.as_ref().unwrap_or(&result.analysis),
-                1024
-            )),
+            "projections": log
+                .as_ref()
+                .and_then(|l| scaling_lab::report::projections_for_log(l, 1024)),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     }

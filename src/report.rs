@@ -265,6 +265,10 @@ pub fn render_projection_section(log: &crate::runlog::RunLog, max_devices: usize
     use crate::sweep::projection::{
         calibrate_compute, measured_check, project_all, render_projection_table,
     };
+    if is_nqm(log) {
+        return "time-to-target projection: none for the NQM (a closed-form model has no compute to time)\n"
+            .into();
+    }
     let a = log.analysis();
     if a.per_batch.iter().all(|p| p.steps.is_none()) {
         return "time-to-target projection: no batch size reached the target\n".into();
@@ -285,6 +289,24 @@ pub fn render_projection_section(log: &crate::runlog::RunLog, max_devices: usize
         ));
     }
     render_projection_table(&ps, &backend, check)
+}
+
+fn is_nqm(log: &crate::runlog::RunLog) -> bool {
+    matches!(
+        log.header.preset.workload.model,
+        crate::workload::spec::ModelSpec::Nqm { .. }
+    )
+}
+
+/// The projections of a run log for `--json` output (None for the NQM or without timings).
+pub fn projections_for_log(
+    log: &crate::runlog::RunLog,
+    max_devices: usize,
+) -> Option<Vec<crate::sweep::projection::Projection>> {
+    if is_nqm(log) {
+        return None;
+    }
+    crate::sweep::projection::project_all(&log.trials, &log.analysis(), max_devices)
 }
 
 /// `report`: the sweep report of a run log followed by its projection.

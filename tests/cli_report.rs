@@ -104,3 +104,17 @@ fn report_of_a_bad_file_is_one_clear_error() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+#[test]
+fn nqm_report_has_no_projection() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid/nqm-sgd.jsonl");
+    let f = fixture.display().to_string();
+    let report = run(&["report", &f]);
+    assert!(report.contains("B_crit"), "{report}");
+    assert!(report.contains("none for the NQM"), "{report}");
+    let json: serde_json::Value = serde_json::from_str(&run(&["report", &f, "--json"])).unwrap();
+    assert!(json["projections"].is_null());
+    assert!(json["analysis"]["per_batch"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty()));
+}
