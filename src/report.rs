@@ -309,6 +309,31 @@ pub fn projections_for_log(
     crate::sweep::projection::project_all(&log.trials, &log.analysis(), max_devices)
 }
 
+/// One line for the TUI's status panel: the best modelled speedup on a fast and on a slow link
+/// (e.g. "NVLink 13.9×@G256 · 10GbE 6.6×@G64"). None without measured compute times.
+pub fn projection_brief(
+    trials: &[crate::core::record::TrialRecord],
+    analysis: &Analysis,
+) -> Option<String> {
+    use crate::sweep::projection::{calibrate_compute, project, LinkModel};
+    if analysis.per_batch.iter().all(|p| p.steps.is_none()) {
+        return None;
+    }
+    let c = calibrate_compute(trials)?;
+    let parts: Vec<String> = [LinkModel::nvlink(), LinkModel::ethernet_10g()]
+        .iter()
+        .filter_map(|l| {
+            let p = project(analysis, &c, l, 1024);
+            let best = p
+                .rows
+                .iter()
+                .max_by(|a, b| a.speedup.total_cmp(&b.speedup))?;
+            Some(format!("{} {:.1}×@G{}", l.name, best.speedup, best.devices))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" · "))
+}
+
 /// `report`: the sweep report of a run log followed by its projection.
 pub fn render_log_report(log: &crate::runlog::RunLog, max_devices: usize) -> String {
     let mut s = render_report(&log.analysis(), &ReportInfo::from_log(log));
@@ -398,5 +423,56 @@ fn truncate(s: &str, n: usize) -> String {
     } else {
         let t: String = s.chars().take(n - 1).collect();
         format!("{t}…")
+    }
+}
+
+#[cfg(test)]
+mod projection_tests {
+    use super::*;
+    use crate::core::trial::Outcome;
+    use crate::sweep::analysis::tests::rec;
+    use crate::workload::spec::{Metric, OptimizerKind, Target};
+
+    #[test]
+    fn brief_names_the_best_speedup_per_link() {
+        let mut trials = vec![];
+        for (i, (b, s)) in [(16usize, 800u64), (64, 220), (256, 80), (1024, 60)]
+            .into_iter()
+            .enumerate()
+        {
+            let mut r = rec(i as u64, b, 0.1, Outcome::Reached { step: s }, None);
+            r.outcome.throughput.compute_s = 2e-3 + 5e-5 * b as f64;
+            r.outcome.throughput.step_s = r.outcome.throughput.compute_s;
+            r.outcome.throughput.params = 1_000_000;
+            trials.push(r);
+        }
+        let target = Target {
+            metric: Metric::ValError,
+            value: 0.1,
+        };
+        let a = crate::sweep::analysis::analyze(&target, &trials, OptimizerKind::Sgd);
+        let brief = projection_brief(&trials, &a).expect("a projection");
+        assert!(
+            brief.starts_with("NVLink ") && brief.contains(" · 10GbE "),
+            "{brief}"
+        );
+        // 4 MB of gradients: 10 GbE cannot beat NVLink.
+        let speed = |name: &str| -> f64 {
+            let part = brief.split(" · ").find(|p| p.starts_with(name)).unwrap();
+            part.split_whitespace()
+                .nth(1)
+                .unwrap()
+                .split('×')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        assert!(speed("NVLink") > speed("10GbE"), "{brief}");
+        // No timings (imported data): nothing to say.
+        for t in &mut trials {
+            t.outcome.throughput.compute_s = 0.0;
+        }
+        assert_eq!(projection_brief(&trials, &a), None);
     }
 }

@@ -15,6 +15,7 @@ use crate::tui::widgets::log_axis::{format_pow2, format_si};
 use crate::tui::widgets::loss_chart::{LossChart, LossSeries};
 use crate::tui::widgets::progress::progress_line;
 use crate::tui::widgets::scaling_chart::{ScalingChart, ScalingSeries};
+use crate::workload::spec::ModelSpec;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
@@ -259,6 +260,17 @@ fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th: &Th
             th,
             th.text(),
         ));
+    }
+    if l.done
+        && !matches!(
+            l.workload.as_ref().map(|w| &w.model),
+            Some(ModelSpec::Nqm { .. })
+        )
+    {
+        if let Some(brief) = crate::report::projection_brief(&l.finished, a) {
+            let brief = ellipsize(&brief, w.saturating_sub(10));
+            lines.push(kv("projected", brief, th, th.text()));
+        }
     }
     // running trials (selectable)
     if !l.running.is_empty() {
