@@ -466,32 +466,7 @@ mod tests {
     use crate::workload::spec::*;
 
     pub(crate) fn workload(opt: OptimizerKind, dim: usize, target: f64) -> Workload {
-        Workload {
-            dataset: None,
-            model: ModelSpec::Nqm {
-                dim,
-                precondition_power: 0.5,
-            },
-            optimizer: opt,
-            target: Target {
-                metric: Metric::NqmLoss,
-                value: target,
-            },
-            eval_every: 1,
-            eval_growth: 0.0,
-            step_budget: 100_000,
-            max_examples: None,
-            precision: Precision::Fp32,
-            defaults: Metaparams {
-                learning_rate: 0.1,
-                momentum: 0.9,
-                beta2: 0.999,
-                epsilon: 1e-8,
-                schedule: Schedule::default(),
-            },
-            grad_clip: None,
-            divergence_factor: 10.0,
-        }
+        Workload::nqm(dim, opt, target)
     }
 
     fn spec(b: usize, lr: f64, momentum: f64) -> TrialSpec {

@@ -24,30 +24,9 @@ fn preset(opt: OptimizerKind) -> Preset {
         name: format!("nqm-{}", opt.name()),
         description: "fixture".into(),
         workload: Workload {
-            dataset: None,
-            model: ModelSpec::Nqm {
-                dim: 50,
-                precondition_power: 0.5,
-            },
-            optimizer: opt,
-            target: Target {
-                metric: Metric::NqmLoss,
-                value: 0.1,
-            },
             eval_every: 5,
-            eval_growth: 0.0,
             step_budget: 2000,
-            max_examples: None,
-            precision: Precision::Fp32,
-            defaults: Metaparams {
-                learning_rate: 0.1,
-                momentum: 0.9,
-                beta2: 0.999,
-                epsilon: 1e-8,
-                schedule: Schedule::default(),
-            },
-            grad_clip: None,
-            divergence_factor: 10.0,
+            ..Workload::nqm(50, opt, 0.1)
         },
         search: SearchSpace {
             learning_rate: [1e-2, 4.0],

@@ -194,30 +194,9 @@ pub(crate) mod tests {
             name: "t".into(),
             description: String::new(),
             workload: Workload {
-                dataset: None,
-                model: ModelSpec::Nqm {
-                    dim: 100,
-                    precondition_power: 0.5,
-                },
-                optimizer: OptimizerKind::Momentum,
-                target: Target {
-                    metric: Metric::NqmLoss,
-                    value: 0.1,
-                },
                 eval_every: 10,
-                eval_growth: 0.0,
                 step_budget: 1000,
-                max_examples: None,
-                precision: Precision::Fp32,
-                defaults: Metaparams {
-                    learning_rate: 0.1,
-                    momentum: 0.9,
-                    beta2: 0.999,
-                    epsilon: 1e-8,
-                    schedule: Schedule::default(),
-                },
-                grad_clip: None,
-                divergence_factor: 10.0,
+                ..Workload::nqm(100, OptimizerKind::Momentum, 0.1)
             },
             search: SearchSpace {
                 learning_rate: [1e-3, 1.0],

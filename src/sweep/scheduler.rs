@@ -576,12 +576,8 @@ impl Coordinator {
             let finished = std::cell::Cell::new(false);
             let emit = |mut event: TrialEvent| {
                 let is_step = matches!(event, TrialEvent::Step(_));
-                if let (TrialEvent::Finished { outcome }, Some(_)) = (&mut event, cap) {
-                    if let Outcome::NotReached { early_stopped, .. } = &mut outcome.outcome {
-                        *early_stopped = true;
-                    }
-                }
-                if matches!(event, TrialEvent::Finished { .. }) {
+                if let TrialEvent::Finished { outcome } = &mut event {
+                    mark_early_stop(&mut outcome.outcome, cap);
                     finished.set(true);
                 }
                 let ev = SweepEvent::Trial {
@@ -599,10 +595,8 @@ impl Coordinator {
                 let mut e = |ev: TrialEvent| emit(ev);
                 runner.run(&workload, &spec, &mut e, &token)
             }));
-            if let (Ok(Ok(o)), Some(_)) = (&mut result, cap) {
-                if let Outcome::NotReached { early_stopped, .. } = &mut o.outcome {
-                    *early_stopped = true;
-                }
+            if let Ok(Ok(o)) = &mut result {
+                mark_early_stop(&mut o.outcome, cap);
             }
             if let Ok(Ok(o)) = &result {
                 if !finished.get() {
@@ -620,6 +614,14 @@ impl Coordinator {
                 lock(&self.control.running).remove(&id);
                 anyhow::anyhow!("cannot start a thread for trial {id}: {e}")
             })
+    }
+}
+
+/// A trial that ran out of a budget cut by early stopping is recorded as such (the runner only
+/// knows its budget, not why it was shorter).
+fn mark_early_stop(outcome: &mut Outcome, cap: Option<u64>) {
+    if let (Outcome::NotReached { early_stopped, .. }, Some(_)) = (outcome, cap) {
+        *early_stopped = true;
     }
 }
 

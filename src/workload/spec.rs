@@ -63,6 +63,38 @@ fn is_zero(x: &f64) -> bool {
 }
 
 impl Workload {
+    /// A noisy-quadratic-model workload (science.md §5) with PyTorch-like default metaparameters
+    /// (η 0.1, γ/β1 0.9, β2 0.999, ε 1e-8), evaluated every step for up to 100k steps; callers
+    /// adjust the fields they study. Used by tests and by code that builds sweeps programmatically.
+    pub fn nqm(dim: usize, optimizer: OptimizerKind, target: f64) -> Workload {
+        Workload {
+            dataset: None,
+            model: ModelSpec::Nqm {
+                dim,
+                precondition_power: 0.5,
+            },
+            optimizer,
+            target: Target {
+                metric: Metric::NqmLoss,
+                value: target,
+            },
+            eval_every: 1,
+            eval_growth: 0.0,
+            step_budget: 100_000,
+            max_examples: None,
+            precision: Precision::Fp32,
+            defaults: Metaparams {
+                learning_rate: 0.1,
+                momentum: 0.9,
+                beta2: 0.999,
+                epsilon: 1e-8,
+                schedule: Schedule::default(),
+            },
+            grad_clip: None,
+            divergence_factor: default_divergence_factor(),
+        }
+    }
+
     /// The step budget of a trial at global batch size `batch` (see `max_examples`).
     pub fn budget_for(&self, batch: usize) -> u64 {
         let by_examples = self
