@@ -60,19 +60,31 @@ impl<B: Backend> CharLstm<B> {
         let [n, t] = x.dims();
         let dev = x.device();
         let xg = self.wx.forward3(embed(&self.embed, x, c), c);
-        let mut h = c.cast(Tensor::<B, 2>::zeros([n, self.hidden], &dev));
-        let mut cell = h.clone();
-        let mut hs = Vec::with_capacity(t);
-        for i in 0..t {
-            let gates = step_slice(&xg, i) + self.wh.forward2(h, c);
-            let (h2, c2) = lstm_cell(gates, cell);
-            h = h2;
-            cell = c2;
-            hs.push(h.clone());
-        }
-        let hs = Tensor::stack::<3>(hs, 1);
+        let hs = unroll([n, t, self.hidden], &dev, c, |i, h| {
+            step_slice(&xg, i) + self.wh.forward2(h, c)
+        });
         c.to_f32(self.out.forward3(hs, c))
     }
+}
+
+/// Runs an LSTM-style recurrence for `t` steps from a zero state: `gates(i, h)` gives the 4·H
+/// pre-activations at step i from the previous hidden state. Returns the hidden states [N, T, H].
+fn unroll<B: Backend>(
+    [n, t, hidden]: [usize; 3],
+    dev: &Device<B>,
+    c: &Ctx,
+    mut gates: impl FnMut(usize, Tensor<B, 2>) -> Tensor<B, 2>,
+) -> Tensor<B, 3> {
+    let mut h = c.cast(Tensor::<B, 2>::zeros([n, hidden], dev));
+    let mut cell = h.clone();
+    let mut hs = Vec::with_capacity(t);
+    for i in 0..t {
+        let (h2, c2) = lstm_cell(gates(i, h), cell);
+        h = h2;
+        cell = c2;
+        hs.push(h.clone());
+    }
+    Tensor::stack::<3>(hs, 1)
 }
 
 /// Multiplicative LSTM: m = (W_mx·x) ⊙ (W_mh·h); gates = W_x·x + W_m·m + b.
@@ -116,18 +128,10 @@ impl<B: Backend> Mlstm<B> {
             .matmul(xm)
             .reshape([n, t, self.hidden]);
         let xg = self.wx.forward3(e, c);
-        let mut h = c.cast(Tensor::<B, 2>::zeros([n, self.hidden], &dev));
-        let mut cell = h.clone();
-        let mut hs = Vec::with_capacity(t);
-        for i in 0..t {
+        let hs = unroll([n, t, self.hidden], &dev, c, |i, h| {
             let m = step_slice(&xm, i) * self.wmh.forward2(h, c);
-            let gates = step_slice(&xg, i) + self.wm.forward2(m, c);
-            let (h2, c2) = lstm_cell(gates, cell);
-            h = h2;
-            cell = c2;
-            hs.push(h.clone());
-        }
-        let hs = Tensor::stack::<3>(hs, 1);
+            step_slice(&xg, i) + self.wm.forward2(m, c)
+        });
         c.to_f32(self.out.forward3(hs, c))
     }
 }
