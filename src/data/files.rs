@@ -70,9 +70,80 @@ pub fn read_verified(dir: &Path, file: &DataFile) -> Result<Vec<u8>, DataError> 
     read_verified_path(&path, file.sha256)
 }
 
+/// What a non-regular file is, in words ("a directory", "a FIFO (named pipe)", …).
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_file() {
+        return "a regular file";
+    }
+    if t.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    "not a regular file"
+}
+
+/// The error for a path that exists but is not a regular file.
+fn not_regular(meta: &std::fs::Metadata) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!(
+            "not a regular file (it is {}); give a file",
+            file_kind(meta)
+        ),
+    )
+}
+
+/// Opens `path` for reading only if it is a regular file (symlinks followed). A FIFO, a
+/// directory or a device is refused from its metadata before it is opened, and the open itself
+/// is non-blocking, so nothing can block on a pipe planted at the path between the two checks.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // O_NONBLOCK (no effect on a regular file; never blocks on a swapped-in FIFO).
+        opts.custom_flags(0o4000);
+    }
+    let file = opts.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    Ok(file)
+}
+
+/// Reads a whole regular file ([`open_regular`]): never blocks on a FIFO or a device.
+pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut f = open_regular(path)?;
+    let mut out = Vec::new();
+    f.read_to_end(&mut out)?;
+    Ok(out)
+}
+
 /// Read `path` and check that its SHA-256 equals `expected` (lower-case hex).
 pub fn read_verified_path(path: &Path, expected: &str) -> Result<Vec<u8>, DataError> {
-    let bytes = match std::fs::read(path) {
+    let bytes = match read_regular(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(DataError::Missing {

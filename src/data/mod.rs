@@ -3,7 +3,9 @@
 //! Files live in `data/` (see `data/NOTICE` for provenance and licences). Every file's SHA-256 is
 //! checked when it is read; a missing or modified file is an error naming it (never a panic).
 //!
-//! **Data directory**: `SCALING_LAB_DATA_DIR` if set, else `<crate>/data` if it exists, else `./data`.
+//! **Data directory**: `SCALING_LAB_DATA_DIR` alone if set, else the first of `./data`, the user
+//! data directory and the build tree's `data/` that holds a bundled file ([`data_search_path`]);
+//! the small digits file is also embedded in the binary as the last resort.
 //!
 //! **Splits** (recorded in run logs via [`Dataset::split_info`]):
 //! - images (digits, MNIST-10k, Fashion-MNIST-10k): a seeded random permutation of all examples
@@ -45,9 +47,11 @@ pub const BYTE_VOCAB: usize = 256;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DataError {
     #[error(
-        "dataset file {} is missing: restore it with `git checkout -- data/` in the scaling-lab \
-         repository (the files ship in its data/ folder), or set SCALING_LAB_DATA_DIR to a folder that holds it",
-        path.display()
+        "dataset file {} is missing (looked in {}); get the files with `scaling-lab data install DIR` \
+         from a build that has them (or `git checkout -- data/` in the scaling-lab repository) and set \
+         SCALING_LAB_DATA_DIR=DIR",
+        path.display(),
+        searched_places()
     )]
     Missing { path: PathBuf },
     #[error(
@@ -171,18 +175,150 @@ pub struct TextData {
     pub split: SplitInfo,
 }
 
-/// The data directory: `SCALING_LAB_DATA_DIR`, else `<crate>/data` if it exists, else `./data`.
-pub fn data_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("SCALING_LAB_DATA_DIR") {
+/// Environment variable naming the data directory (when set, only it is used).
+pub const DATA_DIR_ENV: &str = "SCALING_LAB_DATA_DIR";
+
+/// The digits file, embedded so that the default presets run from an installed binary anywhere.
+pub const EMBEDDED_DIGITS: &[u8] = include_bytes!("../../data/digits.csv.gz");
+/// The provenance and licences of the bundled files.
+pub const NOTICE: &str = include_str!("../../data/NOTICE");
+
+/// Where data files are looked for, in order: `$SCALING_LAB_DATA_DIR` alone when it is set;
+/// else `./data`, the user data directory (`$XDG_DATA_HOME/scaling-lab/data` on Linux), and the
+/// build tree's `data/`.
+pub fn data_search_path() -> Vec<PathBuf> {
+    if let Some(d) = std::env::var_os(DATA_DIR_ENV) {
         if !d.is_empty() {
-            return PathBuf::from(d);
+            return vec![PathBuf::from(d)];
         }
     }
-    let bundled = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/data"));
-    if bundled.is_dir() {
-        return bundled;
+    let mut out = vec![PathBuf::from("./data")];
+    if let Some(u) = dirs::data_dir() {
+        out.push(u.join("scaling-lab").join("data"));
     }
-    PathBuf::from("./data")
+    out.push(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/data")));
+    out
+}
+
+/// The places [`data_search_path`] names, for messages.
+pub fn searched_places() -> String {
+    let env_set = std::env::var_os(DATA_DIR_ENV).is_some_and(|d| !d.is_empty());
+    let list: Vec<String> = data_search_path()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    if env_set {
+        format!("{} (from {DATA_DIR_ENV})", list.join(", "))
+    } else {
+        list.join(", ")
+    }
+}
+
+fn holds_any_data_file(dir: &Path) -> bool {
+    ALL_FILES.iter().any(|f| dir.join(f.name).is_file())
+}
+
+/// The data directory: the first place of [`data_search_path`] that holds a bundled file (or the
+/// first place, when none does).
+pub fn data_dir() -> PathBuf {
+    let places = data_search_path();
+    places
+        .iter()
+        .find(|d| holds_any_data_file(d))
+        .cloned()
+        .unwrap_or_else(|| places[0].clone())
+}
+
+/// [`read_raw`] from [`data_dir`], with the embedded digits file as the last resort (only when
+/// `SCALING_LAB_DATA_DIR` is not set: an explicit directory is never silently replaced).
+fn read_raw_auto(kind: DatasetKind) -> Result<RawSource, DataError> {
+    let dir = data_dir();
+    match read_raw(&dir, kind) {
+        Err(DataError::Missing { .. })
+            if kind == DatasetKind::Digits
+                && std::env::var_os(DATA_DIR_ENV).is_none_or(|d| d.is_empty()) =>
+        {
+            let path = PathBuf::from(format!("<embedded>/{}", files::DIGITS_CSV.name));
+            let text = files::gunzip(&path, EMBEDDED_DIGITS)?;
+            Ok(RawSource::Images(parse::parse_digits_csv(&path, &text)?))
+        }
+        other => other,
+    }
+}
+
+/// What [`install_data`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InstallReport {
+    /// Files written (verified copies).
+    pub installed: Vec<PathBuf>,
+    /// Files already present in the target with the right checksum.
+    pub already: Vec<PathBuf>,
+    /// Bundled files found nowhere (name only).
+    pub missing: Vec<&'static str>,
+}
+
+/// `scaling-lab data install DIR`: copies every bundled data file that this build can find
+/// ([`data_search_path`], and the embedded digits file) into `dir`, verifying each SHA-256, plus
+/// the NOTICE. Existing verified files are kept; a file with a wrong checksum in `dir` is an
+/// error (never overwritten). Each file is written to a temporary name and renamed, so an
+/// interrupted install never leaves a partial file under a real name.
+pub fn install_data(dir: &Path) -> anyhow::Result<InstallReport> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut report = InstallReport::default();
+    let same = |a: &Path| std::fs::canonicalize(a).ok() == std::fs::canonicalize(dir).ok();
+    for f in ALL_FILES.iter() {
+        let dest = dir.join(f.name);
+        if dest.symlink_metadata().is_ok() {
+            files::read_verified_path(&dest, f.sha256).with_context(|| {
+                format!("{} exists and is not the bundled file", dest.display())
+            })?;
+            report.already.push(dest);
+            continue;
+        }
+        let mut bytes = data_search_path()
+            .iter()
+            .filter(|d| !same(d))
+            .find_map(|d| files::read_verified(d, f).ok());
+        if bytes.is_none() && *f == files::DIGITS_CSV {
+            bytes = Some(EMBEDDED_DIGITS.to_vec());
+        }
+        let Some(bytes) = bytes else {
+            report.missing.push(f.name);
+            continue;
+        };
+        write_new_atomically(&dest, &bytes)?;
+        report.installed.push(dest);
+    }
+    let notice = dir.join("NOTICE");
+    if notice.symlink_metadata().is_err() {
+        write_new_atomically(&notice, NOTICE.as_bytes())?;
+    }
+    Ok(report)
+}
+
+fn write_new_atomically(dest: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    let tmp = dest.with_extension(format!("partial-{}", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .with_context(|| format!("cannot create {}", tmp.display()))?;
+    f.write_all(bytes)
+        .and_then(|_| f.sync_all())
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    drop(f);
+    // Refuse to replace anything that appeared meanwhile.
+    if dest.symlink_metadata().is_ok() {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow::bail!(
+            "{} appeared while installing: not overwritten",
+            dest.display()
+        );
+    }
+    std::fs::rename(&tmp, dest).with_context(|| format!("cannot create {}", dest.display()))
 }
 
 /// The preset name of a dataset kind.
@@ -479,7 +615,9 @@ fn text_data(
 
 /// Load and split a dataset from the data directory ([`data_dir`]).
 pub fn load(spec: &DatasetSpec) -> Result<Dataset, DataError> {
-    load_from(&data_dir(), spec)
+    check_spec(spec)?;
+    let raw = read_raw_auto(spec.name)?;
+    build(&raw, spec)
 }
 
 /// Load and split a dataset from `dir` (no caching).
@@ -519,7 +657,14 @@ static DATASET_CACHE: OnceLock<Mutex<HashMap<String, Slot<Dataset>>>> = OnceLock
 /// Like [`load`], but each (data dir, spec) is decoded and split once per process; the decoded
 /// files are shared between specs of the same dataset (e.g. different split seeds).
 pub fn load_cached(spec: &DatasetSpec) -> Result<Arc<Dataset>, DataError> {
-    load_cached_from(&data_dir(), spec)
+    check_spec(spec)?;
+    let dir = data_dir();
+    let key = format!("{}|{spec:?}", dir.display());
+    cached(&DATASET_CACHE, key, || {
+        let raw_key = format!("{}|{:?}", dir.display(), spec.name);
+        let raw = cached(&RAW_CACHE, raw_key, || read_raw_auto(spec.name))?;
+        build(&raw, spec)
+    })
 }
 
 /// [`load_cached`] from an explicit directory.

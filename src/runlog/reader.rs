@@ -6,7 +6,6 @@
 //! * Any other malformed line is an error naming the file and the 1-based line number.
 
 use std::collections::HashSet;
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -182,13 +181,147 @@ pub fn read_run_log(path: &Path) -> Result<RunLog, RunLogError> {
         path: path.to_path_buf(),
         source,
     };
-    let bytes = std::fs::read(path).map_err(io)?;
+    // Only a regular file: a FIFO or device named as a log is an error, never a hang.
+    let bytes = crate::data::files::read_regular(path).map_err(io)?;
     parse_run_log(path, &bytes)
+}
+
+/// Range checks on a header's numbers (they size allocations on resume and report): batch
+/// sizes, trials per batch, workers, concurrency, and, for logs this tool wrote, the preset's
+/// workload as a preset file is checked.
+pub fn header_problem(h: &Header) -> Option<String> {
+    use crate::workload::load as l;
+    let workers = h.devices.replicas();
+    if h.batch_sizes.is_empty() {
+        return Some("header: batch_sizes is empty".into());
+    }
+    if h.batch_sizes.len() > l::MAX_BATCH_SIZES {
+        return Some(format!(
+            "header: {} batch sizes is absurd (at most {})",
+            h.batch_sizes.len(),
+            l::MAX_BATCH_SIZES
+        ));
+    }
+    if h.trials_per_batch == 0 || h.trials_per_batch > l::MAX_TRIALS_PER_BATCH {
+        return Some(format!(
+            "header: trials_per_batch {} must be in 1..={}",
+            h.trials_per_batch,
+            l::MAX_TRIALS_PER_BATCH
+        ));
+    }
+    if h.concurrency == 0 || h.concurrency > l::MAX_CONCURRENCY {
+        return Some(format!(
+            "header: concurrency {} must be in 1..={}",
+            h.concurrency,
+            l::MAX_CONCURRENCY
+        ));
+    }
+    if workers == 0 || workers > l::MAX_WORKERS {
+        return Some(format!(
+            "header: {workers} workers/devices must be in 1..={}",
+            l::MAX_WORKERS
+        ));
+    }
+    let t = &h.preset.workload.target;
+    if !t.value.is_finite() {
+        return Some(format!("header: target value {} is not finite", t.value));
+    }
+    if h.import.is_some() {
+        // Imported logs carry a placeholder model; their target is in the source's units.
+        return None;
+    }
+    for &b in &h.batch_sizes {
+        if let Some(m) = l::batch_size_problem(&h.preset.workload, b, workers) {
+            return Some(format!("header: {m}"));
+        }
+    }
+    if let Some(problem) = l::check(&h.preset).into_iter().next() {
+        let key: Vec<String> = problem
+            .key
+            .iter()
+            .map(|k| match k {
+                l::KeySeg::Key(k) => k.to_string(),
+                l::KeySeg::Index(i) => format!("[{i}]"),
+            })
+            .collect();
+        return Some(format!(
+            "header: preset {}: {}",
+            key.join(".").replace(".[", "["),
+            problem.message
+        ));
+    }
+    None
+}
+
+/// A trial line that cannot belong to this log: a duplicate id (two writers, or an edit), or
+/// (for logs this tool wrote) an id or batch size outside the header's plan.
+fn trial_problem(
+    h: &Header,
+    t: &TrialRecord,
+    seen: &std::collections::HashMap<u64, usize>,
+) -> Option<String> {
+    if let Some(first) = seen.get(&t.trial_id) {
+        return Some(format!(
+            "trial {} appears twice (first on line {first}): two processes wrote this log or it \
+             was edited; keep one copy of the line",
+            t.trial_id
+        ));
+    }
+    if h.import.is_some() {
+        return None;
+    }
+    let planned = (h.batch_sizes.len() as u64).saturating_mul(h.trials_per_batch as u64);
+    if t.trial_id >= planned {
+        return Some(format!(
+            "trial id {} is outside the header's plan of {planned} trials",
+            t.trial_id
+        ));
+    }
+    if !h.batch_sizes.contains(&t.spec.batch_size) {
+        return Some(format!(
+            "trial {} has batch size {}, which is not among the header's batch sizes",
+            t.trial_id, t.spec.batch_size
+        ));
+    }
+    None
+}
+
+/// A stored outcome that its own evaluation curve contradicts (an edited log): the report uses
+/// the stored outcome, so say so.
+fn outcome_curve_mismatch(h: &Header, t: &TrialRecord) -> Option<String> {
+    let evals = &t.outcome.evals;
+    if evals.is_empty() || h.import.is_some() {
+        return None;
+    }
+    let target = h.preset.workload.target.value;
+    let first = evals
+        .iter()
+        .find(|e| e.metric.is_finite() && e.metric <= target)
+        .map(|e| e.step);
+    match (&t.outcome.outcome, first) {
+        (Outcome::Reached { step }, Some(f)) if *step != f => Some(format!(
+            "trial {}: stored outcome says the target was reached at step {step}, but its eval \
+             curve first meets it at step {f} (edited log?)",
+            t.trial_id
+        )),
+        (Outcome::Reached { step }, None) => Some(format!(
+            "trial {}: stored outcome says the target was reached at step {step}, but no \
+             evaluation in its curve meets the target {target} (edited log?)",
+            t.trial_id
+        )),
+        (Outcome::NotReached { .. }, Some(f)) => Some(format!(
+            "trial {}: stored outcome says not reached, but its eval curve meets the target at \
+             step {f} (edited log?)",
+            t.trial_id
+        )),
+        _ => None,
+    }
 }
 
 /// Parses run-log bytes (the file's content); `path` is used in messages.
 pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
     let mut header: Option<Header> = None;
+    let mut seen: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
     let mut trials = Vec::new();
     let mut summary = None;
     let mut warnings = Vec::new();
@@ -246,6 +379,13 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
                             .into(),
                     });
                 }
+                if let Some(message) = header_problem(&h) {
+                    return Err(RunLogError::Malformed {
+                        path: path.to_path_buf(),
+                        line: line_no,
+                        message,
+                    });
+                }
                 header = Some(*h);
             }
             other => {
@@ -261,6 +401,18 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
                 }
                 match other {
                     LogLine::Trial(t) => {
+                        let h = header.as_ref().expect("checked above");
+                        if let Some(message) = trial_problem(h, &t, &seen) {
+                            return Err(RunLogError::Malformed {
+                                path: path.to_path_buf(),
+                                line: line_no,
+                                message,
+                            });
+                        }
+                        if let Some(w) = outcome_curve_mismatch(h, &t) {
+                            warnings.push(format!("{}:{line_no}: {w}", path.display()));
+                        }
+                        seen.insert(t.trial_id, line_no);
                         summary = None;
                         trials.push(*t);
                     }
@@ -326,7 +478,7 @@ impl RunLogTail {
             path: self.path.clone(),
             source,
         };
-        let mut f = File::open(&self.path).map_err(io)?;
+        let mut f = crate::data::files::open_regular(&self.path).map_err(io)?;
         let len = f.metadata().map_err(io)?.len();
         if len < self.offset {
             // Truncated (a resume cut a torn line): continue from the new end.

@@ -72,10 +72,80 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Environment variable naming a presets directory (when set, only it is used).
+pub const PRESETS_DIR_ENV: &str = "SCALING_LAB_PRESETS_DIR";
+
+/// The bundled presets, embedded at build time so that an installed binary lists and runs them
+/// from anywhere: (name, TOML text). A test checks that every `presets/*.toml` is here.
+pub const EMBEDDED_PRESETS: &[(&str, &str)] = &[
+    (
+        "digits-mlp-adam",
+        include_str!("../../presets/digits-mlp-adam.toml"),
+    ),
+    (
+        "digits-mlp-momentum",
+        include_str!("../../presets/digits-mlp-momentum.toml"),
+    ),
+    (
+        "digits-mlp-nesterov",
+        include_str!("../../presets/digits-mlp-nesterov.toml"),
+    ),
+    (
+        "digits-mlp-sgd",
+        include_str!("../../presets/digits-mlp-sgd.toml"),
+    ),
+    (
+        "fashion-cnn-adam",
+        include_str!("../../presets/fashion-cnn-adam.toml"),
+    ),
+    (
+        "fashion-cnn-momentum",
+        include_str!("../../presets/fashion-cnn-momentum.toml"),
+    ),
+    (
+        "fashion-cnn-sgd",
+        include_str!("../../presets/fashion-cnn-sgd.toml"),
+    ),
+    (
+        "mnist-cnn-adam",
+        include_str!("../../presets/mnist-cnn-adam.toml"),
+    ),
+    (
+        "mnist-cnn-momentum",
+        include_str!("../../presets/mnist-cnn-momentum.toml"),
+    ),
+    (
+        "mnist-cnn-sgd",
+        include_str!("../../presets/mnist-cnn-sgd.toml"),
+    ),
+    ("nqm-adam", include_str!("../../presets/nqm-adam.toml")),
+    (
+        "nqm-momentum",
+        include_str!("../../presets/nqm-momentum.toml"),
+    ),
+    ("nqm-sgd", include_str!("../../presets/nqm-sgd.toml")),
+    (
+        "shakespeare-lstm-adam",
+        include_str!("../../presets/shakespeare-lstm-adam.toml"),
+    ),
+    (
+        "shakespeare-mlstm-adam",
+        include_str!("../../presets/shakespeare-mlstm-adam.toml"),
+    ),
+    (
+        "shakespeare-transformer-adam",
+        include_str!("../../presets/shakespeare-transformer-adam.toml"),
+    ),
+];
+
+/// The name under which embedded presets are shown (`<bundled>/NAME.toml`).
+pub const EMBEDDED_PREFIX: &str = "<bundled>";
+
 /// The presets directory: `SCALING_LAB_PRESETS_DIR`, else `<crate>/presets` if it exists, else
-/// `./presets`.
+/// `./presets`. When no such directory exists the embedded presets are used ([`list_presets`],
+/// [`find_preset`]).
 pub fn presets_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("SCALING_LAB_PRESETS_DIR") {
+    if let Some(d) = std::env::var_os(PRESETS_DIR_ENV) {
         if !d.is_empty() {
             return PathBuf::from(d);
         }
@@ -87,13 +157,55 @@ pub fn presets_dir() -> PathBuf {
     PathBuf::from("./presets")
 }
 
-/// Read and validate one preset file.
+/// Whether `dir` is missing and not explicitly chosen, so the embedded presets stand in for it.
+fn use_embedded(dir: &Path) -> bool {
+    let explicit = std::env::var_os(PRESETS_DIR_ENV).is_some_and(|d| !d.is_empty());
+    !explicit && dir.symlink_metadata().is_err()
+}
+
+/// The embedded presets, parsed (each must be valid: a test checks it).
+pub fn embedded_presets() -> Vec<(PathBuf, Result<Preset, PresetError>)> {
+    EMBEDDED_PRESETS
+        .iter()
+        .map(|(name, text)| {
+            let path = PathBuf::from(format!("{EMBEDDED_PREFIX}/{name}.toml"));
+            let r = parse_preset(&path, text);
+            (path, r)
+        })
+        .collect()
+}
+
+/// Largest preset file read (a preset is a few kB; anything bigger is not one).
+const MAX_PRESET_BYTES: u64 = 1 << 20;
+
+/// Read and validate one preset file. Only a regular file is opened (a FIFO, directory or device
+/// is one error, never a hang).
 pub fn load_preset(path: &Path) -> Result<Preset, PresetError> {
-    let text = std::fs::read_to_string(path).map_err(|e| PresetError {
+    let fail = |message: String| PresetError {
         path: path.to_path_buf(),
         line: 0,
         col: 0,
-        message: format!("cannot read preset: {e}"),
+        message,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read preset: {e}")))?;
+    if meta.is_file() && meta.len() > MAX_PRESET_BYTES {
+        return Err(fail(format!(
+            "cannot read preset: {} bytes is too large for a preset (at most {MAX_PRESET_BYTES})",
+            meta.len()
+        )));
+    }
+    let bytes = crate::data::files::read_regular(path)
+        .map_err(|e| fail(format!("cannot read preset: {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let prefix = String::from_utf8_lossy(&e.as_bytes()[..at]).into_owned();
+        let (line, col) = line_col(&prefix, at);
+        PresetError {
+            path: path.to_path_buf(),
+            line,
+            col,
+            message: "not UTF-8 text: a preset is a TOML text file".into(),
+        }
     })?;
     parse_preset(path, &text)
 }
@@ -122,12 +234,46 @@ pub fn parse_preset(path: &Path, text: &str) -> Result<Preset, PresetError> {
         }
         PresetError::at(path, text, offset, message)
     })?;
+    // Pass 1c: fixed-length arrays ([lo, hi]) with extra elements (serde drops them silently).
+    for keys in [
+        ["search", "learning_rate"],
+        ["search", "one_minus_momentum"],
+        ["search", "decay_alpha"],
+        ["search", "decay_fraction"],
+    ] {
+        if let Some((n, offset)) = array_len_and_third(tree.get_ref(), &keys) {
+            return Err(PresetError::at(
+                path,
+                text,
+                Some(offset),
+                format!(
+                    "{} has {n} elements: give exactly two, [lo, hi]",
+                    keys.join(".")
+                ),
+            ));
+        }
+    }
     // Pass 2: values.
     if let Some(problem) = check(&preset).into_iter().next() {
         let offset = locate(tree.get_ref(), &problem.key);
         return Err(PresetError::at(path, text, Some(offset), problem.message));
     }
     Ok(preset)
+}
+
+/// (length, offset of the third element) of the array at `keys`, when it has more than two.
+fn array_len_and_third(root: &DeTable<'_>, keys: &[&str]) -> Option<(usize, usize)> {
+    let mut table = root;
+    let (last, parents) = keys.split_last()?;
+    for k in parents {
+        let (_, v) = table.iter().find(|(key, _)| key.get_ref().as_ref() == *k)?;
+        table = v.get_ref().as_table()?;
+    }
+    let (_, v) = table
+        .iter()
+        .find(|(key, _)| key.get_ref().as_ref() == *last)?;
+    let a = v.get_ref().as_array()?;
+    (a.len() > 2).then(|| (a.len(), a[2].span().start))
 }
 
 /// `toml` reports errors inside an internally tagged enum (the model, the decay) with the span
@@ -669,6 +815,274 @@ pub fn check(p: &Preset) -> Vec<Problem> {
             });
         }
     }
+    out.extend(check_sizes(p, available_memory()));
+    out
+}
+
+/// Upper bounds on counts that allocate per item (trials, threads): far above any real use,
+/// low enough that an absurd value is an error instead of an allocation crash.
+pub const MAX_TRIALS_PER_BATCH: usize = 100_000;
+pub const MAX_BATCH_SIZES: usize = 4_096;
+pub const MAX_WORKERS: usize = 1_024;
+pub const MAX_CONCURRENCY: usize = 1_024;
+pub const MAX_BATCH_SIZE: usize = 1 << 30;
+/// Smallest validation set whose error rate is worth a target (one image = 0 % or 100 %).
+pub const MIN_VAL_EXAMPLES: usize = 10;
+
+/// (examples, height, width) of an image dataset as bundled.
+pub fn image_geometry(kind: DatasetKind) -> Option<(usize, usize, usize)> {
+    match kind {
+        DatasetKind::Digits => Some((1797, 8, 8)),
+        DatasetKind::Mnist | DatasetKind::Fashion => Some((10_000, 28, 28)),
+        DatasetKind::Shakespeare | DatasetKind::Reviews => None,
+    }
+}
+
+/// (training examples, validation examples used) of an image workload, computed exactly as the
+/// split does; `None` for text and the NQM.
+pub fn image_split_sizes(w: &super::spec::Workload) -> Option<(usize, usize)> {
+    let d = w.dataset.as_ref()?;
+    let (n, _, _) = image_geometry(d.name)?;
+    if !(d.val_fraction > 0.0 && d.val_fraction < 1.0) {
+        return None;
+    }
+    let n_val = crate::data::split::val_count(n, d.val_fraction).min(n);
+    let used = d.max_val.map_or(n_val, |m| m.min(n_val));
+    Some((n - n_val, used))
+}
+
+/// Why batch size `b` cannot be used with workload `w` on `workers` workers, if it cannot:
+/// zero, absurdly large, not divisible by the workers, or larger than the training set. For the
+/// CLI's `--batch-sizes`/`--batch-size` as well as the preset's.
+pub fn batch_size_problem(w: &super::spec::Workload, b: usize, workers: usize) -> Option<String> {
+    if b == 0 {
+        return Some("batch sizes must be > 0".into());
+    }
+    if b > MAX_BATCH_SIZE {
+        return Some(format!(
+            "batch size {b} is absurd (at most {MAX_BATCH_SIZE})"
+        ));
+    }
+    if workers > 0 && !b.is_multiple_of(workers) {
+        return Some(format!(
+            "batch size {b} is not divisible by workers {workers} (each worker gets B/G examples)"
+        ));
+    }
+    if let Some((n_train, _)) = image_split_sizes(w) {
+        if b > n_train {
+            return Some(format!(
+                "batch size {b} is larger than the {n_train} training examples"
+            ));
+        }
+    }
+    None
+}
+
+/// Memory this machine has available for a new process (bytes), from /proc/meminfo; `None` when
+/// it cannot be read.
+pub fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb.saturating_mul(1024))
+}
+
+/// Approximate trainable parameter count of the model (f64: absurd sizes must not overflow).
+pub fn approx_params(w: &super::spec::Workload) -> f64 {
+    let (c_in, h, wd) = match w.dataset.as_ref().and_then(|d| {
+        let (_, h, wd) = image_geometry(d.name)?;
+        let f = d.downsample.unwrap_or(1).max(1);
+        Some((1.0, (h / f).max(1) as f64, (wd / f).max(1) as f64))
+    }) {
+        Some(g) => g,
+        None => (1.0, 1.0, 1.0),
+    };
+    let classes = 10.0;
+    let vocab = 256.0;
+    match &w.model {
+        ModelSpec::Mlp { hidden } => {
+            let mut prev = c_in * h * wd;
+            let mut p = 0.0;
+            for &x in hidden {
+                p += (prev + 1.0) * x as f64;
+                prev = x as f64;
+            }
+            p + (prev + 1.0) * classes
+        }
+        ModelSpec::Cnn { channels, dense } => {
+            let mut prev = c_in;
+            let mut p = 0.0;
+            for &c in channels {
+                p += 25.0 * prev * c as f64 + c as f64;
+                prev = c as f64;
+            }
+            p + (prev * h * wd + 1.0) * *dense as f64 + (*dense as f64 + 1.0) * classes
+        }
+        ModelSpec::CharLstm { embed, hidden } | ModelSpec::Mlstm { embed, hidden } => {
+            let (e, hd) = (*embed as f64, *hidden as f64);
+            vocab * e + 8.0 * (e + hd + 1.0) * hd + (hd + 1.0) * vocab
+        }
+        ModelSpec::Transformer {
+            d_model,
+            layers,
+            ff,
+            ..
+        } => {
+            let (d, f, l) = (*d_model as f64, *ff as f64, *layers as f64);
+            let seq = w.dataset.as_ref().map_or(1.0, |d| d.seq_len as f64);
+            vocab * d + seq * d + l * (4.0 * d * d + 2.0 * d * f + 8.0 * d) + (d + 1.0) * vocab
+        }
+        ModelSpec::Nqm { dim, .. } => 4.0 * *dim as f64,
+    }
+}
+
+/// Sizes that would crash on allocation or make no sense: trial/thread counts, batch sizes
+/// against the training set, degenerate validation sets, `downsample` that crops, models too big
+/// for `memory` (bytes available; `None` = unknown, only absolute caps apply).
+pub fn check_sizes(p: &Preset, memory: Option<u64>) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut bad = |k: &[&'static str], msg: String| {
+        out.push(Problem {
+            key: key(k),
+            message: msg,
+        })
+    };
+    let w = &p.workload;
+    let sw = &p.sweep;
+    if sw.trials_per_batch > MAX_TRIALS_PER_BATCH {
+        bad(
+            &["sweep", "trials_per_batch"],
+            format!(
+                "trials_per_batch {} is absurd (at most {MAX_TRIALS_PER_BATCH})",
+                sw.trials_per_batch
+            ),
+        );
+    }
+    if sw.batch_sizes.len() > MAX_BATCH_SIZES {
+        bad(
+            &["sweep", "batch_sizes"],
+            format!(
+                "{} batch sizes is absurd (at most {MAX_BATCH_SIZES})",
+                sw.batch_sizes.len()
+            ),
+        );
+    }
+    if sw.workers > MAX_WORKERS {
+        bad(
+            &["sweep", "workers"],
+            format!("workers {} is absurd (at most {MAX_WORKERS})", sw.workers),
+        );
+    }
+    if sw.concurrency > MAX_CONCURRENCY {
+        bad(
+            &["sweep", "concurrency"],
+            format!(
+                "concurrency {} is absurd (at most {MAX_CONCURRENCY})",
+                sw.concurrency
+            ),
+        );
+    }
+    if p.search.base_batch > MAX_BATCH_SIZE {
+        bad(
+            &["search", "base_batch"],
+            format!(
+                "base_batch {} is absurd (at most {MAX_BATCH_SIZE})",
+                p.search.base_batch
+            ),
+        );
+    }
+    if let Some(d) = &w.dataset {
+        if let Some((_, h, wd)) = image_geometry(d.name) {
+            if let Some(f) = d.downsample.filter(|&f| f > 0) {
+                if !h.is_multiple_of(f) || !wd.is_multiple_of(f) {
+                    bad(
+                        &["workload", "dataset", "downsample"],
+                        format!(
+                            "downsample {f} does not divide the {h}×{wd} images (it would crop them): use a divisor of {h}"
+                        ),
+                    );
+                }
+            }
+            if let Some((n_train, n_val)) = image_split_sizes(w) {
+                if n_val < MIN_VAL_EXAMPLES {
+                    let k: &[&'static str] = if d.max_val.is_some_and(|m| m < MIN_VAL_EXAMPLES) {
+                        &["workload", "dataset", "max_val"]
+                    } else {
+                        &["workload", "dataset", "val_fraction"]
+                    };
+                    bad(
+                        k,
+                        format!(
+                            "the validation set would hold {n_val} examples: at least {MIN_VAL_EXAMPLES} are needed for a meaningful error rate"
+                        ),
+                    );
+                }
+                if n_train < MIN_VAL_EXAMPLES {
+                    bad(
+                        &["workload", "dataset", "val_fraction"],
+                        format!(
+                            "val_fraction {} leaves {n_train} training examples",
+                            d.val_fraction
+                        ),
+                    );
+                }
+            }
+        } else if d.downsample.is_some_and(|f| f > 1) {
+            bad(
+                &["workload", "dataset", "downsample"],
+                "downsample applies to image datasets only".into(),
+            );
+        }
+        if d.seq_len > 1 << 16 {
+            bad(
+                &["workload", "dataset", "seq_len"],
+                format!("seq_len {} is absurd (at most 65536)", d.seq_len),
+            );
+        }
+    }
+    for (i, &b) in sw.batch_sizes.iter().enumerate() {
+        if b == 0 || (sw.workers > 0 && !b.is_multiple_of(sw.workers)) {
+            continue; // reported by `check`
+        }
+        if let Some(message) = batch_size_problem(w, b, sw.workers) {
+            out.push(Problem {
+                key: vec![
+                    KeySeg::Key("sweep"),
+                    KeySeg::Key("batch_sizes"),
+                    KeySeg::Index(i),
+                ],
+                message,
+            });
+        }
+    }
+    // Model size against memory: weights, gradients and two optimizer slots (f32) per replica,
+    // times the replicas of the trials running at once.
+    let params = approx_params(w);
+    let replicas =
+        (sw.workers.clamp(1, MAX_WORKERS) * sw.concurrency.clamp(1, MAX_CONCURRENCY)) as f64;
+    let need = params * 16.0 * replicas;
+    let limit = memory.map_or(f64::INFINITY, |m| m as f64);
+    let model_key: &'static str = match &w.model {
+        ModelSpec::Mlp { .. } | ModelSpec::CharLstm { .. } | ModelSpec::Mlstm { .. } => "hidden",
+        ModelSpec::Cnn { .. } => "channels",
+        ModelSpec::Transformer { .. } => "d_model",
+        ModelSpec::Nqm { .. } => "dim",
+    };
+    let gib = |b: f64| b / (1u64 << 30) as f64;
+    if params > 2e10 || need > limit {
+        out.push(Problem {
+            key: key(&["workload", "model", model_key]),
+            message: format!(
+                "the model has about {params:.2e} parameters: {:.1} GiB for weights, gradients and \
+                 optimizer state ({replicas} replica(s)), {}",
+                gib(need),
+                memory.map_or("far more than is reasonable".to_string(), |m| format!(
+                    "more than the {:.1} GiB of memory available",
+                    gib(m as f64)
+                ))
+            ),
+        });
+    }
     out
 }
 
@@ -683,8 +1097,12 @@ fn dataset_name(k: DatasetKind) -> &'static str {
 }
 
 /// Every `*.toml` in `dir`, loaded, sorted by file name. An unreadable directory gives one
-/// entry with its error.
+/// entry with its error; a missing default directory (no `SCALING_LAB_PRESETS_DIR`) gives the
+/// embedded presets.
 pub fn list_presets(dir: &Path) -> Vec<(PathBuf, Result<Preset, PresetError>)> {
+    if use_embedded(dir) {
+        return embedded_presets();
+    }
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
@@ -713,8 +1131,10 @@ pub fn list_presets(dir: &Path) -> Vec<(PathBuf, Result<Preset, PresetError>)> {
         .collect()
 }
 
-/// Find a preset by name (`mnist-cnn-momentum`, looked up in [`presets_dir`]) or by path
-/// (`presets/mnist-cnn-momentum.toml`, anything ending in `.toml` or containing a `/`).
+/// Find a preset by name (`mnist-cnn-momentum`, looked up in [`presets_dir`], else among the
+/// embedded presets) or by path (`presets/mnist-cnn-momentum.toml`, anything ending in `.toml` or
+/// containing a `/`). A path is only ever that file: a missing path is an error, never the
+/// bundled preset of the same name.
 pub fn find_preset(name_or_path: &str) -> Result<(PathBuf, Preset), PresetError> {
     find_preset_in(&presets_dir(), name_or_path)
 }
@@ -726,20 +1146,18 @@ pub fn find_preset_in(dir: &Path, name_or_path: &str) -> Result<(PathBuf, Preset
         || name_or_path.contains('/')
         || name_or_path.contains(std::path::MAIN_SEPARATOR);
     if looks_like_path {
-        if as_path.is_file() {
-            return load_preset(as_path).map(|p| (as_path.to_path_buf(), p));
-        }
-        // `presets/x.toml` given from elsewhere: try the file name inside the presets dir.
-        if let Some(fname) = as_path.file_name() {
-            let candidate = dir.join(fname);
-            if candidate.is_file() {
-                return load_preset(&candidate).map(|p| (candidate, p));
-            }
+        // Exactly this file (load_preset names a missing one, a FIFO, a directory…).
+        return load_preset(as_path).map(|p| (as_path.to_path_buf(), p));
+    }
+    if use_embedded(dir) {
+        if let Some((_, text)) = EMBEDDED_PRESETS.iter().find(|(n, _)| *n == name_or_path) {
+            let path = PathBuf::from(format!("{EMBEDDED_PREFIX}/{name_or_path}.toml"));
+            return parse_preset(&path, text).map(|p| (path, p));
         }
         return Err(not_found(dir, name_or_path));
     }
     let candidate = dir.join(format!("{name_or_path}.toml"));
-    if candidate.is_file() {
+    if candidate.symlink_metadata().is_ok() {
         return load_preset(&candidate).map(|p| (candidate, p));
     }
     Err(not_found(dir, name_or_path))
@@ -758,6 +1176,12 @@ fn not_found(dir: &Path, name: &str) -> PresetError {
                 .collect()
         })
         .unwrap_or_default();
+    if use_embedded(dir) {
+        known = EMBEDDED_PRESETS
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+    }
     known.sort();
     let hint = if known.is_empty() {
         format!("no presets in {}", dir.display())
