@@ -669,7 +669,9 @@ enum Class {
 
 fn run_case(c: &Case) -> (Class, String) {
     let before: Vec<Option<Vec<u8>>> = c.unchanged.iter().map(|p| std::fs::read(p).ok()).collect();
-    let mut cmd = Command::new(BIN);
+    // CORPUS_BIN runs the corpus against another build (e.g. the original, for before counts).
+    let bin = std::env::var("CORPUS_BIN").unwrap_or_else(|_| BIN.to_string());
+    let mut cmd = Command::new(bin);
     cmd.args(&c.args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
