@@ -17,15 +17,15 @@
 //! steps, as for any workload) at which the expected loss ≤ target. The learning-rate schedule is
 //! honoured; where η is constant over an evaluation interval the interval is taken in one jump by
 //! squaring the 4×4 augmented transition matrix (so constant-η sweeps cost O(d·log k) per eval).
-//! Divergence: expected loss non-finite or above `divergence_factor` × the initial loss.
-//! Noise scale: `B_simple = tr(Σ)/E|G|² = Σ h_i / Σ h_i²·X_i`, from the current moments.
+//! Budget, evaluation cadence, divergence (expected loss non-finite or above `divergence_factor` ×
+//! the exact initial loss), target, events and the outcome are the `TrialMeter`'s, as for the Burn
+//! trainer. Noise scale: `B_simple = tr(Σ)/E|G|² = Σ h_i / Σ h_i²·X_i`, from the current moments.
 
 use std::time::Instant;
 
-use crate::core::events::{StepStats, TrialEvent};
-use crate::core::trial::{
-    CancelToken, EvalPoint, NoiseSummary, Outcome, Throughput, TrialOutcome, TrialRunner, TrialSpec,
-};
+use crate::core::events::TrialEvent;
+use crate::core::trial::{CancelToken, TrialOutcome, TrialRunner, TrialSpec};
+use crate::train::meter::{MeterOptions, StepSample, TrialMeter};
 use crate::workload::spec::{Decay, ModelSpec, OptimizerKind, Workload};
 
 /// Closed-form NQM runner.
@@ -310,34 +310,30 @@ impl TrialRunner for NqmRunner {
             "learning rate must be positive (got {})",
             m.learning_rate
         );
-        let t0 = Instant::now();
-        emit(TrialEvent::Started { spec: spec.clone() });
         let mut st = NqmState::new(dim, p, workload.optimizer, m.momentum, spec.batch_size);
-        let initial = st.loss();
-        let budget = workload.budget_for(spec.batch_size);
-        let n_evals = budget.div_ceil(workload.eval_every).max(1);
-        let noise_stride = n_evals.div_ceil(50).max(1);
+        let mut meter = TrialMeter::new(
+            workload,
+            spec,
+            MeterOptions {
+                params: dim as u64,
+                ..Default::default()
+            },
+        );
+        meter.set_initial_loss(st.loss());
         let schedule = &m.schedule;
         let constant_from = schedule.warmup_steps.max(match schedule.decay {
             Decay::Constant => 0,
             Decay::Linear { steps, .. } => steps,
         });
-        let mut evals = Vec::new();
-        let mut noise = NoiseSummary::default();
-        let mut t = 0u64;
-        let mut last_step_event = Instant::now();
-        let mut eval_idx = 0u64;
+        meter.start(emit);
         let outcome = loop {
-            if cancel.is_cancelled() {
-                break Outcome::Cancelled { step: t };
+            if let Some(o) = meter.should_stop(cancel) {
+                break o;
             }
-            if t >= budget {
-                break Outcome::NotReached {
-                    budget,
-                    early_stopped: false,
-                };
-            }
-            let next = workload.next_eval(t).min(budget);
+            // Jump to the next evaluation: the expected loss is only observed there.
+            let t0 = Instant::now();
+            let t = meter.applied();
+            let next = meter.next_eval_step();
             if t >= constant_from {
                 st.steps_constant(schedule.lr_at(m.learning_rate, t), next - t);
             } else {
@@ -345,83 +341,30 @@ impl TrialRunner for NqmRunner {
                     st.step(schedule.lr_at(m.learning_rate, s));
                 }
             }
-            t = next;
-            eval_idx += 1;
+            let step_s = t0.elapsed().as_secs_f64();
             let loss = st.loss();
-            let diverged = !loss.is_finite() || loss > workload.divergence_factor * initial;
-            let point = EvalPoint {
-                step: t,
-                metric: if loss.is_finite() { loss } else { f64::MAX },
-                train_loss: if loss.is_finite() { loss } else { f64::MAX },
-            };
-            if diverged {
-                break Outcome::Diverged { step: t };
-            }
-            evals.push(point);
-            emit(TrialEvent::Eval(point));
-            let reached = workload.target.is_met(loss);
-            let bs = st.b_simple();
-            if bs.is_finite() && (eval_idx.is_multiple_of(noise_stride) || reached) {
-                push_bounded(&mut noise.trajectory, (t, bs), 64);
-                emit(TrialEvent::NoiseScale {
-                    step: t,
-                    b_simple: bs,
-                });
-            }
-            if bs.is_finite() {
-                noise.b_simple = Some(bs);
-            }
-            if last_step_event.elapsed().as_millis() >= 100 || reached {
-                last_step_event = Instant::now();
-                emit(TrialEvent::Step(step_stats(
-                    t,
-                    loss,
-                    schedule.lr_at(m.learning_rate, t.saturating_sub(1)),
-                    spec.batch_size,
-                    t0,
-                )));
-            }
-            if reached {
-                break Outcome::Reached { step: t };
-            }
-        };
-        let steps = match outcome {
-            Outcome::Reached { step }
-            | Outcome::Diverged { step }
-            | Outcome::Cancelled { step } => step,
-            Outcome::NotReached { budget, .. } => budget,
-        };
-        let wall_s = t0.elapsed().as_secs_f64();
-        let step_s = if steps > 0 {
-            wall_s / steps as f64
-        } else {
-            0.0
-        };
-        let result = TrialOutcome {
-            outcome,
-            steps,
-            skipped_steps: 0,
-            final_loss_scale: 1.0,
-            wall_s,
-            evals,
-            noise,
-            throughput: Throughput {
-                examples_per_s: if wall_s > 0.0 {
-                    (steps as f64 * spec.batch_size as f64) / wall_s
-                } else {
-                    0.0
-                },
+            let sample = StepSample {
+                applied: next - t,
+                attempted: next - t,
+                loss,
+                lr: schedule.lr_at(m.learning_rate, next.saturating_sub(1)),
+                loss_scale: 1.0,
+                consecutive_skips: 0,
                 step_s,
                 compute_s: step_s,
                 exchange_s: 0.0,
-                params: dim as u64,
-                exchanged_bytes_per_step: 0,
-            },
+            };
+            if let Some(o) = meter.record(sample) {
+                break o;
+            }
+            meter.set_noise(Some(st.b_simple()));
+            if meter.progress(emit) {
+                if let Some(o) = meter.eval(loss, emit) {
+                    break o;
+                }
+            }
         };
-        emit(TrialEvent::Finished {
-            outcome: Box::new(result.clone()),
-        });
-        Ok(result)
+        Ok(meter.finish(outcome, emit))
     }
 
     fn backend(&self) -> String {
@@ -429,40 +372,10 @@ impl TrialRunner for NqmRunner {
     }
 }
 
-fn step_stats(step: u64, loss: f64, lr: f64, batch: usize, t0: Instant) -> StepStats {
-    let wall = t0.elapsed().as_secs_f64();
-    StepStats {
-        step,
-        loss,
-        lr,
-        loss_scale: 1.0,
-        skipped_steps: 0,
-        examples_per_s: if wall > 0.0 {
-            step as f64 * batch as f64 / wall
-        } else {
-            0.0
-        },
-        compute_s: if step > 0 { wall / step as f64 } else { 0.0 },
-        exchange_s: 0.0,
-    }
-}
-
-/// Appends to a bounded trajectory, halving its resolution when full.
-fn push_bounded(v: &mut Vec<(u64, f64)>, x: (u64, f64), cap: usize) {
-    if v.len() >= cap {
-        let mut i = 0;
-        v.retain(|_| {
-            i += 1;
-            i % 2 == 1
-        });
-    }
-    v.push(x);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::trial::DeviceSpec;
+    use crate::core::trial::{DeviceSpec, NoiseSummary, Outcome, Throughput};
     use crate::workload::spec::*;
 
     pub(crate) fn workload(opt: OptimizerKind, dim: usize, target: f64) -> Workload {
@@ -636,6 +549,7 @@ mod tests {
                                 evals: vec![],
                                 noise: NoiseSummary::default(),
                                 throughput: Throughput::default(),
+                                reason: None,
                             },
                             finished: String::new(),
                         });

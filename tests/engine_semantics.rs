@@ -1,5 +1,6 @@
-//! Optimizer semantics against hand-computed PyTorch updates, and data-parallel gradient averaging
-//! against the full-batch gradient.
+//! Optimizer semantics against PyTorch's documented update rules, computed by hand here in f64
+//! (not values recorded from PyTorch), and data-parallel gradient averaging against the full-batch
+//! gradient.
 
 use burn::backend::{Autodiff, Flex};
 use burn::collective::{register, reset_collective, CollectiveConfig, PeerId, ReduceOperation};
@@ -51,7 +52,7 @@ fn close(a: &[f64], b: &[f64]) {
 }
 
 #[test]
-fn sgd_momentum_nesterov_match_pytorch() {
+fn sgd_momentum_nesterov_match_the_pytorch_update_rules_computed_by_hand() {
     let (lr, g) = (0.1, 0.9);
     let expected = |nesterov: bool, mom: f64| {
         let (mut p, mut v, mut out) = (1.0f64, 0.0f64, vec![]);
@@ -79,7 +80,7 @@ fn sgd_momentum_nesterov_match_pytorch() {
 }
 
 #[test]
-fn adam_matches_pytorch() {
+fn adam_matches_the_pytorch_update_rule_computed_by_hand() {
     let (lr, b1, b2, eps) = (0.01, 0.9, 0.999, 1e-8);
     let (mut p, mut m, mut v, mut out) = (1.0f64, 0.0f64, 0.0f64, vec![]);
     for (t, &x) in XS.iter().enumerate() {

@@ -334,6 +334,7 @@ impl TrialRunner for Slow {
             evals: vec![],
             noise: NoiseSummary::default(),
             throughput: Throughput::default(),
+            reason: None,
         })
     }
     fn backend(&self) -> String {

@@ -79,14 +79,84 @@ pub enum SweepEvent {
     },
 }
 
-impl SweepEvent {
-    pub fn trial_eval(&self) -> Option<(u64, &EvalPoint)> {
-        match self {
-            SweepEvent::Trial {
-                trial_id,
-                event: TrialEvent::Eval(p),
-            } => Some((*trial_id, p)),
-            _ => None,
+/// A bounded series: at most `cap` retained samples however long the run, at a resolution that
+/// halves each time it fills up (every 2nd, then every 4th, … sample is kept), so storing and
+/// drawing it never grows. The latest sample is always part of `points()`. The one bounded-history
+/// type of the engine (noise trajectories of the Burn trainer and the NQM).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoundedHistory<T> {
+    pts: Vec<T>,
+    cap: usize,
+    stride: u64,
+    seen: u64,
+    last: Option<T>,
+}
+
+impl<T: Clone + PartialEq> BoundedHistory<T> {
+    pub fn new(cap: usize) -> Self {
+        let cap = cap.max(2);
+        BoundedHistory {
+            pts: Vec::with_capacity(cap),
+            cap,
+            stride: 1,
+            seen: 0,
+            last: None,
         }
+    }
+    pub fn push(&mut self, x: T) {
+        if self.seen.is_multiple_of(self.stride) {
+            self.pts.push(x.clone());
+            if self.pts.len() >= self.cap {
+                let kept: Vec<T> = self.pts.iter().step_by(2).cloned().collect();
+                self.pts = kept;
+                self.stride *= 2;
+            }
+        }
+        self.seen += 1;
+        self.last = Some(x);
+    }
+    /// Samples pushed so far (retained or not).
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+    pub fn is_empty(&self) -> bool {
+        self.seen == 0
+    }
+    /// The retained samples plus the latest one (at most `cap` + 1).
+    pub fn points(&self) -> Vec<T> {
+        let mut v = self.pts.clone();
+        if let Some(l) = &self.last {
+            if v.last() != Some(l) {
+                v.push(l.clone());
+            }
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BoundedHistory;
+
+    #[test]
+    fn bounded_history_stays_bounded_evenly_spaced_and_keeps_the_latest() {
+        let mut h = BoundedHistory::new(8);
+        for i in 0..1000u64 {
+            h.push(i);
+        }
+        let p = h.points();
+        assert!(p.len() <= 9, "{p:?}");
+        assert_eq!(p[0], 0);
+        assert_eq!(*p.last().unwrap(), 999);
+        let gaps: Vec<u64> = p.windows(2).map(|w| w[1] - w[0]).collect();
+        let stride = gaps[0];
+        assert!(gaps[..gaps.len() - 1].iter().all(|&g| g == stride), "{p:?}");
+        assert_eq!(h.seen(), 1000);
+        let mut few = BoundedHistory::new(8);
+        for i in 0..5u64 {
+            few.push(i);
+        }
+        assert_eq!(few.points(), vec![0, 1, 2, 3, 4]);
+        assert!(BoundedHistory::<u64>::new(4).points().is_empty());
     }
 }

@@ -137,6 +137,10 @@ pub struct TrialOutcome {
     pub evals: Vec<EvalPoint>,
     pub noise: NoiseSummary,
     pub throughput: Throughput,
+    /// Why the trial stopped where it did, in words, where the outcome alone does not say
+    /// (diverged: "training loss is NaN", "50 consecutive steps skipped …"). Absent in older logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// Cooperative cancellation flag shared with a running trial.
@@ -169,6 +173,13 @@ pub trait TrialRunner: Send + Sync {
 
     /// Backend label for run-log headers ("flex-cpu", "cuda", "nqm-closed-form", ...).
     fn backend(&self) -> String;
+
+    /// Backend label of runs on `devices` (what run-log headers record): the Burn runner names
+    /// the CUDA devices; other runners do not depend on the devices.
+    fn backend_on(&self, devices: &DeviceSpec) -> String {
+        let _ = devices;
+        self.backend()
+    }
 }
 
 /// Builds the runner for a workload (Burn trainer for data workloads, closed-form NQM, fakes in tests).

@@ -278,6 +278,7 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
                     evals,
                     noise: NoiseSummary::default(),
                     throughput: Throughput::default(),
+                    reason: None,
                 },
                 finished: String::new(),
             });

@@ -368,6 +368,7 @@ pub(crate) mod tests {
                     trajectory: vec![],
                 },
                 throughput: Throughput::default(),
+                reason: None,
             },
             finished: String::new(),
         }

@@ -184,7 +184,7 @@ pub fn start_sweep_with(
             (RunLogWriter::open_append(path, log.valid_len)?, log.trials)
         }
         None => {
-            let header = make_header(&cfg, &runner.backend());
+            let header = make_header(&cfg, &runner.backend_on(&cfg.devices));
             (RunLogWriter::create(&cfg.runs_dir, &header)?, Vec::new())
         }
     };
@@ -635,5 +635,6 @@ fn empty_outcome(outcome: Outcome) -> TrialOutcome {
         evals: Vec::new(),
         noise: NoiseSummary::default(),
         throughput: Throughput::default(),
+        reason: None,
     }
 }

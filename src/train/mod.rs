@@ -1,12 +1,16 @@
-//! The Burn trainer: data-parallel workers, mixed precision, loss scaling, noise scale.
+//! The Burn trainer: data-parallel workers, mixed precision, loss scaling, noise scale, the
+//! bucketed gradient exchange, and the measurement loop every runner (NQM included) drives.
 
+pub mod allreduce_bench;
+pub mod bench;
+pub mod exchange;
 pub mod grads;
+pub mod meter;
 pub mod noise;
 pub mod optim;
+pub mod runner;
 pub mod scaler;
 pub mod trainer;
 
-pub use trainer::{run_trial, TrainOptions};
-pub mod runner;
 pub use runner::{runner_for, BurnRunner};
-pub mod bench;
+pub use trainer::{run_trial, TrainOptions};

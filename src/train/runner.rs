@@ -50,6 +50,85 @@ impl TrialRunner for BurnRunner {
     fn backend(&self) -> String {
         "burn-flex (cpu)".into()
     }
+
+    fn backend_on(&self, devices: &DeviceSpec) -> String {
+        match devices {
+            DeviceSpec::Cpu { .. } => self.backend(),
+            DeviceSpec::Cuda { devices } => cuda_label(devices, &gpu_names()),
+        }
+    }
+}
+
+/// "burn-cuda (cuda:0 NVIDIA H200, cuda:1 NVIDIA H200)"; devices whose name is unknown are
+/// listed by index only.
+pub fn cuda_label(ids: &[usize], names: &[(usize, String)]) -> String {
+    let list: Vec<String> = ids
+        .iter()
+        .map(|i| match names.iter().find(|(j, _)| j == i) {
+            Some((_, n)) => format!("cuda:{i} {n}"),
+            None => format!("cuda:{i}"),
+        })
+        .collect();
+    format!("burn-cuda ({})", list.join(", "))
+}
+
+/// (index, name) of the visible NVIDIA GPUs from `nvidia-smi` (empty when it is missing, fails
+/// or takes over 3 s). Indices follow `CUDA_VISIBLE_DEVICES` when it lists plain indices.
+pub fn gpu_names() -> Vec<(usize, String)> {
+    use std::process::{Command, Stdio};
+    let Ok(mut child) = Command::new("nvidia-smi")
+        .args(["--query-gpu=index,name", "--format=csv,noheader"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return Vec::new();
+    };
+    let t0 = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if t0.elapsed() < std::time::Duration::from_secs(3) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Vec::new();
+            }
+        }
+    }
+    let mut out = String::new();
+    if let Some(mut so) = child.stdout.take() {
+        use std::io::Read;
+        let _ = so.read_to_string(&mut out);
+    }
+    let physical: Vec<(usize, String)> = out
+        .lines()
+        .filter_map(|l| {
+            let (i, n) = l.split_once(',')?;
+            Some((i.trim().parse().ok()?, n.trim().to_string()))
+        })
+        .collect();
+    match std::env::var("CUDA_VISIBLE_DEVICES") {
+        Ok(v) if !v.trim().is_empty() => {
+            let order: Option<Vec<usize>> = v.split(',').map(|x| x.trim().parse().ok()).collect();
+            match order {
+                Some(order) => order
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(logical, p)| {
+                        physical
+                            .iter()
+                            .find(|(i, _)| i == p)
+                            .map(|(_, n)| (logical, n.clone()))
+                    })
+                    .collect(),
+                None => Vec::new(),
+            }
+        }
+        _ => physical,
+    }
 }
 
 /// The runner for a workload: the closed-form NQM or the Burn trainer.
@@ -60,6 +139,32 @@ pub fn runner_for(
     match workload.model {
         crate::workload::spec::ModelSpec::Nqm { .. } => Ok(Arc::new(crate::nqm::NqmRunner::new())),
         _ => Ok(Arc::new(BurnRunner::new(options.clone()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuda_runs_are_labelled_cuda_with_device_names() {
+        let names = vec![
+            (0, "NVIDIA H200".to_string()),
+            (1, "NVIDIA H200".to_string()),
+        ];
+        assert_eq!(
+            cuda_label(&[0, 1], &names),
+            "burn-cuda (cuda:0 NVIDIA H200, cuda:1 NVIDIA H200)"
+        );
+        assert_eq!(cuda_label(&[3], &names), "burn-cuda (cuda:3)");
+        let r = BurnRunner::default();
+        assert!(r
+            .backend_on(&DeviceSpec::Cuda { devices: vec![0] })
+            .starts_with("burn-cuda (cuda:0"));
+        assert_eq!(
+            r.backend_on(&DeviceSpec::Cpu { workers: 2 }),
+            "burn-flex (cpu)"
+        );
     }
 }
 

@@ -35,6 +35,53 @@ impl ScalerConfig {
     }
 }
 
+/// A loss-scaler setting out of range: which field, its value and what it must be.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("loss scaler: {field} must be {expected} (got {value})")]
+pub struct ScalerConfigError {
+    /// `init_scale` (the CLI's `--loss-scale`), `backoff`, `growth` or `growth_interval`.
+    pub field: &'static str,
+    pub value: f64,
+    pub expected: &'static str,
+}
+
+impl ScalerConfig {
+    /// The fp16 default with initial scale `init_scale` (the CLI's `--loss-scale`), validated.
+    pub fn fp16_with_scale(init_scale: f64) -> Result<Self, ScalerConfigError> {
+        let c = ScalerConfig {
+            init_scale,
+            ..Self::fp16()
+        };
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Every field in range: a finite initial scale ≥ 1 (an infinite one can never back off to a
+    /// usable value), backoff in (0, 1), finite growth ≥ 1, growth interval ≥ 1.
+    pub fn validate(&self) -> Result<(), ScalerConfigError> {
+        let err = |field, value, expected| {
+            Err(ScalerConfigError {
+                field,
+                value,
+                expected,
+            })
+        };
+        if !(self.init_scale.is_finite() && self.init_scale >= 1.0) {
+            return err("init_scale", self.init_scale, "a finite number ≥ 1");
+        }
+        if !(self.backoff > 0.0 && self.backoff < 1.0) {
+            return err("backoff", self.backoff, "in (0, 1)");
+        }
+        if !(self.growth.is_finite() && self.growth >= 1.0) {
+            return err("growth", self.growth, "a finite number ≥ 1");
+        }
+        if self.growth_interval == 0 {
+            return err("growth_interval", 0.0, "at least 1");
+        }
+        Ok(())
+    }
+}
+
 /// What to do with the current step's gradients.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScaleDecision {
@@ -132,6 +179,35 @@ mod tests {
         assert_eq!(s.scale(), 65536.0);
         s.update(true);
         assert_eq!(s.scale(), 131072.0);
+    }
+
+    #[test]
+    fn out_of_range_settings_are_structured_errors() {
+        for bad in [f64::INFINITY, f64::NAN, 0.0, 0.5, -3.0] {
+            let e = ScalerConfig::fp16_with_scale(bad).unwrap_err();
+            assert_eq!(e.field, "init_scale", "{bad}");
+            assert!(e.to_string().contains("finite number ≥ 1"), "{e}");
+        }
+        assert_eq!(
+            ScalerConfig::fp16_with_scale(1024.0).unwrap().init_scale,
+            1024.0
+        );
+        assert!(ScalerConfig::fp16().validate().is_ok());
+        assert!(ScalerConfig::bf16().validate().is_ok());
+        let e = ScalerConfig {
+            backoff: 1.0,
+            ..ScalerConfig::fp16()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.field, "backoff");
+        let e = ScalerConfig {
+            growth_interval: 0,
+            ..ScalerConfig::fp16()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.field, "growth_interval");
     }
 
     #[test]

@@ -4,29 +4,27 @@
 //! estimator and the steps-to-target bookkeeping. G worker threads each own a replica (initialised
 //! once, then cloned/forked so every replica has the same weights and parameter ids) and an optimizer.
 //! Per step every worker computes forward/backward on its shard, the gradients are all-reduced with
-//! burn-collective (Mean), and every worker applies the identical update, so replicas stay identical.
+//! burn-collective (Mean; bucketed, see `exchange`), and every worker applies the identical update,
+//! so replicas stay identical. What is measured and when the trial stops is the `TrialMeter`'s.
 
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
-use burn::collective::{
-    finish_collective, register, reset_collective, CollectiveConfig, PeerId, ReduceOperation,
-};
+use burn::collective::{finish_collective, register, reset_collective, CollectiveConfig, PeerId};
 use burn::module::{AutodiffModule, Module};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Device, FloatDType, Int, Tensor, TensorData};
 
+use super::exchange::{self, Reduced};
 use super::grads;
+use super::meter::{MeterOptions, StepSample, TrialMeter};
 use super::noise::NoiseScaleEstimator;
 use super::optim::Opt;
-use super::scaler::{LossScaler, ScalerConfig};
-use crate::core::{
-    CancelToken, EvalPoint, NoiseSummary, Outcome, StepStats, Throughput, TrialEvent, TrialOutcome,
-    TrialSpec,
-};
+use super::scaler::{LossScaler, ScaleDecision, ScalerConfig};
+use crate::core::{CancelToken, TrialEvent, TrialOutcome, TrialSpec};
 use crate::data::{self, Dataset, ImageBatcher, TextBatcher};
 use crate::model::{Batch, Ctx, EvalSums, InputShape, Net};
 use crate::workload::spec::{Metric, Precision, Workload};
@@ -36,12 +34,17 @@ use crate::workload::spec::{Metric, Precision, Workload};
 pub struct TrainOptions {
     /// Estimate the gradient noise scale every step.
     pub noise_scale: bool,
-    /// Override of the loss scaler (fp16 default: 2^16, ×0.5, ×2 after 2000).
+    /// Override of the fp16 loss scaler (default: 2^16, ×0.5, ×2 after 2000). Only fp16 scales
+    /// the loss: fp32 and bf16 keep scale 1 (and skip non-finite steps) whatever is given here.
     pub scaler: Option<ScalerConfig>,
     /// Minimum interval between Step events.
     pub step_event_interval: Duration,
     /// Examples per evaluation forward pass.
     pub eval_batch: usize,
+    /// Gradient bytes per all-reduce call (bucketed exchange); 0 = one call per parameter tensor.
+    pub bucket_bytes: usize,
+    /// A trial whose loss scaler skips this many steps in a row is stopped as diverged.
+    pub max_consecutive_skips: u64,
 }
 
 impl Default for TrainOptions {
@@ -51,12 +54,14 @@ impl Default for TrainOptions {
             scaler: None,
             step_event_interval: Duration::from_millis(100),
             eval_batch: 1000,
+            bucket_bytes: exchange::default_bucket_bytes(),
+            max_consecutive_skips: 50,
         }
     }
 }
 
 /// Only one multi-replica trial at a time may use the process-wide collective server.
-static COLLECTIVE: Mutex<()> = Mutex::new(());
+pub(crate) static COLLECTIVE: Mutex<()> = Mutex::new(());
 
 fn compute_dtype(p: Precision) -> Option<FloatDType> {
     match p {
@@ -88,7 +93,8 @@ enum Cmd {
 
 struct Report {
     loss: f64,
-    /// |g_shard|² (unscaled by the caller) — or mean of the two micro-batches with one worker.
+    /// |g_shard|² (unscaled by the caller) — or mean of the two micro-batches with one worker;
+    /// NaN when the noise scale is off.
     local_sq: f64,
     /// |mean g|² after the all-reduce (scaled).
     global_sq: f64,
@@ -111,6 +117,9 @@ struct Worker<B: AutodiffBackend> {
     ctx: Ctx,
     data: Arc<Dataset>,
     eval_batch: usize,
+    bucket_bytes: usize,
+    /// Measure |g_shard|² for the noise scale.
+    noise: bool,
 }
 
 impl<B: AutodiffBackend> Worker<B> {
@@ -153,32 +162,38 @@ impl<B: AutodiffBackend> Worker<B> {
     ) -> anyhow::Result<Report> {
         let t0 = Instant::now();
         let batch = self.batch(&shard);
-        let (loss, mut g, local_sq) = if micro && batch.len() >= 2 {
+        let (loss, g, micro_sq) = if micro && batch.len() >= 2 {
             let (a, b) = split_half(&batch);
             let (la, mut ga) = self.backward(&a, loss_scale);
             let (lb, gb) = self.backward(&b, loss_scale);
             let sa = grads::sq_norm(&self.model, &ga);
             let sb = grads::sq_norm(&self.model, &gb);
             grads::mean_into(&self.model, &mut ga, &gb);
-            ((la + lb) / 2.0, ga, (sa + sb) / 2.0)
+            ((la + lb) / 2.0, ga, Some((sa + sb) / 2.0))
         } else {
             let (l, g) = self.backward(&batch, loss_scale);
-            let s = if self.world > 1 {
-                grads::sq_norm(&self.model, &g)
-            } else {
-                f64::NAN
-            };
-            (l, g, s)
+            (l, g, None)
         };
         let compute_s = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
-        if self.world > 1 {
-            g = g
-                .all_reduce::<B::InnerBackend>(PeerId::from(self.rank), ReduceOperation::Mean)
-                .map_err(|e| anyhow!("all-reduce failed on worker {}: {e:?}", self.rank))?;
-        }
-        let exchange_s = t1.elapsed().as_secs_f64();
-        let global_sq = grads::sq_norm(&self.model, &g);
+        let reduced = if self.world > 1 {
+            exchange::all_reduce_mean(
+                &self.model,
+                g,
+                self.rank,
+                self.bucket_bytes,
+                self.noise && micro_sq.is_none(),
+            )?
+        } else {
+            Reduced::single(&self.model, g)
+        };
+        let exchange_s = if self.world > 1 {
+            t1.elapsed().as_secs_f64()
+        } else {
+            0.0
+        };
+        let local_sq = micro_sq.unwrap_or(reduced.local_sq);
+        let global_sq = reduced.global_sq;
         // Every replica sees bit-identical reduced gradients, so every replica makes the same
         // skip/apply decision as the coordinator's scaler.
         if global_sq.is_finite() {
@@ -187,7 +202,7 @@ impl<B: AutodiffBackend> Worker<B> {
                 Some(c) if unscaled_norm > c => c / unscaled_norm,
                 _ => 1.0,
             };
-            grads::scale(&self.model, &mut g, clip_factor / loss_scale);
+            let g = reduced.into_grads(&self.model, clip_factor / loss_scale);
             let model = self.model.clone();
             self.model = self.opt.step(lr, model, g);
         }
@@ -304,12 +319,8 @@ fn worker_loop<B: AutodiffBackend>(
     tx: Sender<(usize, Reply)>,
 ) {
     if w.world > 1 {
-        let cfg = CollectiveConfig::default().with_num_devices(w.world);
-        if let Err(e) = register::<B::InnerBackend>(PeerId::from(w.rank), w.device.clone(), cfg) {
-            let _ = tx.send((
-                w.rank,
-                Reply::Failed(format!("collective register failed: {e:?}")),
-            ));
+        if let Err(e) = join_collective::<B>(w.rank, w.world, &w.device) {
+            let _ = tx.send((w.rank, Reply::Failed(e)));
             return;
         }
     }
@@ -346,6 +357,17 @@ fn worker_loop<B: AutodiffBackend>(
     }
 }
 
+/// Registers replica `rank` of `world` with the collective (the one place its config is built).
+fn join_collective<B: AutodiffBackend>(
+    rank: usize,
+    world: usize,
+    device: &Device<B>,
+) -> Result<(), String> {
+    let cfg = CollectiveConfig::default().with_num_devices(world);
+    register::<B::InnerBackend>(PeerId::from(rank), device.clone(), cfg)
+        .map_err(|e| format!("collective register failed: {e:?}"))
+}
+
 pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         s.to_string()
@@ -378,15 +400,6 @@ pub fn input_shape(data: &Dataset) -> InputShape {
     }
 }
 
-/// Bounded (step, value) history: halves its resolution when full.
-pub fn push_bounded(v: &mut Vec<(u64, f64)>, item: (u64, f64), cap: usize) {
-    v.push(item);
-    if v.len() > cap {
-        let kept: Vec<_> = v.iter().copied().step_by(2).collect();
-        *v = kept;
-    }
-}
-
 /// Runs one trial data-parallel on `devices` (one replica per entry; entries may repeat, e.g. CPU
 /// workers on the one CPU device). Emits events; never prints.
 pub fn run_trial<B: AutodiffBackend>(
@@ -400,6 +413,7 @@ pub fn run_trial<B: AutodiffBackend>(
 ) -> anyhow::Result<TrialOutcome> {
     let world = devices.len();
     anyhow::ensure!(world >= 1, "no device to train on");
+    let scaler_cfg = scaler_config(spec.precision, opts.scaler.as_ref())?;
     let shards = data::shard_ranges(spec.batch_size, world).map_err(|e| anyhow!("{e}"))?;
     let ctx = Ctx {
         dtype: compute_dtype(spec.precision),
@@ -439,6 +453,8 @@ pub fn run_trial<B: AutodiffBackend>(
             ctx,
             data: dataset.clone(),
             eval_batch: opts.eval_batch,
+            bucket_bytes: opts.bucket_bytes,
+            noise: opts.noise_scale,
         };
         let (ctx_tx, ctx_rx) = channel::<Cmd>();
         cmd_txs.push(ctx_tx);
@@ -453,8 +469,35 @@ pub fn run_trial<B: AutodiffBackend>(
     drop(reply_tx);
     drop(model);
 
+    let meter = TrialMeter::new(
+        workload,
+        spec,
+        MeterOptions {
+            step_event_interval: opts.step_event_interval,
+            max_consecutive_skips: opts.max_consecutive_skips,
+            params,
+            exchanged_bytes_per_step: if world > 1 { params * 4 } else { 0 },
+            initial_loss_scale: scaler_cfg.init_scale,
+        },
+    );
+    let workers = Workers {
+        cmd: &cmd_txs,
+        replies: &reply_rx,
+    };
+    let trial = Trial {
+        workload,
+        spec,
+        dataset: &dataset,
+        shards: &shards,
+        noise_scale: opts.noise_scale,
+    };
     let result = coordinate(
-        workload, spec, &dataset, opts, emit, cancel, &cmd_txs, &reply_rx, &shards, params,
+        &trial,
+        LossScaler::new(scaler_cfg),
+        meter,
+        &workers,
+        emit,
+        cancel,
     );
     for tx in &cmd_txs {
         let _ = tx.send(Cmd::Stop);
@@ -466,279 +509,237 @@ pub fn run_trial<B: AutodiffBackend>(
     result
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The loss scaler of a trial: fp16 scales (the default or a validated override); fp32 and bf16
+/// keep scale 1 and only skip non-finite steps.
+pub fn scaler_config(
+    precision: Precision,
+    over: Option<&ScalerConfig>,
+) -> anyhow::Result<ScalerConfig> {
+    Ok(match (precision, over) {
+        (Precision::Fp16, Some(c)) => {
+            c.validate()?;
+            c.clone()
+        }
+        (Precision::Fp16, None) => ScalerConfig::fp16(),
+        _ => ScalerConfig::bf16(),
+    })
+}
+
+/// The coordinator's handles on its worker threads.
+struct Workers<'a> {
+    cmd: &'a [Sender<Cmd>],
+    replies: &'a Receiver<(usize, Reply)>,
+}
+
+impl Workers<'_> {
+    fn world(&self) -> usize {
+        self.cmd.len()
+    }
+
+    /// Sends one step's shards and folds the replies: (mean loss, mean |g_shard|², |mean g|²,
+    /// slowest compute, slowest exchange).
+    fn step(
+        &self,
+        shards: Vec<HostBatch>,
+        lr: f64,
+        loss_scale: f64,
+        clip: Option<f64>,
+        micro: bool,
+    ) -> anyhow::Result<Report> {
+        let world = self.world();
+        for (tx, shard) in self.cmd.iter().zip(shards) {
+            tx.send(Cmd::Step {
+                shard,
+                lr,
+                loss_scale,
+                clip,
+                micro,
+            })
+            .map_err(|_| anyhow!("a worker stopped unexpectedly"))?;
+        }
+        let mut sum = Report {
+            loss: 0.0,
+            local_sq: 0.0,
+            global_sq: f64::NAN,
+            compute_s: 0.0,
+            exchange_s: 0.0,
+        };
+        for _ in 0..world {
+            let (rank, r) = self
+                .replies
+                .recv()
+                .map_err(|_| anyhow!("a worker stopped unexpectedly"))?;
+            match r {
+                Reply::Step(r) => {
+                    sum.loss += r.loss / world as f64;
+                    sum.local_sq += r.local_sq / world as f64;
+                    if rank == 0 {
+                        sum.global_sq = r.global_sq;
+                    }
+                    sum.compute_s = sum.compute_s.max(r.compute_s);
+                    sum.exchange_s = sum.exchange_s.max(r.exchange_s);
+                }
+                Reply::Failed(m) => anyhow::bail!("worker {rank} failed: {m}"),
+                Reply::Eval(_) => unreachable!("no evaluation was asked for"),
+            }
+        }
+        Ok(sum)
+    }
+
+    /// Evaluates worker 0's replica on the validation set.
+    fn eval(&self) -> anyhow::Result<EvalSums> {
+        self.cmd[0]
+            .send(Cmd::Eval)
+            .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?;
+        loop {
+            match self
+                .replies
+                .recv()
+                .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?
+            {
+                (_, Reply::Eval(s)) => return Ok(s),
+                (r, Reply::Failed(m)) => {
+                    anyhow::bail!("worker {r} failed during evaluation: {m}")
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Draws the global batch of the next step and splits it into the replicas' shards.
+struct Sampler<'a> {
+    dataset: &'a Dataset,
+    images: Option<ImageBatcher>,
+    text: Option<TextBatcher>,
+    shards: &'a [std::ops::Range<usize>],
+}
+
+impl<'a> Sampler<'a> {
+    fn new(dataset: &'a Dataset, shards: &'a [std::ops::Range<usize>], seed: u64) -> Self {
+        Sampler {
+            dataset,
+            images: match dataset {
+                Dataset::Images(d) => Some(ImageBatcher::new(d.n_train(), seed)),
+                _ => None,
+            },
+            text: match dataset {
+                Dataset::Text(d) => Some(TextBatcher::new(d.seq_len, seed)),
+                _ => None,
+            },
+            shards,
+        }
+    }
+
+    fn next(&mut self, b: usize) -> Vec<HostBatch> {
+        if let Some(bt) = self.images.as_mut() {
+            let idx = bt.next_batch(b);
+            return self
+                .shards
+                .iter()
+                .map(|r| HostBatch::Images(idx[r.clone()].to_vec()))
+                .collect();
+        }
+        let d = self.dataset.as_text().expect("text dataset");
+        let (x, y) = self.text.as_mut().expect("text batcher").next_batch(d, b);
+        let l = d.seq_len;
+        self.shards
+            .iter()
+            .map(|r| {
+                HostBatch::Text(
+                    x[r.start * l..r.end * l].to_vec(),
+                    y[r.start * l..r.end * l].to_vec(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// The validation metric of a workload from summed evaluation statistics.
+fn metric_of(workload: &Workload, s: &EvalSums) -> f64 {
+    let bits = workload.target.metric == Metric::ValBpc || workload.model.is_language_model();
+    if bits {
+        s.nll / s.count.max(1.0) / std::f64::consts::LN_2
+    } else {
+        s.errors / s.count.max(1.0)
+    }
+}
+
+/// What a trial trains on.
+struct Trial<'a> {
+    workload: &'a Workload,
+    spec: &'a TrialSpec,
+    dataset: &'a Dataset,
+    /// The replicas' rows of a global batch.
+    shards: &'a [std::ops::Range<usize>],
+    noise_scale: bool,
+}
+
+/// The trial loop: data order, LR schedule, loss scaler and noise scale here; budget, cadence,
+/// divergence, target, events and the outcome in the meter.
 fn coordinate(
-    workload: &Workload,
-    spec: &TrialSpec,
-    dataset: &Arc<Dataset>,
-    opts: &TrainOptions,
+    trial: &Trial<'_>,
+    mut scaler: LossScaler,
+    mut meter: TrialMeter<'_>,
+    workers: &Workers<'_>,
     emit: &mut dyn FnMut(TrialEvent),
     cancel: &CancelToken,
-    cmd_txs: &[Sender<Cmd>],
-    replies: &Receiver<(usize, Reply)>,
-    shards: &[std::ops::Range<usize>],
-    params: u64,
 ) -> anyhow::Result<TrialOutcome> {
-    let world = cmd_txs.len();
+    let Trial {
+        workload,
+        spec,
+        dataset,
+        shards,
+        noise_scale,
+    } = *trial;
+    let world = workers.world();
     let b = spec.batch_size;
     let mp = &spec.metaparams;
-    let scaler_cfg = opts.scaler.clone().unwrap_or(match spec.precision {
-        Precision::Fp16 => ScalerConfig::fp16(),
-        _ => ScalerConfig::bf16(), // fp32 and bf16: scale 1, skip non-finite steps
-    });
-    let mut scaler = LossScaler::new(scaler_cfg);
     let mut noise = NoiseScaleEstimator::new(0.95);
-    let micro = opts.noise_scale && world == 1 && b >= 2;
+    let micro = noise_scale && world == 1 && b >= 2;
     let b_small = if world > 1 {
         (b / world) as f64
     } else {
         (b / 2) as f64
     };
+    let mut sampler = Sampler::new(dataset, shards, spec.seed);
 
-    let seed = spec.seed;
-    let mut img_batcher = match &**dataset {
-        Dataset::Images(d) => Some(ImageBatcher::new(d.n_train(), seed)),
-        _ => None,
-    };
-    let mut txt_batcher = match &**dataset {
-        Dataset::Text(d) => Some(TextBatcher::new(d.seq_len, seed)),
-        _ => None,
-    };
-    let is_lm = workload.model.is_language_model();
-    let metric_of = |s: &EvalSums| -> f64 {
-        match workload.target.metric {
-            Metric::ValBpc => s.nll / s.count.max(1.0) / std::f64::consts::LN_2,
-            _ if is_lm => s.nll / s.count.max(1.0) / std::f64::consts::LN_2,
-            _ => s.errors / s.count.max(1.0),
-        }
-    };
-
-    emit(TrialEvent::Started { spec: spec.clone() });
-    let started = Instant::now();
-    let mut train_time = 0.0f64;
-    let (mut sum_compute, mut sum_exchange, mut timed_steps) = (0.0, 0.0, 0u64);
-    let mut applied: u64 = 0;
-    let mut attempts: u64 = 0;
-    let mut evals: Vec<EvalPoint> = Vec::new();
-    let mut trajectory: Vec<(u64, f64)> = Vec::new();
-    let mut loss_acc = (0.0f64, 0u64);
-    let mut first_loss: Option<f64> = None;
-    let mut last_emit = Instant::now() - opts.step_event_interval;
-    let mut last_loss = f64::NAN;
-    let mut b_at_target = None;
-
-    let finish = |outcome: Outcome,
-                  applied: u64,
-                  evals: Vec<EvalPoint>,
-                  trajectory: Vec<(u64, f64)>,
-                  scaler: &LossScaler,
-                  noise_val: Option<f64>,
-                  train_time: f64,
-                  sc: f64,
-                  se: f64,
-                  n: u64| {
-        let n = n.max(1) as f64;
-        TrialOutcome {
-            outcome,
-            steps: applied,
-            skipped_steps: scaler.skipped(),
-            final_loss_scale: scaler.scale(),
-            wall_s: started.elapsed().as_secs_f64(),
-            evals,
-            noise: NoiseSummary {
-                b_simple: noise_val,
-                trajectory,
-            },
-            throughput: Throughput {
-                examples_per_s: if train_time > 0.0 {
-                    (applied + scaler.skipped()) as f64 * b as f64 / train_time
-                } else {
-                    0.0
-                },
-                step_s: train_time / n,
-                compute_s: sc / n,
-                exchange_s: se / n,
-                params,
-                exchanged_bytes_per_step: if world > 1 { params * 4 } else { 0 },
-            },
-        }
-    };
-
-    let budget = workload.budget_for(b);
-    let mut next_eval = workload.next_eval(0);
+    meter.start(emit);
     let outcome = loop {
-        if cancel.is_cancelled() {
-            break Outcome::Cancelled { step: applied };
-        }
-        if applied >= budget {
-            break Outcome::NotReached {
-                budget,
-                early_stopped: false,
-            };
+        if let Some(o) = meter.should_stop(cancel) {
+            break o;
         }
         let t_step = Instant::now();
-        let lr = mp.schedule.lr_at(mp.learning_rate, applied);
-        // the global batch, split into G equal shards
-        let host: Vec<HostBatch> = if let Some(bt) = img_batcher.as_mut() {
-            let idx = bt.next_batch(b);
-            shards
-                .iter()
-                .map(|r| HostBatch::Images(idx[r.clone()].to_vec()))
-                .collect()
-        } else {
-            let d = dataset.as_text().expect("text dataset");
-            let (x, y) = txt_batcher.as_mut().unwrap().next_batch(d, b);
-            let l = d.seq_len;
-            shards
-                .iter()
-                .map(|r| {
-                    HostBatch::Text(
-                        x[r.start * l..r.end * l].to_vec(),
-                        y[r.start * l..r.end * l].to_vec(),
-                    )
-                })
-                .collect()
-        };
+        let lr = mp.schedule.lr_at(mp.learning_rate, meter.applied());
         let loss_scale = scaler.scale();
-        for (tx, shard) in cmd_txs.iter().zip(host) {
-            tx.send(Cmd::Step {
-                shard,
-                lr,
-                loss_scale,
-                clip: workload.grad_clip,
-                micro,
-            })
-            .map_err(|_| anyhow!("a worker stopped unexpectedly"))?;
+        let r = workers.step(sampler.next(b), lr, loss_scale, workload.grad_clip, micro)?;
+        let step_s = t_step.elapsed().as_secs_f64();
+        let applied = scaler.update(r.global_sq.is_finite()) == ScaleDecision::Apply;
+        let sample = StepSample {
+            applied: applied as u64,
+            attempted: 1,
+            loss: r.loss,
+            lr,
+            loss_scale: scaler.scale(),
+            consecutive_skips: scaler.consecutive_skips(),
+            step_s,
+            compute_s: r.compute_s,
+            exchange_s: r.exchange_s,
+        };
+        if let Some(o) = meter.record(sample) {
+            break o;
         }
-        let mut loss = 0.0;
-        let mut local = 0.0;
-        let mut global = f64::NAN;
-        let (mut comp, mut exch) = (0.0f64, 0.0f64);
-        for _ in 0..world {
-            let (rank, r) = replies
-                .recv()
-                .map_err(|_| anyhow!("a worker stopped unexpectedly"))?;
-            match r {
-                Reply::Step(r) => {
-                    loss += r.loss / world as f64;
-                    local += r.local_sq / world as f64;
-                    if rank == 0 {
-                        global = r.global_sq;
-                    }
-                    comp = comp.max(r.compute_s);
-                    exch = exch.max(r.exchange_s);
-                }
-                Reply::Failed(m) => anyhow::bail!("worker {rank} failed: {m}"),
-                Reply::Eval(_) => unreachable!(),
-            }
-        }
-        attempts += 1;
-        let dt = t_step.elapsed().as_secs_f64();
-        train_time += dt;
-        sum_compute += comp;
-        sum_exchange += exch;
-        timed_steps += 1;
-        last_loss = loss;
-
-        if !loss.is_finite() {
-            break Outcome::Diverged { step: applied };
-        }
-        let f = *first_loss.get_or_insert(loss);
-        if loss > workload.divergence_factor * f.max(1e-6) && applied > 0 {
-            break Outcome::Diverged { step: applied };
-        }
-        let decision = scaler.update(global.is_finite());
-        if decision == super::scaler::ScaleDecision::Skip {
-            let hopeless = scaler.consecutive_skips() >= 20 && (scaler.scale() <= 1.0);
-            if hopeless {
-                break Outcome::Diverged { step: applied };
-            }
-            continue;
-        }
-        applied += 1;
-        loss_acc.0 += loss;
-        loss_acc.1 += 1;
-        if opts.noise_scale && (world > 1 || micro) {
+        if applied && noise_scale && (world > 1 || micro) {
             let s2 = loss_scale * loss_scale;
-            noise.update(b_small, local / s2, b as f64, global / s2);
+            noise.update(b_small, r.local_sq / s2, b as f64, r.global_sq / s2);
+            meter.set_noise(noise.b_simple());
         }
-
-        let eval_now = applied >= next_eval;
-        if eval_now {
-            next_eval = workload.next_eval(applied);
-        }
-        if last_emit.elapsed() >= opts.step_event_interval || eval_now {
-            last_emit = Instant::now();
-            emit(TrialEvent::Step(StepStats {
-                step: applied,
-                loss,
-                lr,
-                loss_scale: scaler.scale(),
-                skipped_steps: scaler.skipped(),
-                examples_per_s: attempts as f64 * b as f64 / train_time.max(1e-9),
-                compute_s: sum_compute / timed_steps as f64,
-                exchange_s: sum_exchange / timed_steps as f64,
-            }));
-            if let Some(v) = noise.b_simple() {
-                emit(TrialEvent::NoiseScale {
-                    step: applied,
-                    b_simple: v,
-                });
-            }
-        }
-        if eval_now {
-            cmd_txs[0]
-                .send(Cmd::Eval)
-                .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?;
-            let sums = loop {
-                match replies
-                    .recv()
-                    .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?
-                {
-                    (_, Reply::Eval(s)) => break s,
-                    (r, Reply::Failed(m)) => {
-                        anyhow::bail!("worker {r} failed during evaluation: {m}")
-                    }
-                    _ => {}
-                }
-            };
-            let metric = metric_of(&sums);
-            let p = EvalPoint {
-                step: applied,
-                metric,
-                train_loss: loss_acc.0 / loss_acc.1.max(1) as f64,
-            };
-            loss_acc = (0.0, 0);
-            evals.push(p);
-            if let Some(v) = noise.b_simple() {
-                push_bounded(&mut trajectory, (applied, v), 256);
-            }
-            emit(TrialEvent::Eval(p));
-            if !metric.is_finite() {
-                break Outcome::Diverged { step: applied };
-            }
-            if workload.target.is_met(metric) {
-                b_at_target = noise.b_simple();
-                break Outcome::Reached { step: applied };
+        if meter.progress(emit) {
+            let metric = metric_of(workload, &workers.eval()?);
+            if let Some(o) = meter.eval(metric, emit) {
+                break o;
             }
         }
     };
-    let _ = last_loss;
-    let noise_val = b_at_target.or_else(|| noise.b_simple());
-    let out = finish(
-        outcome,
-        applied,
-        evals,
-        trajectory,
-        &scaler,
-        noise_val,
-        train_time,
-        sum_compute,
-        sum_exchange,
-        timed_steps,
-    );
-    emit(TrialEvent::Finished {
-        outcome: Box::new(out.clone()),
-    });
-    Ok(out)
+    Ok(meter.finish(outcome, emit))
 }

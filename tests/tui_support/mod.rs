@@ -91,6 +91,7 @@ pub fn scripted_outcome(spec: &TrialSpec, k: usize, cfg: &SweepConfig) -> TrialO
             step_s: 1e-3,
             ..Default::default()
         },
+        reason: None,
     }
 }
 

@@ -1,0 +1,248 @@
+//! The gradient exchange of one data-parallel step: all-reduce (mean) of every replica's gradients.
+//!
+//! Two paths with identical results:
+//! * **bucketed** (default): the step's gradients are flattened, in the model's parameter order,
+//!   into one or a few contiguous buffers of at most `bucket_bytes` each; each buffer is
+//!   all-reduced with one burn-collective call and the result is cut back into per-parameter
+//!   tensors. One collective call (one barrier) per bucket instead of one per parameter tensor —
+//!   the per-call coordination, not bandwidth, is what the exchange costs between threads.
+//! * **per tensor** (`bucket_bytes = 0`): Burn's `GradientsParams::all_reduce`, one call per
+//!   parameter (the reference the bucketed path is tested against).
+//!
+//! Element by element both paths compute the same sum in the same order and divide by G, so the
+//! reduced gradients are bitwise equal. The squared norms the noise-scale estimate needs (the
+//! replica's shard gradient before, the mean gradient after the reduce) are taken on the flat
+//! buffers: no second pass over the parameter tensors.
+
+use anyhow::anyhow;
+use burn::collective::{all_reduce, PeerId, ReduceOperation};
+use burn::module::{AutodiffModule, ModuleVisitor, Param, ParamId};
+use burn::optim::GradientsParams;
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{ElementConversion, Tensor, TensorPrimitive};
+
+use super::grads;
+
+/// Default bucket cap (bytes of fp32 gradient per collective call). Measured on the in-process
+/// path (`allreduce_bench`): per-call cost dominates up to megabytes, so one bucket holds every
+/// model of the lab; the cap only bounds the extra copy for very large models (PyTorch DDP: 25 MB).
+pub const DEFAULT_BUCKET_BYTES: usize = 32 << 20;
+
+/// The bucket cap of `TrainOptions::default()`: `SCALING_LAB_BUCKET_BYTES` when set to a number
+/// (0 = the per-tensor path; for A/B measurements with one binary), else `DEFAULT_BUCKET_BYTES`.
+pub fn default_bucket_bytes() -> usize {
+    std::env::var("SCALING_LAB_BUCKET_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(DEFAULT_BUCKET_BYTES)
+}
+
+struct Slot {
+    id: ParamId,
+    shape: Vec<usize>,
+    bucket: usize,
+    offset: usize,
+    len: usize,
+}
+
+/// Removes every gradient (in the model's visiting order) as a flat 1-D tensor, with its shape.
+struct Take<'a, IB: Backend> {
+    grads: &'a mut GradientsParams,
+    out: Vec<(ParamId, Vec<usize>, Tensor<IB, 1>)>,
+}
+
+impl<B: AutodiffBackend> ModuleVisitor<B> for Take<'_, B::InnerBackend> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        if let Some(g) = self.grads.remove::<B::InnerBackend, D>(param.id) {
+            let shape = g.dims().to_vec();
+            let n: usize = shape.iter().product();
+            self.out.push((param.id, shape, g.reshape([n])));
+        }
+    }
+}
+
+/// Registers per-parameter views of flat buffers.
+struct Put<'a, IB: Backend> {
+    grads: &'a mut GradientsParams,
+    slots: std::slice::Iter<'a, Slot>,
+    buckets: &'a [Tensor<IB, 1>],
+}
+
+impl<B: AutodiffBackend> ModuleVisitor<B> for Put<'_, B::InnerBackend> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let Some(slot) = self.slots.as_slice().first() else {
+            return;
+        };
+        if slot.id != param.id {
+            return;
+        }
+        let slot = self.slots.next().expect("peeked");
+        let shape: [usize; D] = slot.shape.clone().try_into().expect("rank of the gradient");
+        let t = self.buckets[slot.bucket]
+            .clone()
+            .narrow(0, slot.offset, slot.len)
+            .reshape(shape);
+        self.grads.register(param.id, t);
+    }
+}
+
+fn sq_sum<IB: Backend>(buckets: &[Tensor<IB, 1>]) -> f64 {
+    let mut acc: Option<Tensor<IB, 1>> = None;
+    for b in buckets {
+        let s = b.clone().powi_scalar(2).sum();
+        acc = Some(match acc {
+            Some(a) => a + s,
+            None => s,
+        });
+    }
+    acc.map(|t| t.into_scalar().elem::<f64>()).unwrap_or(0.0)
+}
+
+/// All-reduces (mean over the `world` replicas) this replica's gradients. `local_norm`: also
+/// measure |g_replica|² (for the noise scale). `bucket_bytes = 0`: per-tensor reference path.
+pub fn all_reduce_mean<B: AutodiffBackend, M: AutodiffModule<B>>(
+    model: &M,
+    mut g: GradientsParams,
+    rank: usize,
+    bucket_bytes: usize,
+    local_norm: bool,
+) -> anyhow::Result<Reduced<B>> {
+    let peer = PeerId::from(rank);
+    if bucket_bytes == 0 {
+        let local_sq = if local_norm {
+            grads::sq_norm(model, &g)
+        } else {
+            f64::NAN
+        };
+        let g = g
+            .all_reduce::<B::InnerBackend>(peer, ReduceOperation::Mean)
+            .map_err(|e| anyhow!("all-reduce failed on worker {rank}: {e:?}"))?;
+        let global_sq = grads::sq_norm(model, &g);
+        return Ok(Reduced {
+            grads: g,
+            local_sq,
+            global_sq,
+            flat: None,
+        });
+    }
+    let mut take = Take::<B::InnerBackend> {
+        grads: &mut g,
+        out: Vec::new(),
+    };
+    model.visit(&mut take);
+    let pieces = take.out;
+    // Bucket assignment: consecutive parameters until the cap (a parameter larger than the cap
+    // gets a bucket of its own).
+    let cap_elems = (bucket_bytes / 4).max(1);
+    let mut slots = Vec::with_capacity(pieces.len());
+    let mut groups: Vec<Vec<Tensor<B::InnerBackend, 1>>> = Vec::new();
+    let mut fill = 0;
+    for (id, shape, piece) in pieces {
+        let len = piece.dims()[0];
+        if groups.is_empty() || (fill > 0 && fill + len > cap_elems) {
+            groups.push(Vec::new());
+            fill = 0;
+        }
+        slots.push(Slot {
+            id,
+            shape,
+            bucket: groups.len() - 1,
+            offset: fill,
+            len,
+        });
+        fill += len;
+        groups.last_mut().expect("a bucket").push(piece);
+    }
+    let buckets: Vec<Tensor<B::InnerBackend, 1>> = groups
+        .into_iter()
+        .map(|mut v| {
+            if v.len() == 1 {
+                v.pop().expect("one")
+            } else {
+                Tensor::cat(v, 0)
+            }
+        })
+        .collect();
+    let local_sq = if local_norm {
+        sq_sum(&buckets)
+    } else {
+        f64::NAN
+    };
+    let mut reduced = Vec::with_capacity(buckets.len());
+    for b in buckets {
+        let p =
+            all_reduce::<B::InnerBackend>(peer, b.into_primitive().tensor(), ReduceOperation::Mean)
+                .map_err(|e| anyhow!("all-reduce failed on worker {rank}: {e:?}"))?;
+        reduced.push(Tensor::<B::InnerBackend, 1>::from_primitive(
+            TensorPrimitive::Float(p),
+        ));
+    }
+    let global_sq = sq_sum(&reduced);
+    Ok(Reduced {
+        grads: g,
+        local_sq,
+        global_sq,
+        flat: Some(FlatOf {
+            slots,
+            buckets: reduced,
+        }),
+    })
+}
+
+/// The reduced gradients of one step and the squared norms measured on the way.
+pub struct Reduced<B: AutodiffBackend> {
+    grads: GradientsParams,
+    /// |g_replica|² of this replica's shard gradient before the reduce (scaled by the loss
+    /// scale²; NaN when not asked for).
+    pub local_sq: f64,
+    /// |mean g|² after the reduce (scaled).
+    pub global_sq: f64,
+    /// The flat reduced buffers (bucketed path), scaled in one op per bucket before unflattening.
+    flat: Option<FlatOf<B::InnerBackend>>,
+}
+
+struct FlatOf<IB: Backend> {
+    slots: Vec<Slot>,
+    buckets: Vec<Tensor<IB, 1>>,
+}
+
+impl<B: AutodiffBackend> Reduced<B> {
+    /// One replica: nothing to exchange; the norm is taken per parameter.
+    pub fn single<M: AutodiffModule<B>>(model: &M, g: GradientsParams) -> Self {
+        let global_sq = grads::sq_norm(model, &g);
+        Reduced {
+            grads: g,
+            local_sq: f64::NAN,
+            global_sq,
+            flat: None,
+        }
+    }
+
+    /// The reduced gradients multiplied by `factor` (unscale × clip), per parameter.
+    pub fn into_grads<M: AutodiffModule<B>>(self, model: &M, factor: f64) -> GradientsParams {
+        match self.flat {
+            None => {
+                let mut g = self.grads;
+                grads::scale(model, &mut g, factor);
+                g
+            }
+            Some(flat) => {
+                let buckets: Vec<Tensor<B::InnerBackend, 1>> = if factor != 1.0 {
+                    flat.buckets
+                        .into_iter()
+                        .map(|b| b.mul_scalar(factor))
+                        .collect()
+                } else {
+                    flat.buckets
+                };
+                let mut g = self.grads;
+                model.visit(&mut Put::<B::InnerBackend> {
+                    grads: &mut g,
+                    slots: flat.slots.iter(),
+                    buckets: &buckets,
+                });
+                g
+            }
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! The bucketed gradient exchange against the per-tensor reference path: the same parameters after
+//! several steps (all four optimizers; fp32, bf16 and fp16 with a loss scale; one bucket and many
+//! small ones), and the same trial (losses, evaluations, steps-to-target) through `run_trial`.
+
+use std::sync::Mutex;
+
+use burn::backend::{Autodiff, Flex};
+use burn::collective::{register, reset_collective, CollectiveConfig, PeerId};
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::optim::GradientsParams;
+use burn::tensor::{FloatDType, Int, Tensor, TensorData};
+use scaling_lab::core::{CancelToken, DeviceSpec, TrialEvent, TrialOutcome, TrialSpec};
+use scaling_lab::model::layers::Ctx;
+use scaling_lab::model::{Batch, InputShape, Net};
+use scaling_lab::train::exchange::{all_reduce_mean, DEFAULT_BUCKET_BYTES};
+use scaling_lab::train::optim::Opt;
+use scaling_lab::train::{run_trial, TrainOptions};
+use scaling_lab::workload::spec::*;
+
+type B = Autodiff<Flex>;
+
+/// The collective server is process-wide: one multi-replica test at a time.
+static COLLECTIVE: Mutex<()> = Mutex::new(());
+
+struct Values(Vec<Vec<f32>>);
+
+impl ModuleVisitor<B> for Values {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        self.0
+            .push(param.val().into_data().convert::<f32>().to_vec().unwrap());
+    }
+}
+
+fn values(m: &Net<B>) -> Vec<Vec<f32>> {
+    let mut v = Values(Vec::new());
+    m.visit(&mut v);
+    v.0
+}
+
+fn shape() -> InputShape {
+    InputShape {
+        channels: 1,
+        height: 8,
+        width: 8,
+        classes: 10,
+        vocab: 0,
+        seq_len: 0,
+    }
+}
+
+fn batch(rank: usize, step: usize, n: usize) -> Batch<B> {
+    let dev = Default::default();
+    let x: Vec<f32> = (0..n * 64)
+        .map(|i| (((i + 131 * rank + 17 * step) * 37 % 17) as f32) / 16.0)
+        .collect();
+    let y: Vec<i64> = (0..n)
+        .map(|i| ((i + 3 * rank + step) * 7 % 10) as i64)
+        .collect();
+    Batch::Images {
+        x: Tensor::from_data(TensorData::new(x, [n, 1, 8, 8]), &dev),
+        y: Tensor::<B, 1, Int>::from_data(TensorData::new(y, [n]), &dev),
+    }
+}
+
+/// Runs `steps` data-parallel steps on `world` threads, once with `bucket_bytes` and once per
+/// tensor (each replica holds both copies, exchanged in lock step); returns rank 0's parameters
+/// of both copies and the squared norms both paths measured.
+#[allow(clippy::type_complexity)]
+fn train_both(
+    kind: OptimizerKind,
+    dtype: Option<FloatDType>,
+    loss_scale: f64,
+    clip: Option<f64>,
+    bucket_bytes: usize,
+) -> (Vec<Vec<f32>>, Vec<Vec<f32>>, Vec<(f64, f64, f64, f64)>) {
+    let _g = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let (world, steps) = (2, 3);
+    let mp = Metaparams {
+        learning_rate: 0.05,
+        momentum: 0.9,
+        beta2: 0.999,
+        epsilon: 1e-8,
+        schedule: Schedule::default(),
+    };
+    let model: Net<B> = Net::init(
+        &ModelSpec::Mlp {
+            hidden: vec![32, 16],
+        },
+        shape(),
+        5,
+        &Default::default(),
+    )
+    .unwrap();
+    reset_collective::<Flex>();
+    let handles: Vec<_> = (0..world)
+        .map(|rank| {
+            let (mut a, mut b) = (model.clone(), model.clone().fork(&Default::default()));
+            let mp = mp.clone();
+            std::thread::spawn(move || {
+                register::<Flex>(
+                    PeerId::from(rank),
+                    Default::default(),
+                    CollectiveConfig::default().with_num_devices(world),
+                )
+                .unwrap();
+                let ctx = Ctx { dtype };
+                let (mut oa, mut ob) = (
+                    Opt::<Net<B>, B>::new(kind, &mp),
+                    Opt::<Net<B>, B>::new(kind, &mp),
+                );
+                let mut norms = vec![];
+                for step in 0..steps {
+                    let x = batch(rank, step, 16);
+                    let grads = |m: &Net<B>| {
+                        let l = m.loss(&x, &ctx).mul_scalar(loss_scale);
+                        GradientsParams::from_grads(l.backward(), m)
+                    };
+                    let ga = grads(&a);
+                    let gb = grads(&b);
+                    let ra = all_reduce_mean(&a, ga, rank, bucket_bytes, true).unwrap();
+                    let rb = all_reduce_mean(&b, gb, rank, 0, true).unwrap();
+                    norms.push((ra.local_sq, rb.local_sq, ra.global_sq, rb.global_sq));
+                    let factor = |sq: f64| {
+                        let norm = sq.sqrt() / loss_scale;
+                        let c = match clip {
+                            Some(c) if norm > c => c / norm,
+                            _ => 1.0,
+                        };
+                        c / loss_scale
+                    };
+                    let (fa, fb) = (factor(ra.global_sq), factor(rb.global_sq));
+                    a = oa.step(mp.learning_rate, a.clone(), ra.into_grads(&a, fa));
+                    b = ob.step(mp.learning_rate, b.clone(), rb.into_grads(&b, fb));
+                }
+                (values(&a), values(&b), norms)
+            })
+        })
+        .collect();
+    let mut out: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    // replicas stay identical under either path
+    assert_eq!(out[0].0, out[1].0, "bucketed replicas differ");
+    assert_eq!(out[0].1, out[1].1, "per-tensor replicas differ");
+    out.swap_remove(0)
+}
+
+fn rel_close(a: &[Vec<f32>], b: &[Vec<f32>], what: &str) {
+    assert_eq!(a.len(), b.len());
+    for (pa, pb) in a.iter().zip(b) {
+        assert_eq!(pa.len(), pb.len());
+        for (x, y) in pa.iter().zip(pb) {
+            let (x, y) = (*x as f64, *y as f64);
+            assert!(
+                (x - y).abs() <= 1e-6 * x.abs().max(y.abs()).max(1e-12),
+                "{what}: {x} vs {y}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bucketed_and_per_tensor_exchanges_give_the_same_parameters() {
+    let kinds = [
+        OptimizerKind::Sgd,
+        OptimizerKind::Momentum,
+        OptimizerKind::Nesterov,
+        OptimizerKind::Adam,
+    ];
+    let precisions = [
+        (None, 1.0),
+        (Some(FloatDType::BF16), 1.0),
+        (Some(FloatDType::F16), 1024.0),
+    ];
+    for kind in kinds {
+        for (dtype, scale) in precisions {
+            // one bucket (the default) and many small ones (a 1 KiB cap splits every layer)
+            for bucket in [DEFAULT_BUCKET_BYTES, 1024] {
+                let what = format!("{kind:?} {dtype:?} bucket {bucket}");
+                let (a, b, norms) = train_both(kind, dtype, scale, None, bucket);
+                rel_close(&a, &b, &what);
+                for (la, lb, ga, gb) in norms {
+                    assert!(la.is_finite() && ga.is_finite(), "{what}");
+                    assert!((la / lb - 1.0).abs() < 1e-5, "{what}: local {la} vs {lb}");
+                    assert!((ga / gb - 1.0).abs() < 1e-5, "{what}: global {ga} vs {gb}");
+                }
+            }
+        }
+    }
+    // with clipping active (the clip factor comes from the norm measured on the flat buffer)
+    let (a, b, _) = train_both(OptimizerKind::Momentum, None, 1.0, Some(0.05), 1024);
+    rel_close(&a, &b, "momentum, clipped");
+}
+
+fn digits() -> Workload {
+    Workload {
+        dataset: Some(DatasetSpec {
+            name: DatasetKind::Digits,
+            val_fraction: 0.2,
+            split_seed: 0,
+            max_bytes: None,
+            seq_len: 64,
+            max_val: None,
+            downsample: None,
+        }),
+        model: ModelSpec::Mlp { hidden: vec![64] },
+        optimizer: OptimizerKind::Momentum,
+        target: Target {
+            metric: Metric::ValError,
+            value: 0.06,
+        },
+        eval_every: 5,
+        eval_growth: 0.0,
+        step_budget: 2000,
+        max_examples: None,
+        precision: Precision::Fp32,
+        defaults: Metaparams {
+            learning_rate: 0.05,
+            momentum: 0.9,
+            beta2: 0.999,
+            epsilon: 1e-8,
+            schedule: Schedule::default(),
+        },
+        grad_clip: None,
+        divergence_factor: 10.0,
+    }
+}
+
+fn trial(w: &Workload, workers: usize, bucket_bytes: usize) -> (TrialOutcome, Vec<f64>) {
+    let _g = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let s = TrialSpec {
+        trial_id: 0,
+        batch_size: 64,
+        devices: DeviceSpec::Cpu { workers },
+        precision: Precision::Fp32,
+        metaparams: w.defaults.clone(),
+        seed: 7,
+    };
+    let data = scaling_lab::data::load_cached(w.dataset.as_ref().unwrap()).unwrap();
+    let mut losses = vec![];
+    let out = run_trial::<B>(
+        vec![Default::default(); workers],
+        w,
+        &s,
+        data,
+        &TrainOptions {
+            step_event_interval: std::time::Duration::ZERO,
+            bucket_bytes,
+            ..Default::default()
+        },
+        &mut |e| {
+            if let TrialEvent::Step(st) = e {
+                losses.push(st.loss)
+            }
+        },
+        &CancelToken::new(),
+    )
+    .unwrap();
+    (out, losses)
+}
+
+#[test]
+fn steps_to_target_and_losses_do_not_depend_on_the_exchange_path() {
+    let w = digits();
+    let (a, la) = trial(&w, 2, 0);
+    let (b, lb) = trial(&w, 2, DEFAULT_BUCKET_BYTES);
+    eprintln!(
+        "per-tensor: {:?} exchange {:.3} ms; bucketed: {:?} exchange {:.3} ms",
+        a.outcome,
+        a.throughput.exchange_s * 1e3,
+        b.outcome,
+        b.throughput.exchange_s * 1e3
+    );
+    assert!(a.outcome.steps_to_target().is_some(), "{:?}", a.outcome);
+    assert_eq!(a.outcome, b.outcome);
+    assert_eq!(la.len(), lb.len());
+    for (x, y) in la.iter().zip(&lb) {
+        assert!((x - y).abs() <= 1e-6 * x.abs().max(1e-12), "{x} vs {y}");
+    }
+    assert_eq!(a.evals.len(), b.evals.len());
+    for (p, q) in a.evals.iter().zip(&b.evals) {
+        assert_eq!(p.step, q.step);
+        assert!((p.metric - q.metric).abs() <= 1e-9, "{p:?} vs {q:?}");
+    }
+    assert_eq!(
+        a.throughput.exchanged_bytes_per_step,
+        b.throughput.exchanged_bytes_per_step
+    );
+    // the noise scale is estimated on the flat buffer as well as per tensor
+    let (na, nb) = (a.noise.b_simple.unwrap(), b.noise.b_simple.unwrap());
+    assert!((na / nb - 1.0).abs() < 1e-3, "{na} vs {nb}");
+}
+
+#[test]
+fn loss_scale_applies_to_fp16_only_and_stuck_skipping_diverges_with_a_reason() {
+    let mut w = digits();
+    w.step_budget = 20;
+    w.target.value = 0.0;
+    let data = scaling_lab::data::load_cached(w.dataset.as_ref().unwrap()).unwrap();
+    let run = |precision: Precision, opts: TrainOptions| {
+        let _g = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let s = TrialSpec {
+            trial_id: 0,
+            batch_size: 32,
+            devices: DeviceSpec::Cpu { workers: 1 },
+            precision,
+            metaparams: w.defaults.clone(),
+            seed: 1,
+        };
+        run_trial::<B>(
+            vec![Default::default()],
+            &w,
+            &s,
+            data.clone(),
+            &opts,
+            &mut |_| {},
+            &CancelToken::new(),
+        )
+    };
+    let scaled = TrainOptions {
+        scaler: Some(scaling_lab::train::scaler::ScalerConfig::fp16_with_scale(1024.0).unwrap()),
+        ..Default::default()
+    };
+    for p in [Precision::Fp32, Precision::Bf16] {
+        let out = run(p, scaled.clone()).unwrap();
+        assert_eq!(out.final_loss_scale, 1.0, "{p:?}");
+        assert_eq!(out.steps, 20);
+    }
+    let out = run(Precision::Fp16, scaled.clone()).unwrap();
+    assert_eq!(out.final_loss_scale, 1024.0);
+    // an invalid scale is a set-up error, not an endless loop
+    let mut bad = scaling_lab::train::scaler::ScalerConfig::fp16();
+    bad.init_scale = f64::INFINITY;
+    let e = run(
+        Precision::Fp16,
+        TrainOptions {
+            scaler: Some(bad),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(format!("{e:#}").contains("init_scale"), "{e:#}");
+    // a scale that cannot back off far enough (backoff 0.999 from 2^100): every step overflows,
+    // and the trial stops as diverged after N skipped steps in a row, saying why
+    let mut stuck = scaling_lab::train::scaler::ScalerConfig::fp16();
+    stuck.init_scale = 2f64.powi(100);
+    stuck.backoff = 0.999;
+    let out = run(
+        Precision::Fp16,
+        TrainOptions {
+            scaler: Some(stuck),
+            max_consecutive_skips: 7,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        out.outcome,
+        scaling_lab::core::Outcome::Diverged { step: 0 }
+    );
+    assert_eq!(out.skipped_steps, 7);
+    let reason = out.reason.expect("a reason");
+    assert!(reason.contains("7 consecutive steps skipped"), "{reason}");
+}
