@@ -483,6 +483,7 @@ mod tests {
                 schedule: Schedule::default(),
             },
             seed: 0,
+            repeat_of: None,
         }
     }
 
