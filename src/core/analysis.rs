@@ -51,7 +51,7 @@ pub struct RegimeSpan {
     /// Measured batch sizes inside the span (ends included, 5 % tolerance).
     #[serde(default)]
     pub points: usize,
-    /// A boundary of this span is poorly determined (its interval spans more than 4× in B).
+    /// A boundary of this span is poorly determined (its interval spans more than 8× in B).
     #[serde(default)]
     pub uncertain: bool,
 }
