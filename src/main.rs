@@ -455,6 +455,7 @@ fn cmd_train(a: TrainArgs) -> anyhow::Result<ExitCode> {
         precision: a.precision.map(Into::into).unwrap_or(w.precision),
         metaparams: mp,
         seed: a.seed,
+        repeat_of: None,
     };
     let mut options = TrainOptions {
         noise_scale: !a.no_noise_scale,

@@ -396,6 +396,7 @@ mod tests {
                 schedule: Schedule::default(),
             },
             seed: 0,
+            repeat_of: None,
         }
     }
 

@@ -51,6 +51,7 @@ fn spec(w: &Workload, b: usize, workers: usize, precision: Precision) -> TrialSp
         precision,
         metaparams: w.defaults.clone(),
         seed: 7,
+        repeat_of: None,
     }
 }
 

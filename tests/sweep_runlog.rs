@@ -55,6 +55,9 @@ fn sweep(dir: &Path, opt: OptimizerKind) -> PathBuf {
         precision: Precision::Fp32,
         seed: 1,
         runs_dir: dir.to_path_buf(),
+        repeats: 1,
+        until: None,
+        max_trials: None,
     };
     let (tx, rx) = sync_channel(4096);
     let h = start_sweep(cfg, Arc::new(NqmRunner), tx, None).unwrap();

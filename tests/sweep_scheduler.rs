@@ -41,6 +41,9 @@ fn config(dir: &Path, opt: OptimizerKind) -> SweepConfig {
         precision: Precision::Fp32,
         seed: 42,
         runs_dir: dir.to_path_buf(),
+        repeats: 1,
+        until: None,
+        max_trials: None,
     }
 }
 

@@ -42,6 +42,27 @@ pub struct Header {
     /// Set for logs imported from another lab's data (`source` says from where).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub import: Option<ImportInfo>,
+    /// `--repeats` / `--until` of the sweep (absent: neither; what `--resume` re-runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<Adaptive>,
+}
+
+/// Trials a sweep adds beyond its plan (`SweepConfig::{repeats, until, max_trials}`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Adaptive {
+    /// Runs of each B's best metaparameters in all (the best trial + repeats − 1 more seeds).
+    #[serde(default = "one")]
+    pub repeats: usize,
+    /// Add trials until every steps_ci relative half-width ≤ this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<f64>,
+    /// Budget of search trials (plan included) for `until`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_trials: Option<usize>,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// What an imported run log came from (Google's batch_science data, science.md §7). The header's

@@ -54,6 +54,10 @@ pub struct TrialSpec {
     pub metaparams: Metaparams,
     /// Seed of initialisation and data order.
     pub seed: u64,
+    /// `--repeats`: this trial re-runs trial `repeat_of`'s metaparameters with another seed (full
+    /// budget, no early stopping). Repeats never enter S(B)'s best-of-K minimum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_of: Option<u64>,
 }
 
 /// How a trial ended, measured as Shallue et al. measure it.

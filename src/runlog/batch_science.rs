@@ -268,6 +268,7 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
                     },
                     // The study's own trial id.
                     seed: tid,
+                    repeat_of: None,
                 },
                 outcome: TrialOutcome {
                     outcome,
@@ -358,6 +359,7 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
             target_value: target,
             ignored_incomplete: ignored,
         }),
+        adaptive: None,
     };
     let mut warnings = Vec::new();
     if ignored > 0 {

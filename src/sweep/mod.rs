@@ -30,6 +30,14 @@ pub struct SweepConfig {
     pub precision: Precision,
     pub seed: u64,
     pub runs_dir: PathBuf,
+    /// `--repeats R`: after the search trials, run each B's best metaparameters R − 1 more times
+    /// with new seeds (1 = no repeats). Repeats never change S(B); see `analysis`.
+    pub repeats: usize,
+    /// `--until REL`: keep adding search trials (Halton continuation) at the B whose `steps_ci`
+    /// relative half-width is widest until all are ≤ REL or `max_trials` search trials ran.
+    pub until: Option<f64>,
+    /// Budget of search trials for `until` (plan included); None = 4 × the plan.
+    pub max_trials: Option<usize>,
 }
 
 impl SweepConfig {
@@ -48,6 +56,9 @@ impl SweepConfig {
             concurrency: d.concurrency.max(1),
             seed: d.seed,
             runs_dir,
+            repeats: 1,
+            until: None,
+            max_trials: None,
         }
     }
 
@@ -63,7 +74,26 @@ impl SweepConfig {
             precision: header.preset.workload.precision,
             seed: header.seed,
             runs_dir,
+            repeats: header.adaptive.as_ref().map_or(1, |a| a.repeats.max(1)),
+            until: header.adaptive.as_ref().and_then(|a| a.until),
+            max_trials: header.adaptive.as_ref().and_then(|a| a.max_trials),
         }
+    }
+
+    /// What the run-log header records of `repeats` / `until` (None: neither is used).
+    pub fn adaptive(&self) -> Option<crate::core::record::Adaptive> {
+        (self.repeats > 1 || self.until.is_some()).then(|| crate::core::record::Adaptive {
+            repeats: self.repeats.max(1),
+            until: self.until,
+            max_trials: self.until.map(|_| self.search_budget()),
+        })
+    }
+
+    /// Search trials `until` may run in all (plan included).
+    pub fn search_budget(&self) -> usize {
+        self.max_trials
+            .unwrap_or(4 * self.batch_sizes.len() * self.trials_per_batch)
+            .max(self.batch_sizes.len() * self.trials_per_batch)
     }
 
     /// Checks a configuration before anything runs (clear messages, no panics later).
@@ -87,6 +117,23 @@ impl SweepConfig {
             "trials per batch size must be at least 1"
         );
         anyhow::ensure!(self.concurrency > 0, "concurrency must be at least 1");
+        anyhow::ensure!(self.repeats >= 1, "--repeats must be at least 1");
+        anyhow::ensure!(
+            self.repeats <= 1000,
+            "--repeats {} is more than 1000 runs per batch size",
+            self.repeats
+        );
+        if let Some(rel) = self.until {
+            anyhow::ensure!(
+                rel.is_finite() && rel > 0.0,
+                "--until must be a positive relative half-width such as 0.1 (got {rel})"
+            );
+        }
+        anyhow::ensure!(
+            (self.search_budget() as u64) < plan::REPEAT_ID_BASE / 2,
+            "the trial budget {} is too large",
+            self.search_budget()
+        );
         let g = self.devices.replicas();
         anyhow::ensure!(g > 0, "a trial needs at least one device/worker");
         if let Some(&b) = self.batch_sizes.iter().find(|&&b| b % g != 0) {

@@ -23,23 +23,60 @@ pub fn plan_trials(
     precision: Precision,
     seed: u64,
 ) -> Vec<TrialSpec> {
-    let shift = rotation(seed);
     let mut out = Vec::with_capacity(batch_sizes.len() * trials_per_batch);
     for k in 0..trials_per_batch {
-        let u = halton_point(k, &shift);
-        for &b in batch_sizes {
-            let trial_id = out.len() as u64;
-            out.push(TrialSpec {
-                trial_id,
-                batch_size: b,
-                devices: devices.clone(),
+        for bi in 0..batch_sizes.len() {
+            out.push(trial_at(
+                preset,
+                batch_sizes,
+                k,
+                bi,
+                devices,
                 precision,
-                metaparams: metaparams_at(preset, b, u),
-                seed: trial_seed(seed, trial_id),
-            });
+                seed,
+            ));
         }
     }
     out
+}
+
+/// Search trial k (any k ≥ 0, also beyond the plan: `--until` continues the Halton sequence) at
+/// batch size `batch_sizes[bi]`: id k·|batch sizes| + bi, the id it would have in a plan with more
+/// trials per B. A pure function, so resume can check a logged trial against it.
+pub fn trial_at(
+    preset: &Preset,
+    batch_sizes: &[usize],
+    k: usize,
+    bi: usize,
+    devices: &DeviceSpec,
+    precision: Precision,
+    seed: u64,
+) -> TrialSpec {
+    let u = halton_point(k, &rotation(seed));
+    let b = batch_sizes[bi];
+    let trial_id = (k * batch_sizes.len() + bi) as u64;
+    TrialSpec {
+        trial_id,
+        batch_size: b,
+        devices: devices.clone(),
+        precision,
+        metaparams: metaparams_at(preset, b, u),
+        seed: trial_seed(seed, trial_id),
+        repeat_of: None,
+    }
+}
+
+/// Ids of repeats (`--repeats`) start here, far above any search trial's id.
+pub const REPEAT_ID_BASE: u64 = 1_000_000_000;
+
+/// Repeat `id` of a search trial: the same batch size and metaparameters, the seed of `id`.
+pub fn repeat_of(base: &TrialSpec, id: u64, sweep_seed: u64) -> TrialSpec {
+    TrialSpec {
+        trial_id: id,
+        seed: trial_seed(sweep_seed, id),
+        repeat_of: Some(base.trial_id),
+        ..base.clone()
+    }
 }
 
 /// Point k of the rotated 4-D Halton sequence, each coordinate in [0, 1).

@@ -435,6 +435,10 @@ mod tests {
             best_momentum: None,
             best_effective_lr: None,
             b_simple: None,
+            steps_ci: None,
+            at_search_edge: false,
+            search_edges: Vec::new(),
+            repeat_steps: None,
         }
     }
 

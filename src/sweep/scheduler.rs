@@ -165,16 +165,18 @@ pub fn start_sweep_with(
             let log = read_run_log(path)?;
             check_compatible(&cfg, &log.header, path)?;
             for t in &log.trials {
-                let planned = plan.get(t.trial_id as usize).with_context(|| {
-                    format!(
-                        "{}: trial {} is not in the re-derived plan of {} trials",
-                        path.display(),
-                        t.trial_id,
-                        plan.len()
-                    )
-                })?;
+                let planned =
+                    expected_spec(&cfg, &plan, &log.trials, &t.spec).with_context(|| {
+                        format!(
+                            "{}: trial {} is not in the re-derived plan of {} trials (nor a \
+                         --until/--repeats trial of it)",
+                            path.display(),
+                            t.trial_id,
+                            plan.len()
+                        )
+                    })?;
                 anyhow::ensure!(
-                    same_trial(planned, &t.spec),
+                    same_trial(&planned, &t.spec),
                     "{}: trial {} in the log differs from the re-derived plan (batch size, seed or \
                      metaparameters): the log was not written by this plan",
                     path.display(),
@@ -218,7 +220,40 @@ pub fn make_header(cfg: &SweepConfig, backend: &str) -> Header {
         started: chrono::Local::now().to_rfc3339(),
         source: "scaling-lab".into(),
         import: None,
+        adaptive: cfg.adaptive(),
     }
+}
+
+/// The spec a logged trial must have: its plan entry, the Halton continuation for `--until`
+/// trials beyond the plan, or its base trial's metaparameters for a repeat.
+fn expected_spec(
+    cfg: &SweepConfig,
+    plan: &[TrialSpec],
+    logged: &[TrialRecord],
+    spec: &TrialSpec,
+) -> Option<TrialSpec> {
+    if let Some(base_id) = spec.repeat_of {
+        let base = logged
+            .iter()
+            .find(|r| r.trial_id == base_id && r.spec.repeat_of.is_none())?;
+        return (spec.trial_id >= super::plan::REPEAT_ID_BASE)
+            .then(|| super::plan::repeat_of(&base.spec, spec.trial_id, cfg.seed));
+    }
+    if let Some(p) = plan.get(spec.trial_id as usize) {
+        return Some(p.clone());
+    }
+    let n = cfg.batch_sizes.len() as u64;
+    (spec.trial_id < super::plan::REPEAT_ID_BASE && n > 0).then(|| {
+        super::plan::trial_at(
+            &cfg.preset,
+            &cfg.batch_sizes,
+            (spec.trial_id / n) as usize,
+            (spec.trial_id % n) as usize,
+            &cfg.devices,
+            cfg.precision,
+            cfg.seed,
+        )
+    })
 }
 
 /// The build's git revision: `SCALING_LAB_GIT_REV` at compile time, else `git rev-parse` in the
@@ -377,6 +412,8 @@ impl Coordinator {
         }
         let (res_tx, res_rx) = mpsc::channel::<(TrialSpec, TrialResult, f64)>();
         let mut running: HashMap<u64, JoinHandle<()>> = HashMap::new();
+        // Specs of the running trials (what `next_extra` must not duplicate).
+        let mut running_specs: HashMap<u64, TrialSpec> = HashMap::new();
         let mut paused_seen = false;
         let mut trials_run = 0;
         let mut trial_errors = 0;
@@ -390,7 +427,11 @@ impl Coordinator {
                     self.emit(SweepEvent::Paused { paused });
                 }
                 while !paused && running.len() < self.cfg.concurrency {
-                    let Some(spec) = queue.pop_front() else { break };
+                    let next = match queue.pop_front() {
+                        Some(spec) => Some(spec),
+                        None => self.next_extra(&running_specs),
+                    };
+                    let Some(spec) = next else { break };
                     if self.control.is_user_cancelled(spec.trial_id) {
                         // Skipped before it started: recorded as cancelled at step 0.
                         let outcome = empty_outcome(Outcome::Cancelled { step: 0 });
@@ -401,9 +442,11 @@ impl Coordinator {
                         continue;
                     }
                     let id = spec.trial_id;
+                    let kept = spec.clone();
                     match self.spawn_trial(spec, res_tx.clone()) {
                         Ok(h) => {
                             running.insert(id, h);
+                            running_specs.insert(id, kept);
                         }
                         Err(e) => {
                             trial_errors += 1;
@@ -413,6 +456,12 @@ impl Coordinator {
                             });
                         }
                     }
+                }
+            }
+            if !cancelled && running.is_empty() && queue.is_empty() && self.control.is_paused() {
+                // Paused at the end of the plan: keep the --until/--repeats trials for later.
+                if let Some(spec) = self.next_extra(&running_specs) {
+                    queue.push_back(spec);
                 }
             }
             if running.is_empty() && (queue.is_empty() || cancelled) {
@@ -428,6 +477,7 @@ impl Coordinator {
             if let Some(h) = running.remove(&id) {
                 let _ = h.join();
             }
+            running_specs.remove(&id);
             lock(&self.control.running).remove(&id);
             trials_run += 1;
             match result {
@@ -481,9 +531,11 @@ impl Coordinator {
         }
         let cancelled = self.control.is_cancelled() || fatal.is_some();
         let w = &self.cfg.preset.workload;
-        let analysis = super::analysis::analyze(&w.target, &self.records, w.optimizer);
+        let _ = w;
+        let analysis = super::analysis::analyze_preset(&self.cfg.preset, &self.records);
         let done: HashSet<u64> = self.records.iter().map(|r| r.trial_id).collect();
-        let complete = self.plan.iter().all(|t| done.contains(&t.trial_id));
+        // With --until/--repeats the sweep is complete only if they ran out too (not cancelled).
+        let complete = self.plan.iter().all(|t| done.contains(&t.trial_id)) && !cancelled;
         let wall_s = t0.elapsed().as_secs_f64();
         let summary = Summary {
             finished: chrono::Local::now().to_rfc3339(),
@@ -515,6 +567,110 @@ impl Coordinator {
         })
     }
 
+    /// The next trial beyond the plan, if any: first `--until` search trials (one at a time per
+    /// batch size), then — once no search trial is running — the `--repeats` of each B's best trial.
+    /// A pure function of the records and the running trials, so a resumed sweep (one trial at a
+    /// time) continues exactly where it stopped.
+    fn next_extra(&self, running: &HashMap<u64, TrialSpec>) -> Option<TrialSpec> {
+        let spec = self.next_until(running).or_else(|| {
+            if running.values().any(|s| s.repeat_of.is_none()) {
+                return None; // the best trial may still change
+            }
+            self.next_repeat(running)
+        })?;
+        self.emit(SweepEvent::Queued {
+            trial_id: spec.trial_id,
+            batch_size: spec.batch_size,
+        });
+        Some(spec)
+    }
+
+    fn next_until(&self, running: &HashMap<u64, TrialSpec>) -> Option<TrialSpec> {
+        let rel = self.cfg.until?;
+        let search_ids: HashSet<u64> = self
+            .records
+            .iter()
+            .map(|r| &r.spec)
+            .chain(running.values())
+            .filter(|s| s.repeat_of.is_none())
+            .map(|s| s.trial_id)
+            .collect();
+        if search_ids.len() >= self.cfg.search_budget() {
+            return None;
+        }
+        let opt = self.cfg.preset.workload.optimizer;
+        let mut pts = super::analysis::per_batch_with_ci(&self.records, opt);
+        pts.retain(|p| p.rel_half_width().is_some_and(|w| w > rel));
+        // Widest first; ties → smaller B.
+        pts.sort_by(|a, b| {
+            b.rel_half_width()
+                .unwrap_or(0.0)
+                .total_cmp(&a.rel_half_width().unwrap_or(0.0))
+                .then(a.batch_size.cmp(&b.batch_size))
+        });
+        let n = self.cfg.batch_sizes.len();
+        let busy: HashSet<usize> = running.values().map(|s| s.batch_size).collect();
+        let p = pts.iter().find(|p| !busy.contains(&p.batch_size))?;
+        let bi = self
+            .cfg
+            .batch_sizes
+            .iter()
+            .position(|&b| b == p.batch_size)?;
+        let k = search_ids
+            .iter()
+            .filter(|&&id| id < super::plan::REPEAT_ID_BASE && id as usize % n == bi)
+            .map(|&id| id as usize / n + 1)
+            .max()
+            .unwrap_or(0);
+        Some(super::plan::trial_at(
+            &self.cfg.preset,
+            &self.cfg.batch_sizes,
+            k,
+            bi,
+            &self.cfg.devices,
+            self.cfg.precision,
+            self.cfg.seed,
+        ))
+    }
+
+    fn next_repeat(&self, running: &HashMap<u64, TrialSpec>) -> Option<TrialSpec> {
+        if self.cfg.repeats <= 1 {
+            return None;
+        }
+        let all: Vec<&TrialSpec> = self
+            .records
+            .iter()
+            .map(|r| &r.spec)
+            .chain(running.values())
+            .collect();
+        for &b in &self.cfg.batch_sizes {
+            // The best search trial at b (earliest step, ties → lower id), as in the analysis.
+            let best = self
+                .records
+                .iter()
+                .filter(|r| r.spec.batch_size == b && r.spec.repeat_of.is_none())
+                .filter_map(|r| {
+                    r.outcome
+                        .outcome
+                        .steps_to_target()
+                        .map(|s| (s, r.trial_id, r))
+                })
+                .min_by_key(|&(s, id, _)| (s, id));
+            let Some((_, id, base)) = best else { continue };
+            let have = all.iter().filter(|s| s.repeat_of == Some(id)).count();
+            if have + 1 < self.cfg.repeats {
+                let next_id = all
+                    .iter()
+                    .map(|s| s.trial_id)
+                    .filter(|&i| i >= super::plan::REPEAT_ID_BASE)
+                    .max()
+                    .map_or(super::plan::REPEAT_ID_BASE, |m| m + 1);
+                return Some(super::plan::repeat_of(&base.spec, next_id, self.cfg.seed));
+            }
+        }
+        None
+    }
+
     /// Writes a finished trial durably, then tells the views.
     fn save(&mut self, spec: TrialSpec, outcome: TrialOutcome) -> anyhow::Result<()> {
         let rec = TrialRecord {
@@ -526,9 +682,10 @@ impl Coordinator {
         self.writer.write_trial(&rec)?;
         let (id, b) = (rec.trial_id, rec.spec.batch_size);
         let reached = rec.outcome.outcome.steps_to_target();
+        let is_repeat = rec.spec.repeat_of.is_some();
         self.records.push(rec);
         self.emit(SweepEvent::Saved { trial_id: id });
-        if let Some(step) = reached {
+        if let (Some(step), false) = (reached, is_repeat) {
             let improved = self.best.get(&b).is_none_or(|&s| step < s);
             if improved {
                 self.best.insert(b, step);
@@ -563,6 +720,8 @@ impl Coordinator {
             .sweep
             .early_stopping
             .then(|| self.best.get(&spec.batch_size).copied())
+            // A repeat measures its own steps-to-target: never cut.
+            .filter(|_| spec.repeat_of.is_none())
             .flatten()
             .filter(|&best| best < full_budget);
         if let Some(best) = cap {

@@ -125,6 +125,7 @@ pub fn print_report(steps: usize, precision: Precision) {
             precision,
             metaparams: w.defaults.clone(),
             seed: 0,
+            repeat_of: None,
         };
         let runner = super::BurnRunner::new(super::TrainOptions {
             noise_scale: false,

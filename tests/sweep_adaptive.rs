@@ -1,0 +1,175 @@
+//! `--repeats` and `--until` end to end on the NQM (fast): what they add to the log, that S(B)
+//! keeps its definition, and that a resumed sweep reproduces them.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::sync_channel;
+use std::sync::Arc;
+
+use scaling_lab::core::*;
+use scaling_lab::nqm::NqmRunner;
+use scaling_lab::runlog::read_run_log;
+use scaling_lab::sweep::{plan, start_sweep, SweepConfig, SweepResult};
+use scaling_lab::workload::spec::*;
+
+fn config(dir: &Path) -> SweepConfig {
+    let preset = Preset {
+        name: "nqm-adaptive".into(),
+        description: "test".into(),
+        workload: Workload {
+            eval_every: 5,
+            step_budget: 2000,
+            ..Workload::nqm(50, OptimizerKind::Sgd, 0.1)
+        },
+        search: SearchSpace {
+            learning_rate: [1e-3, 4.0],
+            ..SearchSpace::default()
+        },
+        sweep: SweepDefaults::default(),
+    };
+    SweepConfig {
+        preset,
+        preset_path: None,
+        batch_sizes: vec![1, 4, 16, 64, 256],
+        trials_per_batch: 4,
+        devices: DeviceSpec::Cpu { workers: 1 },
+        concurrency: 1,
+        precision: Precision::Fp32,
+        seed: 5,
+        runs_dir: dir.to_path_buf(),
+        repeats: 1,
+        until: None,
+        max_trials: None,
+    }
+}
+
+fn run(cfg: SweepConfig, resume: Option<PathBuf>) -> SweepResult {
+    let (tx, rx) = sync_channel(1 << 16);
+    let h = start_sweep(cfg, Arc::new(NqmRunner), tx, resume).unwrap();
+    let d = std::thread::spawn(move || rx.iter().count());
+    let r = h.join().unwrap();
+    d.join().unwrap();
+    r
+}
+
+#[test]
+fn repeats_rerun_the_best_metaparameters_without_changing_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = run(config(dir.path()), None);
+    let mut cfg = config(dir.path());
+    cfg.repeats = 3;
+    let res = run(cfg, None);
+    assert!(!res.cancelled);
+    let log = read_run_log(&res.log_path).unwrap();
+    assert_eq!(log.header.adaptive.as_ref().map(|a| a.repeats), Some(3));
+    assert!(log.summary.as_ref().unwrap().complete);
+    let measured = res.analysis.per_batch.iter().filter(|p| p.steps.is_some());
+    let mut n_measured = 0;
+    for p in measured {
+        n_measured += 1;
+        let best = p.best_trial.unwrap();
+        let base = log.trials.iter().find(|t| t.trial_id == best).unwrap();
+        let reps: Vec<&TrialRecord> = log
+            .trials
+            .iter()
+            .filter(|t| t.spec.repeat_of == Some(best))
+            .collect();
+        assert_eq!(reps.len(), 2, "B = {}", p.batch_size);
+        for r in &reps {
+            assert!(r.trial_id >= plan::REPEAT_ID_BASE);
+            assert_eq!(r.spec.batch_size, p.batch_size);
+            assert_eq!(r.spec.metaparams, base.spec.metaparams);
+            assert_ne!(r.spec.seed, base.spec.seed);
+            // A repeat runs its full budget: never early-stopped.
+            assert!(!matches!(
+                r.outcome.outcome,
+                Outcome::NotReached {
+                    early_stopped: true,
+                    ..
+                }
+            ));
+        }
+        let rs = p.repeat_steps.as_ref().unwrap();
+        assert_eq!(rs.runs + rs.not_reached, 3);
+        assert!(rs.min as f64 <= rs.median && rs.median <= rs.max as f64);
+        let [lo, hi] = p.steps_ci.unwrap();
+        assert!(lo <= p.steps.unwrap() && p.steps.unwrap() <= hi);
+    }
+    assert!(n_measured >= 3);
+    // S(B), the best trial and the counts are those of the same sweep without repeats.
+    for (a, b) in plain.analysis.per_batch.iter().zip(&res.analysis.per_batch) {
+        assert_eq!(
+            (a.steps, a.best_trial, a.trials, a.reached),
+            (b.steps, b.best_trial, b.trials, b.reached)
+        );
+    }
+    assert_eq!(res.trials_done, plain.trials_done + 2 * n_measured);
+}
+
+#[test]
+fn until_adds_trials_where_the_interval_is_widest_and_resume_reproduces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.until = Some(0.02);
+    cfg.max_trials = Some(32);
+    cfg.repeats = 2;
+    let res = run(cfg.clone(), None);
+    let log = read_run_log(&res.log_path).unwrap();
+    let search: Vec<&TrialRecord> = log
+        .trials
+        .iter()
+        .filter(|t| t.spec.repeat_of.is_none())
+        .collect();
+    // Trials beyond the plan of 20, within the budget of 32 search trials.
+    assert!(search.len() > 20 && search.len() <= 32, "{}", search.len());
+    let p = plan(&cfg);
+    for t in &search {
+        // Every search trial is the Halton continuation of the plan: the spec a plan with more
+        // trials per B would give it.
+        let n = cfg.batch_sizes.len();
+        let want = plan::trial_at(
+            &cfg.preset,
+            &cfg.batch_sizes,
+            t.trial_id as usize / n,
+            t.trial_id as usize % n,
+            &cfg.devices,
+            cfg.precision,
+            cfg.seed,
+        );
+        assert_eq!(t.spec, want);
+        if (t.trial_id as usize) < p.len() {
+            assert_eq!(t.spec, p[t.trial_id as usize]);
+        }
+    }
+    // Stopped because every interval is narrow enough or the budget is spent.
+    let widest = res
+        .analysis
+        .per_batch
+        .iter()
+        .filter_map(|p| p.rel_half_width())
+        .fold(0.0, f64::max);
+    assert!(widest <= 0.02 || search.len() == 32, "widest {widest}");
+    assert_eq!(log.header.adaptive.as_ref().unwrap().until, Some(0.02));
+
+    // Cut the log after 23 trials (the first --until trials ran) and resume: same records.
+    let text = std::fs::read_to_string(&res.log_path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let cut = dir.path().join("cut.jsonl");
+    std::fs::write(&cut, lines[..1 + 23].join("\n") + "\n").unwrap();
+    let cut_log = read_run_log(&cut).unwrap();
+    let resumed_cfg = SweepConfig::from_header(&cut_log.header, dir.path().to_path_buf());
+    assert_eq!((resumed_cfg.until, resumed_cfg.repeats), (Some(0.02), 2));
+    let again = run(resumed_cfg, Some(cut.clone()));
+    assert!(!again.cancelled);
+    let relog = read_run_log(&cut).unwrap();
+    let key = |l: &scaling_lab::runlog::reader::RunLog| {
+        let mut v: Vec<(u64, TrialSpec, Outcome)> = l
+            .trials
+            .iter()
+            .map(|t| (t.trial_id, t.spec.clone(), t.outcome.outcome.clone()))
+            .collect();
+        v.sort_by_key(|x| x.0);
+        v
+    };
+    assert_eq!(key(&relog), key(&log));
+    assert_eq!(again.analysis.regimes, res.analysis.regimes);
+}
