@@ -171,6 +171,22 @@ pub trait TrialRunner: Send + Sync {
     fn backend(&self) -> String;
 }
 
+/// What ran, for run-log headers: the runner's backend with the devices of one trial. A Burn
+/// runner on CUDA devices is "burn-cuda (cuda:0,1)" (its own label names the CPU backend it was
+/// built around); on the CPU "burn-flex (cpu), 2 workers".
+pub fn backend_label(runner_backend: &str, devices: &DeviceSpec) -> String {
+    match devices {
+        DeviceSpec::Cuda { .. } if runner_backend.starts_with("burn") => {
+            format!("burn-cuda ({})", devices.label())
+        }
+        DeviceSpec::Cuda { .. } => format!("{runner_backend} ({})", devices.label()),
+        DeviceSpec::Cpu { workers } => format!(
+            "{runner_backend}, {workers} worker{}",
+            if *workers == 1 { "" } else { "s" }
+        ),
+    }
+}
+
 /// Builds the runner for a workload (Burn trainer for data workloads, closed-form NQM, fakes in tests).
 pub type RunnerFactory =
     Arc<dyn Fn(&Workload) -> anyhow::Result<Arc<dyn TrialRunner>> + Send + Sync>;

@@ -184,7 +184,10 @@ pub fn start_sweep_with(
             (RunLogWriter::open_append(path, log.valid_len)?, log.trials)
         }
         None => {
-            let header = make_header(&cfg, &runner.backend());
+            let header = make_header(
+                &cfg,
+                &crate::core::trial::backend_label(&runner.backend(), &cfg.devices),
+            );
             (RunLogWriter::create(&cfg.runs_dir, &header)?, Vec::new())
         }
     };
