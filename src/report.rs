@@ -354,8 +354,8 @@ impl Report {
                     FitRange::BelowRange => "below_range",
                 }
                 .into(),
-                perfect_up_to: within.then(|| f.b_crit / 3.0),
-                maximal_from: within.then(|| 3.0 * f.b_crit),
+                perfect_up_to: within.then_some(f.b_crit / 3.0),
+                maximal_from: within.then_some(3.0 * f.b_crit),
             }
         });
         let noise = a.noise_prediction.map(|n| NoiseSummary {

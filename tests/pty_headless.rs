@@ -51,7 +51,7 @@ fn sweep_runs_to_completion_in_a_terminal() {
         dir.path(),
     );
     let out = s.expect(Eof).expect("the sweep ends (no hang)");
-    let text = String::from_utf8_lossy(out.before()).to_string();
+    let text = String::from_utf8_lossy(out.as_bytes()).to_string();
     assert!(text.contains("sweep nqm-sgd"), "{text}");
     assert!(text.contains("fit S = S_min"), "{text}");
     assert!(text.contains("[24/24] trial"), "{text}");
@@ -74,7 +74,7 @@ fn train_runs_to_completion_in_a_terminal() {
         dir.path(),
     );
     let out = s.expect(Eof).expect("train ends");
-    let text = String::from_utf8_lossy(out.before()).to_string();
+    let text = String::from_utf8_lossy(out.as_bytes()).to_string();
     assert!(
         text.contains("reached val_error") || text.contains("did not reach"),
         "{text}"
@@ -116,7 +116,7 @@ fn ctrl_c_cancels_with_130_and_the_resume_line() {
         .expect("two trials finish");
     s.send([3u8]).unwrap(); // ctrl-c
     let out = s.expect(Eof).expect("the sweep stops");
-    let text = String::from_utf8_lossy(out.before()).to_string();
+    let text = String::from_utf8_lossy(out.as_bytes()).to_string();
     assert!(text.contains("scaling-lab sweep --resume"), "{text}");
     assert_eq!(exit_code(&s), 130, "{text}");
 }

@@ -113,10 +113,10 @@ pub struct TrainArgs {
     #[command(flatten)]
     pub devices: DeviceArgs,
     /// Learning rate (default: the preset's).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub lr: Option<f64>,
     /// Momentum γ (or Adam β1).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub momentum: Option<f64>,
     /// Scale the learning rate from --base-batch to --batch-size.
     #[arg(long, value_enum)]
