@@ -1,10 +1,16 @@
-//! The plain-text report of a sweep (no colour codes): shown by the headless sweep, the TUI's
-//! summary panel and `compare`. Everything comes from `core::analysis::Analysis`.
+//! The report of a sweep: one [`Report`] value built from an `Analysis` and header info (a live
+//! sweep) or from a run log, rendered as plain text (headless `sweep`, `report`; no colour codes),
+//! serialised as JSON (`--json`, shape in `docs/report-schema.json`) and drawn by the TUI's status
+//! panel. `compare` output is rendered here too, from `runlog::compare`. Number formatting: [`num`].
 
 use std::fmt::Write;
 
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::projection::{self, Projection};
 use crate::core::analysis::{Analysis, Regime};
-use crate::runlog::compare::{perfect_scaling_extent, Comparison};
+use crate::core::trial::Outcome;
+use crate::runlog::compare::{maximal_from, perfect_scaling_extent, Comparison};
 use crate::sweep::analysis::{fit_range, lr_scaling_exponent, perfect_scaling_steps, FitRange};
 
 /// Context printed above the analysis.
@@ -54,11 +60,47 @@ pub fn num(x: f64) -> String {
     }
 }
 
-fn opt_num(x: Option<f64>) -> String {
+/// Thousands separators: 12345.6 → "12,346".
+pub fn thousands(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    let s = format!("{:.0}", x.abs());
+    let mut out = String::new();
+    if x < -0.5 {
+        out.push('-');
+    }
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// One finished trial's outcome in words ("reached at step 120").
+pub fn outcome_text(o: &Outcome) -> String {
+    match o {
+        Outcome::Reached { step } => format!("reached at step {step}"),
+        Outcome::NotReached {
+            budget,
+            early_stopped: false,
+        } => format!("did not reach within {budget} steps"),
+        Outcome::NotReached { budget, .. } => {
+            format!("stopped early at step {budget}: the best trial at this B reached by then")
+        }
+        Outcome::Diverged { step } => format!("diverged at step {step}"),
+        Outcome::Cancelled { step } => format!("cancelled at step {step}"),
+    }
+}
+
+pub fn opt_num(x: Option<f64>) -> String {
     x.map(num).unwrap_or_else(|| "-".into())
 }
 
-fn regime_short(r: Regime) -> &'static str {
+/// Short regime name ("perfect", "diminishing", "maximal").
+pub fn regime_short(r: Regime) -> &'static str {
     match r {
         Regime::Perfect => "perfect",
         Regime::Diminishing => "diminishing",
@@ -138,157 +180,458 @@ pub fn fit_regimes_line(b_crit: f64) -> String {
     )
 }
 
-/// The full report.
-pub fn render_report(a: &Analysis, info: &ReportInfo) -> String {
-    let mut s = String::new();
-    if !info.preset.is_empty() {
-        let _ = writeln!(
-            s,
-            "sweep {} ({}, {}) — target {}",
-            info.preset, info.optimizer, info.devices, a.target
-        );
-    } else {
-        let _ = writeln!(s, "target {}", a.target);
-    }
-    let mut status = format!("{}/{} trials", info.trials_done, info.trials_planned);
-    if let Some(w) = info.wall_s {
-        let _ = write!(status, " in {w:.1} s");
-    }
-    if info.cancelled {
-        status.push_str(" — interrupted, resumable");
-    }
-    let _ = writeln!(s, "{status}");
-    if let Some(p) = &info.log_path {
-        let _ = writeln!(s, "run log: {p}");
-    }
-    s.push('\n');
-    s.push_str(&per_batch_table(a));
-    s.push('\n');
-    let batch_sizes: Vec<usize> = a.per_batch.iter().map(|p| p.batch_size).collect();
-    let reached = a.per_batch.iter().filter(|p| p.steps.is_some()).count();
-    if reached == 0 {
-        let _ = writeln!(s, "no batch size reached the target: no curve to analyse");
-        return s;
-    }
-    if let Some((b0, s0)) = a.perfect_anchor {
-        let _ = writeln!(
-            s,
-            "perfect scaling reference: S = {s0}·{b0}/B (anchored at the smallest B that reached)"
-        );
-    }
-    let ranges = regime_ranges(a);
-    if ranges.is_empty() {
-        let _ = writeln!(s, "regimes: need two batch sizes that reached the target");
-    } else {
-        let parts: Vec<String> = ranges
+/// Version of the JSON shape of [`Report`] (`docs/report-schema.json`).
+pub const REPORT_VERSION: u32 = 1;
+
+/// One row of the per-batch-size table.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ReportRow {
+    pub batch_size: usize,
+    /// Best steps-to-target (None: no trial reached).
+    pub steps: Option<u64>,
+    /// steps / the perfect-scaling reference at this B.
+    pub x_ideal: Option<f64>,
+    /// Regime of the segment from this B to the next.
+    pub regime_to_next: Option<Regime>,
+    pub best_lr: Option<f64>,
+    pub best_effective_lr: Option<f64>,
+    pub b_simple: Option<f64>,
+    pub best_trial: Option<u64>,
+    pub trials: usize,
+    pub reached: usize,
+    pub diverged: usize,
+    pub not_reached: usize,
+    pub early_stopped: usize,
+    pub cancelled: usize,
+}
+
+/// A range of consecutive batch sizes in one regime.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct RegimeRange {
+    pub b_lo: usize,
+    pub b_hi: usize,
+    pub regime: Regime,
+}
+
+/// The fit S = S_min·(1 + B_crit/B) and where B_crit lies against the measured batch sizes.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct FitSummary {
+    pub s_min: f64,
+    pub b_crit: f64,
+    pub r2: f64,
+    pub rmse_log: f64,
+    /// "within", "above_range" (no bend seen) or "below_range" (already saturated).
+    pub range: String,
+    /// Regimes the fit implies (only when B_crit is within range): perfect for B ≤ B_crit/3,
+    /// maximal for B ≥ 3·B_crit.
+    pub perfect_up_to: Option<f64>,
+    pub maximal_from: Option<f64>,
+}
+
+/// The gradient-noise-scale prediction of B_crit.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct NoiseSummary {
+    /// Median B_simple over the best trials.
+    pub median_b_simple: f64,
+    /// median B_simple / fitted B_crit.
+    pub ratio_to_b_crit: Option<f64>,
+}
+
+/// Trials kept in the log that did not reach the target.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct KeptCounts {
+    pub diverged: usize,
+    pub not_reached: usize,
+    pub early_stopped: usize,
+    pub cancelled: usize,
+}
+
+/// The G = (measured devices) check of the projection model against the best trial's own time.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ProjectionCheck {
+    pub batch_size: usize,
+    pub measured_s: f64,
+    pub modelled_s: f64,
+}
+
+/// A trial that failed to run at all.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct TrialErrorNote {
+    pub trial_id: u64,
+    pub message: String,
+}
+
+/// Everything the report says, as data. Built once, then rendered as text ([`Report::text`]),
+/// serialised as JSON, or drawn by the TUI.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Report {
+    pub report_version: u32,
+    pub preset: String,
+    pub optimizer: String,
+    pub devices: String,
+    /// What ran (from the run-log header), when known.
+    pub backend: Option<String>,
+    /// Run-log path.
+    pub log: Option<String>,
+    pub trials_done: usize,
+    pub trials_planned: usize,
+    pub wall_s: Option<f64>,
+    /// Interrupted (resumable).
+    pub cancelled: bool,
+    /// "metric <= value".
+    pub target: String,
+    pub per_batch: Vec<ReportRow>,
+    /// (B0, S0) of the perfect-scaling reference S0·B0/B.
+    pub perfect_anchor: Option<(usize, u64)>,
+    /// Regimes by local slope, merged over consecutive segments.
+    pub regimes: Vec<RegimeRange>,
+    /// The largest B of the leading perfect-scaling range ("perfect ≤"), shared with `compare`.
+    pub perfect_up_to: Option<usize>,
+    pub fit: Option<FitSummary>,
+    pub noise: Option<NoiseSummary>,
+    /// Best η ∝ B^k across batch sizes (linear rule 1, sqrt rule 0.5).
+    pub lr_exponent: Option<f64>,
+    pub kept: KeptCounts,
+    /// Time-to-target projections (one per link); None with `projection_note` saying why.
+    pub projections: Option<Vec<Projection>>,
+    pub projection_note: Option<String>,
+    /// What the projection's compute was timed on.
+    pub projection_backend: Option<String>,
+    pub projection_check: Option<ProjectionCheck>,
+    /// Problems reading the log or comparing (torn last line, …).
+    pub warnings: Vec<String>,
+    /// Trials that failed to run.
+    pub errors: Vec<TrialErrorNote>,
+    /// The full analysis the report was built from.
+    pub analysis: Analysis,
+}
+
+impl Report {
+    /// The report of an analysis with its header info (no projection: see [`Report::from_log`]).
+    pub fn new(analysis: Analysis, info: &ReportInfo) -> Report {
+        let a = &analysis;
+        let per_batch = a
+            .per_batch
             .iter()
-            .map(|(lo, hi, r)| format!("{} {lo}–{hi}", r.label()))
+            .map(|p| ReportRow {
+                batch_size: p.batch_size,
+                steps: p.steps,
+                x_ideal: match (a.perfect_anchor, p.steps) {
+                    (Some(anchor), Some(st)) => {
+                        Some(st as f64 / perfect_scaling_steps(anchor, p.batch_size as f64))
+                    }
+                    _ => None,
+                },
+                regime_to_next: a
+                    .segments
+                    .iter()
+                    .find(|seg| seg.b_lo == p.batch_size)
+                    .map(|seg| seg.regime),
+                best_lr: p.best_lr,
+                best_effective_lr: p.best_effective_lr,
+                b_simple: p.b_simple,
+                best_trial: p.best_trial,
+                trials: p.trials,
+                reached: p.reached,
+                diverged: p.diverged,
+                not_reached: p.not_reached,
+                early_stopped: p.early_stopped,
+                cancelled: p.cancelled,
+            })
             .collect();
-        let _ = writeln!(
-            s,
-            "regimes (local slope; ≤ −0.75 perfect, ≥ −0.25 maximal): {}",
-            parts.join("; ")
-        );
+        let batch_sizes: Vec<usize> = a.per_batch.iter().map(|p| p.batch_size).collect();
+        let fit = a.fit.as_ref().map(|f| {
+            let range = fit_range(f, &batch_sizes);
+            let within = matches!(range, FitRange::Within);
+            FitSummary {
+                s_min: f.s_min,
+                b_crit: f.b_crit,
+                r2: f.r2,
+                rmse_log: f.rmse_log,
+                range: match range {
+                    FitRange::Within => "within",
+                    FitRange::AboveRange => "above_range",
+                    FitRange::BelowRange => "below_range",
+                }
+                .into(),
+                perfect_up_to: within.then_some(f.b_crit / 3.0),
+                maximal_from: within.then_some(3.0 * f.b_crit),
+            }
+        });
+        let noise = a.noise_prediction.map(|n| NoiseSummary {
+            median_b_simple: n,
+            ratio_to_b_crit: a.fit.as_ref().map(|f| n / f.b_crit),
+        });
+        let kept = KeptCounts {
+            diverged: a.per_batch.iter().map(|p| p.diverged).sum(),
+            not_reached: a.per_batch.iter().map(|p| p.not_reached).sum(),
+            early_stopped: a.per_batch.iter().map(|p| p.early_stopped).sum(),
+            cancelled: a.per_batch.iter().map(|p| p.cancelled).sum(),
+        };
+        Report {
+            report_version: REPORT_VERSION,
+            preset: info.preset.clone(),
+            optimizer: info.optimizer.clone(),
+            devices: info.devices.clone(),
+            backend: None,
+            log: info.log_path.clone(),
+            trials_done: info.trials_done,
+            trials_planned: info.trials_planned,
+            wall_s: info.wall_s,
+            cancelled: info.cancelled,
+            target: a.target.clone(),
+            per_batch,
+            perfect_anchor: a.perfect_anchor,
+            regimes: regime_ranges(a)
+                .into_iter()
+                .map(|(b_lo, b_hi, regime)| RegimeRange { b_lo, b_hi, regime })
+                .collect(),
+            perfect_up_to: perfect_scaling_extent(a),
+            fit,
+            noise,
+            lr_exponent: lr_scaling_exponent(&a.lr_rules),
+            kept,
+            projections: None,
+            projection_note: None,
+            projection_backend: None,
+            projection_check: None,
+            warnings: vec![],
+            errors: vec![],
+            analysis,
+        }
     }
-    match &a.fit {
-        Some(f) => {
-            let note = match fit_range(f, &batch_sizes) {
-                FitRange::Within => "",
-                FitRange::AboveRange => " — beyond the largest B measured: no bend seen, B_crit is a lower bound at best",
-                FitRange::BelowRange => " — below the smallest B measured: already saturated",
-            };
+
+    /// The report of a run log, with its time-to-target projection over 1 … `max_devices`
+    /// devices and the reader's warnings.
+    pub fn from_log(log: &crate::runlog::RunLog, max_devices: usize) -> Report {
+        let a = log.analysis();
+        let mut r = Report::new(a, &ReportInfo::from_log(log));
+        r.backend = Some(log.header.backend.clone());
+        r.warnings = log.warnings.clone();
+        r.add_projection(log, max_devices);
+        r
+    }
+
+    fn add_projection(&mut self, log: &crate::runlog::RunLog, max_devices: usize) {
+        let a = &self.analysis;
+        if is_nqm(log) {
+            self.projection_note =
+                Some("none for the NQM (a closed-form model has no compute to time)".into());
+            return;
+        }
+        if a.per_batch.iter().all(|p| p.steps.is_none()) {
+            self.projection_note = Some("no batch size reached the target".into());
+            return;
+        }
+        let (Some(ps), Some(c)) = (
+            projection::project_all(&log.trials, a, max_devices),
+            projection::calibrate_compute(&log.trials),
+        ) else {
+            self.projection_note =
+                Some("the log has no measured compute times (imported or NQM data)".into());
+            return;
+        };
+        self.projection_check = projection::measured_check(&log.trials, a, &c).map(
+            |(batch_size, measured_s, modelled_s)| ProjectionCheck {
+                batch_size,
+                measured_s,
+                modelled_s,
+            },
+        );
+        // Newer headers already name the devices ("burn-flex (cpu), 2 workers").
+        let b = &log.header.backend;
+        let mut backend = if b.contains("worker") || b.contains("cuda:") {
+            b.clone()
+        } else {
+            format!("{b}, {}", log.header.devices.label())
+        };
+        if log.header.concurrency > 1 {
+            backend.push_str(&format!(
+                ", {} trials at once sharing the machine",
+                log.header.concurrency
+            ));
+        }
+        self.projection_backend = Some(backend);
+        self.projections = Some(ps);
+    }
+
+    /// The report text without the projection (what the headless sweep prints at its end).
+    pub fn main_text(&self) -> String {
+        let mut s = String::new();
+        if !self.preset.is_empty() {
             let _ = writeln!(
                 s,
-                "fit S = S_min·(1 + B_crit/B): S_min = {} steps, B_crit = {}{note} (R² {:.3}, rms ln-residual {:.3})",
-                num(f.s_min),
-                num(f.b_crit),
-                f.r2,
-                f.rmse_log
+                "sweep {} ({}, {}) — target {}",
+                self.preset, self.optimizer, self.devices, self.target
             );
-            if matches!(fit_range(f, &batch_sizes), FitRange::Within) {
-                let _ = writeln!(s, "{}", fit_regimes_line(f.b_crit));
+        } else {
+            let _ = writeln!(s, "target {}", self.target);
+        }
+        let mut status = format!("{}/{} trials", self.trials_done, self.trials_planned);
+        if let Some(w) = self.wall_s {
+            let _ = write!(status, " in {w:.1} s");
+        }
+        if self.cancelled {
+            status.push_str(" — interrupted, resumable");
+        }
+        let _ = writeln!(s, "{status}");
+        if let Some(p) = &self.log {
+            let _ = writeln!(s, "run log: {p}");
+        }
+        s.push('\n');
+        s.push_str(&per_batch_table(&self.analysis));
+        s.push('\n');
+        let reached = self.per_batch.iter().filter(|p| p.steps.is_some()).count();
+        if reached == 0 {
+            let _ = writeln!(s, "no batch size reached the target: no curve to analyse");
+            return s;
+        }
+        if let Some((b0, s0)) = self.perfect_anchor {
+            let _ = writeln!(
+                s,
+                "perfect scaling reference: S = {s0}·{b0}/B (anchored at the smallest B that reached)"
+            );
+        }
+        if self.regimes.is_empty() {
+            let _ = writeln!(s, "regimes: need two batch sizes that reached the target");
+        } else {
+            let parts: Vec<String> = self
+                .regimes
+                .iter()
+                .map(|r| format!("{} {}–{}", r.regime.label(), r.b_lo, r.b_hi))
+                .collect();
+            let _ = writeln!(
+                s,
+                "regimes (local slope; ≤ −0.75 perfect, ≥ −0.25 maximal): {}",
+                parts.join("; ")
+            );
+        }
+        match &self.fit {
+            Some(f) => {
+                let note = match f.range.as_str() {
+                    "above_range" => " — beyond the largest B measured: no bend seen, B_crit is a lower bound at best",
+                    "below_range" => " — below the smallest B measured: already saturated",
+                    _ => "",
+                };
+                let _ = writeln!(
+                    s,
+                    "fit S = S_min·(1 + B_crit/B): S_min = {} steps, B_crit = {}{note} (R² {:.3}, rms ln-residual {:.3})",
+                    num(f.s_min),
+                    num(f.b_crit),
+                    f.r2,
+                    f.rmse_log
+                );
+                if f.range == "within" {
+                    let _ = writeln!(s, "{}", fit_regimes_line(f.b_crit));
+                }
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "fit S = S_min·(1 + B_crit/B): needs ≥ 3 batch sizes that reached the target"
+                );
             }
         }
-        None => {
+        match (&self.noise, &self.fit) {
+            (Some(n), Some(f)) => {
+                let _ = writeln!(
+                    s,
+                    "noise scale: median B_simple of the best trials = {} (fitted B_crit = {}, ratio {:.2})",
+                    num(n.median_b_simple),
+                    num(f.b_crit),
+                    n.ratio_to_b_crit.unwrap_or(f64::NAN)
+                );
+            }
+            (Some(n), None) => {
+                let _ = writeln!(
+                    s,
+                    "noise scale: median B_simple of the best trials = {}",
+                    num(n.median_b_simple)
+                );
+            }
+            _ => {
+                let _ = writeln!(s, "noise scale: not measured");
+            }
+        }
+        if let Some(k) = self.lr_exponent {
             let _ = writeln!(
                 s,
-                "fit S = S_min·(1 + B_crit/B): needs ≥ 3 batch sizes that reached the target"
+                "best η ∝ B^{k:.2} across batch sizes (linear rule: 1, sqrt rule: 0.5)"
             );
         }
-    }
-    match (a.noise_prediction, &a.fit) {
-        (Some(n), Some(f)) => {
-            let _ = writeln!(
-                s,
-                "noise scale: median B_simple of the best trials = {} (fitted B_crit = {}, ratio {:.2})",
-                num(n),
-                num(f.b_crit),
-                n / f.b_crit
-            );
-        }
-        (Some(n), None) => {
-            let _ = writeln!(
-                s,
-                "noise scale: median B_simple of the best trials = {}",
-                num(n)
-            );
-        }
-        _ => {
-            let _ = writeln!(s, "noise scale: not measured");
-        }
-    }
-    if let Some(k) = lr_scaling_exponent(&a.lr_rules) {
+        let k = &self.kept;
+        let early_note = if k.early_stopped > 0 {
+            format!(
+                " ({} stopped early at their B's best step count: S(B) unchanged)",
+                k.early_stopped
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "best η ∝ B^{k:.2} across batch sizes (linear rule: 1, sqrt rule: 0.5)"
+            "kept in the log: {} diverged, {} did not reach{early_note}, {} cancelled (cancelled never count)",
+            k.diverged, k.not_reached, k.cancelled
         );
+        if !self.errors.is_empty() {
+            let _ = writeln!(
+                s,
+                "{} trial(s) failed to run; first: trial {}: {}",
+                self.errors.len(),
+                self.errors[0].trial_id,
+                self.errors[0].message
+            );
+        }
+        s
     }
-    let diverged: usize = a.per_batch.iter().map(|p| p.diverged).sum();
-    let not_reached: usize = a.per_batch.iter().map(|p| p.not_reached).sum();
-    let early: usize = a.per_batch.iter().map(|p| p.early_stopped).sum();
-    let cancelled: usize = a.per_batch.iter().map(|p| p.cancelled).sum();
-    let early_note = if early > 0 {
-        format!(" ({early} stopped early at their B's best step count: S(B) unchanged)")
-    } else {
-        String::new()
-    };
-    let _ = writeln!(
-        s,
-        "kept in the log: {diverged} diverged, {not_reached} did not reach{early_note}, {cancelled} cancelled (cancelled never count)"
-    );
-    s
+
+    /// The time-to-target projection section (science.md §6), or a line saying why there is none.
+    pub fn projection_text(&self) -> String {
+        match &self.projections {
+            Some(ps) => projection::render_projection_table(
+                ps,
+                self.projection_backend.as_deref().unwrap_or("?"),
+                self.projection_check
+                    .as_ref()
+                    .map(|c| (c.batch_size, c.measured_s, c.modelled_s)),
+            ),
+            None => format!(
+                "time-to-target projection: {}\n",
+                self.projection_note.as_deref().unwrap_or("not computed")
+            ),
+        }
+    }
+
+    /// The whole report: main text, a blank line, the projection section.
+    pub fn text(&self) -> String {
+        let mut s = self.main_text();
+        s.push('\n');
+        s.push_str(&self.projection_text());
+        s
+    }
+
+    /// The JSON value of the report (shape: `docs/report-schema.json`).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Fit values as the TUI and the CLI show them: ("S_min", "B_crit", "R²").
+    pub fn fit_numbers(&self) -> Option<(String, String, String)> {
+        self.fit
+            .as_ref()
+            .map(|f| (num(f.s_min), num(f.b_crit), format!("{:.3}", f.r2)))
+    }
+}
+
+/// The report without projection (see [`Report::main_text`]).
+pub fn render_report(a: &Analysis, info: &ReportInfo) -> String {
+    Report::new(a.clone(), info).main_text()
 }
 
 /// The time-to-target projection section of a run log's report (science.md §6), or a line saying
 /// why there is none.
 pub fn render_projection_section(log: &crate::runlog::RunLog, max_devices: usize) -> String {
-    use crate::sweep::projection::{
-        calibrate_compute, measured_check, project_all, render_projection_table,
-    };
-    if is_nqm(log) {
-        return "time-to-target projection: none for the NQM (a closed-form model has no compute to time)\n"
-            .into();
-    }
-    let a = log.analysis();
-    if a.per_batch.iter().all(|p| p.steps.is_none()) {
-        return "time-to-target projection: no batch size reached the target\n".into();
-    }
-    let (Some(ps), Some(c)) = (
-        project_all(&log.trials, &a, max_devices),
-        calibrate_compute(&log.trials),
-    ) else {
-        return "time-to-target projection: the log has no measured compute times (imported or NQM data)\n"
-            .into();
-    };
-    let check = measured_check(&log.trials, &a, &c);
-    let mut backend = format!("{}, {}", log.header.backend, log.header.devices.label());
-    if log.header.concurrency > 1 {
-        backend.push_str(&format!(
-            ", {} trials at once sharing the machine",
-            log.header.concurrency
-        ));
-    }
-    render_projection_table(&ps, &backend, check)
+    Report::from_log(log, max_devices).projection_text()
 }
 
 fn is_nqm(log: &crate::runlog::RunLog) -> bool {
@@ -302,11 +645,16 @@ fn is_nqm(log: &crate::runlog::RunLog) -> bool {
 pub fn projections_for_log(
     log: &crate::runlog::RunLog,
     max_devices: usize,
-) -> Option<Vec<crate::sweep::projection::Projection>> {
+) -> Option<Vec<Projection>> {
     if is_nqm(log) {
         return None;
     }
-    crate::sweep::projection::project_all(&log.trials, &log.analysis(), max_devices)
+    projection::project_all(&log.trials, &log.analysis(), max_devices)
+}
+
+/// `report`: the sweep report of a run log followed by its projection.
+pub fn render_log_report(log: &crate::runlog::RunLog, max_devices: usize) -> String {
+    Report::from_log(log, max_devices).text()
 }
 
 /// One line for the TUI's status panel: the best modelled speedup on a fast and on a slow link
@@ -315,7 +663,7 @@ pub fn projection_brief(
     trials: &[crate::core::record::TrialRecord],
     analysis: &Analysis,
 ) -> Option<String> {
-    use crate::sweep::projection::{calibrate_compute, project, LinkModel};
+    use crate::analysis::projection::{calibrate_compute, project, LinkModel};
     if analysis.per_batch.iter().all(|p| p.steps.is_none()) {
         return None;
     }
@@ -334,14 +682,6 @@ pub fn projection_brief(
     (!parts.is_empty()).then(|| parts.join(" · "))
 }
 
-/// `report`: the sweep report of a run log followed by its projection.
-pub fn render_log_report(log: &crate::runlog::RunLog, max_devices: usize) -> String {
-    let mut s = render_report(&log.analysis(), &ReportInfo::from_log(log));
-    s.push('\n');
-    s.push_str(&render_projection_section(log, max_devices));
-    s
-}
-
 /// `compare` output: summary per run, then the per-B steps side by side.
 pub fn render_compare(c: &Comparison) -> String {
     let mut s = String::new();
@@ -353,14 +693,14 @@ pub fn render_compare(c: &Comparison) -> String {
     }
     let _ = writeln!(
         s,
-        "{:<3} {:<36} {:<10} {:>9} {:>9} {:>6} {:>10} {:>8}  target",
-        "#", "run", "optimizer", "S_min", "B_crit", "R²", "perfect→", "B_simple"
+        "{:<3} {:<36} {:<10} {:>9} {:>9} {:>6} {:>9} {:>9} {:>8}  target",
+        "#", "run", "optimizer", "S_min", "B_crit", "R²", "perfect≤", "maximal≥", "B_simple"
     );
     for (i, r) in c.runs.iter().enumerate() {
         let a = &r.analysis;
         let _ = writeln!(
             s,
-            "{:<3} {:<36} {:<10} {:>9} {:>9} {:>6} {:>10} {:>8}  {}",
+            "{:<3} {:<36} {:<10} {:>9} {:>9} {:>6} {:>9} {:>9} {:>8}  {}",
             i + 1,
             truncate(&r.label, 36),
             r.optimizer,
@@ -371,6 +711,9 @@ pub fn render_compare(c: &Comparison) -> String {
                 .map(|f| format!("{:.3}", f.r2))
                 .unwrap_or_else(|| "-".into()),
             perfect_scaling_extent(a)
+                .map(|b| b.to_string())
+                .unwrap_or_else(|| "-".into()),
+            maximal_from(a)
                 .map(|b| b.to_string())
                 .unwrap_or_else(|| "-".into()),
             opt_num(a.noise_prediction),

@@ -233,6 +233,7 @@ fn trial(w: &Workload, workers: usize, bucket_bytes: usize) -> (TrialOutcome, Ve
         precision: Precision::Fp32,
         metaparams: w.defaults.clone(),
         seed: 7,
+        repeat_of: None,
     };
     let data = scaling_lab::data::load_cached(w.dataset.as_ref().unwrap()).unwrap();
     let mut losses = vec![];
@@ -304,6 +305,7 @@ fn loss_scale_applies_to_fp16_only_and_stuck_skipping_diverges_with_a_reason() {
             precision,
             metaparams: w.defaults.clone(),
             seed: 1,
+            repeat_of: None,
         };
         run_trial::<B>(
             vec![Default::default()],

@@ -446,7 +446,7 @@ fn headless_plain_output_ends_with_the_report() {
         optimizer: "momentum".into(),
         ..Default::default()
     };
-    let analysis = scaling_lab::sweep::headless::run_headless(rx, &mut out, false, info).unwrap();
+    let analysis = scaling_lab::sweep::headless::run_headless(rx, &mut out, info).unwrap();
     let res = h.join().unwrap();
     assert_eq!(analysis, res.analysis);
     let text = String::from_utf8(out).unwrap();

@@ -122,3 +122,60 @@ pub fn perfect_scaling_extent(a: &Analysis) -> Option<usize> {
     }
     extent
 }
+
+/// The smallest B of the trailing run of maximal-data-parallelism segments (None if the last
+/// segment is not maximal): from where more batch stops saving steps. With
+/// [`perfect_scaling_extent`], the one "perfect ≤ / maximal ≥" rule of the CLI and the TUI.
+pub fn maximal_from(a: &Analysis) -> Option<usize> {
+    let mut from = None;
+    for s in a.segments.iter().rev() {
+        if s.regime == crate::core::analysis::Regime::Maximal {
+            from = Some(s.b_lo);
+        } else {
+            break;
+        }
+    }
+    from
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::analysis::{Regime, Segment};
+
+    fn seg(b_lo: usize, b_hi: usize, regime: Regime) -> Segment {
+        Segment {
+            b_lo,
+            b_hi,
+            slope: 0.0,
+            regime,
+        }
+    }
+
+    #[test]
+    fn perfect_and_maximal_extents_are_the_leading_and_trailing_runs() {
+        let a = Analysis {
+            segments: vec![
+                seg(16, 32, Regime::Perfect),
+                seg(32, 64, Regime::Perfect),
+                seg(64, 128, Regime::Diminishing),
+                seg(128, 256, Regime::Perfect),
+                seg(256, 512, Regime::Maximal),
+                seg(512, 1024, Regime::Maximal),
+            ],
+            ..Default::default()
+        };
+        // A perfect segment after a diminishing one does not extend "perfect ≤".
+        assert_eq!(perfect_scaling_extent(&a), Some(64));
+        assert_eq!(maximal_from(&a), Some(256));
+        let b = Analysis {
+            segments: vec![
+                seg(16, 32, Regime::Diminishing),
+                seg(32, 64, Regime::Perfect),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(perfect_scaling_extent(&b), None);
+        assert_eq!(maximal_from(&b), None);
+    }
+}

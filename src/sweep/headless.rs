@@ -1,20 +1,56 @@
-//! The headless view: folds `SweepEvent`s into progress output and ends with the shared report.
-//! With a terminal: indicatif bars (overall + one per running trial). Otherwise: plain lines,
-//! one per finished trial. ctrl-c handling belongs to the caller (cancel the `SweepControl`);
-//! `resume_message` gives the text to print afterwards.
+//! The headless view model: folds `SweepEvent`s into progress notifications for a [`HeadlessSink`]
+//! and ends with the shared report. It never prints and never touches a terminal: the CLI
+//! (`src/cli/sweep.rs`) implements the sink with progress bars on stderr or plain lines on stdout,
+//! and any `io::Write` (a `Vec<u8>` in tests) is a sink that collects plain lines. ctrl-c handling
+//! belongs to the caller (cancel the `SweepControl`); `resume_message` gives the text to print
+//! afterwards.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::mpsc::Receiver;
-use std::time::Duration;
-
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::core::analysis::Analysis;
 use crate::core::events::{SweepEvent, TrialEvent};
-use crate::core::trial::Outcome;
-use crate::report::{render_report, ReportInfo};
+use crate::report::{outcome_text, render_report, ReportInfo};
+
+/// Where the headless view sends its output. Only `line` is required: a plain-text sink writes
+/// one line per finished trial and ignores the live hooks.
+pub trait HeadlessSink {
+    /// One line of progress (the plan, a saved trial, a best-so-far, an error).
+    fn line(&mut self, text: &str);
+    /// The sweep's size is known (`done` of `total` already in the log).
+    fn planned(&mut self, _total: usize, _done: usize) {}
+    /// A trial started (`label`: "trial 3 B=64 η=1.2e-1").
+    fn trial_started(&mut self, _trial_id: u64, _label: &str) {}
+    /// Latest step/eval of a running trial.
+    fn trial_progress(&mut self, _trial_id: u64, _msg: &str) {}
+    /// A trial finished or failed.
+    fn trial_ended(&mut self, _trial_id: u64) {}
+    /// One more trial is durable in the log.
+    fn saved(&mut self) {}
+    /// A new best steps-to-target ("best at B=64: 120 steps").
+    fn best(&mut self, _msg: &str) {}
+    /// Progress is over (clear any bars); `report` follows.
+    fn finish(&mut self) {}
+    /// The final report text (ends with a newline).
+    fn report(&mut self, text: &str) {
+        self.line("");
+        let t = text.strip_suffix('\n').unwrap_or(text);
+        self.line(t);
+    }
+}
+
+impl<W: Write + ?Sized> HeadlessSink for W {
+    fn line(&mut self, text: &str) {
+        let _ = writeln!(self, "{text}");
+    }
+    fn report(&mut self, text: &str) {
+        let _ = writeln!(self);
+        let _ = write!(self, "{text}");
+        let _ = self.flush();
+    }
+}
 
 /// The command that resumes a sweep logged at `log_path`.
 pub fn resume_command(log_path: &Path) -> String {
@@ -39,49 +75,35 @@ pub fn resume_message(log_path: &Path, trials_done: usize, trials_planned: usize
     )
 }
 
-fn outcome_text(o: &Outcome) -> String {
-    match o {
-        Outcome::Reached { step } => format!("reached at step {step}"),
-        Outcome::NotReached {
-            budget,
-            early_stopped: false,
-        } => format!("did not reach within {budget} steps"),
-        Outcome::NotReached { budget, .. } => {
-            format!("stopped early at step {budget}: the best trial at this B reached by then")
-        }
-        Outcome::Diverged { step } => format!("diverged at step {step}"),
-        Outcome::Cancelled { step } => format!("cancelled at step {step}"),
-    }
+/// What the headless view saw: the final analysis, the header info the report used and every
+/// trial error (a sweep whose trials all failed must not look like a success).
+#[derive(Clone, Debug, Default)]
+pub struct HeadlessResult {
+    pub analysis: Option<Analysis>,
+    pub info: ReportInfo,
+    /// (trial id, message) of each trial that failed to run.
+    pub errors: Vec<(u64, String)>,
 }
 
-/// Consumes events until `Done` (or the channel closes); writes progress and then the report to
-/// `out`. `bars`: draw indicatif bars on stderr-free terminal stdout (pass
-/// `std::io::stdout().is_terminal()`). Returns the final analysis.
+/// Consumes events until `Done` (or the channel closes); sends progress and then the report to
+/// `sink`. Returns the final analysis.
 pub fn run_headless(
     rx: Receiver<SweepEvent>,
-    out: &mut dyn Write,
-    bars: bool,
-    mut info: ReportInfo,
+    sink: &mut dyn HeadlessSink,
+    info: ReportInfo,
 ) -> Option<Analysis> {
-    let multi = if bars {
-        Some(MultiProgress::with_draw_target(
-            ProgressDrawTarget::stdout_with_hz(10),
-        ))
-    } else {
-        None
-    };
-    let mut overall: Option<ProgressBar> = None;
-    let mut trial_bars: HashMap<u64, ProgressBar> = HashMap::new();
+    run_headless_full(rx, sink, info).analysis
+}
+
+/// [`run_headless`] that also returns the report info and the trial errors.
+pub fn run_headless_full(
+    rx: Receiver<SweepEvent>,
+    sink: &mut dyn HeadlessSink,
+    mut info: ReportInfo,
+) -> HeadlessResult {
     let mut batch_of: HashMap<u64, usize> = HashMap::new();
     let mut outcome_of: HashMap<u64, String> = HashMap::new();
-    let line = |multi: &Option<MultiProgress>, out: &mut dyn Write, text: String| match multi {
-        Some(m) => {
-            let _ = m.println(text);
-        }
-        None => {
-            let _ = writeln!(out, "{text}");
-        }
-    };
+    let mut errors = vec![];
     let mut result = None;
     for ev in rx.iter() {
         match ev {
@@ -110,18 +132,8 @@ pub fn run_headless(
                         .map(|l| format!(", log {l}"))
                         .unwrap_or_default()
                 );
-                line(&multi, out, msg);
-                if let Some(m) = &multi {
-                    let pb = m.add(ProgressBar::new(p.total_trials as u64));
-                    pb.set_style(
-                        ProgressStyle::with_template(
-                            "{bar:30} {pos}/{len} trials  {elapsed_precise}  {msg}",
-                        )
-                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-                    );
-                    pb.set_position(p.already_done as u64);
-                    overall = Some(pb);
-                }
+                sink.line(&msg);
+                sink.planned(p.total_trials, p.already_done);
             }
             SweepEvent::Queued {
                 trial_id,
@@ -132,111 +144,72 @@ pub fn run_headless(
             SweepEvent::Trial { trial_id, event } => match event {
                 TrialEvent::Started { spec } => {
                     batch_of.insert(trial_id, spec.batch_size);
-                    if let Some(m) = &multi {
-                        let pb = m.add(ProgressBar::new_spinner());
-                        pb.set_style(
-                            ProgressStyle::with_template("  {spinner} {prefix} {msg}")
-                                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-                        );
-                        pb.set_prefix(format!(
+                    sink.trial_started(
+                        trial_id,
+                        &format!(
                             "trial {trial_id} B={} η={:.3e}",
                             spec.batch_size, spec.metaparams.learning_rate
-                        ));
-                        pb.enable_steady_tick(Duration::from_millis(200));
-                        trial_bars.insert(trial_id, pb);
-                    }
+                        ),
+                    );
                 }
                 TrialEvent::Step(st) => {
-                    if let Some(pb) = trial_bars.get(&trial_id) {
-                        pb.set_message(format!("step {} loss {:.4}", st.step, st.loss));
-                    }
+                    sink.trial_progress(trial_id, &format!("step {} loss {:.4}", st.step, st.loss))
                 }
-                TrialEvent::Eval(e) => {
-                    if let Some(pb) = trial_bars.get(&trial_id) {
-                        pb.set_message(format!("step {} metric {:.4}", e.step, e.metric));
-                    }
-                }
+                TrialEvent::Eval(e) => sink
+                    .trial_progress(trial_id, &format!("step {} metric {:.4}", e.step, e.metric)),
                 TrialEvent::NoiseScale { .. } => {}
                 TrialEvent::Finished { outcome } => {
                     outcome_of.insert(trial_id, outcome_text(&outcome.outcome));
-                    if let Some(pb) = trial_bars.remove(&trial_id) {
-                        pb.finish_and_clear();
-                        if let Some(m) = &multi {
-                            m.remove(&pb);
-                        }
-                    }
+                    sink.trial_ended(trial_id);
                 }
             },
             SweepEvent::Saved { trial_id } => {
                 info.trials_done += 1;
-                if let Some(pb) = &overall {
-                    pb.inc(1);
-                }
+                sink.saved();
                 let what = outcome_of
                     .remove(&trial_id)
                     .unwrap_or_else(|| "recorded".into());
                 let b = batch_of.get(&trial_id).copied().unwrap_or(0);
-                line(
-                    &multi,
-                    out,
-                    format!(
-                        "[{}/{}] trial {trial_id} (B={b}): {what}",
-                        info.trials_done, info.trials_planned
-                    ),
-                );
+                sink.line(&format!(
+                    "[{}/{}] trial {trial_id} (B={b}): {what}",
+                    info.trials_done, info.trials_planned
+                ));
             }
             SweepEvent::BestSoFar {
                 batch_size,
                 steps,
                 trial_id,
             } => {
-                if let Some(pb) = &overall {
-                    pb.set_message(format!("best at B={batch_size}: {steps} steps"));
-                }
-                line(
-                    &multi,
-                    out,
-                    format!("  best so far at B={batch_size}: {steps} steps (trial {trial_id})"),
-                );
+                sink.best(&format!("best at B={batch_size}: {steps} steps"));
+                sink.line(&format!(
+                    "  best so far at B={batch_size}: {steps} steps (trial {trial_id})"
+                ));
             }
-            SweepEvent::Paused { paused } => {
-                line(
-                    &multi,
-                    out,
-                    if paused {
-                        "paused: no new trials start".into()
-                    } else {
-                        "resumed".into()
-                    },
-                );
-            }
+            SweepEvent::Paused { paused } => sink.line(if paused {
+                "paused: no new trials start"
+            } else {
+                "resumed"
+            }),
             SweepEvent::TrialError { trial_id, message } => {
-                if let Some(pb) = trial_bars.remove(&trial_id) {
-                    pb.finish_and_clear();
-                }
-                line(&multi, out, format!("trial {trial_id} failed: {message}"));
+                sink.trial_ended(trial_id);
+                sink.line(&format!("trial {trial_id} failed: {message}"));
+                errors.push((trial_id, message));
             }
             SweepEvent::Done {
                 cancelled,
                 analysis,
             } => {
-                for (_, pb) in trial_bars.drain() {
-                    pb.finish_and_clear();
-                }
-                if let Some(pb) = overall.take() {
-                    pb.finish_and_clear();
-                }
-                if let Some(m) = &multi {
-                    let _ = m.clear();
-                }
+                sink.finish();
                 info.cancelled = cancelled;
-                let _ = writeln!(out);
-                let _ = write!(out, "{}", render_report(&analysis, &info));
-                let _ = out.flush();
+                sink.report(&render_report(&analysis, &info));
                 result = Some(*analysis);
                 break;
             }
         }
     }
-    result
+    HeadlessResult {
+        analysis: result,
+        info,
+        errors,
+    }
 }

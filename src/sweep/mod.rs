@@ -1,11 +1,11 @@
 //! The batch-size study of Shallue et al.: plan (quasi-random metaparameters per batch size),
 //! scheduler (runs trials through a `TrialRunner`, writes the run log), analysis (steps-to-target,
-//! regimes, S = S_min·(1 + B_crit/B) fit), projection (time-to-target vs devices) and the headless view.
+//! regimes, S = S_min·(1 + B_crit/B) fit) and the headless view model. The time-to-target
+//! projection lives in `crate::analysis::projection`.
 
 pub mod analysis;
 pub mod headless;
 pub mod plan;
-pub mod projection;
 pub mod scheduler;
 
 use std::path::PathBuf;

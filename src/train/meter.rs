@@ -344,6 +344,7 @@ mod tests {
             precision: Precision::Fp32,
             metaparams: w.defaults,
             seed: 0,
+            repeat_of: None,
         }
     }
 

@@ -1,3 +1,5 @@
-//! Presets: serde types (`spec`) and loading with file:line validation errors (`load`).
+//! Presets: serde types (`spec`), loading with file:line validation errors (`load`) and the
+//! one override/validation path for flags and Setup fields (`overrides`).
 pub mod load;
+pub mod overrides;
 pub mod spec;

@@ -1,5 +1,6 @@
 //! Compare: several sweeps on one scaling chart (distinct colours and markers) and a table of
-//! S_min, B_crit and regime boundaries side by side.
+//! S_min, B_crit and regime boundaries side by side — "perfect ≤" and "maximal ≥" by the same
+//! rule as the CLI's `compare` (`runlog::compare`), numbers formatted by `report::num`.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::symbols::Marker;
@@ -8,10 +9,11 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{ellipsize, panel};
-use crate::core::analysis::Regime;
-use crate::tui::app::{regime_spans, App};
+use crate::report::num;
+use crate::runlog::compare::{maximal_from, perfect_scaling_extent};
+use crate::tui::app::App;
 use crate::tui::theme::MARKERS;
-use crate::tui::widgets::log_axis::{format_pow2, format_si};
+use crate::tui::widgets::log_axis::format_pow2;
 use crate::tui::widgets::scaling_chart::{ScalingChart, ScalingSeries};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
@@ -72,27 +74,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     )];
     for (i, r) in c.runs.iter().enumerate() {
         let a = &r.analysis;
-        let spans = regime_spans(a);
-        let perfect_to = spans
-            .iter()
-            .filter(|s| s.2 == Regime::Perfect)
-            .map(|s| s.1)
-            .max()
+        let perfect_to = perfect_scaling_extent(a)
             .map(|b| format_pow2(b as u64))
             .unwrap_or_else(|| "–".into());
-        let maximal_from = spans
-            .iter()
-            .filter(|s| s.2 == Regime::Maximal)
-            .map(|s| s.0)
-            .min()
+        let maximal_from = maximal_from(a)
             .map(|b| format_pow2(b as u64))
             .unwrap_or_else(|| "–".into());
         let (s_min, b_crit, r2) = match &a.fit {
-            Some(f) => (
-                format_si(f.s_min),
-                format_si(f.b_crit),
-                format!("{:.2}", f.r2),
-            ),
+            Some(f) => (num(f.s_min), num(f.b_crit), format!("{:.3}", f.r2)),
             None => ("–".into(), "–".into(), "–".into()),
         };
         lines.push(Line::from(vec![

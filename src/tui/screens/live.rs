@@ -1,21 +1,18 @@
 //! Live: the scaling chart filling in as trials finish, loss curves of running trials, status.
 
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::Style;
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::{ellipsize, kv, panel};
+use super::panel;
 use crate::core::analysis::Analysis;
-use crate::tui::app::{format_duration, App, Charts, LiveSource, LiveState};
+use crate::tui::app::{App, Charts, LiveState};
 use crate::tui::theme::Theme;
-use crate::tui::widgets::log_axis::{format_pow2, format_si};
+use crate::tui::widgets::log_axis::format_pow2;
 use crate::tui::widgets::loss_chart::{LossChart, LossSeries};
-use crate::tui::widgets::progress::progress_line;
 use crate::tui::widgets::scaling_chart::{ScalingChart, ScalingSeries};
-use crate::workload::spec::ModelSpec;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
@@ -44,7 +41,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         Charts::Scaling => scaling(frame, charts, app, l),
         Charts::Loss => loss(frame, charts, app, l),
     }
-    status_panel(frame, status, app, l, th);
+    super::report_panel::status_panel(frame, status, app, l, th);
 }
 
 fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
@@ -151,195 +148,6 @@ fn loss(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
         marker: Marker::Braille,
     };
     frame.render_widget(chart, area);
-}
-
-fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th: &Theme) {
-    let block = panel("Status", app.panel == 2, th);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    let w = inner.width as usize;
-    let mut lines: Vec<Line> = Vec::new();
-    let (state, style) = if l.done {
-        if l.cancelled {
-            ("■ stopped early (resumable)", th.warn())
-        } else {
-            ("✓ sweep complete", th.good())
-        }
-    } else if l.paused {
-        ("⏸ paused", th.warn())
-    } else {
-        match &l.source {
-            LiveSource::Sweep if app.sweep_active => ("● running", th.good()),
-            LiveSource::Sweep => ("○ starting…", th.dim()),
-            LiveSource::Log { tailing: true, .. } => ("◉ following the run log", th.good()),
-            LiveSource::Log { .. } => ("○ log (no summary yet)", th.dim()),
-        }
-    };
-    lines.push(Line::styled(state, style));
-    lines.push(Line::styled(l.finished_text(), th.title()));
-    lines.push(progress_line(
-        l.done_count(),
-        l.running.len(),
-        l.plan.total_trials,
-        inner.width,
-        th,
-    ));
-    lines.push(Line::styled(
-        format!("{} running · {} queued", l.running.len(), l.queued_count()),
-        th.text(),
-    ));
-    if !l.read_only() && !l.done {
-        let elapsed = l.ended_at.unwrap_or(app.now) - l.started_at;
-        let eta = l
-            .eta(app.now)
-            .map(format_duration)
-            .unwrap_or_else(|| "–".into());
-        lines.push(kv(
-            "elapsed",
-            format!("{} · ETA {eta}", format_duration(elapsed)),
-            th,
-            th.text(),
-        ));
-        let eps = l.examples_per_s();
-        let (scale, skipped) = l
-            .running
-            .values()
-            .filter_map(|r| r.last.as_ref())
-            .fold((None, 0u64), |(s, k), st| {
-                (Some(s.unwrap_or(st.loss_scale)), k + st.skipped_steps)
-            });
-        lines.push(kv("examples/s", format_si(eps), th, th.text()));
-        lines.push(kv(
-            "loss scale",
-            format!(
-                "{} · skipped {skipped}",
-                scale.map(format_si).unwrap_or_else(|| "–".into())
-            ),
-            th,
-            th.text(),
-        ));
-    }
-    if l.done && !l.read_only() {
-        let elapsed = l.ended_at.unwrap_or(app.now) - l.started_at;
-        lines.push(kv("took", format_duration(elapsed), th, th.text()));
-    }
-    lines.push(kv("devices", l.plan.devices.clone(), th, th.text()));
-    let a = &l.analysis;
-    match &a.fit {
-        Some(f) => {
-            lines.push(kv(
-                "fit",
-                format!(
-                    "S_min {} · B_crit {}",
-                    format_si(f.s_min),
-                    format_si(f.b_crit)
-                ),
-                th,
-                th.fit(),
-            ));
-            lines.push(kv("   ", format!("r² {:.3}", f.r2), th, th.dim()));
-        }
-        None => lines.push(kv(
-            "fit",
-            "needs 3 batch sizes that reached".into(),
-            th,
-            th.dim(),
-        )),
-    }
-    let live_b = l.b_simple_live.map(format_si).unwrap_or_else(|| "–".into());
-    lines.push(kv(
-        "B_simple",
-        format!("{live_b} (live) → predicts B_crit"),
-        th,
-        th.text(),
-    ));
-    if let Some(n) = a.noise_prediction {
-        lines.push(kv(
-            "  best trials",
-            format!("median {}", format_si(n)),
-            th,
-            th.text(),
-        ));
-    }
-    if l.done
-        && !matches!(
-            l.workload.as_ref().map(|w| &w.model),
-            Some(ModelSpec::Nqm { .. })
-        )
-    {
-        if let Some(brief) = crate::report::projection_brief(&l.finished, a) {
-            let brief = ellipsize(&brief, w.saturating_sub(10));
-            lines.push(kv("projected", brief, th, th.text()));
-        }
-    }
-    // running trials (selectable)
-    if !l.running.is_empty() {
-        lines.push(Line::styled("running", th.dim()));
-        let sel = l.selected_trial();
-        for (id, r) in &l.running {
-            let (step, loss) = r
-                .last
-                .as_ref()
-                .map(|s| (s.step.to_string(), format!("{:.3}", s.loss)))
-                .unwrap_or(("0".into(), "–".into()));
-            let text = ellipsize(
-                &format!(
-                    "#{id} B={} step {step} loss {loss}",
-                    format_pow2(r.spec.batch_size as u64)
-                ),
-                w,
-            );
-            let mut line = Line::styled(text, th.text());
-            if Some(*id) == sel && !l.read_only() {
-                line = line.style(th.selected());
-            }
-            lines.push(line);
-        }
-    }
-    // per batch size
-    let room = (inner.height as usize).saturating_sub(lines.len() + 2);
-    if room >= 2 && !a.per_batch.is_empty() {
-        lines.push(Line::styled(
-            format!(
-                "{:>5} {:>7} {:>4} {:>4} {:>4}",
-                "B", "steps", "ok", "div", "nr"
-            ),
-            th.dim(),
-        ));
-        for p in a.per_batch.iter().take(room - 1) {
-            lines.push(Line::from(vec![
-                Span::raw(format!(
-                    "{:>5} {:>7} ",
-                    format_pow2(p.batch_size as u64),
-                    p.steps.map(|s| s.to_string()).unwrap_or_else(|| "–".into())
-                )),
-                Span::styled(format!("{:>4}", p.reached), th.good()),
-                Span::styled(
-                    format!(" {:>4}", p.diverged),
-                    if p.diverged > 0 { th.error() } else { th.dim() },
-                ),
-                Span::styled(
-                    format!(" {:>4}", p.not_reached),
-                    if p.not_reached > 0 {
-                        th.warn()
-                    } else {
-                        th.dim()
-                    },
-                ),
-            ]));
-        }
-    }
-    for e in l.errors.iter().rev().take(2) {
-        lines.push(Line::styled(ellipsize(e, w), th.error()));
-    }
-    if let Some(p) = &l.plan.run_log {
-        lines.push(Line::styled(ellipsize(&format!("log {p}"), w), th.dim()));
-    }
-    let lines: Vec<Line> = lines
-        .into_iter()
-        .map(|x| x.patch_style(Style::default()))
-        .collect();
-    frame.render_widget(Paragraph::new(lines), inner);
 }
 
 /// Short mark of a finished trial's outcome in the loss legend.

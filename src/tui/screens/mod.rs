@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod help;
 pub mod live;
+pub mod report_panel;
 pub mod runs;
 pub mod setup;
 

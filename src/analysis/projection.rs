@@ -14,6 +14,20 @@ use serde::{Deserialize, Serialize};
 use crate::core::analysis::Analysis;
 use crate::core::record::TrialRecord;
 
+/// The median (mean of the two middle values for an even count); None when empty.
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
 /// A network link for the all-reduce model.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct LinkModel {
@@ -76,7 +90,7 @@ pub fn measured_link(trials: &[TrialRecord]) -> Option<LinkModel> {
         })
         .filter(|x| x.is_finite() && *x > 0.0)
         .collect();
-    let bw = crate::sweep::analysis::median(bws)?;
+    let bw = median(bws)?;
     Some(LinkModel {
         name: "measured".into(),
         bandwidth: bw,
@@ -154,8 +168,7 @@ pub fn calibrate_compute(trials: &[TrialRecord]) -> Option<ComputeModel> {
     }
     let mut replicas: Vec<usize> = pts.iter().map(|p| p.2).collect();
     replicas.sort_unstable();
-    let param_bytes =
-        crate::sweep::analysis::median(pts.iter().map(|p| p.3).collect()).unwrap_or(0.0);
+    let param_bytes = median(pts.iter().map(|p| p.3).collect()).unwrap_or(0.0);
     Some(ComputeModel {
         overhead_s: icpt,
         per_example_s: slope,

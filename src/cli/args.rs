@@ -1,0 +1,240 @@
+//! The subcommands' flags. Every number is range-checked by clap where the range is fixed
+//! (≥ 1, ≤ a cap) and by `SweepOverrides` where it depends on the preset (target, batch size vs
+//! the training set). Preset-backed settings are `Option`: a flag that is not given never
+//! overrides the preset.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use scaling_lab::core::DeviceSpec;
+use scaling_lab::train;
+use scaling_lab::workload::overrides::MAX_WORKERS;
+use scaling_lab::workload::spec::{LrRule, Precision};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum PrecisionArg {
+    Fp32,
+    Bf16,
+    Fp16,
+}
+
+impl From<PrecisionArg> for Precision {
+    fn from(p: PrecisionArg) -> Self {
+        match p {
+            PrecisionArg::Fp32 => Precision::Fp32,
+            PrecisionArg::Bf16 => Precision::Bf16,
+            PrecisionArg::Fp16 => Precision::Fp16,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LrRuleArg {
+    None,
+    Linear,
+    Sqrt,
+}
+
+impl From<LrRuleArg> for LrRule {
+    fn from(r: LrRuleArg) -> Self {
+        match r {
+            LrRuleArg::None => LrRule::None,
+            LrRuleArg::Linear => LrRule::Linear,
+            LrRuleArg::Sqrt => LrRule::Sqrt,
+        }
+    }
+}
+
+fn positive(max: u64) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(1..=max)
+}
+
+fn positive_u64() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::builder::RangedU64ValueParser::<u64>::new().range(1..)
+}
+
+#[derive(Args, Clone)]
+pub struct DeviceArgs {
+    /// Data-parallel CPU workers (threads), 1-8 typical (default: the preset's).
+    #[arg(long, allow_negative_numbers = true, value_parser = positive(MAX_WORKERS as u64))]
+    pub workers: Option<usize>,
+    /// CUDA devices, e.g. cuda:0,1 (needs a build with --features cuda).
+    #[arg(long, value_name = "LIST", conflicts_with = "workers")]
+    pub devices: Option<String>,
+    /// Use the first N CUDA GPUs.
+    #[arg(long, value_name = "N", conflicts_with_all = ["workers", "devices"], allow_negative_numbers = true, value_parser = positive(1024))]
+    pub gpus: Option<usize>,
+}
+
+impl DeviceArgs {
+    /// The devices the flags ask for (None: no flag, keep the preset's). CUDA flags probe the
+    /// devices first.
+    pub fn spec(&self) -> anyhow::Result<Option<DeviceSpec>> {
+        if let Some(n) = self.gpus {
+            let found = train::runner::cuda::probe().map_err(|e| anyhow::anyhow!("--gpus: {e}"))?;
+            anyhow::ensure!(n <= found, "--gpus {n}: {found} CUDA device(s) found");
+            return Ok(Some(DeviceSpec::Cuda {
+                devices: (0..n).collect(),
+            }));
+        }
+        if let Some(list) = &self.devices {
+            let mut ids = vec![];
+            for part in list.split(',') {
+                let p = part.trim();
+                let id = p.strip_prefix("cuda:").unwrap_or(p);
+                match id.parse::<usize>() {
+                    Ok(i) if i < 1024 => ids.push(i),
+                    _ => return Err(super::usage(format!("--devices: `{p}` is not cuda:N"))),
+                }
+            }
+            let mut sorted = ids.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            if sorted.len() != ids.len() {
+                return Err(super::usage(format!(
+                    "--devices: `{list}` lists a device twice"
+                )));
+            }
+            train::runner::cuda::probe().map_err(|e| anyhow::anyhow!("--devices: {e}"))?;
+            return Ok(Some(DeviceSpec::Cuda { devices: ids }));
+        }
+        Ok(self.workers.map(|workers| DeviceSpec::Cpu { workers }))
+    }
+}
+
+#[derive(Args)]
+pub struct TrainArgs {
+    /// Preset name (e.g. mnist-cnn-momentum) or path.
+    #[arg(long, default_value = "digits-mlp-momentum")]
+    pub preset: String,
+    #[arg(long, default_value_t = 128, allow_negative_numbers = true, value_parser = positive(u64::MAX))]
+    pub batch_size: usize,
+    #[command(flatten)]
+    pub devices: DeviceArgs,
+    /// Learning rate (default: the preset's).
+    #[arg(long, allow_negative_numbers = true)]
+    pub lr: Option<f64>,
+    /// Momentum γ (or Adam β1).
+    #[arg(long, allow_negative_numbers = true)]
+    pub momentum: Option<f64>,
+    /// Scale the learning rate from --base-batch to --batch-size.
+    #[arg(long, value_enum)]
+    pub lr_rule: Option<LrRuleArg>,
+    #[arg(long, default_value_t = 128, allow_negative_numbers = true, value_parser = positive(u64::MAX))]
+    pub base_batch: usize,
+    #[arg(long, value_enum)]
+    pub precision: Option<PrecisionArg>,
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub seed: u64,
+    /// Step budget (default: the preset's).
+    #[arg(long, allow_negative_numbers = true, value_parser = positive_u64())]
+    pub steps: Option<u64>,
+    /// Target value of the preset's metric.
+    #[arg(long, allow_negative_numbers = true)]
+    pub target: Option<f64>,
+    #[arg(long, allow_negative_numbers = true, value_parser = positive_u64())]
+    pub eval_every: Option<u64>,
+    /// Initial dynamic loss scale for fp16 (default 65536; finite, ≥ 1; fp16 only).
+    #[arg(long, allow_negative_numbers = true)]
+    pub loss_scale: Option<f64>,
+    /// Skip the gradient-noise-scale estimate.
+    #[arg(long)]
+    pub no_noise_scale: bool,
+    /// Print the outcome as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct SweepArgs {
+    /// Preset name or path (not with --resume).
+    pub preset: Option<String>,
+    /// Batch sizes, e.g. 16,32,64 (default: the preset's).
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = positive(u64::MAX))]
+    pub batch_sizes: Option<Vec<usize>>,
+    /// Trials per batch size (default: the preset's).
+    #[arg(long, allow_negative_numbers = true, value_parser = positive(scaling_lab::workload::overrides::MAX_TRIALS as u64))]
+    pub trials: Option<usize>,
+    #[command(flatten)]
+    pub devices: DeviceArgs,
+    /// Trials run at once (default: the preset's).
+    #[arg(long, allow_negative_numbers = true, value_parser = positive(scaling_lab::workload::overrides::MAX_CONCURRENCY as u64))]
+    pub concurrency: Option<usize>,
+    #[arg(long, value_enum)]
+    pub precision: Option<PrecisionArg>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub seed: Option<u64>,
+    /// Target value of the preset's metric (default: the preset's).
+    #[arg(long, allow_negative_numbers = true)]
+    pub target: Option<f64>,
+    /// Resume the sweep logged in this file (runs only the missing trials).
+    #[arg(long, value_name = "LOG")]
+    pub resume: Option<PathBuf>,
+    /// Print the report as JSON at the end instead of the text report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    #[arg(required = true, num_args = 2..)]
+    pub logs: Vec<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    pub log: PathBuf,
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Per-trial CSV (metaparameters and outcomes).
+    #[arg(long)]
+    pub trials_csv: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ImportArgs {
+    pub dir: PathBuf,
+    /// Measurement column that must reach the target.
+    #[arg(long, default_value = "val/classification_error")]
+    pub metric: String,
+    /// Target value (the metric must be <= this).
+    #[arg(long, allow_negative_numbers = true)]
+    pub target: f64,
+    /// Output run log (default: <runs-dir>/<name>.jsonl).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Largest `report --max-devices`.
+pub const MAX_DEVICES: u64 = 1 << 20;
+
+#[derive(Args)]
+pub struct ReportArgs {
+    pub log: PathBuf,
+    /// Largest device count G in the projection (powers of two up to it; ≤ 1048576).
+    #[arg(long, default_value_t = 1024, allow_negative_numbers = true, value_parser = positive(MAX_DEVICES))]
+    pub max_devices: usize,
+    /// Print the report as JSON (shape: docs/report-schema.json).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Timed steps per measurement.
+    #[arg(long, default_value_t = 200, allow_negative_numbers = true, value_parser = positive(1_000_000))]
+    pub steps: usize,
+    #[arg(long, value_enum, default_value = "fp32")]
+    pub precision: PrecisionArg,
+}
+
+#[derive(Args)]
+pub struct ScreenshotArgs {
+    #[arg(long, default_value = "screenshots")]
+    pub out: PathBuf,
+}

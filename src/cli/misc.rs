@@ -1,0 +1,83 @@
+//! The TUI launcher (with its no-terminal fallbacks), `presets`, `bench` and `screenshot`.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use scaling_lab::core::RunnerFactory;
+use scaling_lab::train::{self, TrainOptions};
+use scaling_lab::workload::load::{list_presets, presets_dir};
+
+use super::args::{BenchArgs, ScreenshotArgs};
+use super::{check_regular_file, outln, usage, CmdResult};
+
+/// The runner factory of the TUI's sweeps.
+pub fn factory() -> RunnerFactory {
+    Arc::new(|w| train::runner_for(w, &TrainOptions::default()))
+}
+
+/// Why the full-screen UI cannot be drawn here (None: it can).
+fn no_terminal_reason() -> Option<&'static str> {
+    let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb" || t.is_empty());
+    if dumb {
+        Some("TERM=dumb")
+    } else if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        Some("no terminal")
+    } else {
+        None
+    }
+}
+
+/// No subcommand: the TUI, or (without a usable terminal) one clear message.
+pub fn cmd_tui(preset: Option<String>, open: Option<PathBuf>, runs_dir: PathBuf) -> CmdResult {
+    if let Some(why) = no_terminal_reason() {
+        if let Some(log) = &open {
+            return Err(usage(format!(
+                "--open: the TUI needs a terminal ({why}); print the log's report with `scaling-lab report {}`",
+                log.display()
+            )));
+        }
+        let p = preset.as_deref().unwrap_or("digits-mlp-momentum");
+        return Err(usage(format!(
+            "the TUI needs a terminal ({why}); run the sweep headless with `scaling-lab sweep {p}` (see --help)"
+        )));
+    }
+    if let Some(log) = &open {
+        check_regular_file(log, "--open")?;
+    }
+    let mut opts = scaling_lab::tui::TuiOptions::new(runs_dir, presets_dir());
+    opts.initial_preset = preset;
+    opts.open_log = open;
+    if let Ok(n) = train::runner::cuda::probe() {
+        opts.gpu_labels = (0..n).map(|i| format!("cuda:{i}")).collect();
+    }
+    scaling_lab::tui::run(opts, factory())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn cmd_presets() -> CmdResult {
+    for (path, p) in list_presets(&presets_dir()) {
+        let line = match p {
+            Ok(p) => format!("{:<32} {}", p.name, p.description),
+            Err(e) => format!("{:<32} INVALID: {e}", path.display()),
+        };
+        if !outln(&line) {
+            break;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn cmd_bench(a: BenchArgs) -> CmdResult {
+    scaling_lab::train::bench::print_report(a.steps, a.precision.into());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn cmd_screenshot(a: ScreenshotArgs, runs_dir: PathBuf) -> CmdResult {
+    let files = scaling_lab::tui::render_screenshots(&a.out, &runs_dir)?;
+    for f in files {
+        outln(&format!("wrote {}", f.display()));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,164 @@
+//! The headless CLI: one module per subcommand, plus what they share — the error policy (every
+//! error is one line naming the flag; exit 2 for usage, 1 for runtime, 130 after ctrl-c, never a
+//! panic), stdout writes that never hold the lock and treat a closed pipe as a normal end, the
+//! read-a-log-and-print-its-warnings step, and the ctrl-c/SIGTERM policy.
+
+pub mod args;
+pub mod export;
+pub mod misc;
+pub mod report;
+pub mod sweep;
+pub mod train;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use scaling_lab::runlog::{self, RunLog};
+use scaling_lab::workload::overrides::Problem;
+
+/// What a subcommand ends with.
+pub type CmdResult = anyhow::Result<ExitCode>;
+
+/// A usage error (a bad flag or flag combination): exit code 2.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// A usage error as an `anyhow::Error`.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Usage(msg.into()))
+}
+
+/// Fails with the first blocking problem (a usage error naming its flag); prints the others as
+/// warnings.
+pub fn check_problems(problems: &[Problem]) -> anyhow::Result<()> {
+    for p in problems.iter().filter(|p| !p.blocking) {
+        eprintln!("warning: {p}");
+    }
+    match problems.iter().find(|p| p.blocking) {
+        Some(p) => Err(usage(p.to_string())),
+        None => Ok(()),
+    }
+}
+
+/// One line: newlines of a multi-line message joined with "; ".
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A clap parse error: `--help`/`--version` print in full (exit 0); a usage error prints its first
+/// line only (it names the flag) and exits 2.
+pub fn clap_error(e: clap::Error) -> ExitCode {
+    if !e.use_stderr() {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = e.to_string();
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("error: bad arguments");
+    eprintln!("{}", first.trim_end());
+    ExitCode::from(2)
+}
+
+/// The exit code of a subcommand's result; an error is printed as one line.
+pub fn finish(result: CmdResult) -> ExitCode {
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            let code = if e.downcast_ref::<Usage>().is_some() {
+                2
+            } else {
+                1
+            };
+            eprintln!("error: {}", one_line(&format!("{e:#}")));
+            ExitCode::from(code)
+        }
+    }
+}
+
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// True once a write to stdout found the reader gone (`| head`): callers stop producing output.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::SeqCst)
+}
+
+/// Writes `text` to stdout without holding the lock beyond this call. A closed pipe (EPIPE) is not
+/// an error: it is remembered (`stdout_closed`) and later output is dropped. Returns false then.
+pub fn out(text: &str) -> bool {
+    if stdout_closed() {
+        return false;
+    }
+    let mut o = std::io::stdout();
+    let r = o.write_all(text.as_bytes()).and_then(|_| o.flush());
+    match r {
+        Ok(()) => true,
+        Err(_) => {
+            // EPIPE or any other failure to write: the reader is gone.
+            STDOUT_CLOSED.store(true, Ordering::SeqCst);
+            false
+        }
+    }
+}
+
+/// [`out`] with a newline.
+pub fn outln(text: &str) -> bool {
+    out(&format!("{text}\n"))
+}
+
+/// Reads a run log (only a regular file) and prints its reader warnings on stderr.
+pub fn read_log(path: &Path) -> anyhow::Result<RunLog> {
+    check_regular_file(path, "run log")?;
+    let log = runlog::reader::read_run_log(path)?;
+    for w in &log.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(log)
+}
+
+/// Refuses anything that is not a regular file (a FIFO would block forever).
+pub fn check_regular_file(path: &Path, what: &str) -> anyhow::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => anyhow::bail!("{}: not a regular file ({what})", path.display()),
+        Err(e) => anyhow::bail!("{}: {e}", path.display()),
+    }
+}
+
+static SIGNALS: AtomicUsize = AtomicUsize::new(0);
+
+/// Installs the ctrl-c/SIGTERM policy: the first signal calls `on_first` (cancel, keep what is
+/// saved), a second one ends the process at once with exit code 130.
+pub fn on_interrupt(on_first: impl Fn() + Send + 'static) {
+    let _ = ctrlc::set_handler(move || {
+        if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
+            let _ = writeln!(
+                std::io::stderr(),
+                "\ninterrupted: stopping (press ctrl-c again to quit at once)"
+            );
+            on_first();
+        } else {
+            std::process::exit(130);
+        }
+    });
+}
+
+/// True once a ctrl-c/SIGTERM arrived.
+pub fn interrupted() -> bool {
+    SIGNALS.load(Ordering::SeqCst) > 0
+}

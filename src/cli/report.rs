@@ -1,0 +1,29 @@
+//! `report` and `compare`: a run log's report (text or `--json`), and several logs side by side.
+
+use std::process::ExitCode;
+
+use scaling_lab::report::{render_compare, Report};
+use scaling_lab::runlog;
+
+use super::args::{CompareArgs, ReportArgs};
+use super::{out, outln, read_log, CmdResult};
+
+pub fn cmd_report(a: ReportArgs) -> CmdResult {
+    let log = read_log(&a.log)?;
+    let report = Report::from_log(&log, a.max_devices);
+    if a.json {
+        outln(&serde_json::to_string_pretty(&report.to_json())?);
+    } else {
+        out(&report.text());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn cmd_compare(a: CompareArgs) -> CmdResult {
+    let mut logs = vec![];
+    for l in &a.logs {
+        logs.push(read_log(l)?);
+    }
+    out(&render_compare(&runlog::compare::compare(&logs)));
+    Ok(ExitCode::SUCCESS)
+}

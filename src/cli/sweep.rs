@@ -1,0 +1,268 @@
+//! `sweep`: runs (or resumes) a sweep with progress on stderr (indicatif bars when stderr is a
+//! terminal) or plain lines on stdout, then prints the report (text or `--json`). Nothing holds
+//! the stdout lock across calls, so the bars' tick thread can never wait on the main thread.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use scaling_lab::report::{Report, ReportInfo, TrialErrorNote};
+use scaling_lab::sweep::headless::{self, HeadlessSink};
+use scaling_lab::sweep::{self, SweepConfig, SweepControl};
+use scaling_lab::train::{self, TrainOptions};
+use scaling_lab::workload::load::find_preset;
+use scaling_lab::workload::overrides::{check_config, SweepOverrides};
+
+use super::args::SweepArgs;
+use super::{check_problems, on_interrupt, out, outln, read_log, stdout_closed, usage, CmdResult};
+
+/// Largest device count of the projection printed after a sweep.
+const SWEEP_MAX_DEVICES: usize = 1024;
+
+/// Progress bars on stderr (overall + one spinner per running trial); lines go above the bars.
+struct Bars {
+    multi: MultiProgress,
+    overall: Option<ProgressBar>,
+    trials: HashMap<u64, ProgressBar>,
+}
+
+impl Bars {
+    fn new() -> Self {
+        Bars {
+            multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10)),
+            overall: None,
+            trials: HashMap::new(),
+        }
+    }
+}
+
+impl HeadlessSink for Bars {
+    fn line(&mut self, text: &str) {
+        let _ = self.multi.println(text);
+    }
+    fn planned(&mut self, total: usize, done: usize) {
+        let pb = self.multi.add(ProgressBar::new(total as u64));
+        pb.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} trials  {elapsed_precise}  {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        pb.set_position(done as u64);
+        self.overall = Some(pb);
+    }
+    fn trial_started(&mut self, trial_id: u64, label: &str) {
+        let pb = self.multi.add(ProgressBar::new_spinner());
+        pb.set_style(
+            ProgressStyle::with_template("  {spinner} {prefix} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        pb.set_prefix(label.to_string());
+        pb.enable_steady_tick(Duration::from_millis(200));
+        self.trials.insert(trial_id, pb);
+    }
+    fn trial_progress(&mut self, trial_id: u64, msg: &str) {
+        if let Some(pb) = self.trials.get(&trial_id) {
+            pb.set_message(msg.to_string());
+        }
+    }
+    fn trial_ended(&mut self, trial_id: u64) {
+        if let Some(pb) = self.trials.remove(&trial_id) {
+            pb.finish_and_clear();
+            self.multi.remove(&pb);
+        }
+    }
+    fn saved(&mut self) {
+        if let Some(pb) = &self.overall {
+            pb.inc(1);
+        }
+    }
+    fn best(&mut self, msg: &str) {
+        if let Some(pb) = &self.overall {
+            pb.set_message(msg.to_string());
+        }
+    }
+    fn finish(&mut self) {
+        for (_, pb) in self.trials.drain() {
+            pb.finish_and_clear();
+        }
+        if let Some(pb) = self.overall.take() {
+            pb.finish_and_clear();
+        }
+        let _ = self.multi.clear();
+    }
+    fn report(&mut self, _text: &str) {}
+}
+
+/// Plain lines on stdout (no terminal on stderr). A closed stdout cancels the sweep.
+struct Lines {
+    control: SweepControl,
+}
+
+impl HeadlessSink for Lines {
+    fn line(&mut self, text: &str) {
+        if !outln(text) {
+            self.control.cancel();
+        }
+    }
+    fn report(&mut self, _text: &str) {}
+}
+
+/// Nothing (`--json` without a terminal): the JSON is the only output.
+struct Quiet;
+
+impl HeadlessSink for Quiet {
+    fn line(&mut self, _text: &str) {}
+    fn report(&mut self, _text: &str) {}
+}
+
+/// Flags that a resumed sweep cannot change (its header fixes the plan).
+fn resume_conflicts(a: &SweepArgs) -> Option<&'static str> {
+    if a.preset.is_some() {
+        return Some("a preset argument");
+    }
+    [
+        (a.trials.is_some(), "--trials"),
+        (a.batch_sizes.is_some(), "--batch-sizes"),
+        (a.devices.workers.is_some(), "--workers"),
+        (a.devices.devices.is_some(), "--devices"),
+        (a.devices.gpus.is_some(), "--gpus"),
+        (a.precision.is_some(), "--precision"),
+        (a.seed.is_some(), "--seed"),
+        (a.target.is_some(), "--target"),
+        (a.concurrency.is_some(), "--concurrency"),
+    ]
+    .into_iter()
+    .find(|(given, _)| *given)
+    .map(|(_, flag)| flag)
+}
+
+/// The configuration a `sweep` command asks for (checked; nothing has run yet).
+pub fn sweep_config(
+    a: &SweepArgs,
+    runs_dir: PathBuf,
+) -> anyhow::Result<(SweepConfig, Option<PathBuf>)> {
+    if let Some(log_path) = &a.resume {
+        if let Some(flag) = resume_conflicts(a) {
+            return Err(usage(format!(
+                "--resume: {flag} cannot change a resumed sweep (its run log fixes the plan); drop it, or start a new sweep"
+            )));
+        }
+        let log = read_log(log_path).context("--resume")?;
+        let cfg = SweepConfig::from_header(&log.header, runs_dir);
+        if let Some(p) = check_config(&cfg).iter().find(|p| p.blocking) {
+            anyhow::bail!(
+                "{}: the header's {} is invalid: {}",
+                log_path.display(),
+                p.field,
+                p.message
+            );
+        }
+        return Ok((cfg, Some(log_path.clone())));
+    }
+    let name = a
+        .preset
+        .clone()
+        .ok_or_else(|| usage("give a preset (e.g. digits-mlp-momentum) or --resume LOG"))?;
+    let (path, preset) = find_preset(&name).map_err(|e| usage(format!("preset: {e}")))?;
+    let mut cfg = SweepConfig::from_preset(preset, Some(path), runs_dir);
+    let overrides = SweepOverrides {
+        batch_sizes: a.batch_sizes.clone(),
+        trials: a.trials,
+        devices: a.devices.spec()?,
+        concurrency: a.concurrency,
+        precision: a.precision.map(Into::into),
+        seed: a.seed,
+        target: a.target,
+        ..Default::default()
+    };
+    check_problems(&overrides.apply(&mut cfg))?;
+    Ok((cfg, None))
+}
+
+pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
+    let (cfg, resume) = sweep_config(&a, runs_dir)?;
+    let runner = train::runner_for(&cfg.preset.workload, &TrainOptions::default())?;
+    let (tx, rx) = std::sync::mpsc::sync_channel(4096);
+    let control = SweepControl::new();
+    {
+        let c = control.clone();
+        on_interrupt(move || c.cancel());
+    }
+    let info = ReportInfo {
+        preset: cfg.preset.name.clone(),
+        optimizer: cfg.preset.workload.optimizer.name().into(),
+        devices: cfg.devices.label(),
+        trials_done: 0,
+        trials_planned: cfg.batch_sizes.len() * cfg.trials_per_batch,
+        wall_s: None,
+        log_path: None,
+        cancelled: false,
+    };
+    let handle = sweep::scheduler::start_sweep_with(cfg, runner, tx, resume, control.clone())?;
+    let log_path = handle.log_path().to_path_buf();
+    let stderr_tty = std::io::stderr().is_terminal();
+    let mut sink: Box<dyn HeadlessSink> = if stderr_tty {
+        Box::new(Bars::new())
+    } else if a.json {
+        Box::new(Quiet)
+    } else {
+        Box::new(Lines {
+            control: control.clone(),
+        })
+    };
+    let seen = headless::run_headless_full(rx, sink.as_mut(), info);
+    drop(sink);
+    let result = handle.join()?;
+    // The projection needs the trials' measured times: read them back from the (fsynced) log.
+    let log = scaling_lab::runlog::reader::read_run_log(&log_path).ok();
+    let mut report = match &log {
+        Some(l) => Report::from_log(l, SWEEP_MAX_DEVICES),
+        None => Report::new(
+            seen.analysis.clone().unwrap_or(result.analysis.clone()),
+            &seen.info,
+        ),
+    };
+    report.trials_done = result.trials_done;
+    report.trials_planned = result.trials_planned;
+    report.wall_s = Some(result.wall_s);
+    report.cancelled = result.cancelled;
+    report.errors = seen
+        .errors
+        .iter()
+        .map(|(trial_id, message)| TrialErrorNote {
+            trial_id: *trial_id,
+            message: message.clone(),
+        })
+        .collect();
+    if a.json {
+        outln(&serde_json::to_string_pretty(&report.to_json())?);
+    } else {
+        out(&format!("\n{}", report.text()));
+    }
+    if result.cancelled && !stdout_closed() {
+        eprintln!(
+            "{}",
+            headless::resume_message(&log_path, result.trials_done, result.trials_planned)
+        );
+        return Ok(ExitCode::from(130));
+    }
+    if stdout_closed() {
+        // `sweep … | head`: the reader has what it wanted; the finished trials are in the log.
+        return Ok(ExitCode::SUCCESS);
+    }
+    let failed = report.errors.len();
+    let recorded = report.per_batch.iter().map(|p| p.trials).sum::<usize>();
+    if failed > 0 && recorded == 0 {
+        anyhow::bail!(
+            "all {failed} trials failed to run; first: trial {}: {}",
+            report.errors[0].trial_id,
+            super::one_line(&report.errors[0].message)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

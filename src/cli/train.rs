@@ -1,0 +1,144 @@
+//! `train`: one trial at one batch size, with a live step line on stderr and the outcome on stdout.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use scaling_lab::core::{CancelToken, DeviceSpec, Outcome, TrialEvent, TrialSpec};
+use scaling_lab::report::thousands;
+use scaling_lab::train::{self, TrainOptions};
+use scaling_lab::workload::load::find_preset;
+use scaling_lab::workload::overrides::{check_batch_size, training_set_size, SweepOverrides};
+use scaling_lab::workload::spec::LrRule;
+
+use super::args::TrainArgs;
+use super::{check_problems, on_interrupt, outln, usage, CmdResult};
+
+pub fn cmd_train(a: TrainArgs) -> CmdResult {
+    let (_path, preset) = find_preset(&a.preset).map_err(|e| usage(format!("--preset: {e}")))?;
+    let mut w = preset.workload.clone();
+    let overrides = SweepOverrides {
+        target: a.target,
+        steps: a.steps,
+        eval_every: a.eval_every,
+        lr: a.lr,
+        momentum: a.momentum,
+        precision: a.precision.map(Into::into),
+        loss_scale: a.loss_scale,
+        ..Default::default()
+    };
+    check_problems(&overrides.apply_to_workload(&mut w))?;
+    let mut mp = w.defaults.clone();
+    if let Some(rule) = a.lr_rule {
+        let r: LrRule = rule.into();
+        mp.learning_rate = r.scale(mp.learning_rate, a.batch_size, a.base_batch);
+    }
+    let devices = a.devices.spec()?.unwrap_or(DeviceSpec::Cpu { workers: 1 });
+    let n_train = training_set_size(&w).map_err(|e| anyhow::anyhow!("--preset: {e}"))?;
+    if let Some(p) = check_batch_size("batch_size", a.batch_size, n_train, devices.replicas()) {
+        return Err(usage(p.to_string()));
+    }
+    let spec = TrialSpec {
+        trial_id: 0,
+        batch_size: a.batch_size,
+        devices: devices.clone(),
+        precision: w.precision,
+        metaparams: mp,
+        seed: a.seed,
+        repeat_of: None,
+    };
+    let mut options = TrainOptions {
+        noise_scale: !a.no_noise_scale,
+        ..Default::default()
+    };
+    if let Some(s) = a.loss_scale {
+        let mut c = train::scaler::ScalerConfig::fp16();
+        c.init_scale = s;
+        options.scaler = Some(c);
+    }
+    let runner = train::runner_for(&w, &options)?;
+    let tty = std::io::stderr().is_terminal();
+    let cancel = CancelToken::new();
+    {
+        let c = cancel.clone();
+        on_interrupt(move || c.cancel());
+    }
+    let metric = w.target.metric.name();
+    let mut last_metric = f64::NAN;
+    let mut noise = None;
+    let mut emit = |e: TrialEvent| match e {
+        TrialEvent::Eval(p) => last_metric = p.metric,
+        TrialEvent::NoiseScale { b_simple, .. } => noise = Some(b_simple),
+        TrialEvent::Step(s) => {
+            let line = format!(
+                "step {:>6}  loss {:.4}  {metric} {:.4}  lr {:.3e}  {:>9.0} ex/s  scale {}  skipped {}  B_simple {}",
+                s.step,
+                s.loss,
+                last_metric,
+                s.lr,
+                s.examples_per_s,
+                s.loss_scale,
+                s.skipped_steps,
+                noise.map(|v: f64| format!("{v:.0}")).unwrap_or_else(|| "-".into())
+            );
+            let mut err = std::io::stderr();
+            if tty {
+                let _ = write!(err, "\r\x1b[2K{line}");
+            } else if s.step % (w.eval_every * 10).max(1) == 0 {
+                let _ = writeln!(err, "{line}");
+            }
+        }
+        _ => {}
+    };
+    let out = runner.run(&w, &spec, &mut emit, &cancel)?;
+    if tty {
+        let _ = writeln!(std::io::stderr());
+    }
+    if a.json {
+        let v = serde_json::json!({
+            "preset": preset.name,
+            "spec": spec,
+            "target": w.target,
+            "eval_every": w.eval_every,
+            "outcome": out,
+        });
+        outln(&serde_json::to_string(&v)?);
+    } else {
+        let t = &out.throughput;
+        let what = match out.outcome {
+            Outcome::Reached { step } => format!(
+                "reached {metric}<={} at step {step} (eval every {})",
+                w.target.value, w.eval_every
+            ),
+            Outcome::NotReached { budget, .. } => format!(
+                "did not reach {metric}<={} within {budget} steps",
+                w.target.value
+            ),
+            Outcome::Diverged { step } => format!("diverged at step {step}"),
+            Outcome::Cancelled { step } => format!("cancelled at step {step}"),
+        };
+        outln(&format!(
+            "{what}, {:.1} s, {} ex/s ({}, {}, {})",
+            out.wall_s,
+            thousands(t.examples_per_s),
+            devices.label(),
+            spec.precision.name(),
+            preset.name
+        ));
+        outln(&format!(
+            "  step {:.2} ms = compute {:.2} ms + exchange {:.2} ms; {} params, {} B exchanged/step; loss scale {}, {} skipped; B_simple {}",
+            t.step_s * 1e3,
+            t.compute_s * 1e3,
+            t.exchange_s * 1e3,
+            t.params,
+            t.exchanged_bytes_per_step,
+            out.final_loss_scale,
+            out.skipped_steps,
+            out.noise.b_simple.map(|v| format!("{v:.1}")).unwrap_or_else(|| "n/a".into())
+        ));
+    }
+    Ok(match out.outcome {
+        Outcome::Cancelled { .. } => ExitCode::from(130),
+        _ if super::interrupted() => ExitCode::from(130),
+        _ => ExitCode::SUCCESS,
+    })
+}

@@ -1,0 +1,227 @@
+//! The Live screen's status panel: sweep state and progress, then the report's numbers — fit,
+//! noise-scale prediction, projection brief and the per-B table — drawn from the same
+//! `report::Report` the CLI prints (same values, same number formatting: `report::num`).
+
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::{ellipsize, kv, panel};
+use crate::report::{num, Report, ReportInfo};
+use crate::tui::app::{format_duration, App, LiveSource, LiveState};
+use crate::tui::theme::Theme;
+use crate::tui::widgets::log_axis::{format_pow2, format_si};
+use crate::tui::widgets::progress::progress_line;
+use crate::workload::spec::ModelSpec;
+
+/// The report of a Live state (what `scaling-lab report` prints for the same trials).
+pub fn live_report(l: &LiveState) -> Report {
+    let info = ReportInfo {
+        preset: l.plan.preset.clone(),
+        optimizer: l
+            .workload
+            .as_ref()
+            .map(|w| w.optimizer.name().to_string())
+            .unwrap_or_default(),
+        devices: l.plan.devices.clone(),
+        trials_done: l.done_count(),
+        trials_planned: l.plan.total_trials,
+        wall_s: None,
+        log_path: l.plan.run_log.clone(),
+        cancelled: l.cancelled,
+    };
+    Report::new(l.analysis.clone(), &info)
+}
+
+pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th: &Theme) {
+    let block = panel("Status", app.panel == 2, th);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let w = inner.width as usize;
+    let report = live_report(l);
+    let mut lines: Vec<Line> = Vec::new();
+    let (state, style) = if l.done {
+        if l.cancelled {
+            ("■ stopped early (resumable)", th.warn())
+        } else {
+            ("✓ sweep complete", th.good())
+        }
+    } else if l.paused {
+        ("⏸ paused", th.warn())
+    } else {
+        match &l.source {
+            LiveSource::Sweep if app.sweep_active => ("● running", th.good()),
+            LiveSource::Sweep => ("○ starting…", th.dim()),
+            LiveSource::Log { tailing: true, .. } => ("◉ following the run log", th.good()),
+            LiveSource::Log { .. } => ("○ log (no summary yet)", th.dim()),
+        }
+    };
+    lines.push(Line::styled(state, style));
+    lines.push(Line::styled(l.finished_text(), th.title()));
+    lines.push(progress_line(
+        l.done_count(),
+        l.running.len(),
+        l.plan.total_trials,
+        inner.width,
+        th,
+    ));
+    lines.push(Line::styled(
+        format!("{} running · {} queued", l.running.len(), l.queued_count()),
+        th.text(),
+    ));
+    if !l.read_only() && !l.done {
+        let elapsed = l.ended_at.unwrap_or(app.now) - l.started_at;
+        let eta = l
+            .eta(app.now)
+            .map(format_duration)
+            .unwrap_or_else(|| "–".into());
+        lines.push(kv(
+            "elapsed",
+            format!("{} · ETA {eta}", format_duration(elapsed)),
+            th,
+            th.text(),
+        ));
+        let eps = l.examples_per_s();
+        let (scale, skipped) = l
+            .running
+            .values()
+            .filter_map(|r| r.last.as_ref())
+            .fold((None, 0u64), |(s, k), st| {
+                (Some(s.unwrap_or(st.loss_scale)), k + st.skipped_steps)
+            });
+        lines.push(kv("examples/s", format_si(eps), th, th.text()));
+        lines.push(kv(
+            "loss scale",
+            format!(
+                "{} · skipped {skipped}",
+                scale.map(format_si).unwrap_or_else(|| "–".into())
+            ),
+            th,
+            th.text(),
+        ));
+    }
+    if l.done && !l.read_only() {
+        let elapsed = l.ended_at.unwrap_or(app.now) - l.started_at;
+        lines.push(kv("took", format_duration(elapsed), th, th.text()));
+    }
+    lines.push(kv("devices", l.plan.devices.clone(), th, th.text()));
+    match report.fit_numbers() {
+        Some((s_min, b_crit, r2)) => {
+            lines.push(kv(
+                "fit",
+                format!("S_min {s_min} · B_crit {b_crit}"),
+                th,
+                th.fit(),
+            ));
+            lines.push(kv("   ", format!("r² {r2}"), th, th.dim()));
+        }
+        None => lines.push(kv(
+            "fit",
+            "needs 3 batch sizes that reached".into(),
+            th,
+            th.dim(),
+        )),
+    }
+    if !l.done {
+        // The running trials' latest estimate; after the sweep only the best trials' median counts.
+        let live_b = l.b_simple_live.map(num).unwrap_or_else(|| "–".into());
+        lines.push(kv(
+            "B_simple",
+            format!("{live_b} (live) → predicts B_crit"),
+            th,
+            th.text(),
+        ));
+    }
+    if let Some(n) = &report.noise {
+        lines.push(kv(
+            if l.done { "B_simple" } else { "  best trials" },
+            format!("median {} (best trials)", num(n.median_b_simple)),
+            th,
+            th.text(),
+        ));
+    }
+    if let Some(p) = report.perfect_up_to {
+        lines.push(kv("perfect ≤", p.to_string(), th, th.text()));
+    }
+    if l.done
+        && !matches!(
+            l.workload.as_ref().map(|w| &w.model),
+            Some(ModelSpec::Nqm { .. })
+        )
+    {
+        if let Some(brief) = crate::report::projection_brief(&l.finished, &report.analysis) {
+            let brief = ellipsize(&brief, w.saturating_sub(10));
+            lines.push(kv("projected", brief, th, th.text()));
+        }
+    }
+    // running trials (selectable)
+    if !l.running.is_empty() {
+        lines.push(Line::styled("running", th.dim()));
+        let sel = l.selected_trial();
+        for (id, r) in &l.running {
+            let (step, loss) = r
+                .last
+                .as_ref()
+                .map(|s| (s.step.to_string(), format!("{:.3}", s.loss)))
+                .unwrap_or(("0".into(), "–".into()));
+            let text = ellipsize(
+                &format!(
+                    "#{id} B={} step {step} loss {loss}",
+                    format_pow2(r.spec.batch_size as u64)
+                ),
+                w,
+            );
+            let mut line = Line::styled(text, th.text());
+            if Some(*id) == sel && !l.read_only() {
+                line = line.style(th.selected());
+            }
+            lines.push(line);
+        }
+    }
+    // per batch size
+    let room = (inner.height as usize).saturating_sub(lines.len() + 2);
+    if room >= 2 && !report.per_batch.is_empty() {
+        lines.push(Line::styled(
+            format!(
+                "{:>5} {:>7} {:>4} {:>4} {:>4}",
+                "B", "steps", "ok", "div", "nr"
+            ),
+            th.dim(),
+        ));
+        for p in report.per_batch.iter().take(room - 1) {
+            lines.push(Line::from(vec![
+                Span::raw(format!(
+                    "{:>5} {:>7} ",
+                    p.batch_size,
+                    p.steps.map(|s| s.to_string()).unwrap_or_else(|| "–".into())
+                )),
+                Span::styled(format!("{:>4}", p.reached), th.good()),
+                Span::styled(
+                    format!(" {:>4}", p.diverged),
+                    if p.diverged > 0 { th.error() } else { th.dim() },
+                ),
+                Span::styled(
+                    format!(" {:>4}", p.not_reached),
+                    if p.not_reached > 0 {
+                        th.warn()
+                    } else {
+                        th.dim()
+                    },
+                ),
+            ]));
+        }
+    }
+    for e in l.errors.iter().rev().take(2) {
+        lines.push(Line::styled(ellipsize(e, w), th.error()));
+    }
+    if let Some(p) = &l.plan.run_log {
+        lines.push(Line::styled(ellipsize(&format!("log {p}"), w), th.dim()));
+    }
+    let lines: Vec<Line> = lines
+        .into_iter()
+        .map(|x| x.patch_style(Style::default()))
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}

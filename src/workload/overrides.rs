@@ -1,0 +1,410 @@
+//! One override/validation path for run settings. CLI flags (`sweep`, `train`, resume) and the
+//! TUI's Setup fields become a [`SweepOverrides`]; [`SweepOverrides::apply`] range-checks every value
+//! against the preset, writes the accepted ones into a [`SweepConfig`] and returns structured
+//! [`Problem`]s (field, message, whether it blocks the run). No clap, no printing: callers decide how
+//! to show the problems (`Problem::flag` names the CLI flag).
+
+use std::fmt;
+
+use crate::core::trial::DeviceSpec;
+use crate::sweep::SweepConfig;
+use crate::workload::spec::{Metric, Precision, Workload};
+
+/// Largest batch size accepted for a workload without a dataset (the NQM is closed form).
+pub const MAX_NQM_BATCH: usize = 1 << 40;
+/// Largest number of data-parallel CPU workers of one trial.
+pub const MAX_WORKERS: usize = 1024;
+/// Largest number of trials per batch size.
+pub const MAX_TRIALS: usize = 100_000;
+/// Largest number of trials run at once.
+pub const MAX_CONCURRENCY: usize = 256;
+/// Largest step budget.
+pub const MAX_STEPS: u64 = 1 << 40;
+
+/// One problem with one setting.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    /// The setting, snake_case (`batch_sizes`, `loss_scale`, …): `flag()` gives the CLI flag.
+    pub field: &'static str,
+    pub message: String,
+    /// A blocking problem stops the run; a non-blocking one is a warning.
+    pub blocking: bool,
+}
+
+impl Problem {
+    pub fn error(field: &'static str, message: impl Into<String>) -> Self {
+        Problem {
+            field,
+            message: message.into(),
+            blocking: true,
+        }
+    }
+    pub fn warning(field: &'static str, message: impl Into<String>) -> Self {
+        Problem {
+            field,
+            message: message.into(),
+            blocking: false,
+        }
+    }
+    /// The CLI flag of the field (`--batch-sizes`).
+    pub fn flag(&self) -> String {
+        format!("--{}", self.field.replace('_', "-"))
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.flag(), self.message)
+    }
+}
+
+/// The first blocking problem, if any.
+pub fn first_blocking(problems: &[Problem]) -> Option<&Problem> {
+    problems.iter().find(|p| p.blocking)
+}
+
+/// Settings that replace a preset's (every `None` keeps the preset's value).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SweepOverrides {
+    pub batch_sizes: Option<Vec<usize>>,
+    pub trials: Option<usize>,
+    /// Data-parallel CPU workers of one trial (ignored when `devices` is given).
+    pub workers: Option<usize>,
+    /// Already-resolved devices (e.g. CUDA after a probe).
+    pub devices: Option<DeviceSpec>,
+    pub concurrency: Option<usize>,
+    pub precision: Option<Precision>,
+    pub seed: Option<u64>,
+    /// Target value of the preset's metric.
+    pub target: Option<f64>,
+    /// Step budget (replaces the preset's, including its example budget).
+    pub steps: Option<u64>,
+    pub eval_every: Option<u64>,
+    /// Initial fp16 loss scale.
+    pub loss_scale: Option<f64>,
+    pub lr: Option<f64>,
+    pub momentum: Option<f64>,
+}
+
+/// The range of sensible target values of a metric, as (lo, hi) exclusive of lo; `hi` inclusive.
+pub fn target_range(metric: Metric) -> (f64, f64) {
+    match metric {
+        // An error rate of 1 or more is met at step 0.
+        Metric::ValError => (0.0, 1.0 - f64::EPSILON),
+        // Bytes carry at most 8 bits.
+        Metric::ValBpc => (0.0, 8.0),
+        Metric::NqmLoss => (0.0, f64::MAX),
+    }
+}
+
+/// Checks a target value against its metric's range.
+pub fn check_target(metric: Metric, value: f64) -> Option<Problem> {
+    let (lo, hi) = target_range(metric);
+    if !value.is_finite() || value <= lo || value > hi {
+        let range = match metric {
+            Metric::ValError => "0 < target < 1".to_string(),
+            Metric::ValBpc => "0 < target ≤ 8".to_string(),
+            Metric::NqmLoss => "a finite target > 0".to_string(),
+        };
+        return Some(Problem::error(
+            "target",
+            format!(
+                "{value} is out of range for {}: need {range}",
+                metric.name()
+            ),
+        ));
+    }
+    None
+}
+
+/// The number of training examples of a workload's dataset (images; text: non-overlapping
+/// `seq_len` windows; None for the NQM). Loads (and caches) the dataset; an error is the data
+/// error's text.
+pub fn training_set_size(w: &Workload) -> Result<Option<usize>, String> {
+    match &w.dataset {
+        None => Ok(None),
+        Some(d) => crate::data::load_cached(d)
+            .map(|ds| {
+                Some(match ds.as_ref() {
+                    crate::data::Dataset::Images(i) => i.n_train(),
+                    // Non-overlapping windows of one example each.
+                    crate::data::Dataset::Text(t) => (t.train.len() / t.seq_len.max(1)).max(1),
+                })
+            })
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// Checks one batch size: ≥ 1, ≤ the training set (or [`MAX_NQM_BATCH`]), splits into
+/// `replicas` equal shards.
+pub fn check_batch_size(
+    field: &'static str,
+    b: usize,
+    n_train: Option<usize>,
+    replicas: usize,
+) -> Option<Problem> {
+    if b == 0 {
+        return Some(Problem::error(field, "batch size 0: need at least 1"));
+    }
+    match n_train {
+        Some(n) if b > n => {
+            return Some(Problem::error(
+                field,
+                format!("batch size {b} is larger than the training set ({n} examples)"),
+            ))
+        }
+        None if b > MAX_NQM_BATCH => {
+            return Some(Problem::error(
+                field,
+                format!("batch size {b} is larger than {MAX_NQM_BATCH}"),
+            ))
+        }
+        _ => {}
+    }
+    if replicas > 0 && !b.is_multiple_of(replicas) {
+        return Some(Problem::error(
+            field,
+            format!(
+                "batch size {b} cannot be split into {replicas} equal shards: use a multiple of {replicas}"
+            ),
+        ));
+    }
+    None
+}
+
+fn check_workers(field: &'static str, devices: &DeviceSpec) -> Option<Problem> {
+    let g = devices.replicas();
+    if g == 0 {
+        return Some(Problem::error(field, "need at least 1 worker/device"));
+    }
+    if g > MAX_WORKERS {
+        return Some(Problem::error(
+            field,
+            format!("{g} workers/devices: at most {MAX_WORKERS}"),
+        ));
+    }
+    None
+}
+
+impl SweepOverrides {
+    /// Applies the workload-level settings (target, steps, eval interval, lr, momentum, precision,
+    /// loss scale) to `w`; returns the problems. A rejected value is not applied.
+    pub fn apply_to_workload(&self, w: &mut Workload) -> Vec<Problem> {
+        let mut problems = vec![];
+        if let Some(t) = self.target {
+            match check_target(w.target.metric, t) {
+                Some(p) => problems.push(p),
+                None => w.target.value = t,
+            }
+        }
+        if let Some(s) = self.steps {
+            if s == 0 || s > MAX_STEPS {
+                problems.push(Problem::error(
+                    "steps",
+                    format!("{s} steps: need 1 ≤ steps ≤ {MAX_STEPS}"),
+                ));
+            } else {
+                w.step_budget = s;
+                w.max_examples = None;
+            }
+        }
+        if let Some(e) = self.eval_every {
+            if e == 0 || e > MAX_STEPS {
+                problems.push(Problem::error(
+                    "eval_every",
+                    format!("{e}: need 1 ≤ eval-every ≤ {MAX_STEPS}"),
+                ));
+            } else {
+                w.eval_every = e;
+            }
+        }
+        if let Some(lr) = self.lr {
+            if !(lr.is_finite() && lr > 0.0) {
+                problems.push(Problem::error(
+                    "lr",
+                    format!("{lr}: need a finite learning rate > 0"),
+                ));
+            } else {
+                w.defaults.learning_rate = lr;
+            }
+        }
+        if let Some(m) = self.momentum {
+            if !(0.0..1.0).contains(&m) {
+                problems.push(Problem::error("momentum", format!("{m}: need 0 ≤ γ < 1")));
+            } else {
+                w.defaults.momentum = m;
+            }
+        }
+        if let Some(p) = self.precision {
+            w.precision = p;
+        }
+        if let Some(s) = self.loss_scale {
+            if !(s.is_finite() && s >= 1.0) {
+                problems.push(Problem::error(
+                    "loss_scale",
+                    format!("{s}: need a finite loss scale ≥ 1"),
+                ));
+            } else if w.precision != Precision::Fp16 {
+                problems.push(Problem::error(
+                    "loss_scale",
+                    format!(
+                        "only applies to --precision fp16 ({} keeps the scale at 1)",
+                        w.precision.name()
+                    ),
+                ));
+            }
+        }
+        problems
+    }
+
+    /// Applies every setting to a sweep configuration and re-checks the result (batch sizes
+    /// against the training set and the devices, counts in range). Problems name their field.
+    pub fn apply(&self, cfg: &mut SweepConfig) -> Vec<Problem> {
+        let mut problems = self.apply_to_workload(&mut cfg.preset.workload);
+        if let Some(p) = self.precision {
+            cfg.precision = p;
+        }
+        if let Some(b) = &self.batch_sizes {
+            cfg.batch_sizes = b.clone();
+        }
+        if let Some(t) = self.trials {
+            cfg.trials_per_batch = t;
+        }
+        if let Some(d) = &self.devices {
+            cfg.devices = d.clone();
+        } else if let Some(w) = self.workers {
+            cfg.devices = DeviceSpec::Cpu { workers: w };
+        }
+        if let Some(c) = self.concurrency {
+            cfg.concurrency = c;
+        }
+        if let Some(s) = self.seed {
+            cfg.seed = s;
+        }
+        problems.extend(check_config(cfg));
+        problems
+    }
+}
+
+/// Range checks of a whole sweep configuration (also what `--resume` re-checks in a log header).
+pub fn check_config(cfg: &SweepConfig) -> Vec<Problem> {
+    let mut problems = vec![];
+    if let Some(p) = check_workers("workers", &cfg.devices) {
+        problems.push(p);
+    }
+    if cfg.trials_per_batch == 0 || cfg.trials_per_batch > MAX_TRIALS {
+        problems.push(Problem::error(
+            "trials",
+            format!(
+                "{} trials per batch size: need 1 ≤ trials ≤ {MAX_TRIALS}",
+                cfg.trials_per_batch
+            ),
+        ));
+    }
+    if cfg.concurrency == 0 || cfg.concurrency > MAX_CONCURRENCY {
+        problems.push(Problem::error(
+            "concurrency",
+            format!(
+                "{}: need 1 ≤ concurrency ≤ {MAX_CONCURRENCY}",
+                cfg.concurrency
+            ),
+        ));
+    }
+    let w = &cfg.preset.workload;
+    if let Some(p) = check_target(w.target.metric, w.target.value) {
+        problems.push(p);
+    }
+    if cfg.batch_sizes.is_empty() {
+        problems.push(Problem::error("batch_sizes", "no batch sizes to sweep"));
+    }
+    let mut sorted = cfg.batch_sizes.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != cfg.batch_sizes.len() {
+        problems.push(Problem::error(
+            "batch_sizes",
+            format!("duplicate batch sizes in {:?}", cfg.batch_sizes),
+        ));
+    }
+    // Cheap checks first: only load the dataset when every size is otherwise plausible.
+    let replicas = cfg.devices.replicas();
+    let cheap: Vec<Problem> = cfg
+        .batch_sizes
+        .iter()
+        .filter_map(|&b| check_batch_size("batch_sizes", b, None, replicas))
+        .collect();
+    if !cheap.is_empty() {
+        problems.extend(cheap.into_iter().take(1));
+        return problems;
+    }
+    match training_set_size(w) {
+        Ok(n) => {
+            if let Some(p) = cfg
+                .batch_sizes
+                .iter()
+                .find_map(|&b| check_batch_size("batch_sizes", b, n, replicas))
+            {
+                problems.push(p);
+            }
+        }
+        Err(e) => problems.push(Problem::error("preset", format!("dataset: {e}"))),
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn targets_outside_the_metric_range_are_rejected() {
+        assert!(check_target(Metric::ValError, 0.04).is_none());
+        for bad in [0.0, 1.0, 2.0, f64::NAN, f64::INFINITY, -0.1] {
+            let p = check_target(Metric::ValError, bad).expect("rejected");
+            assert_eq!(p.flag(), "--target");
+            assert!(p.blocking);
+        }
+        assert!(check_target(Metric::ValBpc, 3.3).is_none());
+        assert!(check_target(Metric::ValBpc, 9.0).is_some());
+        assert!(check_target(Metric::NqmLoss, 1e-3).is_none());
+        assert!(check_target(Metric::NqmLoss, f64::INFINITY).is_some());
+    }
+
+    #[test]
+    fn batch_sizes_are_checked_against_data_and_shards() {
+        assert!(check_batch_size("batch_sizes", 64, Some(1437), 2).is_none());
+        assert!(check_batch_size("batch_sizes", 0, Some(1437), 1).is_some());
+        let p = check_batch_size("batch_sizes", 3000, Some(1437), 1).unwrap();
+        assert!(p.message.contains("1437"), "{p}");
+        let p = check_batch_size("batch_sizes", 63, Some(1437), 2).unwrap();
+        assert!(p.message.contains("multiple of 2"), "{p}");
+        assert!(check_batch_size("batch_sizes", usize::MAX, None, 1).is_some());
+    }
+
+    #[test]
+    fn loss_scale_only_for_fp16_and_finite() {
+        let mut w =
+            crate::workload::spec::Workload::nqm(4, crate::workload::spec::OptimizerKind::Sgd, 0.1);
+        let o = SweepOverrides {
+            loss_scale: Some(1024.0),
+            ..Default::default()
+        };
+        let p = o.apply_to_workload(&mut w.clone());
+        assert_eq!(p.len(), 1);
+        assert!(p[0].message.contains("fp16"), "{}", p[0]);
+        let o = SweepOverrides {
+            loss_scale: Some(f64::INFINITY),
+            precision: Some(Precision::Fp16),
+            ..Default::default()
+        };
+        assert_eq!(o.apply_to_workload(&mut w).len(), 1);
+        let o = SweepOverrides {
+            loss_scale: Some(1024.0),
+            precision: Some(Precision::Fp16),
+            steps: Some(0),
+            ..Default::default()
+        };
+        let p = o.apply_to_workload(&mut w);
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].field, "steps");
+    }
+}

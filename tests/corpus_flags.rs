@@ -1,0 +1,278 @@
+//! A generated corpus of bad flags and flag combinations through the real binary. Every case must
+//! end within 20 s with an exit code that is neither 0 nor 101 (a panic), and print exactly one
+//! non-empty line on stderr that names the offending flag (or file).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+struct Case {
+    args: Vec<String>,
+    /// A substring the error line must contain (the flag or file it is about).
+    names: String,
+}
+
+fn case(args: &[&str], names: &str) -> Case {
+    Case {
+        args: args.iter().map(|s| s.to_string()).collect(),
+        names: names.to_string(),
+    }
+}
+
+fn corpus(tmp: &Path) -> Vec<Case> {
+    let mut v = vec![];
+    // train: every numeric flag out of range, unparsable, or in a bad combination.
+    let train_bad: &[(&[&str], &str)] = &[
+        (&["--batch-size", "0"], "--batch-size"),
+        (&["--batch-size", "18446744073709551615"], "--batch-size"),
+        (&["--batch-size", "-1"], "--batch-size"),
+        (&["--batch-size", "abc"], "--batch-size"),
+        (&["--batch-size", "3000"], "--batch-size"),
+        (&["--batch-size", "63", "--workers", "2"], "--batch-size"),
+        (&["--workers", "0"], "--workers"),
+        (&["--workers", "100000"], "--workers"),
+        (&["--steps", "0"], "--steps"),
+        (&["--steps", "-5"], "--steps"),
+        (&["--steps", "many"], "--steps"),
+        (&["--eval-every", "0"], "--eval-every"),
+        (&["--target", "2"], "--target"),
+        (&["--target", "0"], "--target"),
+        (&["--target", "1"], "--target"),
+        (&["--target", "nan"], "--target"),
+        (&["--target", "inf"], "--target"),
+        (&["--target", "-0.5"], "--target"),
+        (&["--lr", "0"], "--lr"),
+        (&["--lr", "-1"], "--lr"),
+        (&["--lr", "nan"], "--lr"),
+        (&["--lr", "inf"], "--lr"),
+        (&["--momentum", "1"], "--momentum"),
+        (&["--momentum", "-0.5"], "--momentum"),
+        (&["--momentum", "nan"], "--momentum"),
+        (
+            &["--precision", "fp16", "--loss-scale", "inf"],
+            "--loss-scale",
+        ),
+        (
+            &["--precision", "fp16", "--loss-scale", "0"],
+            "--loss-scale",
+        ),
+        (
+            &["--precision", "fp16", "--loss-scale", "nan"],
+            "--loss-scale",
+        ),
+        (
+            &["--precision", "fp16", "--loss-scale", "0.5"],
+            "--loss-scale",
+        ),
+        (&["--loss-scale", "1024"], "--loss-scale"),
+        (
+            &["--precision", "bf16", "--loss-scale", "1024"],
+            "--loss-scale",
+        ),
+        (&["--base-batch", "0"], "--base-batch"),
+        (&["--precision", "fp8"], "--precision"),
+        (&["--lr-rule", "cubic"], "--lr-rule"),
+        (&["--preset", "no-such-preset"], "--preset"),
+        (&["--preset", "/nonexistent/x.toml"], "--preset"),
+        (&["--devices", "cuda:x"], "--devices"),
+        (&["--gpus", "0"], "--gpus"),
+        (&["--gpus", "1"], "--gpus"),
+        (&["--workers", "2", "--devices", "cuda:0"], "--workers"),
+        (&["--seed", "-1"], "--seed"),
+        (&["--bogus"], "--bogus"),
+    ];
+    for (args, names) in train_bad {
+        let mut a = vec!["train", "--preset", "digits-mlp-sgd"];
+        if args.contains(&"--preset") {
+            a.truncate(1);
+        }
+        a.extend_from_slice(args);
+        v.push(case(&a, names));
+    }
+    // sweep
+    let sweep_bad: &[(&[&str], &str)] = &[
+        (&[], "preset"),
+        (&["no-such-preset"], "no-such-preset"),
+        (&["digits-mlp-sgd", "--batch-sizes", "0"], "--batch-sizes"),
+        (
+            &["digits-mlp-sgd", "--batch-sizes", "16,0"],
+            "--batch-sizes",
+        ),
+        (
+            &["digits-mlp-sgd", "--batch-sizes", "16,16"],
+            "--batch-sizes",
+        ),
+        (
+            &["digits-mlp-sgd", "--batch-sizes", "1000000000"],
+            "--batch-sizes",
+        ),
+        (
+            &["digits-mlp-sgd", "--batch-sizes", "16,3000"],
+            "--batch-sizes",
+        ),
+        (
+            &["nqm-sgd", "--batch-sizes", "18446744073709551615"],
+            "--batch-sizes",
+        ),
+        (&["nqm-sgd", "--batch-sizes", "abc"], "--batch-sizes"),
+        (
+            &["nqm-sgd", "--batch-sizes", "3", "--workers", "2"],
+            "--batch-sizes",
+        ),
+        (&["nqm-sgd", "--trials", "0"], "--trials"),
+        (&["nqm-sgd", "--trials", "1000000000"], "--trials"),
+        (&["nqm-sgd", "--workers", "0"], "--workers"),
+        (&["nqm-sgd", "--workers", "5000"], "--workers"),
+        (&["nqm-sgd", "--concurrency", "0"], "--concurrency"),
+        (&["digits-mlp-sgd", "--target", "2"], "--target"),
+        (&["nqm-sgd", "--target", "0"], "--target"),
+        (&["nqm-sgd", "--target", "nan"], "--target"),
+        (&["nqm-sgd", "--target", "inf"], "--target"),
+        (&["nqm-sgd", "--target", "-1"], "--target"),
+        (&["nqm-sgd", "--precision", "fp8"], "--precision"),
+        (&["nqm-sgd", "--seed", "x"], "--seed"),
+        (&["nqm-sgd", "--devices", "cuda:0"], "--devices"),
+        (&["nqm-sgd", "--gpus", "1"], "--gpus"),
+    ];
+    for (args, names) in sweep_bad {
+        let mut a = vec!["sweep"];
+        a.extend_from_slice(args);
+        v.push(case(&a, names));
+    }
+    // sweep --resume: the log fixes the plan.
+    let log = fixture("valid/nqm-sgd.jsonl");
+    for (extra, names) in [
+        (vec!["--trials", "3"], "--trials"),
+        (vec!["--batch-sizes", "4"], "--batch-sizes"),
+        (vec!["--workers", "2"], "--workers"),
+        (vec!["--precision", "fp16"], "--precision"),
+        (vec!["--seed", "7"], "--seed"),
+        (vec!["nqm-sgd"], "preset"),
+    ] {
+        let mut a = vec!["sweep", "--resume", &log];
+        a.extend(extra);
+        v.push(case(&a, names));
+    }
+    let missing = tmp.join("missing.jsonl").display().to_string();
+    v.push(case(&["sweep", "--resume", &missing], "--resume"));
+    let fifo = tmp.join("fifo.jsonl").display().to_string();
+    v.push(case(&["sweep", "--resume", &fifo], "--resume"));
+    for bad in ["invalid/garbage-line.jsonl", "invalid/no-header.jsonl"] {
+        v.push(case(&["sweep", "--resume", &fixture(bad)], "--resume"));
+    }
+    // report / compare / export / import / bench
+    for md in ["0", "18446744073709551616", "1048577", "abc", "-4"] {
+        v.push(case(
+            &["report", &log, "--max-devices", md],
+            "--max-devices",
+        ));
+    }
+    v.push(case(&["report", &missing], "missing.jsonl"));
+    v.push(case(&["report", &fifo], "fifo.jsonl"));
+    for bad in [
+        "empty.jsonl",
+        "garbage-line.jsonl",
+        "no-header.jsonl",
+        "unknown-schema.jsonl",
+    ] {
+        v.push(case(&["report", &fixture(&format!("invalid/{bad}"))], bad));
+    }
+    v.push(case(&["compare", &log], "LOGS"));
+    v.push(case(&["compare", &log, &missing], "missing.jsonl"));
+    v.push(case(&["export", &log], "--svg"));
+    v.push(case(&["export", &log, "--json", &log], "--json"));
+    v.push(case(&["export", &log, "--csv", &log], "--csv"));
+    v.push(case(
+        &["import-batch-science", &missing, "--target", "0.01"],
+        "missing.jsonl",
+    ));
+    v.push(case(
+        &[
+            "import-batch-science",
+            &fixture("batch_science"),
+            "--target",
+            "nan",
+        ],
+        "--target",
+    ));
+    v.push(case(&["bench", "--steps", "0"], "--steps"));
+    v.push(case(&["bench", "--precision", "fp64"], "--precision"));
+    // No terminal: the TUI cannot be drawn; one line instead.
+    v.push(case(&["--open", &log], "--open"));
+    v.push(case(&[], "terminal"));
+    v.push(case(&["--preset", "nqm-sgd"], "terminal"));
+    v.push(case(&["no-such-command"], "no-such-command"));
+    v
+}
+
+#[test]
+fn every_bad_flag_is_one_clear_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo: PathBuf = tmp.path().join("fifo.jsonl");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let runs = tmp.path().join("runs");
+    let cases = corpus(tmp.path());
+    assert!(cases.len() >= 60, "{} cases", cases.len());
+    let mut failures = vec![];
+    for c in &cases {
+        let t0 = Instant::now();
+        let mut child = Command::new(BIN)
+            .args(&c.args)
+            .arg("--runs-dir")
+            .arg(&runs)
+            .env("TERM", "xterm-256color")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if t0.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        let problem = match status {
+            None => Some("did not finish within 20 s".to_string()),
+            Some(s) if s.code() == Some(0) => Some("exit 0".into()),
+            Some(s) if s.code() == Some(101) => Some("panicked (101)".into()),
+            Some(s) if s.code().is_none() => Some(format!("killed: {s:?}")),
+            Some(_) if lines.len() != 1 => Some(format!("{} stderr lines", lines.len())),
+            Some(_) if !lines[0].contains(&c.names) => Some(format!("does not name `{}`", c.names)),
+            Some(_) if err.contains("panicked") => Some("panic text".into()),
+            _ => None,
+        };
+        if let Some(p) = problem {
+            failures.push(format!("{:?}: {p}\n    stderr: {err}", c.args));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    // Nothing was started: no run log was created by a rejected command.
+    let logs = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(logs, 0, "a rejected command left a run log");
+}

@@ -1,0 +1,153 @@
+//! The headless commands in a pseudo-terminal (progress bars drawn) and piped: they run to
+//! completion (the old `stdout.lock()` + indicatif deadlock froze `sweep` in a terminal), ctrl-c
+//! cancels with exit 130 and the resume line, a second ctrl-c ends the process at once, and a
+//! closed pipe (`| head -2`) is a normal exit.
+
+#![cfg(unix)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use expectrl::{Eof, Regex, Session, WaitStatus};
+
+const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
+
+fn pty(args: &[&str], runs: &Path) -> Session {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).arg("--runs-dir").arg(runs);
+    cmd.env("TERM", "xterm-256color");
+    let mut s = Session::spawn(cmd).expect("spawn in a pty");
+    s.set_expect_timeout(Some(Duration::from_secs(120)));
+    s
+}
+
+fn exit_code(s: &Session) -> i32 {
+    let t0 = Instant::now();
+    loop {
+        match s.get_process().status() {
+            Ok(WaitStatus::Exited(_, code)) => return code,
+            Ok(WaitStatus::Signaled(_, sig, _)) => panic!("killed by {sig:?}"),
+            other => {
+                assert!(t0.elapsed() < Duration::from_secs(60), "no exit: {other:?}");
+                std::thread::sleep(Duration::from_millis(50))
+            }
+        }
+    }
+}
+
+#[test]
+fn sweep_runs_to_completion_in_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = pty(
+        &[
+            "sweep",
+            "nqm-sgd",
+            "--batch-sizes",
+            "4,16,64,256",
+            "--trials",
+            "6",
+        ],
+        dir.path(),
+    );
+    let out = s.expect(Eof).expect("the sweep ends (no hang)");
+    let text = String::from_utf8_lossy(out.as_bytes()).to_string();
+    assert!(text.contains("sweep nqm-sgd"), "{text}");
+    assert!(text.contains("fit S = S_min"), "{text}");
+    assert!(text.contains("[24/24] trial"), "{text}");
+    assert_eq!(exit_code(&s), 0, "{text}");
+}
+
+#[test]
+fn train_runs_to_completion_in_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = pty(
+        &[
+            "train",
+            "--preset",
+            "digits-mlp-sgd",
+            "--batch-size",
+            "64",
+            "--steps",
+            "300",
+        ],
+        dir.path(),
+    );
+    let out = s.expect(Eof).expect("train ends");
+    let text = String::from_utf8_lossy(out.as_bytes()).to_string();
+    assert!(
+        text.contains("reached val_error") || text.contains("did not reach"),
+        "{text}"
+    );
+    assert_eq!(exit_code(&s), 0, "{text}");
+}
+
+#[test]
+fn sweep_piped_runs_to_completion() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "sweep",
+            "nqm-sgd",
+            "--batch-sizes",
+            "4,16,64",
+            "--trials",
+            "4",
+        ])
+        .arg("--runs-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with('[')).count(),
+        12,
+        "{text}"
+    );
+    assert!(text.contains("noise scale"), "{text}");
+}
+
+#[test]
+fn ctrl_c_cancels_with_130_and_the_resume_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = pty(&["sweep", "digits-mlp-sgd", "--trials", "20"], dir.path());
+    s.expect(Regex(r"\[2/160\] trial"))
+        .expect("two trials finish");
+    s.send([3u8]).unwrap(); // ctrl-c
+    let out = s.expect(Eof).expect("the sweep stops");
+    let text = String::from_utf8_lossy(out.as_bytes()).to_string();
+    assert!(text.contains("scaling-lab sweep --resume"), "{text}");
+    assert_eq!(exit_code(&s), 130, "{text}");
+}
+
+#[test]
+fn second_ctrl_c_quits_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // One long trial: the first ctrl-c asks it to stop at its next step; the second ends the
+    // process without waiting.
+    let mut s = pty(&["sweep", "digits-mlp-sgd", "--trials", "20"], dir.path());
+    s.expect(Regex(r"\[1/160\] trial"))
+        .expect("a trial finishes");
+    s.send([3u8]).unwrap();
+    s.expect("interrupted").expect("first ctrl-c acknowledged");
+    let _ = s.send([3u8]);
+    let t0 = Instant::now();
+    let code = exit_code(&s);
+    assert!(code == 130, "exit {code}");
+    assert!(t0.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn closed_pipe_is_a_normal_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "set -o pipefail; '{BIN}' sweep nqm-sgd --batch-sizes 4,16,64 --trials 4 --runs-dir '{}' | head -2",
+        dir.path().display()
+    );
+    let out = Command::new("bash").args(["-c", &script]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {:?}: {err}", out.status.code());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+    assert!(!err.contains("panicked"), "{err}");
+}
