@@ -28,7 +28,7 @@ use std::thread::ThreadId;
 use std::time::Duration;
 
 pub use app::{update, App, Command, Msg};
-pub use screenshot::render_screenshots;
+pub use screenshot::{render_meta_screenshot, render_screenshots};
 
 use crate::core::trial::RunnerFactory;
 

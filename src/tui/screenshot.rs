@@ -237,3 +237,52 @@ pub fn render_screenshots_with(
     save(&cmp_app, out_dir, "compare", &mut out)?;
     Ok(out)
 }
+
+/// Renders meta.svg: the metaparameter picture of a complete sweep in `runs_dir` (a momentum
+/// sweep on real data when there is one, else the NQM momentum preset, run into `runs_dir`).
+pub fn render_meta_screenshot(out_dir: &Path, runs_dir: &Path) -> anyhow::Result<PathBuf> {
+    let presets_dir = crate::workload::load::presets_dir();
+    std::fs::create_dir_all(out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let mut opts = TuiOptions::new(runs_dir.to_path_buf(), presets_dir.clone());
+    opts.initial_preset = Some(super::DEFAULT_PRESET.into());
+    let mut app = super::initial_app(&opts, Theme::default());
+    update(&mut app, Msg::Resize(SHOT_W, SHOT_H));
+    let mut chosen: Option<PathBuf> = None;
+    for e in loader::scan_runs(runs_dir, None) {
+        if e.status == super::app::RunStatus::Complete && e.optimizer == "momentum" {
+            let nqm = e.preset.starts_with("nqm");
+            if chosen.is_none() || !nqm {
+                chosen = Some(e.path.clone());
+            }
+            if !nqm {
+                break;
+            }
+        }
+    }
+    let path = match chosen {
+        Some(p) => p,
+        None => {
+            let nqm = nqm_presets(&presets_dir);
+            let (path, preset) = nqm
+                .iter()
+                .find(|(_, p)| p.name.contains("momentum"))
+                .cloned()
+                .context("no NQM momentum preset found")?;
+            let runner: Arc<dyn TrialRunner> = Arc::new(crate::nqm::NqmRunner::new());
+            run_sweep_with(picture_preset(preset), Some(path), runs_dir, runner, |_| {})?.1
+        }
+    };
+    let log = read_run_log(&path)?;
+    update(
+        &mut app,
+        Msg::LogOpened {
+            log: Box::new(log),
+            tailing: false,
+        },
+    );
+    update(&mut app, Msg::Key(Key::Char('m')));
+    let mut out = Vec::new();
+    save(&app, out_dir, "meta", &mut out)?;
+    out.pop().context("meta.svg not written")
+}

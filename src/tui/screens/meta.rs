@@ -136,26 +136,37 @@ pub fn point_style(k: PointKind, th: &Theme) -> (&'static str, Style) {
     }
 }
 
-/// Ticks at decades of a log10 range: "1e-3", "0.01", "0.1", "1", "10".
-fn decade_ticks(b: [f64; 2]) -> Vec<(f64, String)> {
-    let mut out = Vec::new();
-    let mut d = b[0].ceil() as i32;
-    while f64::from(d) <= b[1] + 1e-9 {
-        let label = match d {
-            -2 => "0.01".to_string(),
-            -1 => "0.1".to_string(),
-            0.. => format_si(10f64.powi(d)),
-            _ => format!("1e{d}"),
-        };
-        out.push((f64::from(d), label));
-        d += 1;
+/// "0.5", "0.02", "1e-4", "10", "1K".
+fn short_value(v: f64) -> String {
+    if v >= 1.0 {
+        format_si(v)
+    } else if v >= 1e-3 {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        let e = v.log10().floor();
+        let m = (v / 10f64.powf(e)).round();
+        format!("{m}e{e}")
     }
-    if out.len() < 2 {
-        // a narrow range: label the ends
-        out = vec![
-            (b[0], format!("{:.2e}", 10f64.powf(b[0]))),
-            (b[1], format!("{:.2e}", 10f64.powf(b[1]))),
-        ];
+}
+
+/// Ticks of a log10 range at 1×10^k, plus 2× and 5× when it spans under two decades.
+fn decade_ticks(b: [f64; 2]) -> Vec<(f64, String)> {
+    let mults: &[f64] = if b[1] - b[0] <= 2.0 {
+        &[1.0, 2.0, 5.0]
+    } else {
+        &[1.0]
+    };
+    let mut out = Vec::new();
+    let mut d = b[0].floor();
+    while d <= b[1] + 1e-9 {
+        for &m in mults {
+            let p = d + m.log10();
+            if p >= b[0] - 1e-9 && p <= b[1] + 1e-9 {
+                out.push((p, short_value(m * 10f64.powf(d))));
+            }
+        }
+        d += 1.0;
     }
     out
 }

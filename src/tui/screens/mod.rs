@@ -62,23 +62,6 @@ fn too_small(frame: &mut Frame, area: Rect, th: &Theme) {
 
 fn header(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
-    let mut spans = vec![
-        Span::styled(" scaling-lab ", th.title()),
-        Span::styled("│", th.dim()),
-    ];
-    for (i, s) in [Screen::Setup, Screen::Live, Screen::Runs, Screen::Compare]
-        .iter()
-        .enumerate()
-    {
-        let label = format!(" {} {} ", i + 1, s.title());
-        let style = if app.screen == *s {
-            th.selected().patch(th.title())
-        } else {
-            th.dim()
-        };
-        spans.push(Span::styled(label, style));
-    }
-    spans.push(Span::styled("│ ? help", th.dim()));
     let mut right = String::new();
     // The sweep run here stays visible (and one key away) whatever Live or the other screens show.
     if let Some(l) = &app.sweep {
@@ -98,6 +81,38 @@ fn header(frame: &mut Frame, area: Rect, app: &App) {
             );
         }
     }
+    // Narrow terminals: a compact tab bar, so the sweep indicator always fits.
+    let compact = (area.width as usize) < 58 + right.chars().count();
+    let mut spans = vec![
+        Span::styled(
+            if compact {
+                " scaling-lab"
+            } else {
+                " scaling-lab "
+            },
+            th.title(),
+        ),
+        Span::styled("│", th.dim()),
+    ];
+    for (i, s) in [Screen::Setup, Screen::Live, Screen::Runs, Screen::Compare]
+        .iter()
+        .enumerate()
+    {
+        let label = if compact {
+            format!("{}{} ", i + 1, s.title())
+        } else {
+            format!(" {} {} ", i + 1, s.title())
+        };
+        let style = if app.screen == *s {
+            th.selected().patch(th.title())
+        } else {
+            th.dim()
+        };
+        spans.push(Span::styled(label, style));
+    }
+    if !compact {
+        spans.push(Span::styled("│ ? help", th.dim()));
+    }
     // Live names the run it shows (the log's name, not a truncated path)
     if matches!(app.screen, Screen::Live | Screen::Meta) {
         if let Some(l) = app.live() {
@@ -113,8 +128,9 @@ fn header(frame: &mut Frame, area: Rect, app: &App) {
         }
     }
     let used: usize = spans.iter().map(|s| s.width()).sum();
+    let fits = used + right.chars().count() <= area.width as usize;
     let pad = (area.width as usize).saturating_sub(used + right.chars().count());
-    if pad > 0 && !right.is_empty() {
+    if fits && !right.is_empty() {
         spans.push(Span::raw(" ".repeat(pad)));
         spans.push(Span::styled(right, th.good()));
     }
