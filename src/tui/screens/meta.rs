@@ -247,23 +247,19 @@ fn legend_line(l: &LiveState, th: &Theme) -> Line<'static> {
         MetaY::OneMinus(n) => n,
         MetaY::Steps => "steps",
     };
-    let mut spans = vec![Span::styled(
-        format!(" η (x) × {yname} (y), log · "),
-        th.dim(),
-    )];
+    let mut spans = vec![Span::styled(format!(" η × {yname}, log · "), th.dim())];
     for (k, text) in [
-        (PointKind::Best, " best  "),
+        (PointKind::Best, "best "),
         (PointKind::Reached(1.0), "≤1.25× "),
         (PointKind::Reached(1.5), "≤2× "),
-        (PointKind::Reached(3.0), ">2× best steps  "),
-        (PointKind::Diverged, " diverged  "),
-        (PointKind::NotReached, " not reached  "),
+        (PointKind::Reached(3.0), ">2× steps "),
+        (PointKind::Diverged, "diverged "),
+        (PointKind::NotReached, "not reached"),
     ] {
         let (g, s) = point_style(k, th);
         spans.push(Span::styled(g, s));
         spans.push(Span::styled(text, th.dim()));
     }
-    spans.push(Span::styled("←→ B · Esc back", th.dim()));
     Line::from(spans)
 }
 
