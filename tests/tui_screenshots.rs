@@ -64,4 +64,18 @@ fn write_readme_screenshots() {
     for f in files {
         println!("wrote {}", f.display());
     }
+    let meta = scaling_lab::tui::render_meta_screenshot(&root.join("screenshots"), &runs).unwrap();
+    println!("wrote {}", meta.display());
+}
+
+#[test]
+fn meta_screenshot_shows_every_trial_of_a_sweep() {
+    let out = tempfile::tempdir().unwrap();
+    let runs = tempfile::tempdir().unwrap();
+    let p = scaling_lab::tui::render_meta_screenshot(out.path(), runs.path()).unwrap();
+    assert_eq!(p.file_name().unwrap(), "meta.svg");
+    let s = std::fs::read_to_string(&p).unwrap();
+    assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
+    assert!(s.contains("★"), "the best trial is marked");
+    assert!(s.contains("B="), "one panel per batch size");
 }

@@ -40,7 +40,7 @@ fn setup_screen() {
 #[test]
 fn live_mid_sweep() {
     let a = live_app(|a| {
-        a.live.as_ref().is_some_and(|l| {
+        a.live().is_some_and(|l| {
             l.done_count() >= l.plan.total_trials / 2
                 && l.running.values().any(|r| r.loss.len() >= 6)
         })
@@ -67,7 +67,7 @@ fn live_finished_shows_three_regimes() {
 
 #[test]
 fn live_charts_toggle() {
-    let mut a = live_app(|a| a.live.as_ref().is_some_and(|l| l.done_count() >= 40));
+    let mut a = live_app(|a| a.live().is_some_and(|l| l.done_count() >= 40));
     update(&mut a, Msg::Key(Key::Char('t')));
     snap("live_scaling_only", &a);
     update(&mut a, Msg::Key(Key::Char('t')));
@@ -76,7 +76,7 @@ fn live_charts_toggle() {
 
 #[test]
 fn quit_confirmation_dialog() {
-    let mut a = live_app(|a| a.live.as_ref().is_some_and(|l| l.done_count() >= 10));
+    let mut a = live_app(|a| a.live().is_some_and(|l| l.done_count() >= 10));
     update(&mut a, Msg::Key(Key::Char('q')));
     snap("live_quit_confirm", &a);
 }
@@ -95,6 +95,11 @@ fn runs_fixture() -> Vec<RunEntry> {
                 s_min,
                 b_crit,
                 error: None,
+                name: format!("2026-01-0{done}T10-00-00-{name}"),
+                precision: "fp32".into(),
+                devices: "cpu × 1 worker".into(),
+                b_range: Some((8, 1024)),
+                duration_s: Some(done as f64 * 37.0),
             }
         };
     let mut v = vec![
@@ -142,6 +147,8 @@ fn runs_fixture() -> Vec<RunEntry> {
         s_min: None,
         b_crit: None,
         error: Some("runs/broken.jsonl:1: not a run log header".into()),
+        name: "broken".into(),
+        ..Default::default()
     });
     v
 }
@@ -197,7 +204,8 @@ fn help_screen() {
     let mut a = app();
     update(&mut a, Msg::Key(Key::Char('?')));
     let text = render_text(&a, 160, 48);
-    for (k, _, _) in scaling_lab::tui::keymap::KEYS {
+    for b in scaling_lab::tui::keymap::KEYS {
+        let k = b.keys;
         assert!(text.contains(k), "help lacks {k}");
     }
     snap("help", &a);
@@ -205,7 +213,7 @@ fn help_screen() {
 
 #[test]
 fn tiny_terminals_show_a_message_not_a_panic() {
-    let a = live_app(|a| a.live.as_ref().is_some_and(|l| l.done_count() >= 5));
+    let a = live_app(|a| a.live().is_some_and(|l| l.done_count() >= 5));
     let text = render_text(&a, 20, 5);
     assert!(text.contains("too small"), "{text}");
     insta::assert_snapshot!("tiny_20x5", text);
@@ -230,4 +238,54 @@ fn no_color_renders_without_colours() {
         assert_eq!(c.fg, ratatui::style::Color::Reset, "{:?}", c);
         assert_eq!(c.bg, ratatui::style::Color::Reset);
     }
+}
+
+#[test]
+fn metaparameter_view() {
+    let mut a = live_app(|_| false);
+    update(&mut a, Msg::Key(Key::Char('m')));
+    snap("meta", &a);
+}
+
+#[test]
+fn help_scrolled() {
+    let mut a = app();
+    update(&mut a, Msg::Key(Key::Char('?')));
+    update(&mut a, Msg::Key(Key::PageDown));
+    snap("help_scrolled", &a);
+}
+
+#[test]
+fn cancel_dialog_shows_its_keys() {
+    let mut a = live_app(|a| a.live().is_some_and(|l| l.done_count() >= 10));
+    update(&mut a, Msg::Key(Key::Char('C')));
+    let text = render_text(&a, 80, 24);
+    assert!(text.contains("y yes · n no"), "{text}");
+    assert!(text.contains("keep running"), "{text}");
+    snap("live_cancel_confirm", &a);
+}
+
+#[test]
+fn log_opened_over_a_running_sweep() {
+    let mut a = live_app(|a| {
+        a.live()
+            .is_some_and(|l| l.done_count() == 6 && !l.running.is_empty())
+    });
+    let cfg = config(&a);
+    let log = scaling_lab::runlog::RunLog {
+        path: PathBuf::from("runs/2025-12-24T09-00-00-digits-mlp-sgd.jsonl"),
+        header: scaling_lab::sweep::scheduler::make_header(&cfg, "test"),
+        trials: scripted_records(&cfg)[..40].to_vec(),
+        summary: None,
+        warnings: vec![],
+        valid_len: 0,
+    };
+    update(
+        &mut a,
+        Msg::LogOpened {
+            log: Box::new(log),
+            tailing: false,
+        },
+    );
+    snap("live_log_over_sweep", &a);
 }

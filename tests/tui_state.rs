@@ -80,7 +80,7 @@ fn enter_launches_the_edited_sweep_and_switches_to_live() {
         a.setup.preset().unwrap().preset.sweep.batch_sizes
     );
     assert_eq!(a.screen, Screen::Live);
-    assert!(matches!(a.live.as_ref().unwrap().source, LiveSource::Sweep));
+    assert!(matches!(a.live().unwrap().source, LiveSource::Sweep));
 }
 
 #[test]
@@ -135,20 +135,20 @@ fn gpu_labels_become_device_choices() {
 fn events_fold_into_live_state() {
     let mut a = app();
     let cfg = config(&a);
-    scaling_lab::tui::app::prepare_live(&mut a, &cfg);
+    launch(&mut a);
     let events = scripted_events(&cfg);
     // Planned + queued
     let n_queued = cfg.batch_sizes.len() * cfg.trials_per_batch;
     for ev in events.iter().take(1 + n_queued) {
         update(&mut a, Msg::Sweep(ev.clone()));
     }
-    let l = a.live.as_ref().unwrap();
+    let l = a.live().unwrap();
     assert_eq!(l.plan.total_trials, n_queued);
     assert_eq!(l.queued.len(), n_queued);
     // first trial: started, steps, finished
     let mut i = 1 + n_queued;
     update(&mut a, Msg::Sweep(events[i].clone()));
-    assert_eq!(a.live.as_ref().unwrap().running.len(), 1);
+    assert_eq!(a.live().unwrap().running.len(), 1);
     i += 1;
     while !matches!(
         &events[i],
@@ -160,7 +160,7 @@ fn events_fold_into_live_state() {
         update(&mut a, Msg::Sweep(events[i].clone()));
         i += 1;
     }
-    let l = a.live.as_ref().unwrap();
+    let l = a.live().unwrap();
     let r = l.running.values().next().unwrap();
     assert_eq!(
         r.last.as_ref().unwrap().step,
@@ -168,7 +168,7 @@ fn events_fold_into_live_state() {
     );
     assert!(l.b_simple_live.is_some());
     update(&mut a, Msg::Sweep(events[i].clone()));
-    let l = a.live.as_ref().unwrap();
+    let l = a.live().unwrap();
     assert!(l.running.is_empty());
     assert_eq!(l.finished.len(), 1);
     assert_eq!(l.done_count(), 1);
@@ -186,7 +186,7 @@ fn events_fold_into_live_state() {
     for ev in &events[i + 1..] {
         update(&mut a, Msg::Sweep(ev.clone()));
     }
-    let l = a.live.as_ref().unwrap();
+    let l = a.live().unwrap();
     assert!(l.done && !l.cancelled);
     assert_eq!(l.done_count(), n_queued);
     assert_eq!(l.saved, n_queued);
@@ -202,14 +202,13 @@ fn events_fold_into_live_state() {
 #[test]
 fn live_keys_pause_cancel_and_confirm() {
     let mut a = live_app(|a| {
-        a.live
-            .as_ref()
+        a.live()
             .is_some_and(|l| l.done_count() == 3 && !l.running.is_empty())
     });
-    let id = *a.live.as_ref().unwrap().running.keys().next().unwrap();
+    let id = *a.live().unwrap().running.keys().next().unwrap();
     assert_eq!(key(&mut a, Key::Char('p')), vec![Command::Pause(true)]);
     update(&mut a, Msg::Sweep(SweepEvent::Paused { paused: true }));
-    assert!(a.live.as_ref().unwrap().paused);
+    assert!(a.live().unwrap().paused);
     assert_eq!(key(&mut a, Key::Char('p')), vec![Command::Pause(false)]);
     assert_eq!(key(&mut a, Key::Char('c')), vec![Command::CancelTrial(id)]);
     assert!(key(&mut a, Key::Char('C')).is_empty());
@@ -226,7 +225,7 @@ fn live_keys_pause_cancel_and_confirm() {
 
 #[test]
 fn quitting_while_a_sweep_runs_asks_first() {
-    let mut a = live_app(|a| a.live.as_ref().is_some_and(|l| l.done_count() == 2));
+    let mut a = live_app(|a| a.live().is_some_and(|l| l.done_count() == 2));
     assert!(key(&mut a, Key::Char('q')).is_empty());
     assert_eq!(a.confirm, Some(Confirm::Quit));
     assert!(!a.quit);
@@ -242,7 +241,7 @@ fn quitting_while_a_sweep_runs_asks_first() {
     let mut b = app();
     assert_eq!(key(&mut b, Key::Interrupt), vec![Command::Quit]);
     // SIGTERM while running: stop and quit without asking
-    let mut c = live_app(|a| a.live.as_ref().is_some_and(|l| l.done_count() == 1));
+    let mut c = live_app(|a| a.live().is_some_and(|l| l.done_count() == 1));
     assert_eq!(
         update(&mut c, Msg::Terminate),
         vec![Command::CancelSweep, Command::Quit]
@@ -271,7 +270,7 @@ fn read_only_log_ignores_controls_and_follows_appended_lines() {
         },
     );
     assert_eq!(a.screen, Screen::Live);
-    assert_eq!(a.live.as_ref().unwrap().done_count(), 5);
+    assert_eq!(a.live().unwrap().done_count(), 5);
     assert!(key(&mut a, Key::Char('p')).is_empty());
     assert!(a.flash.as_deref().unwrap().contains("read-only"));
     use scaling_lab::core::record::LogLine;
@@ -279,7 +278,7 @@ fn read_only_log_ignores_controls_and_follows_appended_lines() {
         &mut a,
         Msg::LogLines(vec![LogLine::Trial(Box::new(records[5].clone()))]),
     );
-    assert_eq!(a.live.as_ref().unwrap().done_count(), 6);
+    assert_eq!(a.live().unwrap().done_count(), 6);
     let summary = scaling_lab::core::record::Summary {
         finished: String::new(),
         trials_done: 6,
@@ -292,7 +291,7 @@ fn read_only_log_ignores_controls_and_follows_appended_lines() {
         &mut a,
         Msg::LogLines(vec![LogLine::Summary(Box::new(summary))]),
     );
-    let l = a.live.as_ref().unwrap();
+    let l = a.live().unwrap();
     assert!(l.done && l.cancelled);
     assert_eq!(
         l.source,
@@ -318,6 +317,7 @@ fn entry(name: &str, status: RunStatus) -> RunEntry {
         s_min: Some(120.0),
         b_crit: Some(300.0),
         error: None,
+        ..Default::default()
     }
 }
 

@@ -41,6 +41,9 @@ pub struct PlanInfo {
     pub already_done: usize,
     pub devices: String,
     pub run_log: Option<String>,
+    /// The workload the sweep runs (after overrides): what views need to analyse its trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<Box<crate::workload::spec::Workload>>,
 }
 
 /// Events of a sweep: what both the TUI and the headless view fold into their state.

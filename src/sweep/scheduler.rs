@@ -403,6 +403,7 @@ impl Coordinator {
             already_done: done.len(),
             devices: self.cfg.devices.label(),
             run_log: Some(self.writer.path().display().to_string()),
+            workload: Some(Box::new(self.cfg.preset.workload.clone())),
         }));
         for t in &queue {
             self.emit(SweepEvent::Queued {

@@ -2,13 +2,16 @@
 //! from engine events (`SweepEvent`) or run logs, folded by `app::update`.
 //!
 //! * `app` — state and the pure `update(&mut App, Msg) -> Vec<Command>`
-//! * `runtime` — the tokio `select!` loop (input, engine events, tick, frame deadline)
+//! * `runtime` — the tokio `select!` loop (input, engine events, tick, frame deadline); it
+//!   executes `Command`s and reports their results as `Msg`s
+//! * `loader` — reads presets and run logs into the app's types
+//! * `keymap` — key normalisation and the one key table (help and footer)
 //! * `screens` — Setup, Live, Runs, Compare, Help; `widgets` — log axes, charts, progress
 //! * `svg` / `screenshot` — render a frame to SVG (README pictures, `screenshot` subcommand)
 
 pub mod app;
-pub mod engine;
 pub mod keymap;
+pub mod loader;
 pub mod runtime;
 pub mod screens;
 pub mod screenshot;
@@ -16,11 +19,16 @@ pub mod svg;
 pub mod theme;
 pub mod widgets;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::thread::ThreadId;
 use std::time::Duration;
 
 pub use app::{update, App, Command, Msg};
-pub use screenshot::render_screenshots;
+pub use screenshot::{render_meta_screenshot, render_screenshots};
 
 use crate::core::trial::RunnerFactory;
 
@@ -55,7 +63,7 @@ impl TuiOptions {
 
 /// Builds the initial app state from the options (reads the presets directory).
 pub fn initial_app(opts: &TuiOptions, theme: theme::Theme) -> App {
-    let (presets, errors) = engine::load_presets(&opts.presets_dir);
+    let (presets, errors) = loader::load_presets(&opts.presets_dir);
     let setup = app::SetupState::new(
         presets,
         errors,
@@ -65,19 +73,88 @@ pub fn initial_app(opts: &TuiOptions, theme: theme::Theme) -> App {
     App::new(setup, opts.runs_dir.clone(), theme)
 }
 
-/// Restores the terminal when dropped (normal exit, `?` errors); panics are covered by the hook
-/// `ratatui::init` installs.
+/// Exit status after ctrl-c (128 + SIGINT), as shells expect.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Whether this terminal can show the full-screen UI: stdout and stdin are terminals and
+/// `TERM` is not `dumb`. Otherwise the CLI should fall back to headless output.
+pub fn terminal_supported() -> bool {
+    let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+    !dumb && std::io::stdout().is_terminal() && std::io::stdin().is_terminal()
+}
+
+/// The terminal is in raw mode / the alternate screen (the panic hook restores it once).
+static TERMINAL_ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Threads whose panic ends the UI (the one that draws).
+static UI_THREAD: OnceLock<Mutex<Option<ThreadId>>> = OnceLock::new();
+/// Panics of other threads while the UI is up (printed after the terminal is restored: printing
+/// into the alternate screen would garble it, and trial panics are reported in Live anyway).
+static DEFERRED_PANICS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn restore_terminal() {
+    if TERMINAL_ACTIVE.swap(false, Ordering::SeqCst) {
+        let _ = crossterm::terminal::disable_raw_mode();
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::terminal::LeaveAlternateScreen);
+    }
+}
+
+/// Installs (once) a panic hook that restores the terminal before a panic of the UI thread is
+/// reported. A panic on another thread (a trial: the scheduler catches it and reports it as a
+/// trial error) leaves the UI running; its message is kept and printed after the UI ends.
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let ui = UI_THREAD
+                .get()
+                .and_then(|m| m.lock().ok().and_then(|g| *g))
+                .is_none_or(|id| id == std::thread::current().id());
+            if ui || !TERMINAL_ACTIVE.load(Ordering::SeqCst) {
+                restore_terminal();
+                prev(info);
+            } else if let Ok(mut v) = DEFERRED_PANICS.lock() {
+                let name = std::thread::current().name().unwrap_or("?").to_string();
+                v.push(format!("thread '{name}' panicked: {info}"));
+            }
+        }));
+    });
+}
+
+type Term = ratatui::Terminal<ratatui::backend::CrosstermBackend<std::io::Stdout>>;
+
+fn init_terminal() -> anyhow::Result<Term> {
+    install_panic_hook();
+    *UI_THREAD
+        .get_or_init(|| Mutex::new(None))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current().id());
+    crossterm::terminal::enable_raw_mode()?;
+    TERMINAL_ACTIVE.store(true, Ordering::SeqCst);
+    crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen)?;
+    Ok(ratatui::Terminal::new(
+        ratatui::backend::CrosstermBackend::new(std::io::stdout()),
+    )?)
+}
+
+/// Restores the terminal when dropped (normal exit, `?` errors, unwinding panics).
 struct TerminalGuard;
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
-        ratatui::restore();
+        restore_terminal();
+        if let Ok(mut v) = DEFERRED_PANICS.lock() {
+            for p in v.drain(..) {
+                eprintln!("{p}");
+            }
+        }
     }
 }
 
 /// Runs the TUI until the user quits. Training runs on the scheduler's threads; this thread runs
-/// a small tokio runtime for the UI loop.
-pub fn run(opts: TuiOptions, factory: RunnerFactory) -> anyhow::Result<()> {
+/// a small tokio runtime for the UI loop. The exit code is 130 when the user quit with ctrl-c,
+/// success otherwise (the terminal is restored first either way).
+pub fn run(opts: TuiOptions, factory: RunnerFactory) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .max_blocking_threads(2)
@@ -87,23 +164,28 @@ pub fn run(opts: TuiOptions, factory: RunnerFactory) -> anyhow::Result<()> {
     let mut app = initial_app(&opts, theme::Theme::from_env());
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     rt.block_on(async {
-        let mut engine = runtime::Engine::new(factory, tx);
+        let mut exec = runtime::Executor::new(factory, tx, opts.runs_dir.clone());
         let mut first = vec![Command::ScanRuns];
         if let Some(p) = &opts.open_log {
             first.push(Command::OpenLog(p.clone()));
         }
-        engine.execute(&mut app, first);
-        let mut terminal = ratatui::init();
-        let _guard = TerminalGuard;
-        let r = runtime::run_loop(&mut terminal, &mut app, &mut engine, &mut rx).await;
-        drop(_guard);
+        exec.execute(first);
+        let guard = TerminalGuard;
+        let mut terminal = init_terminal()?;
+        let r = runtime::run_loop(&mut terminal, &mut app, &mut exec, &mut rx).await;
+        drop(guard);
         // Stop a running sweep cleanly: finished trials are already in the log.
-        if engine.sweep.is_some() {
+        if exec.sweep.is_some() {
             eprintln!(
                 "stopping the sweep (finished trials are in the run log; it can be resumed)…"
             );
         }
-        engine.shutdown(Duration::from_secs(10));
-        r
+        exec.shutdown(Duration::from_secs(10));
+        r?;
+        Ok(if app.interrupted {
+            ExitCode::from(EXIT_INTERRUPTED)
+        } else {
+            ExitCode::SUCCESS
+        })
     })
 }

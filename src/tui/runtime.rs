@@ -2,7 +2,8 @@
 //! events (the scheduler's std channel, bridged by a forwarding thread), a 1 Hz tick (clock, run-log
 //! tail) and a frame deadline that exists only while the state is dirty (≤ 15 fps). Training runs
 //! on the scheduler's own threads; file reads run on the blocking pool; this loop only folds
-//! messages and draws.
+//! messages and draws. The runtime never writes UI state: every IO result (a sweep started or
+//! failed to, a log read, lines appended) becomes a `Msg` that `update` applies.
 
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, RecvTimeoutError};
@@ -15,10 +16,11 @@ use ratatui::backend::Backend;
 use ratatui::Terminal;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use super::app::{prepare_live, update, App, Command, Msg};
-use super::engine;
+use super::app::{update, App, Command, Msg};
 use super::keymap::map_key;
+use super::loader;
 use crate::core::events::{SweepEvent, TrialEvent};
+use crate::core::record::LogLine;
 use crate::core::trial::RunnerFactory;
 use crate::runlog::{read_run_log, RunLogTail};
 use crate::sweep::{start_sweep, SweepConfig, SweepControl, SweepHandle};
@@ -95,7 +97,7 @@ fn bridge(srx: std::sync::mpsc::Receiver<SweepEvent>, tx: UnboundedSender<Msg>) 
                 if !out.is_empty() {
                     let _ = tx.send(Msg::SweepBatch(out));
                 }
-                let _ = tx.send(Msg::SweepEnded);
+                let _ = tx.send(Msg::SweepEnded { error: None });
                 return;
             }
         };
@@ -115,19 +117,21 @@ pub const TICK: Duration = Duration::from_secs(1);
 /// Engine messages folded per wake-up before the loop yields to input and drawing.
 const DRAIN: usize = 4096;
 
-/// State of the runtime that is not UI state: the sweep handle, the log being followed.
-pub struct Engine {
+/// What the runtime holds besides UI state: the sweep's handle and the log being followed.
+pub struct Executor {
     pub factory: RunnerFactory,
     pub tx: UnboundedSender<Msg>,
+    pub runs_dir: PathBuf,
     pub sweep: Option<(SweepHandle, SweepControl)>,
     pub tail: Option<RunLogTail>,
 }
 
-impl Engine {
-    pub fn new(factory: RunnerFactory, tx: UnboundedSender<Msg>) -> Self {
-        Engine {
+impl Executor {
+    pub fn new(factory: RunnerFactory, tx: UnboundedSender<Msg>, runs_dir: PathBuf) -> Self {
+        Executor {
             factory,
             tx,
+            runs_dir,
             sweep: None,
             tail: None,
         }
@@ -135,6 +139,10 @@ impl Engine {
 
     fn active_log(&self) -> Option<PathBuf> {
         self.sweep.as_ref().map(|(h, _)| h.log_path().to_path_buf())
+    }
+
+    fn send(&self, m: Msg) {
+        let _ = self.tx.send(m);
     }
 
     /// Starts (or resumes) a sweep on the scheduler's threads and bridges its events.
@@ -155,45 +163,46 @@ impl Engine {
         Ok(path)
     }
 
-    /// Executes the commands `update` returned.
-    pub fn execute(&mut self, app: &mut App, cmds: Vec<Command>) {
+    /// Executes the commands `update` returned; results come back as messages.
+    pub fn execute(&mut self, cmds: Vec<Command>) {
         for c in cmds {
-            if let Err(e) = self.execute_one(app, c) {
-                let _ = self.tx.send(Msg::Error(format!("{e:#}")));
+            if let Err(e) = self.execute_one(c) {
+                self.send(Msg::Error(format!("{e:#}")));
             }
         }
     }
 
-    fn execute_one(&mut self, app: &mut App, c: Command) -> anyhow::Result<()> {
+    fn execute_one(&mut self, c: Command) -> anyhow::Result<()> {
         match c {
             Command::Launch(cfg) => match self.start(*cfg, None) {
-                Ok(path) => {
-                    self.tail = None;
-                    let _ = self.tx.send(Msg::SweepStarted {
-                        run_log: Some(path),
-                    });
-                }
-                Err(e) => {
-                    app.live = None;
-                    app.screen = super::app::Screen::Setup;
-                    return Err(e.context("the sweep did not start"));
-                }
+                Ok(path) => self.send(Msg::SweepStarted {
+                    run_log: Some(path),
+                }),
+                Err(e) => self.send(Msg::LaunchFailed(format!(
+                    "{:#}",
+                    e.context("the sweep did not start")
+                ))),
             },
             Command::Resume(path) => {
-                let log = read_run_log(&path)?;
-                let cfg = SweepConfig::from_header(&log.header, app.runs_dir.clone());
-                prepare_live(app, &cfg);
-                app.back = super::app::Screen::Runs;
-                match self.start(cfg, Some(path)) {
-                    Ok(p) => {
-                        self.tail = None;
-                        let _ = self.tx.send(Msg::SweepStarted { run_log: Some(p) });
-                    }
+                let log = match read_run_log(&path) {
+                    Ok(l) => l,
                     Err(e) => {
-                        app.live = None;
-                        app.screen = super::app::Screen::Runs;
-                        return Err(e.context("the sweep did not resume"));
+                        self.send(Msg::LaunchFailed(format!(
+                            "{:#}",
+                            anyhow::Error::from(e).context("the sweep did not resume")
+                        )));
+                        return Ok(());
                     }
+                };
+                let cfg = SweepConfig::from_header(&log.header, self.runs_dir.clone());
+                // the logged trials go on the chart before the sweep's own events
+                self.send(Msg::Resuming(Box::new(log)));
+                match self.start(cfg, Some(path)) {
+                    Ok(p) => self.send(Msg::SweepStarted { run_log: Some(p) }),
+                    Err(e) => self.send(Msg::LaunchFailed(format!(
+                        "{:#}",
+                        e.context("the sweep did not resume")
+                    ))),
                 }
             }
             Command::Pause(p) => {
@@ -213,20 +222,29 @@ impl Engine {
             }
             Command::ScanRuns => {
                 let tx = self.tx.clone();
-                let dir = app.runs_dir.clone();
+                let dir = self.runs_dir.clone();
                 let active = self.active_log();
                 tokio::task::spawn_blocking(move || {
-                    let _ = tx.send(Msg::Runs(engine::scan_runs(&dir, active.as_deref())));
+                    let _ = tx.send(Msg::Runs(loader::scan_runs(&dir, active.as_deref())));
                 });
             }
             Command::OpenLog(path) => {
                 let log = read_run_log(&path)?;
+                let active = self.active_log();
+                if active.as_deref() == Some(path.as_path()) {
+                    // the sweep's own log: `update` shows the live sweep; nothing to follow
+                    self.send(Msg::LogOpened {
+                        log: Box::new(log),
+                        tailing: false,
+                    });
+                    return Ok(());
+                }
                 let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
-                let status = engine::run_status(&log, self.active_log().as_deref(), modified);
+                let status = loader::run_status(&log, active.as_deref(), modified);
                 let tailing = status == super::app::RunStatus::Running;
                 self.tail = tailing
                     .then(|| RunLogTail::from_offset(&path, log.valid_len, log.trials.len() + 1));
-                let _ = self.tx.send(Msg::LogOpened {
+                self.send(Msg::LogOpened {
                     log: Box::new(log),
                     tailing,
                 });
@@ -234,7 +252,7 @@ impl Engine {
             Command::LoadCompare(paths) => {
                 let tx = self.tx.clone();
                 tokio::task::spawn_blocking(move || {
-                    let (runs, errs) = engine::load_compare(&paths);
+                    let (runs, errs) = loader::load_compare(&paths);
                     let _ = tx.send(Msg::CompareLoaded(runs));
                     if let Some(e) = errs.first() {
                         let _ = tx.send(Msg::Error(e.clone()));
@@ -244,6 +262,24 @@ impl Engine {
             Command::Quit => {}
         }
         Ok(())
+    }
+
+    /// Polls the followed log; stops following once its summary arrived.
+    fn poll_tail(&mut self) {
+        let Some(t) = self.tail.as_mut() else { return };
+        match t.poll() {
+            Ok(lines) if !lines.is_empty() => {
+                if lines.iter().any(|l| matches!(l, LogLine::Summary(_))) {
+                    self.tail = None;
+                }
+                self.send(Msg::LogLines(lines));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                self.send(Msg::Error(e.to_string()));
+                self.tail = None;
+            }
+        }
     }
 
     /// After the bridge reports the end: join the coordinator (it has finished) for its error.
@@ -274,7 +310,7 @@ impl Engine {
 pub async fn run_loop<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
-    engine: &mut Engine,
+    exec: &mut Executor,
     rx: &mut UnboundedReceiver<Msg>,
 ) -> anyhow::Result<()>
 where
@@ -335,48 +371,35 @@ where
             },
             m = rx.recv() => m,
             _ = tick.tick() => {
-                if let Some(t) = engine.tail.as_mut() {
-                    match t.poll() {
-                        Ok(lines) if !lines.is_empty() => { let _ = engine.tx.send(Msg::LogLines(lines)); }
-                        Ok(_) => {}
-                        Err(e) => { let _ = engine.tx.send(Msg::Error(e.to_string())); engine.tail = None; }
-                    }
-                }
+                exec.poll_tail();
                 Some(Msg::Tick(t0.elapsed().as_secs_f64()))
             }
             _ = term_sig => Some(Msg::Terminate),
         };
         if let Some(m) = msg {
-            handle(app, engine, m);
+            handle(app, exec, m);
             // fold whatever else is queued before drawing again
             for _ in 0..DRAIN {
                 match rx.try_recv() {
-                    Ok(m) => handle(app, engine, m),
+                    Ok(m) => handle(app, exec, m),
                     Err(_) => break,
                 }
             }
-        }
-        // stop following a log once its summary arrived
-        if engine.tail.is_some()
-            && !app.live.as_ref().is_some_and(|l| {
-                matches!(l.source, super::app::LiveSource::Log { tailing: true, .. })
-            })
-        {
-            engine.tail = None;
         }
     }
     Ok(())
 }
 
-fn handle(app: &mut App, engine: &mut Engine, m: Msg) {
-    let ended = matches!(m, Msg::SweepEnded);
+fn handle(app: &mut App, exec: &mut Executor, m: Msg) {
+    // the coordinator's result is IO too: it travels in the message
+    let m = match m {
+        Msg::SweepEnded { error } => Msg::SweepEnded {
+            error: error.or_else(|| exec.reap()),
+        },
+        m => m,
+    };
     let cmds = update(app, m);
-    if ended {
-        if let Some(err) = engine.reap() {
-            app.flash = Some(err);
-        }
-    }
-    engine.execute(app, cmds);
+    exec.execute(cmds);
 }
 
 #[cfg(test)]

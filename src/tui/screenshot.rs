@@ -18,9 +18,9 @@ use anyhow::Context;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-use super::app::{prepare_live, update, App, Charts, LiveState, Msg, Screen};
-use super::engine;
+use super::app::{update, App, Charts, LiveState, LiveView, Msg, Screen};
 use super::keymap::Key;
+use super::loader;
 use super::theme::Theme;
 use super::TuiOptions;
 use crate::core::analysis::Regime;
@@ -70,7 +70,7 @@ fn picture_preset(mut p: Preset) -> Preset {
 }
 
 fn nqm_presets(presets_dir: &Path) -> Vec<(PathBuf, Preset)> {
-    let (ps, _) = engine::load_presets(presets_dir);
+    let (ps, _) = loader::load_presets(presets_dir);
     ps.into_iter()
         .filter(|p| matches!(p.preset.workload.model, ModelSpec::Nqm { .. }))
         .map(|p| (p.path.unwrap_or_default(), p.preset))
@@ -130,7 +130,10 @@ pub fn render_screenshots_with(
     let preset = picture_preset(preset);
     let mut live_app = app.clone();
     let cfg0 = SweepConfig::from_preset(preset.clone(), Some(path.clone()), runs_dir.to_path_buf());
-    prepare_live(&mut live_app, &cfg0);
+    // as Enter on Setup does: Live shows the starting sweep; `Planned` brings the workload
+    live_app.sweep = Some(LiveState::starting(&cfg0, 0.0));
+    live_app.view = LiveView::Sweep;
+    live_app.screen = Screen::Live;
     update(&mut live_app, Msg::SweepStarted { run_log: None });
     let total = cfg0.batch_sizes.len() * cfg0.trials_per_batch;
     // the clock the UI would have seen: real time since the sweep started
@@ -140,8 +143,7 @@ pub fn render_screenshots_with(
         update(&mut live_app, Msg::Tick(t0.elapsed().as_secs_f64()));
         update(&mut live_app, Msg::Sweep(ev));
         let (done, running) = live_app
-            .live
-            .as_ref()
+            .live()
             .map(|l| (l.done_count(), l.running.len()))
             .unwrap_or((0, 0));
         if mid.is_none() && done * 2 >= total && running > 0 {
@@ -154,17 +156,18 @@ pub fn render_screenshots_with(
         "live-mid",
         &mut out,
     )?;
-    update(&mut live_app, Msg::SweepEnded);
+    update(&mut live_app, Msg::SweepEnded { error: None });
 
     // Finished: prefer a complete real-data sweep showing all three regimes.
-    let entries = engine::scan_runs(runs_dir, None);
+    let entries = loader::scan_runs(runs_dir, None);
     let mut finished_app = live_app.clone();
     for e in &entries {
         if let Ok(log) = read_run_log(&e.path) {
             let is_nqm = matches!(log.header.preset.workload.model, ModelSpec::Nqm { .. });
             if !is_nqm && log.status() == LogStatus::Complete && has_three_regimes(&log.analysis())
             {
-                finished_app.live = Some(LiveState::from_log(&log, false, 0.0));
+                finished_app.log = Some(LiveState::from_log(&log, false, 0.0));
+                finished_app.view = LiveView::Log;
                 break;
             }
         }
@@ -174,7 +177,7 @@ pub fn render_screenshots_with(
 
     // Compare: one workload, several optimizers.
     let mut groups: std::collections::BTreeMap<String, Vec<(PathBuf, String)>> = Default::default();
-    for e in engine::scan_runs(runs_dir, None) {
+    for e in loader::scan_runs(runs_dir, None) {
         if e.status != super::app::RunStatus::Complete {
             continue;
         }
@@ -215,7 +218,7 @@ pub fn render_screenshots_with(
     }
     // Runs (after every sweep above exists)
     let mut runs_app = app.clone();
-    update(&mut runs_app, Msg::Runs(engine::scan_runs(runs_dir, None)));
+    update(&mut runs_app, Msg::Runs(loader::scan_runs(runs_dir, None)));
     update(&mut runs_app, Msg::Key(Key::Char('3')));
     for p in best.iter().take(3) {
         if let Some(i) = runs_app.runs.entries.iter().position(|e| &e.path == p) {
@@ -227,10 +230,59 @@ pub fn render_screenshots_with(
     }
     save(&runs_app, out_dir, "runs", &mut out)?;
 
-    let (runs, _) = engine::load_compare(&best);
+    let (runs, _) = loader::load_compare(&best);
     let mut cmp_app = runs_app.clone();
     cmp_app.screen = Screen::Compare;
     update(&mut cmp_app, Msg::CompareLoaded(runs));
     save(&cmp_app, out_dir, "compare", &mut out)?;
     Ok(out)
+}
+
+/// Renders meta.svg: the metaparameter picture of a complete sweep in `runs_dir` (a momentum
+/// sweep on real data when there is one, else the NQM momentum preset, run into `runs_dir`).
+pub fn render_meta_screenshot(out_dir: &Path, runs_dir: &Path) -> anyhow::Result<PathBuf> {
+    let presets_dir = crate::workload::load::presets_dir();
+    std::fs::create_dir_all(out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let mut opts = TuiOptions::new(runs_dir.to_path_buf(), presets_dir.clone());
+    opts.initial_preset = Some(super::DEFAULT_PRESET.into());
+    let mut app = super::initial_app(&opts, Theme::default());
+    update(&mut app, Msg::Resize(SHOT_W, SHOT_H));
+    let mut chosen: Option<PathBuf> = None;
+    for e in loader::scan_runs(runs_dir, None) {
+        if e.status == super::app::RunStatus::Complete && e.optimizer == "momentum" {
+            let nqm = e.preset.starts_with("nqm");
+            if chosen.is_none() || !nqm {
+                chosen = Some(e.path.clone());
+            }
+            if !nqm {
+                break;
+            }
+        }
+    }
+    let path = match chosen {
+        Some(p) => p,
+        None => {
+            let nqm = nqm_presets(&presets_dir);
+            let (path, preset) = nqm
+                .iter()
+                .find(|(_, p)| p.name.contains("momentum"))
+                .cloned()
+                .context("no NQM momentum preset found")?;
+            let runner: Arc<dyn TrialRunner> = Arc::new(crate::nqm::NqmRunner::new());
+            run_sweep_with(picture_preset(preset), Some(path), runs_dir, runner, |_| {})?.1
+        }
+    };
+    let log = read_run_log(&path)?;
+    update(
+        &mut app,
+        Msg::LogOpened {
+            log: Box::new(log),
+            tailing: false,
+        },
+    );
+    update(&mut app, Msg::Key(Key::Char('m')));
+    let mut out = Vec::new();
+    save(&app, out_dir, "meta", &mut out)?;
+    out.pop().context("meta.svg not written")
 }

@@ -11,7 +11,8 @@ use scaling_lab::core::trial::{
     EvalPoint, NoiseSummary, Outcome, Throughput, TrialOutcome, TrialSpec,
 };
 use scaling_lab::sweep::SweepConfig;
-use scaling_lab::tui::app::{prepare_live, update, App, Msg};
+use scaling_lab::tui::app::{update, App, Msg};
+use scaling_lab::tui::keymap::Key;
 use scaling_lab::tui::theme::Theme;
 use scaling_lab::tui::{initial_app, TuiOptions};
 
@@ -114,6 +115,7 @@ pub fn scripted_events(cfg: &SweepConfig) -> Vec<SweepEvent> {
         already_done: 0,
         devices: cfg.devices.label(),
         run_log: Some("runs/2026-01-01T10-00-00-digits-mlp-momentum.jsonl".into()),
+        workload: Some(Box::new(cfg.preset.workload.clone())),
     })];
     for s in &specs {
         ev.push(SweepEvent::Queued {
@@ -204,12 +206,22 @@ pub fn scripted_analysis(cfg: &SweepConfig) -> Analysis {
     scaling_lab::sweep::analysis::analyze(&w.target, &scripted_records(cfg), w.optimizer)
 }
 
+/// Presses Enter on Setup: Live shows the starting sweep and `Command::Launch` is returned (not
+/// executed: no threads in these tests).
+pub fn launch(a: &mut App) {
+    let cmds = update(a, Msg::Key(Key::Enter));
+    assert!(
+        matches!(cmds.as_slice(), [scaling_lab::tui::app::Command::Launch(_)]),
+        "{cmds:?}"
+    );
+}
+
 /// Launches the default preset (as Enter on Setup does, without starting threads) and folds the
 /// scripted events until `stop` says so. Each event advances the clock by 50 ms.
 pub fn live_app(stop: impl Fn(&App) -> bool) -> App {
     let mut a = app();
     let cfg = config(&a);
-    prepare_live(&mut a, &cfg);
+    launch(&mut a);
     update(&mut a, Msg::SweepStarted { run_log: None });
     let mut t = 0.0;
     for ev in scripted_events(&cfg) {

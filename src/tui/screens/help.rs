@@ -1,53 +1,67 @@
-//! Help: every key, the three regimes, and how steps-to-target is measured.
+//! Help: every key (from the one key table), the three regimes, and how steps-to-target is
+//! measured. One scrolling page (↑↓ PgUp PgDn Home End), so it reads at 80×24 too.
 
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::panel;
+use super::setup::wrap;
 use crate::core::analysis::Regime;
 use crate::tui::app::App;
 use crate::tui::keymap::KEYS;
+use crate::tui::theme::Theme;
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
-    let th = &app.theme;
-    let wide = area.width >= 120;
-    let (keys_area, text_area) = if wide {
-        let [a, b] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
-            .areas(area);
-        (a, b)
-    } else {
-        let [a, b] = Layout::vertical([
-            Constraint::Length(KEYS.len() as u16 + 2),
-            Constraint::Min(0),
-        ])
-        .areas(area);
-        (a, b)
-    };
-    let mut keys: Vec<Line> = Vec::new();
-    for (k, where_, what) in KEYS {
-        keys.push(Line::from(vec![
-            Span::styled(format!("{k:<12}"), th.key()),
-            Span::styled(format!("{where_:<11}"), th.dim()),
-            Span::raw(*what),
-        ]));
+const MEASURED: &str = "Every trial evaluates the validation metric on a schedule (eval_every, growing \
+geometrically when eval_growth is set). Its steps-to-target is the first evaluation step at which the \
+metric met the target. At each batch size B the sweep tries several quasi-random learning rates (and \
+momenta); S(B) is the fewest steps over those trials (Shallue et al. 2018). Diverged (×) and \
+out-of-budget (↑) trials are counted but never give a result; cancelled trials are ignored.";
+
+const CHARTS: &str = "The blue curve is the fit S = S_min·(1 + B_crit/B); B_crit is where the steps \
+are twice the minimum. A dashed fit is uncertain (poor r² or wide intervals). Vertical whiskers are \
+the interval of S at a batch size. B_simple, the gradient noise scale measured during training, \
+predicts B_crit (McCandlish et al. 2018); a finished sweep shows its median over the best trials. \
+The grey line is perfect scaling from the smallest B that reached. Without colour (NO_COLOR) the fit \
+is dashed, the perfect line dotted and the measured curve solid.";
+
+const META: &str = "m in Live shows every trial of a batch size: η (x, log) against 1−γ \
+(momentum, Nesterov), β1 (Adam) or steps (SGD). ★ best, ● reached (colour: steps, green fastest), \
+× diverged, · not reached. The feasible region shrinks as B grows (Shallue et al. Fig. 8).";
+
+/// Every line of the help at `width` columns (keys first, then the reading notes).
+pub fn help_lines(width: usize, th: &Theme) -> Vec<Line<'static>> {
+    let mut out: Vec<Line<'static>> = vec![Line::styled("Keys", th.title())];
+    let kw = 13;
+    let pw = 11;
+    let what_w = width.saturating_sub(kw + pw).max(16);
+    for b in KEYS {
+        for (i, chunk) in wrap(b.what, what_w).into_iter().enumerate() {
+            if i == 0 {
+                out.push(Line::from(vec![
+                    Span::styled(format!("{:<kw$}", b.keys), th.key()),
+                    Span::styled(format!("{:<pw$}", b.place), th.dim()),
+                    Span::raw(chunk),
+                ]));
+            } else {
+                out.push(Line::raw(format!("{:w$}{chunk}", "", w = kw + pw)));
+            }
+        }
     }
-    let b = panel("Keys", false, th);
-    frame.render_widget(Paragraph::new(keys).block(b), keys_area);
-
-    let mut t: Vec<Line> = vec![
-        Line::styled("How steps-to-target is measured", th.title()),
-        Line::raw(
-            "Every trial evaluates the validation metric every eval_every steps. Its steps-to-target is \
-             the first evaluation step at which the metric met the target. At each batch size B the \
-             sweep tries several quasi-random learning rates (and momenta); S(B) is the fewest steps over \
-             those trials (Shallue et al. 2018). Diverged (×) and out-of-budget (↑) trials are counted \
-             but never give a result; cancelled trials are ignored.",
-        ),
-        Line::raw(""),
-        Line::styled("The three regimes (slope of log S vs log B)", th.title()),
-    ];
+    let para = |out: &mut Vec<Line<'static>>, title: &str, text: &str| {
+        out.push(Line::raw(""));
+        out.push(Line::styled(title.to_string(), th.title()));
+        for chunk in wrap(text, width) {
+            out.push(Line::raw(chunk));
+        }
+    };
+    para(&mut out, "How steps-to-target is measured", MEASURED);
+    out.push(Line::raw(""));
+    out.push(Line::styled(
+        "The three regimes (slope of log S vs log B)",
+        th.title(),
+    ));
     for (r, text) in [
         (Regime::Perfect, "slope ≈ −1: doubling B halves the steps."),
         (
@@ -56,19 +70,52 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         ),
         (Regime::Maximal, "slope ≈ 0: more B, no fewer steps."),
     ] {
-        t.push(Line::from(vec![
-            Span::styled(format!("{} ", r.label()), th.regime(r)),
-            Span::raw(text),
-        ]));
+        let head = format!("{} ", r.label());
+        let rest = width.saturating_sub(head.chars().count()).max(16);
+        for (i, chunk) in wrap(text, rest).into_iter().enumerate() {
+            if i == 0 {
+                out.push(Line::from(vec![
+                    Span::styled(head.clone(), th.regime(r)),
+                    Span::raw(chunk),
+                ]));
+            } else {
+                out.push(Line::raw(format!("{:w$}{chunk}", "", w = head.len())));
+            }
+        }
     }
-    t.push(Line::raw(
-        "The blue curve is the fit S = S_min·(1 + B_crit/B); B_crit is where the steps are twice the \
-         minimum. B_simple, the gradient noise scale measured during training, predicts B_crit \
-         (McCandlish et al. 2018). The grey line is perfect scaling from the smallest B that reached.",
-    ));
-    let b = panel("Reading the charts", false, th);
+    para(&mut out, "Reading the charts", CHARTS);
+    para(&mut out, "The metaparameter picture", META);
+    out
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
+    let th = &app.theme;
+    let inner_w = area.width.saturating_sub(2) as usize;
+    let lines = help_lines(inner_w, th);
+    let visible = area.height.saturating_sub(2) as usize;
+    let max_scroll = lines.len().saturating_sub(visible);
+    let scroll = (app.help_scroll as usize).min(max_scroll);
+    let more = if max_scroll == 0 {
+        String::new()
+    } else if scroll < max_scroll {
+        format!(
+            "Help · {}/{} · ↓ PgDn for more",
+            scroll + visible,
+            lines.len()
+        )
+    } else {
+        "Help · end · ↑ PgUp".to_string()
+    };
+    let title = if more.is_empty() {
+        "Help"
+    } else {
+        more.as_str()
+    };
+    let block = panel(title, true, th);
     frame.render_widget(
-        Paragraph::new(t).wrap(Wrap { trim: true }).block(b),
-        text_area,
+        Paragraph::new(lines)
+            .scroll((scroll as u16, 0))
+            .block(block),
+        area,
     );
 }

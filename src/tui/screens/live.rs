@@ -1,4 +1,5 @@
-//! Live: the scaling chart filling in as trials finish, loss curves of running trials, status.
+//! Live: the scaling chart filling in as trials finish, loss curves of running trials (after the
+//! sweep, and for an opened log: each batch size's best trial's validation metric), status.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::symbols::Marker;
@@ -12,11 +13,13 @@ use crate::tui::app::{App, Charts, LiveState};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::log_axis::format_pow2;
 use crate::tui::widgets::loss_chart::{LossChart, LossSeries};
-use crate::tui::widgets::scaling_chart::{ScalingChart, ScalingSeries};
+use crate::tui::widgets::progress::progress_line;
+use crate::tui::widgets::scaling_chart::{ScalingChart, ScalingSeries, SeriesExtras};
+use crate::workload::spec::ModelSpec;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
-    let Some(l) = &app.live else {
+    let Some(l) = app.live() else {
         frame.render_widget(
             Paragraph::new("No sweep yet: launch one from Setup (1) or open a saved run (3)."),
             area,
@@ -73,7 +76,12 @@ fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
         block: None,
         theme: th,
         marker: Marker::Braille,
-    };
+    }
+    .with_extras(vec![SeriesExtras {
+        // per-point intervals arrive with the shared report (BatchPoint.steps_ci)
+        intervals: Vec::new(),
+        fit_uncertain: l.analysis.fit.as_ref().is_some_and(fit_uncertain),
+    }]);
     frame.render_widget(chart, chart_area);
     frame.render_widget(regime_line(&l.analysis, &th, regime_row.width), regime_row);
 }
@@ -119,8 +127,44 @@ pub fn regime_line(a: &Analysis, th: &Theme, width: u16) -> Line<'static> {
     Line::from(out)
 }
 
+/// A fit too poor to draw as solid: r² below 0.9 (the lead may add "interval wider than value").
+pub fn fit_uncertain(f: &crate::core::analysis::Fit) -> bool {
+    !(f.r2.is_finite() && f.r2 >= 0.9)
+}
+
 fn loss(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
     let th = app.theme;
+    // After the sweep (and for an opened log with nothing running): each batch size's best trial,
+    // validation metric against log steps — the finished sweep's story, not "no running trial".
+    if l.running.is_empty() && (l.done || l.read_only()) {
+        let best = l.best_curves();
+        if !best.is_empty() {
+            let metric = l
+                .workload
+                .as_ref()
+                .map(|w| w.target.metric.name().to_string())
+                .unwrap_or_else(|| "metric".into());
+            let series: Vec<LossSeries> = best
+                .iter()
+                .enumerate()
+                .map(|(i, c)| LossSeries {
+                    label: format!("B={}", format_pow2(c.batch_size as u64)),
+                    points: &c.points,
+                    color: th.series_color(i),
+                })
+                .collect();
+            let title = format!("{metric} of each B's best trial vs step (log-log)");
+            let chart = LossChart {
+                series,
+                block: Some(panel(&title, app.panel == 1, &th)),
+                theme: th,
+                marker: Marker::Braille,
+                log_x: true,
+            };
+            frame.render_widget(chart, area);
+            return;
+        }
+    }
     let curves = l.curves();
     let pts: Vec<Vec<(f64, f64)>> = curves.iter().map(|c| c.points.points()).collect();
     let series: Vec<LossSeries> = curves
@@ -146,6 +190,7 @@ fn loss(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
         block: Some(panel(title, app.panel == 1, &th)),
         theme: th,
         marker: Marker::Braille,
+        log_x: false,
     };
     frame.render_widget(chart, area);
 }

@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod help;
 pub mod live;
+pub mod meta;
 pub mod report_panel;
 pub mod runs;
 pub mod setup;
@@ -40,6 +41,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
         Screen::Runs => runs::draw(frame, body, app),
         Screen::Compare => compare::draw(frame, body, app),
         Screen::Help => help::draw(frame, body, app),
+        Screen::Meta => meta::draw(frame, body, app),
     }
     footer(frame, foot, app);
     if let Some(c) = app.confirm {
@@ -61,15 +63,47 @@ fn too_small(frame: &mut Frame, area: Rect, th: &Theme) {
 
 fn header(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
+    let mut right = String::new();
+    // The sweep run here stays visible (and one key away) whatever Live or the other screens show.
+    if let Some(l) = &app.sweep {
+        if app.sweep_active && !l.done {
+            let away = !(matches!(app.screen, Screen::Live | Screen::Meta) && app.viewing_sweep());
+            right = format!(
+                "{} {} {}/{}{} ",
+                if l.paused { "⏸" } else { "●" },
+                l.plan.preset,
+                l.done_count(),
+                l.plan.total_trials,
+                if away && app.screen != Screen::Setup {
+                    " (s)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    // Narrow terminals: a compact tab bar, so the sweep indicator always fits.
+    let compact = (area.width as usize) < 58 + right.chars().count();
     let mut spans = vec![
-        Span::styled(" scaling-lab ", th.title()),
+        Span::styled(
+            if compact {
+                " scaling-lab"
+            } else {
+                " scaling-lab "
+            },
+            th.title(),
+        ),
         Span::styled("│", th.dim()),
     ];
     for (i, s) in [Screen::Setup, Screen::Live, Screen::Runs, Screen::Compare]
         .iter()
         .enumerate()
     {
-        let label = format!(" {} {} ", i + 1, s.title());
+        let label = if compact {
+            format!("{}{} ", i + 1, s.title())
+        } else {
+            format!(" {} {} ", i + 1, s.title())
+        };
         let style = if app.screen == *s {
             th.selected().patch(th.title())
         } else {
@@ -77,22 +111,27 @@ fn header(frame: &mut Frame, area: Rect, app: &App) {
         };
         spans.push(Span::styled(label, style));
     }
-    spans.push(Span::styled("│ ? help", th.dim()));
-    let mut right = String::new();
-    if let Some(l) = &app.live {
-        if app.sweep_active && !l.done {
-            right = format!(
-                "{} {} {}/{} ",
-                if l.paused { "⏸" } else { "●" },
-                l.plan.preset,
-                l.done_count(),
-                l.plan.total_trials
-            );
+    if !compact {
+        spans.push(Span::styled("│ ? help", th.dim()));
+    }
+    // Live names the run it shows (the log's name, not a truncated path)
+    if matches!(app.screen, Screen::Live | Screen::Meta) {
+        if let Some(l) = app.live() {
+            let used: usize = spans.iter().map(|s| s.width()).sum();
+            let room = (area.width as usize).saturating_sub(used + right.chars().count() + 3);
+            if room >= 8 {
+                let tag = if l.read_only() { "log " } else { "" };
+                spans.push(Span::styled(
+                    format!(" {}", ellipsize(&format!("{tag}{}", l.run_name()), room)),
+                    th.accent(),
+                ));
+            }
         }
     }
     let used: usize = spans.iter().map(|s| s.width()).sum();
+    let fits = used + right.chars().count() <= area.width as usize;
     let pad = (area.width as usize).saturating_sub(used + right.chars().count());
-    if pad > 0 && !right.is_empty() {
+    if fits && !right.is_empty() {
         spans.push(Span::raw(" ".repeat(pad)));
         spans.push(Span::styled(right, th.good()));
     }
@@ -105,50 +144,10 @@ fn footer(frame: &mut Frame, area: Rect, app: &App) {
         frame.render_widget(Line::styled(format!(" {f}"), th.warn()), area);
         return;
     }
-    let keys: &[(&str, &str)] = match app.screen {
-        Screen::Setup => &[
-            ("↑↓", "select"),
-            ("←→", "change"),
-            ("Tab", "panel"),
-            ("Enter", "launch"),
-            ("r", "reset"),
-            ("3", "runs"),
-            ("q", "quit"),
-        ],
-        Screen::Live => {
-            if app.live.as_ref().is_some_and(|l| l.read_only()) {
-                &[
-                    ("t", "charts"),
-                    ("Esc", "runs"),
-                    ("?", "help"),
-                    ("q", "quit"),
-                ]
-            } else {
-                &[
-                    ("p", "pause"),
-                    ("c", "cancel trial"),
-                    ("C", "cancel sweep"),
-                    ("t", "charts"),
-                    ("↑↓", "trial"),
-                    ("3", "runs"),
-                    ("q", "quit"),
-                ]
-            }
-        }
-        Screen::Runs => &[
-            ("Enter", "open"),
-            ("space", "mark"),
-            ("c", "compare"),
-            ("r", "resume"),
-            ("R", "rescan"),
-            ("Esc", "back"),
-        ],
-        Screen::Compare => &[("Esc", "runs"), ("3", "runs"), ("?", "help"), ("q", "quit")],
-        Screen::Help => &[("Esc", "back"), ("q", "quit")],
-    };
+    let keys = crate::tui::keymap::footer_keys(app, area.width as usize);
     let mut spans = vec![Span::raw(" ")];
     for (k, d) in keys {
-        spans.push(Span::styled(*k, th.key()));
+        spans.push(Span::styled(k, th.key()));
         spans.push(Span::styled(format!(" {d}  "), th.dim()));
     }
     frame.render_widget(Line::from(spans), area);
@@ -156,44 +155,50 @@ fn footer(frame: &mut Frame, area: Rect, app: &App) {
 
 fn confirm_dialog(frame: &mut Frame, body: Rect, app: &App, c: Confirm) {
     let th = &app.theme;
-    let log = app
-        .live
+    let name = app
+        .sweep
         .as_ref()
-        .and_then(|l| l.plan.run_log.clone())
+        .map(|l| l.run_name())
         .unwrap_or_else(|| "the run log".into());
-    let (title, lines): (&str, Vec<Line>) = match c {
+    let (title, text, yes): (&str, Vec<String>, &str) = match c {
         Confirm::Quit => (
             " Quit while the sweep runs? ",
             vec![
-                Line::from("Quitting stops the sweep. Finished trials are"),
-                Line::from(format!("already saved in {log},")),
-                Line::from("and the sweep can be resumed later (Runs → r)."),
-                Line::from(""),
-                Line::from(vec![
-                    Span::styled("y", th.key()),
-                    Span::raw(" stop and quit    "),
-                    Span::styled("n", th.key()),
-                    Span::raw(" keep running"),
-                ]),
+                "Quitting stops the sweep. Finished trials are".into(),
+                format!("already saved in the run log {name},"),
+                "and the sweep can be resumed later (Runs → r).".into(),
             ],
+            " stop and quit  ",
         ),
         Confirm::CancelSweep => (
             " Cancel the sweep? ",
             vec![
-                Line::from("Running trials stop (they run again on resume)."),
-                Line::from(format!("Finished trials stay in {log};")),
-                Line::from("the sweep can be resumed later (Runs → r)."),
-                Line::from(""),
-                Line::from(vec![
-                    Span::styled("y", th.key()),
-                    Span::raw(" cancel the sweep    "),
-                    Span::styled("n", th.key()),
-                    Span::raw(" keep running"),
-                ]),
+                "Running trials stop (they run again on resume).".into(),
+                format!("Finished trials stay in the run log {name};"),
+                "the sweep can be resumed later (Runs → r).".into(),
             ],
+            " cancel the sweep  ",
         ),
     };
-    let w = 58.min(body.width);
+    let w = 60.min(body.width);
+    let inner_w = w.saturating_sub(2) as usize;
+    let mut lines: Vec<Line> = Vec::new();
+    for t in &text {
+        for chunk in setup::wrap(t, inner_w) {
+            lines.push(Line::from(chunk));
+        }
+    }
+    lines.push(Line::from(""));
+    // The keys are the dialog's last line and its bottom border: never cut off.
+    let keys = Line::from(vec![
+        Span::styled("y", th.key()),
+        Span::raw(yes),
+        Span::styled("n", th.key()),
+        Span::raw(" / "),
+        Span::styled("Esc", th.key()),
+        Span::raw(" keep running"),
+    ]);
+    lines.push(keys);
     let h = (lines.len() as u16 + 2).min(body.height);
     let area = Rect {
         x: body.x + (body.width - w) / 2,
@@ -205,13 +210,14 @@ fn confirm_dialog(frame: &mut Frame, body: Rect, app: &App, c: Confirm) {
     let block = Block::default()
         .borders(Borders::ALL)
         .title(Span::styled(title, th.warn()))
+        .title_bottom(Line::from(vec![
+            Span::styled(" y", th.key()),
+            Span::raw(" yes · "),
+            Span::styled("n", th.key()),
+            Span::raw(" no "),
+        ]))
         .border_style(th.warn());
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(block),
-        area,
-    );
+    frame.render_widget(Paragraph::new(lines).block(block), area);
 }
 
 /// A bordered panel with a title; highlighted when focused.

@@ -6,40 +6,66 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{ellipsize, panel};
-use crate::tui::app::{App, RunStatus};
-use crate::tui::widgets::log_axis::format_si;
+use crate::tui::app::{format_duration, App, RunEntry, RunStatus};
+use crate::tui::widgets::log_axis::{format_pow2, format_si};
+
+/// "8–1K" (or "–").
+pub fn b_range_text(e: &RunEntry) -> String {
+    match e.b_range {
+        Some((lo, hi)) if lo == hi => format_pow2(lo as u64),
+        Some((lo, hi)) => format!("{}–{}", format_pow2(lo as u64), format_pow2(hi as u64)),
+        None => "–".into(),
+    }
+}
+
+/// "cpu × 2 workers" → "2w"; "cuda:0,1" → "2 GPU".
+fn workers_short(devices: &str) -> String {
+    if let Some(rest) = devices.strip_prefix("cpu × ") {
+        let n: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+        return format!("{n}w");
+    }
+    if let Some(rest) = devices.strip_prefix("cuda:") {
+        return format!("{} GPU", rest.split(',').count());
+    }
+    devices.to_string()
+}
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
     let r = &app.runs;
-    let [list, detail] = Layout::vertical([Constraint::Min(0), Constraint::Length(4)]).areas(area);
+    let [list, detail] = Layout::vertical([Constraint::Min(0), Constraint::Length(5)]).areas(area);
     let title = format!("Runs in {}", app.runs_dir.display());
     let block = panel(&title, true, th);
     let inner = block.inner(list);
     frame.render_widget(block, list);
     let wide = inner.width >= 110;
     let mut lines: Vec<Line> = Vec::new();
-    let preset_w = if wide { 30 } else { 20 };
+    let preset_w = if wide { 26 } else { 18 };
     let head = if wide {
         format!(
-            "  {:<16} {:<pw$} {:<9} {:<11} {:>9} {:>8} {:>8}",
+            "  {:<16} {:<pw$} {:<9} {:<5} {:<6} {:<11} {:>9} {:>9} {:>8} {:>7} {:>7}",
             "started",
             "preset",
             "optimizer",
+            "prec",
+            "devs",
             "status",
             "trials",
+            "B",
+            "took",
             "S_min",
             "B_crit",
             pw = preset_w
         )
     } else {
         format!(
-            "  {:<16} {:<pw$} {:<11} {:>7} {:>6} {:>6}",
+            "  {:<11} {:<pw$} {:<11} {:>7} {:>9} {:>6} {:>6}",
             "started",
             "preset",
             "status",
             "trials",
-            "S_min",
+            "B",
+            "took",
             "B_crit",
             pw = preset_w
         )
@@ -66,9 +92,18 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         } else {
             "  "
         };
-        let started = e.started.get(..16).unwrap_or(&e.started).replace('T', " ");
+        let full = e.started.get(..16).unwrap_or(&e.started).replace('T', " ");
+        let started = if wide {
+            full
+        } else {
+            full.get(5..).unwrap_or(&full).to_string()
+        };
         let s_min = e.s_min.map(format_si).unwrap_or_else(|| "–".into());
         let b_crit = e.b_crit.map(format_si).unwrap_or_else(|| "–".into());
+        let took = e
+            .duration_s
+            .map(format_duration)
+            .unwrap_or_else(|| "–".into());
         let status_style = match e.status {
             RunStatus::Complete => th.good(),
             RunStatus::Interrupted => th.warn(),
@@ -77,21 +112,32 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         };
         let trials = format!("{}/{}", e.done, e.planned);
         let preset = ellipsize(&e.preset, preset_w);
+        let sw = if wide { 16 } else { 11 };
         let mut spans = vec![
             Span::styled(mark, th.key()),
-            Span::raw(format!("{started:<16} {preset:<preset_w$} ")),
+            Span::raw(format!("{started:<sw$} {preset:<preset_w$} ")),
         ];
         if wide {
-            spans.push(Span::raw(format!("{:<9} ", e.optimizer)));
+            spans.push(Span::raw(format!(
+                "{:<9} {:<5} {:<6} ",
+                e.optimizer,
+                e.precision,
+                workers_short(&e.devices)
+            )));
         }
         spans.push(Span::styled(
             format!("{:<11}", e.status.label()),
             status_style,
         ));
+        let b = b_range_text(e);
         if wide {
-            spans.push(Span::raw(format!(" {trials:>9} {s_min:>8} {b_crit:>8}")));
+            spans.push(Span::raw(format!(
+                " {trials:>9} {b:>9} {took:>8} {s_min:>7} {b_crit:>7}"
+            )));
         } else {
-            spans.push(Span::raw(format!(" {trials:>7} {s_min:>6} {b_crit:>6}")));
+            spans.push(Span::raw(format!(
+                " {trials:>7} {b:>9} {took:>6} {b_crit:>6}"
+            )));
         }
         let mut l = Line::from(spans);
         if i == r.selected {
@@ -104,14 +150,40 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let block = panel("Selected", false, th);
     let inner = block.inner(detail);
     frame.render_widget(block, detail);
+    let w = inner.width as usize;
     let mut d: Vec<Line> = Vec::new();
     if let Some(e) = r.entries.get(r.selected) {
-        d.push(Line::styled(
-            ellipsize(&e.path.display().to_string(), inner.width as usize),
-            th.text(),
-        ));
+        d.push(Line::from(vec![Span::styled(
+            ellipsize(&e.name, w),
+            th.title(),
+        )]));
+        if e.error.is_none() {
+            d.push(Line::styled(
+                ellipsize(
+                    &format!(
+                        "{} · {} · {} · B {} · {} trials · took {}",
+                        e.optimizer,
+                        e.precision,
+                        e.devices,
+                        b_range_text(e),
+                        e.done,
+                        e.duration_s
+                            .map(format_duration)
+                            .unwrap_or_else(|| "–".into())
+                    ),
+                    w,
+                ),
+                th.text(),
+            ));
+        }
+        let running_here = app
+            .sweep
+            .as_ref()
+            .and_then(|s| s.plan.run_log.as_deref())
+            .is_some_and(|p| std::path::Path::new(p) == e.path);
         let hint = match (&e.error, e.status) {
             (Some(err), _) => err.clone(),
+            _ if running_here => "the sweep running here: Enter shows it live (p/c/C work)".into(),
             (_, RunStatus::Interrupted) => {
                 "stopped before its plan finished: r resumes it (finished trials are kept)".into()
             }
@@ -127,7 +199,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         } else {
             th.dim()
         };
-        d.push(Line::styled(ellipsize(&hint, inner.width as usize), style));
+        d.push(Line::styled(ellipsize(&hint, w), style));
     }
     frame.render_widget(Paragraph::new(d), inner);
 }

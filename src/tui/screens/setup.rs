@@ -6,7 +6,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::{ellipsize, panel};
-use crate::tui::app::{App, Field, SetupFocus, FIELDS};
+use crate::tui::app::{format_duration, App, Field, SetupFocus, FIELDS};
 use crate::tui::widgets::log_axis::format_pow2;
 use crate::workload::spec::{DatasetSpec, ModelSpec};
 
@@ -71,7 +71,21 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     };
     let p = &entry.preset;
     let w = &p.workload;
-    lines.push(Line::styled(p.name.clone(), th.accent()));
+    // the study's name follows the edits (optimizer), with the estimated wall time
+    let est = s
+        .estimate_s(&app.runs.entries)
+        .map(|t| format!("  ≈ {} (from earlier runs)", format_duration(t)))
+        .unwrap_or_else(|| "  duration: no earlier run to estimate from".into());
+    lines.push(Line::from(vec![
+        Span::styled(s.study_name(), th.accent()),
+        Span::styled(
+            ellipsize(
+                &est,
+                (inner.width as usize).saturating_sub(s.study_name().chars().count()),
+            ),
+            th.dim(),
+        ),
+    ]));
     let tall = inner.height >= 24;
     let desc_w = inner.width as usize;
     let desc = if tall {
@@ -100,8 +114,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         let value = field_value(app, *f);
         let extra = match f {
             Field::BatchMax => {
-                let bs = s.batch_sizes();
-                format!("  {} sizes", bs.len())
+                let n = s.batch_sizes().len();
+                format!("  {n} size{}", if n == 1 { "" } else { "s" })
             }
             Field::Trials => format!("  {} trials", s.total_trials()),
             _ => String::new(),
@@ -158,7 +172,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     } else {
         Line::from(vec![
             Span::styled("Enter", th.key()),
-            Span::raw(format!(" launch {} trials → Live", s.total_trials())),
+            Span::raw(format!(
+                " launch {} trial{} → Live",
+                s.total_trials(),
+                if s.total_trials() == 1 { "" } else { "s" }
+            )),
         ])
     });
     frame.render_widget(Paragraph::new(lines), inner);
@@ -193,6 +211,7 @@ fn field_value(app: &App, f: Field) -> String {
         Field::BatchMin => s.b_min.to_string(),
         Field::BatchMax => s.b_max.to_string(),
         Field::Trials => s.trials.to_string(),
+        Field::Concurrency => s.effective_concurrency().to_string(),
         Field::Target => format!("{} ≤ {}", p.preset.workload.target.metric.name(), s.target),
         Field::Budget => format!("{} steps", s.budget),
     }

@@ -1,6 +1,7 @@
 //! Training-loss curves of the running (and most recently finished) trials, one colour per trial,
 //! legend by batch size. Histories are bounded (see `app::History`), so drawing costs the same
-//! after a week as after a minute. The y axis is log10(loss) when every loss is positive.
+//! after a week as after a minute. The y axis is log10(loss) when every loss is positive; with
+//! `log_x` the x axis is log10(step) too (a finished sweep's best-trial metric curves).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -26,6 +27,8 @@ pub struct LossChart<'a> {
     pub block: Option<Block<'a>>,
     pub theme: Theme,
     pub marker: Marker,
+    /// Steps on a log axis (points at step 0 are left out).
+    pub log_x: bool,
 }
 
 impl Widget for LossChart<'_> {
@@ -38,11 +41,13 @@ impl Widget for LossChart<'_> {
             None => area,
         };
         let th = self.theme;
+        let log_x = self.log_x;
+        let keep = move |p: &&(f64, f64)| p.1.is_finite() && (!log_x || p.0 > 0.0);
         let all = self
             .series
             .iter()
             .flat_map(|s| s.points.iter())
-            .filter(|p| p.1.is_finite());
+            .filter(keep);
         let (mut x0, mut x1, mut y0, mut y1) = (
             f64::INFINITY,
             f64::NEG_INFINITY,
@@ -59,8 +64,14 @@ impl Widget for LossChart<'_> {
             centered_note(buf, inner, "no running trial", th.dim());
             return;
         }
-        let x0 = 0f64.min(x0);
-        let x1 = if x1 > x0 { x1 } else { x0 + 1.0 };
+        let (xb, xt) = if log_x {
+            let b = log10_bounds(x0, x1.max(x0 * 1.5));
+            (b, log10_ticks(b))
+        } else {
+            let x0 = 0f64.min(x0);
+            let x1 = if x1 > x0 { x1 } else { x0 + 1.0 };
+            ([x0, x1], linear_ticks(x0, x1, 5))
+        };
         let log = y0 > 0.0;
         let (yb, yt) = if log {
             let b = log10_bounds(y0, y1);
@@ -70,13 +81,12 @@ impl Widget for LossChart<'_> {
             let b = [y0 - pad, y1 + pad];
             (b, linear_ticks(b[0], b[1], 4))
         };
-        let xb = [x0, x1];
-        let xt = linear_ticks(x0, x1, 5);
         let Some(pa) = draw_axes(buf, inner, xb, yb, &xt, &yt, th.dim()) else {
             centered_note(buf, inner, "(too small)", th.dim());
             return;
         };
         let tf = move |y: f64| if log { y.max(1e-12).log10() } else { y };
+        let tx = move |x: f64| if log_x { x.max(1e-12).log10() } else { x };
         let series = &self.series;
         Canvas::default()
             .marker(self.marker)
@@ -87,8 +97,8 @@ impl Widget for LossChart<'_> {
                     let pts: Vec<(f64, f64)> = s
                         .points
                         .iter()
-                        .filter(|p| p.1.is_finite())
-                        .map(|&(x, y)| (x, tf(y)))
+                        .filter(keep)
+                        .map(|&(x, y)| (tx(x), tf(y)))
                         .collect();
                     if pts.len() == 1 {
                         ctx.draw(&Line::new(pts[0].0, pts[0].1, pts[0].0, pts[0].1, s.color));

@@ -2,14 +2,16 @@
 //! perfect-scaling line from the smallest B that reached, the fitted S_min·(1 + B_crit/B) curve,
 //! and the segments between measured points coloured by regime. Batch sizes where no trial reached
 //! the target are drawn on the top edge: `×` when every finished trial diverged, `↑` when some ran
-//! out of budget (not reached).
+//! out of budget (not reached). Given per-point intervals the chart draws vertical whiskers; an
+//! uncertain fit is dashed. Without colour the lines differ by pattern: measured solid, fit
+//! dashed, perfect-scaling dotted.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::symbols::Marker;
 use ratatui::text::Line as TextLine;
-use ratatui::widgets::canvas::{Canvas, Line};
+use ratatui::widgets::canvas::{Canvas, Context, Line, Points};
 use ratatui::widgets::{Block, Widget};
 
 use super::log_axis::{log10_bounds, log10_ticks, log2_bounds, pow2_ticks};
@@ -26,6 +28,22 @@ pub struct ScalingSeries<'a> {
     pub marker: &'static str,
 }
 
+/// What a series may add to the chart beyond its analysis (see `ScalingChart::with_extras`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SeriesExtras {
+    /// Interval of S per point of `analysis.per_batch` (same index; empty or None: no whisker).
+    pub intervals: Vec<Option<[u64; 2]>>,
+    /// The fit is uncertain (poor r², wide intervals): drawn dashed and labelled.
+    pub fit_uncertain: bool,
+}
+
+/// A scaling chart with per-series extras (whiskers, uncertain fits), index-aligned with
+/// `chart.series`.
+pub struct ScalingChartWith<'a> {
+    pub chart: ScalingChart<'a>,
+    pub extras: Vec<SeriesExtras>,
+}
+
 pub struct ScalingChart<'a> {
     pub series: Vec<ScalingSeries<'a>>,
     /// Batch sizes of the plan: the x axis covers them from the start, so it does not jump.
@@ -37,15 +55,28 @@ pub struct ScalingChart<'a> {
     pub marker: Marker,
 }
 
-impl ScalingChart<'_> {
-    fn bounds(&self) -> ([f64; 2], [f64; 2], bool) {
+impl<'a> ScalingChart<'a> {
+    /// The chart with whiskers and fit uncertainty per series.
+    pub fn with_extras(self, extras: Vec<SeriesExtras>) -> ScalingChartWith<'a> {
+        ScalingChartWith {
+            chart: self,
+            extras,
+        }
+    }
+
+    fn bounds(&self, extras: &[SeriesExtras]) -> ([f64; 2], [f64; 2], bool) {
+        let none = SeriesExtras::default();
         let mut bs: Vec<usize> = self.planned.clone();
         let mut ss: Vec<f64> = Vec::new();
-        for s in &self.series {
-            for p in &s.analysis.per_batch {
+        for (si, s) in self.series.iter().enumerate() {
+            let ex = extras.get(si).unwrap_or(&none);
+            for (i, p) in s.analysis.per_batch.iter().enumerate() {
                 bs.push(p.batch_size);
                 if let Some(st) = p.steps {
                     ss.push(st as f64);
+                    if let Some(Some([lo, hi])) = ex.intervals.get(i) {
+                        ss.extend([*lo as f64, *hi as f64].into_iter().filter(|v| *v > 0.0));
+                    }
                 }
             }
         }
@@ -63,6 +94,32 @@ impl ScalingChart<'_> {
     }
 }
 
+/// Draws a line solid or as dots.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pattern {
+    Solid,
+    Dotted,
+}
+
+fn patterned(ctx: &mut Context, a: (f64, f64), b: (f64, f64), color: Color, p: Pattern) {
+    match p {
+        Pattern::Solid => ctx.draw(&Line::new(a.0, a.1, b.0, b.1, color)),
+        Pattern::Dotted => {
+            let n = 24;
+            let pts: Vec<(f64, f64)> = (0..=n)
+                .map(|i| {
+                    let t = i as f64 / n as f64;
+                    (a.0 + (b.0 - a.0) * t, a.1 + (b.1 - a.1) * t)
+                })
+                .collect();
+            ctx.draw(&Points {
+                coords: &pts,
+                color,
+            });
+        }
+    }
+}
+
 fn lx(b: f64) -> f64 {
     b.max(1e-9).log2()
 }
@@ -72,22 +129,30 @@ fn ly(s: f64) -> f64 {
 
 impl Widget for ScalingChart<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
-        let inner = match &self.block {
+        self.with_extras(Vec::new()).render(area, buf);
+    }
+}
+
+impl Widget for ScalingChartWith<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let extras = self.extras;
+        let this = self.chart;
+        let inner = match &this.block {
             Some(b) => {
                 b.clone().render(area, buf);
                 b.inner(area)
             }
             None => area,
         };
-        let th = self.theme;
-        let (xb, yb, have) = self.bounds();
+        let th = this.theme;
+        let (xb, yb, have) = this.bounds(&extras);
         let xt = pow2_ticks(xb);
         let yt = log10_ticks(yb);
         let Some(pa) = draw_axes(buf, inner, xb, yb, &xt, &yt, th.dim()) else {
             centered_note(buf, inner, "(too small for the chart)", th.dim());
             return;
         };
-        if !have && self.series.iter().all(|s| s.analysis.per_batch.is_empty()) {
+        if !have && this.series.iter().all(|s| s.analysis.per_batch.is_empty()) {
             centered_note(
                 buf,
                 pa.rect,
@@ -99,14 +164,18 @@ impl Widget for ScalingChart<'_> {
         // Lines on a Braille canvas.
         let reference = th.reference_color();
         let fitc = th.fit_color();
-        let regimes = self.regimes;
-        let series = &self.series;
+        let regimes = this.regimes;
+        let series = &this.series;
+        let mono = !th.color;
+        let extras_ref = &extras;
         let canvas = Canvas::default()
-            .marker(self.marker)
+            .marker(this.marker)
             .x_bounds(xb)
             .y_bounds(yb)
             .paint(move |ctx| {
-                for s in series {
+                let none = SeriesExtras::default();
+                for (si, s) in series.iter().enumerate() {
+                    let ex = extras_ref.get(si).unwrap_or(&none);
                     let a = s.analysis;
                     if regimes {
                         if let Some((b0, s0)) = a.perfect_anchor {
@@ -115,33 +184,56 @@ impl Widget for ScalingChart<'_> {
                             // perfect scaling: S = S0·B0/B, a straight line of slope −1 in log-log
                             // (log2 B vs log10 S: slope −log10 2 per octave)
                             let x1 = xb[1];
-                            ctx.draw(&Line::new(
-                                x0,
-                                ly(k / 2f64.powf(x0)),
-                                x1,
-                                ly(k / 2f64.powf(x1)),
+                            patterned(
+                                ctx,
+                                (x0, ly(k / 2f64.powf(x0))),
+                                (x1, ly(k / 2f64.powf(x1))),
                                 reference,
-                            ));
+                                if mono {
+                                    Pattern::Dotted
+                                } else {
+                                    Pattern::Solid
+                                },
+                            );
                         }
                         ctx.layer();
                     }
                     if let Some(fit) = &a.fit {
                         let n = 48;
+                        let dashed = ex.fit_uncertain || (mono && regimes);
                         let mut prev: Option<(f64, f64)> = None;
                         for i in 0..=n {
                             let x = xb[0] + (xb[1] - xb[0]) * i as f64 / n as f64;
                             let y = ly(fit.steps_at(2f64.powf(x)));
                             if let Some((px, py)) = prev {
-                                ctx.draw(&Line::new(
-                                    px,
-                                    py,
-                                    x,
-                                    y,
-                                    if regimes { fitc } else { s.color },
-                                ));
+                                // dashed: every other piece of the curve is left out
+                                if !dashed || i % 2 == 0 {
+                                    ctx.draw(&Line::new(
+                                        px,
+                                        py,
+                                        x,
+                                        y,
+                                        if regimes { fitc } else { s.color },
+                                    ));
+                                }
                             }
                             prev = Some((x, y));
                         }
+                    }
+                    // whiskers: the interval of S at each batch size
+                    for (i, p) in a.per_batch.iter().enumerate() {
+                        let (Some(_), Some(Some([lo, hi]))) = (p.steps, ex.intervals.get(i)) else {
+                            continue;
+                        };
+                        if *lo == 0 || hi <= lo {
+                            continue;
+                        }
+                        let x = lx(p.batch_size as f64);
+                        let (y0, y1) = (ly(*lo as f64), ly(*hi as f64));
+                        let cap = (xb[1] - xb[0]) / 80.0;
+                        ctx.draw(&Line::new(x, y0, x, y1, s.color));
+                        ctx.draw(&Line::new(x - cap, y0, x + cap, y0, s.color));
+                        ctx.draw(&Line::new(x - cap, y1, x + cap, y1, s.color));
                     }
                     ctx.layer();
                     // measured segments
@@ -173,7 +265,7 @@ impl Widget for ScalingChart<'_> {
             });
         canvas.render(pa.rect, buf);
         // Points and failure marks on top, in cells.
-        for s in &self.series {
+        for s in &this.series {
             for p in &s.analysis.per_batch {
                 let x = lx(p.batch_size as f64);
                 let style = Style::default()
@@ -194,11 +286,17 @@ impl Widget for ScalingChart<'_> {
                 }
             }
         }
-        draw_legend(buf, &pa, &self, th);
+        draw_legend(buf, &pa, &this, &extras, th);
     }
 }
 
-fn draw_legend(buf: &mut Buffer, pa: &PlotArea, chart: &ScalingChart<'_>, th: Theme) {
+fn draw_legend(
+    buf: &mut Buffer,
+    pa: &PlotArea,
+    chart: &ScalingChart<'_>,
+    extras: &[SeriesExtras],
+    th: Theme,
+) {
     let mut lines: Vec<TextLine<'static>> = Vec::new();
     if chart.regimes {
         let color = chart
@@ -213,14 +311,24 @@ fn draw_legend(buf: &mut Buffer, pa: &PlotArea, chart: &ScalingChart<'_>, th: Th
             ),
             Style::default().fg(color),
         ));
+        let uncertain = extras.first().is_some_and(|e| e.fit_uncertain);
+        let fit = match (th.color, uncertain) {
+            (_, true) => "╌╌ fit (uncertain)",
+            (false, false) => "╌╌ fit",
+            (true, false) => "── fit",
+        };
+        lines.push(TextLine::styled(fit, Style::default().fg(th.fit_color())));
         lines.push(TextLine::styled(
-            "── fit",
-            Style::default().fg(th.fit_color()),
-        ));
-        lines.push(TextLine::styled(
-            "── perfect",
+            if th.color {
+                "── perfect"
+            } else {
+                "⋯⋯ perfect"
+            },
             Style::default().fg(th.reference_color()),
         ));
+        if !th.color {
+            lines.push(TextLine::raw("━━ measured"));
+        }
     } else {
         for s in &chart.series {
             lines.push(TextLine::styled(
@@ -236,6 +344,12 @@ fn draw_legend(buf: &mut Buffer, pa: &PlotArea, chart: &ScalingChart<'_>, th: Th
         .any(|p| p.steps.is_none() && p.trials > p.cancelled);
     if fails {
         lines.push(TextLine::styled("× diverged ↑ budget", th.error()));
+    }
+    if extras
+        .iter()
+        .any(|e| e.intervals.iter().any(|i| i.is_some()))
+    {
+        lines.push(TextLine::styled("┿ interval of S", th.dim()));
     }
     let w = lines.iter().map(|l| l.width()).max().unwrap_or(0) as u16;
     let h = lines.len() as u16;

@@ -1,5 +1,6 @@
-//! The TUI's side of the engine: reading presets and run logs into the app's types. These are the
-//! only file reads the UI does; the runtime calls them off the async executor.
+//! Loading what the screens list: presets and run logs read into the app's types. These are the
+//! only file reads the UI does; the runtime calls them off the async executor and hands the
+//! results to `update` as messages.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -48,8 +49,16 @@ pub fn run_status(log: &RunLog, active: Option<&Path>, modified: Option<SystemTi
 pub fn run_entry(log: &RunLog, active: Option<&Path>, modified: Option<SystemTime>) -> RunEntry {
     let a = log.analysis();
     let h = &log.header;
+    let duration_s = match &log.summary {
+        Some(sum) if sum.wall_s > 0.0 => Some(sum.wall_s),
+        _ => {
+            let total: f64 = log.trials.iter().map(|t| t.outcome.wall_s.max(0.0)).sum();
+            (total > 0.0).then(|| total / h.concurrency.max(1) as f64)
+        }
+    };
     RunEntry {
         path: log.path.clone(),
+        name: run_name(&log.path),
         preset: h.preset.name.clone(),
         optimizer: h.preset.workload.optimizer.name().to_string(),
         started: h.started.clone(),
@@ -59,7 +68,23 @@ pub fn run_entry(log: &RunLog, active: Option<&Path>, modified: Option<SystemTim
         s_min: a.fit.as_ref().map(|f| f.s_min),
         b_crit: a.fit.as_ref().map(|f| f.b_crit),
         error: None,
+        precision: h.preset.workload.precision.name().to_string(),
+        devices: h.devices.label(),
+        b_range: h
+            .batch_sizes
+            .iter()
+            .min()
+            .zip(h.batch_sizes.iter().max())
+            .map(|(a, b)| (*a, *b)),
+        duration_s,
     }
+}
+
+/// A run's name: its log's file name without `.jsonl`.
+pub fn run_name(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Every `*.jsonl` in the runs directory, newest first (by file name, which starts with the
@@ -80,6 +105,7 @@ pub fn scan_runs(dir: &Path, active: Option<&Path>) -> Vec<RunEntry> {
             match read_run_log(&p) {
                 Ok(log) => run_entry(&log, active, modified),
                 Err(e) => RunEntry {
+                    name: run_name(&p),
                     path: p.clone(),
                     preset: p
                         .file_name()
@@ -93,6 +119,7 @@ pub fn scan_runs(dir: &Path, active: Option<&Path>) -> Vec<RunEntry> {
                     s_min: None,
                     b_crit: None,
                     error: Some(e.to_string()),
+                    ..Default::default()
                 },
             }
         })

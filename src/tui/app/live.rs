@@ -1,0 +1,560 @@
+//! The state of one sweep as Live shows it: run by this TUI (folded from engine events) or read
+//! from a run log (folded from its lines). Both end in the same fields, so every view draws them
+//! the same way; the analysis has one source (`reanalyze`, over the records).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::PathBuf;
+
+use super::{History, MAX_CURVES, RECENT_CURVES};
+use crate::core::analysis::{Analysis, Regime};
+use crate::core::events::{PlanInfo, StepStats, SweepEvent, TrialEvent};
+use crate::core::record::{LogLine, TrialRecord};
+use crate::core::trial::{Outcome, TrialOutcome, TrialSpec};
+use crate::runlog::RunLog;
+use crate::sweep::SweepConfig;
+use crate::workload::spec::Workload;
+
+/// Weight of a new examples/s sample in the smoothed sweep throughput.
+const EPS_SMOOTHING: f64 = 0.3;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunningTrial {
+    pub spec: TrialSpec,
+    pub started_at: f64,
+    pub loss: History,
+    pub metric: History,
+    pub last: Option<StepStats>,
+    pub b_simple: Option<f64>,
+    /// Last measured (finite, positive) examples/s of this trial.
+    pub examples_per_s: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Curve {
+    pub trial_id: u64,
+    pub batch_size: usize,
+    pub points: History,
+    /// None while running; the outcome label once finished.
+    pub ended: Option<&'static str>,
+}
+
+/// The validation-metric curve of one batch size's best trial (what a finished sweep shows).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BestCurve {
+    pub batch_size: usize,
+    pub trial_id: u64,
+    /// (step, metric) at every evaluation.
+    pub points: Vec<(f64, f64)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LiveSource {
+    /// A sweep this TUI runs (controllable).
+    Sweep,
+    /// A run log opened read-only (followed while `tailing`).
+    Log { path: PathBuf, tailing: bool },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiveState {
+    pub source: LiveSource,
+    pub plan: PlanInfo,
+    pub workload: Option<Workload>,
+    pub queued: BTreeMap<u64, usize>,
+    pub running: BTreeMap<u64, RunningTrial>,
+    /// Every finished trial known: for a log all of its trials; for a resumed sweep the logged
+    /// ones (`prior` of them, first) and then this session's.
+    pub finished: Vec<TrialRecord>,
+    /// Of `finished`: records that were already in the log when this view started.
+    pub prior: usize,
+    pub recent: VecDeque<Curve>,
+    pub analysis: Analysis,
+    pub saved: usize,
+    pub paused: bool,
+    pub done: bool,
+    pub cancelled: bool,
+    pub errors: Vec<String>,
+    pub started_at: f64,
+    pub ended_at: Option<f64>,
+    /// When the current pause began, and the seconds spent paused before it (ETA excludes them).
+    pub paused_since: Option<f64>,
+    pub paused_total: f64,
+    /// Latest B_simple sample of a running trial (None when no trial runs).
+    pub b_simple_live: Option<f64>,
+    /// Smoothed examples/s of the sweep (kept between trials, so it does not drop to 0).
+    pub examples_per_s_smooth: Option<f64>,
+    /// Trials the user cancelled (`c`): recorded in the log as cancelled. Other cancelled trials
+    /// (stopped by a sweep cancel) are not results and run again on resume.
+    pub user_cancelled: BTreeSet<u64>,
+    /// Trials saved without a `Finished` event (skipped while queued).
+    pub saved_only: usize,
+    /// Selected running trial (for `c`).
+    pub selected: usize,
+}
+
+impl LiveState {
+    pub fn new(source: LiveSource, plan: PlanInfo, workload: Option<Workload>, now: f64) -> Self {
+        LiveState {
+            source,
+            plan,
+            workload,
+            queued: BTreeMap::new(),
+            running: BTreeMap::new(),
+            finished: Vec::new(),
+            prior: 0,
+            recent: VecDeque::new(),
+            analysis: Analysis::default(),
+            saved: 0,
+            paused: false,
+            done: false,
+            cancelled: false,
+            errors: Vec::new(),
+            started_at: now,
+            ended_at: None,
+            paused_since: None,
+            paused_total: 0.0,
+            b_simple_live: None,
+            examples_per_s_smooth: None,
+            user_cancelled: BTreeSet::new(),
+            saved_only: 0,
+            selected: 0,
+        }
+    }
+
+    /// A sweep about to start from `cfg` (its plan arrives with the `Planned` event).
+    pub fn starting(cfg: &SweepConfig, now: f64) -> Self {
+        let plan = PlanInfo {
+            preset: cfg.preset.name.clone(),
+            batch_sizes: cfg.batch_sizes.clone(),
+            trials_per_batch: cfg.trials_per_batch,
+            total_trials: cfg.batch_sizes.len() * cfg.trials_per_batch,
+            already_done: 0,
+            devices: cfg.devices.label(),
+            run_log: None,
+            workload: Some(Box::new(cfg.preset.workload.clone())),
+        };
+        LiveState::new(
+            LiveSource::Sweep,
+            plan,
+            Some(cfg.preset.workload.clone()),
+            now,
+        )
+    }
+
+    /// A run log shown read-only: the same state a live sweep would have after its trials.
+    pub fn from_log(log: &RunLog, tailing: bool, now: f64) -> Self {
+        let mut s = LiveState::resuming(log, now);
+        s.source = LiveSource::Log {
+            path: log.path.clone(),
+            tailing,
+        };
+        if let Some(sum) = &log.summary {
+            s.done = true;
+            s.cancelled = !sum.complete;
+        }
+        s
+    }
+
+    /// The sweep this TUI resumes from `log`: its logged trials are on the chart from the start.
+    pub fn resuming(log: &RunLog, now: f64) -> Self {
+        let h = &log.header;
+        let plan = PlanInfo {
+            preset: h.preset.name.clone(),
+            batch_sizes: h.batch_sizes.clone(),
+            trials_per_batch: h.trials_per_batch,
+            total_trials: log.planned_trials(),
+            already_done: log.trials.len(),
+            devices: h.devices.label(),
+            run_log: Some(log.path.display().to_string()),
+            workload: Some(Box::new(h.preset.workload.clone())),
+        };
+        let mut s = LiveState::new(
+            LiveSource::Sweep,
+            plan,
+            Some(h.preset.workload.clone()),
+            now,
+        );
+        s.finished = log.trials.clone();
+        s.prior = s.finished.len();
+        s.saved = s.finished.len();
+        s.reanalyze();
+        s
+    }
+
+    pub fn read_only(&self) -> bool {
+        matches!(self.source, LiveSource::Log { .. })
+    }
+
+    /// The run's name: the log's file name without `.jsonl` (start time and preset), or the
+    /// preset's name before the log exists.
+    pub fn run_name(&self) -> String {
+        self.plan
+            .run_log
+            .as_deref()
+            .map(std::path::Path::new)
+            .and_then(|p| p.file_stem())
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.plan.preset.clone())
+    }
+
+    /// Recomputes the analysis from the finished trials (cheap: a handful of points).
+    pub fn reanalyze(&mut self) {
+        if let Some(w) = &self.workload {
+            self.analysis = crate::sweep::analysis::analyze(&w.target, &self.finished, w.optimizer);
+        }
+    }
+
+    /// Trials recorded in the run log (resumed ones included).
+    pub fn done_count(&self) -> usize {
+        self.finished.len() + self.saved_only
+    }
+
+    pub fn queued_count(&self) -> usize {
+        self.plan
+            .total_trials
+            .saturating_sub(self.done_count() + self.running.len())
+    }
+
+    /// Seconds the sweep has been running (not paused) at `now`.
+    pub fn active_s(&self, now: f64) -> f64 {
+        let end = self.ended_at.or(self.paused_since).unwrap_or(now);
+        (end - self.started_at - self.paused_total).max(0.0)
+    }
+
+    /// Seconds left, extrapolated from this session's finished trials over the time spent
+    /// running (paused time excluded, so the ETA stands still while paused). None before the
+    /// first finished trial.
+    pub fn eta(&self, now: f64) -> Option<f64> {
+        let n = self.finished.len().saturating_sub(self.prior);
+        if n == 0 || self.done || self.read_only() {
+            return None;
+        }
+        let per = self.active_s(now) / n as f64;
+        let left = self.plan.total_trials.saturating_sub(self.done_count());
+        Some(per * left as f64)
+    }
+
+    /// Examples per second of the running trials (each at its last measured rate); between
+    /// trials, and while a trial has not measured yet, the smoothed sweep rate.
+    pub fn examples_per_s(&self) -> f64 {
+        let now: f64 = self.running.values().filter_map(|r| r.examples_per_s).sum();
+        if now > 0.0 {
+            now
+        } else {
+            self.examples_per_s_smooth.unwrap_or(0.0)
+        }
+    }
+
+    pub fn selected_trial(&self) -> Option<u64> {
+        self.running
+            .keys()
+            .nth(self.selected.min(self.running.len().saturating_sub(1)))
+            .copied()
+    }
+
+    /// Curves for the loss chart: running trials first, then the most recently finished.
+    pub fn curves(&self) -> Vec<Curve> {
+        let mut v: Vec<Curve> = self
+            .running
+            .iter()
+            .map(|(id, r)| Curve {
+                trial_id: *id,
+                batch_size: r.spec.batch_size,
+                points: r.loss.clone(),
+                ended: None,
+            })
+            .take(MAX_CURVES)
+            .collect();
+        for c in self.recent.iter() {
+            if v.len() >= MAX_CURVES {
+                break;
+            }
+            v.push(c.clone());
+        }
+        v
+    }
+
+    /// Each batch size's best trial: its validation metric at every evaluation (ascending B).
+    pub fn best_curves(&self) -> Vec<BestCurve> {
+        let mut out = Vec::new();
+        for p in &self.analysis.per_batch {
+            let Some(id) = p.best_trial else { continue };
+            let Some(r) = self.finished.iter().find(|r| r.trial_id == id) else {
+                continue;
+            };
+            let points: Vec<(f64, f64)> = r
+                .outcome
+                .evals
+                .iter()
+                .filter(|e| e.metric.is_finite())
+                .map(|e| (e.step as f64, e.metric))
+                .collect();
+            if !points.is_empty() {
+                out.push(BestCurve {
+                    batch_size: p.batch_size,
+                    trial_id: id,
+                    points,
+                });
+            }
+        }
+        out
+    }
+
+    /// B_simple over the best trials: (median, min, max). This is what a finished sweep shows —
+    /// never the last trial's value (which may have diverged).
+    pub fn b_simple_spread(&self) -> Option<(f64, f64, f64)> {
+        let mut v: Vec<f64> = self
+            .analysis
+            .per_batch
+            .iter()
+            .filter_map(|p| p.b_simple)
+            .filter(|b| b.is_finite() && *b > 0.0)
+            .collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let med = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some((med, v[0], v[n - 1]))
+    }
+
+    /// Consecutive segments of equal regime merged: (b_lo, b_hi, regime).
+    pub fn regime_spans(&self) -> Vec<(usize, usize, Regime)> {
+        regime_spans(&self.analysis)
+    }
+
+    /// Folds one engine event (a sweep this TUI runs).
+    pub(crate) fn fold(&mut self, ev: SweepEvent, now: f64) {
+        match ev {
+            SweepEvent::Planned(plan) => {
+                if let Some(w) = &plan.workload {
+                    self.workload = Some((**w).clone());
+                }
+                self.plan = plan;
+                self.reanalyze();
+            }
+            SweepEvent::Queued {
+                trial_id,
+                batch_size,
+            } => {
+                self.queued.insert(trial_id, batch_size);
+            }
+            SweepEvent::Trial { trial_id, event } => self.fold_trial(trial_id, event, now),
+            SweepEvent::BestSoFar { .. } => {}
+            SweepEvent::Saved { trial_id } => {
+                self.saved += 1;
+                let known = self.finished.iter().any(|r| r.trial_id == trial_id);
+                if !known && !self.running.contains_key(&trial_id) {
+                    // skipped while queued (user cancel): in the log, never a result
+                    self.queued.remove(&trial_id);
+                    self.saved_only += 1;
+                }
+            }
+            SweepEvent::Paused { paused } => self.set_paused(paused, now),
+            SweepEvent::TrialError { trial_id, message } => {
+                self.queued.remove(&trial_id);
+                self.running.remove(&trial_id);
+                self.errors.push(format!("trial {trial_id}: {message}"));
+                self.refresh_b_simple();
+            }
+            SweepEvent::Done { cancelled, .. } => {
+                // The analysis stays the one computed from the records (same function the
+                // engine used), so there is one source of numbers.
+                self.set_paused(false, now);
+                self.done = true;
+                self.cancelled = cancelled;
+                self.running.clear();
+                self.queued.clear();
+                self.ended_at = Some(now);
+                self.b_simple_live = None;
+            }
+        }
+    }
+
+    fn set_paused(&mut self, paused: bool, now: f64) {
+        match (paused, self.paused_since) {
+            (true, None) => self.paused_since = Some(now),
+            (false, Some(t)) => {
+                self.paused_total += (now - t).max(0.0);
+                self.paused_since = None;
+            }
+            _ => {}
+        }
+        self.paused = paused;
+    }
+
+    fn refresh_b_simple(&mut self) {
+        self.b_simple_live = self
+            .running
+            .values()
+            .rev()
+            .find_map(|r| r.b_simple.filter(|b| b.is_finite()));
+    }
+
+    fn fold_trial(&mut self, id: u64, ev: TrialEvent, now: f64) {
+        match ev {
+            TrialEvent::Started { spec } => {
+                self.queued.remove(&id);
+                self.running.insert(
+                    id,
+                    RunningTrial {
+                        spec,
+                        started_at: now,
+                        loss: History::default(),
+                        metric: History::default(),
+                        last: None,
+                        b_simple: None,
+                        examples_per_s: None,
+                    },
+                );
+            }
+            TrialEvent::Step(s) => {
+                let eps = s.examples_per_s;
+                if let Some(r) = self.running.get_mut(&id) {
+                    // step samples and evaluations both add points, in step order
+                    if r.loss.last().is_none_or(|(x, _)| x < s.step as f64) {
+                        r.loss.push(s.step as f64, s.loss);
+                    }
+                    if eps.is_finite() && eps > 0.0 {
+                        r.examples_per_s = Some(eps);
+                    }
+                    r.last = Some(s);
+                }
+                if eps.is_finite() && eps > 0.0 {
+                    let total: f64 = self.running.values().filter_map(|r| r.examples_per_s).sum();
+                    self.examples_per_s_smooth = Some(match self.examples_per_s_smooth {
+                        Some(old) => old + EPS_SMOOTHING * (total - old),
+                        None => total,
+                    });
+                }
+            }
+            TrialEvent::Eval(p) => {
+                if let Some(r) = self.running.get_mut(&id) {
+                    r.metric.push(p.step as f64, p.metric);
+                    let step = p.step as f64;
+                    if p.train_loss.is_finite() && r.loss.last().is_none_or(|(x, _)| x < step) {
+                        r.loss.push(step, p.train_loss);
+                    }
+                }
+            }
+            TrialEvent::NoiseScale { b_simple, .. } => {
+                if let Some(r) = self.running.get_mut(&id) {
+                    r.b_simple = Some(b_simple);
+                }
+                if b_simple.is_finite() {
+                    self.b_simple_live = Some(b_simple);
+                }
+            }
+            TrialEvent::Finished { outcome } => {
+                let r = self.running.remove(&id);
+                self.queued.remove(&id);
+                let interrupted = matches!(outcome.outcome, Outcome::Cancelled { .. })
+                    && !self.user_cancelled.contains(&id);
+                if let Some(r) = r {
+                    if !interrupted {
+                        self.push_finished(id, r.spec, *outcome, Some(r.loss));
+                    }
+                }
+                if self.selected >= self.running.len() {
+                    self.selected = self.running.len().saturating_sub(1);
+                }
+                self.refresh_b_simple();
+            }
+        }
+    }
+
+    fn push_finished(
+        &mut self,
+        id: u64,
+        spec: TrialSpec,
+        outcome: TrialOutcome,
+        loss: Option<History>,
+    ) {
+        let label = outcome.outcome.label();
+        let batch = spec.batch_size;
+        // A short trial sends few step samples: its per-evaluation training loss draws a line.
+        let mut curve = loss.unwrap_or_default();
+        if curve.len() < outcome.evals.len() {
+            let mut h = History::default();
+            for e in &outcome.evals {
+                if e.train_loss.is_finite() {
+                    h.push(e.step as f64, e.train_loss);
+                }
+            }
+            if !h.is_empty() {
+                curve = h;
+            }
+        }
+        if outcome.throughput.examples_per_s.is_finite()
+            && outcome.throughput.examples_per_s > 0.0
+            && self.examples_per_s_smooth.is_none()
+        {
+            self.examples_per_s_smooth = Some(outcome.throughput.examples_per_s);
+        }
+        self.finished.push(TrialRecord {
+            trial_id: id,
+            spec,
+            outcome,
+            finished: String::new(),
+        });
+        if !curve.is_empty() {
+            self.recent.push_front(Curve {
+                trial_id: id,
+                batch_size: batch,
+                points: curve,
+                ended: Some(label),
+            });
+            self.recent.truncate(RECENT_CURVES);
+        }
+        self.reanalyze();
+    }
+
+    /// Folds one line appended to the followed run log.
+    pub(crate) fn fold_log_line(&mut self, line: LogLine, now: f64) {
+        match line {
+            LogLine::Header(_) => {}
+            LogLine::Trial(t) => {
+                let t = *t;
+                if !self.finished.iter().any(|f| f.trial_id == t.trial_id) {
+                    self.finished.push(t);
+                    self.saved = self.finished.len();
+                    self.reanalyze();
+                }
+            }
+            LogLine::Summary(s) => {
+                self.done = true;
+                self.cancelled = !s.complete;
+                self.ended_at = Some(now);
+                if let LiveSource::Log { tailing, .. } = &mut self.source {
+                    *tailing = false;
+                }
+            }
+        }
+    }
+
+    /// Status text the end-to-end test waits for; stable on purpose.
+    pub fn finished_text(&self) -> String {
+        format!(
+            "trials finished: {}/{}",
+            self.done_count(),
+            self.plan.total_trials
+        )
+    }
+}
+
+/// Consecutive segments of equal regime merged: (b_lo, b_hi, regime).
+pub fn regime_spans(a: &Analysis) -> Vec<(usize, usize, Regime)> {
+    let mut out: Vec<(usize, usize, Regime)> = Vec::new();
+    for s in &a.segments {
+        match out.last_mut() {
+            Some(last) if last.2 == s.regime && last.1 == s.b_lo => last.1 = s.b_hi,
+            _ => out.push((s.b_lo, s.b_hi, s.regime)),
+        }
+    }
+    out
+}

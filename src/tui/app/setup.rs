@@ -1,0 +1,505 @@
+//! The Setup screen's state: the selected preset, the edited study, and what is wrong with it.
+
+use std::path::PathBuf;
+
+use super::RunEntry;
+use crate::core::trial::DeviceSpec;
+use crate::sweep::SweepConfig;
+use crate::workload::spec::{Metric, OptimizerKind, Precision, Preset, Target};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PresetEntry {
+    pub preset: Preset,
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Optimizer,
+    Precision,
+    Devices,
+    BatchMin,
+    BatchMax,
+    Trials,
+    Concurrency,
+    Target,
+    Budget,
+}
+
+pub const FIELDS: [Field; 9] = [
+    Field::Optimizer,
+    Field::Precision,
+    Field::Devices,
+    Field::BatchMin,
+    Field::BatchMax,
+    Field::Trials,
+    Field::Concurrency,
+    Field::Target,
+    Field::Budget,
+];
+
+impl Field {
+    pub fn label(self) -> &'static str {
+        match self {
+            Field::Optimizer => "optimizer",
+            Field::Precision => "precision",
+            Field::Devices => "devices",
+            Field::BatchMin => "batch size from",
+            Field::BatchMax => "batch size to",
+            Field::Trials => "trials per B",
+            Field::Concurrency => "trials at once",
+            Field::Target => "target",
+            Field::Budget => "step budget",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetupFocus {
+    Presets,
+    Fields,
+}
+
+/// A problem with the current setup, shown inline under the field it concerns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    pub field: Option<Field>,
+    pub message: String,
+    /// Errors block the launch; notes only inform.
+    pub blocking: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SetupState {
+    pub presets: Vec<PresetEntry>,
+    /// Problems loading presets (file:line messages).
+    pub load_errors: Vec<String>,
+    pub selected: usize,
+    pub focus: SetupFocus,
+    pub field: usize,
+    /// Device choices: CPU 1–8 workers, then 1..=n of the CUDA devices found.
+    pub devices: Vec<DeviceSpec>,
+    pub gpu_labels: Vec<String>,
+    pub device_idx: usize,
+    pub optimizer: OptimizerKind,
+    pub precision: Precision,
+    pub b_min: usize,
+    pub b_max: usize,
+    pub trials: usize,
+    /// Trials run at the same time (CUDA sweeps run one at a time).
+    pub concurrency: usize,
+    pub target: f64,
+    pub budget: u64,
+}
+
+/// Highest value the concurrency field offers.
+pub const MAX_CONCURRENCY: usize = 16;
+
+impl SetupState {
+    pub fn new(
+        presets: Vec<PresetEntry>,
+        load_errors: Vec<String>,
+        initial: Option<&str>,
+        gpu_labels: Vec<String>,
+    ) -> Self {
+        let mut devices: Vec<DeviceSpec> =
+            (1..=8).map(|w| DeviceSpec::Cpu { workers: w }).collect();
+        for n in 1..=gpu_labels.len() {
+            devices.push(DeviceSpec::Cuda {
+                devices: (0..n).collect(),
+            });
+        }
+        let selected = initial
+            .and_then(|name| presets.iter().position(|p| p.preset.name == name))
+            .unwrap_or(0);
+        let mut s = SetupState {
+            presets,
+            load_errors,
+            selected,
+            focus: SetupFocus::Presets,
+            field: 0,
+            devices,
+            gpu_labels,
+            device_idx: 0,
+            optimizer: OptimizerKind::Sgd,
+            precision: Precision::Fp32,
+            b_min: 16,
+            b_max: 1024,
+            trials: 1,
+            concurrency: 1,
+            target: 0.0,
+            budget: 0,
+        };
+        s.reset_from_preset();
+        s
+    }
+
+    pub fn preset(&self) -> Option<&PresetEntry> {
+        self.presets.get(self.selected)
+    }
+
+    /// Loads the editable values from the selected preset.
+    pub fn reset_from_preset(&mut self) {
+        let Some(p) = self.presets.get(self.selected).map(|e| e.preset.clone()) else {
+            return;
+        };
+        let w = &p.workload;
+        self.optimizer = w.optimizer;
+        self.precision = w.precision;
+        self.target = w.target.value;
+        self.budget = w.step_budget;
+        self.trials = p.sweep.trials_per_batch.max(1);
+        self.concurrency = p.sweep.concurrency.clamp(1, MAX_CONCURRENCY);
+        self.b_min = p.sweep.batch_sizes.iter().copied().min().unwrap_or(16);
+        self.b_max = p.sweep.batch_sizes.iter().copied().max().unwrap_or(1024);
+        let workers = p.sweep.workers.max(1);
+        self.device_idx = self
+            .devices
+            .iter()
+            .position(|d| *d == DeviceSpec::Cpu { workers })
+            .unwrap_or(0);
+    }
+
+    pub fn device(&self) -> DeviceSpec {
+        self.devices[self.device_idx.min(self.devices.len() - 1)].clone()
+    }
+
+    /// The batch sizes of the sweep: the preset's own grid when the range is unchanged, otherwise
+    /// powers of two from `b_min` to `b_max`.
+    pub fn batch_sizes(&self) -> Vec<usize> {
+        if let Some(p) = self.preset() {
+            let grid = &p.preset.sweep.batch_sizes;
+            let lo = grid.iter().copied().min().unwrap_or(0);
+            let hi = grid.iter().copied().max().unwrap_or(0);
+            if lo == self.b_min && hi == self.b_max {
+                let mut g = grid.clone();
+                g.sort_unstable();
+                return g;
+            }
+        }
+        crate::sweep::powers_of_two(self.b_min, self.b_max)
+    }
+
+    /// The name the edited study runs under: the preset's, with its optimizer suffix replaced
+    /// when the optimizer was changed ("digits-mlp-momentum" → "digits-mlp-adam"), or
+    /// "name+optimizer" when the name does not end with the optimizer.
+    pub fn study_name(&self) -> String {
+        let Some(p) = self.preset() else {
+            return String::new();
+        };
+        let name = &p.preset.name;
+        let old = p.preset.workload.optimizer;
+        if self.optimizer == old {
+            return name.clone();
+        }
+        match name.strip_suffix(old.name()) {
+            Some(stem) => format!("{stem}{}", self.optimizer.name()),
+            None => format!("{name}+{}", self.optimizer.name()),
+        }
+    }
+
+    /// Estimated wall time of the study from earlier runs of the same study in `runs`: their mean
+    /// seconds per trial × trials / concurrency. None when no earlier run has finished trials.
+    pub fn estimate_s(&self, runs: &[RunEntry]) -> Option<f64> {
+        let names = [
+            self.study_name(),
+            self.preset()
+                .map(|p| p.preset.name.clone())
+                .unwrap_or_default(),
+        ];
+        let per: Vec<f64> = names
+            .iter()
+            .map(|n| {
+                runs.iter()
+                    .filter(|r| &r.preset == n)
+                    .filter_map(|r| r.seconds_per_trial())
+                    .collect::<Vec<f64>>()
+            })
+            .find(|v| !v.is_empty())?;
+        let spt = per.iter().sum::<f64>() / per.len() as f64;
+        let at_once = self.effective_concurrency().max(1) as f64;
+        Some(spt * self.total_trials() as f64 / at_once)
+    }
+
+    /// Concurrency as launched (CUDA sweeps run one trial at a time).
+    pub fn effective_concurrency(&self) -> usize {
+        if matches!(self.device(), DeviceSpec::Cuda { .. }) {
+            1
+        } else {
+            self.concurrency.max(1)
+        }
+    }
+
+    /// The preset with the edits applied.
+    pub fn edited_preset(&self) -> Option<Preset> {
+        let mut p = self.preset()?.preset.clone();
+        p.name = self.study_name();
+        p.workload.optimizer = self.optimizer;
+        p.workload.precision = self.precision;
+        p.workload.target.value = self.target;
+        p.workload.step_budget = self.budget;
+        p.sweep.batch_sizes = self.batch_sizes();
+        p.sweep.trials_per_batch = self.trials;
+        p.sweep.concurrency = self.effective_concurrency();
+        if let DeviceSpec::Cpu { workers } = self.device() {
+            p.sweep.workers = workers;
+        }
+        Some(p)
+    }
+
+    pub fn config(&self, runs_dir: &std::path::Path) -> Option<SweepConfig> {
+        let entry = self.preset()?;
+        let preset = self.edited_preset()?;
+        let mut cfg = SweepConfig::from_preset(preset, entry.path.clone(), runs_dir.to_path_buf());
+        cfg.devices = self.device();
+        cfg.precision = self.precision;
+        cfg.concurrency = self.effective_concurrency();
+        Some(cfg)
+    }
+
+    /// Everything wrong or noteworthy about the current combination, in field order.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut out = Vec::new();
+        let Some(entry) = self.preset() else {
+            out.push(Problem {
+                field: None,
+                message: "no presets found: put preset TOML files in the presets directory".into(),
+                blocking: true,
+            });
+            return out;
+        };
+        let p = &entry.preset;
+        let w = &p.workload;
+        let err = |field, message: String| Problem {
+            field: Some(field),
+            message,
+            blocking: true,
+        };
+        let note = |field, message: String| Problem {
+            field: Some(field),
+            message,
+            blocking: false,
+        };
+        if self.optimizer != w.optimizer {
+            let lr = p.search.learning_rate;
+            out.push(note(
+                Field::Optimizer,
+                format!(
+                    "the η search range [{}, {}] was set for {}; {} may want another range",
+                    lr[0],
+                    lr[1],
+                    w.optimizer.name(),
+                    self.optimizer.name()
+                ),
+            ));
+        }
+        let nqm = matches!(w.model, crate::workload::spec::ModelSpec::Nqm { .. });
+        match (self.precision, &self.device(), nqm) {
+            (Precision::Fp32, _, _) => {}
+            (_, _, true) => out.push(note(
+                Field::Precision,
+                "the noisy quadratic model is closed-form: precision has no effect".into(),
+            )),
+            (Precision::Bf16, DeviceSpec::Cpu { .. }, _) => out.push(note(
+                Field::Precision,
+                "bf16 is emulated on CPU: expect ~2× slower steps than fp32".into(),
+            )),
+            (Precision::Fp16, _, _) => out.push(note(
+                Field::Precision,
+                "fp16 uses dynamic loss scaling; skipped steps show in Live".into(),
+            )),
+            _ => {}
+        }
+        let g = self.device().replicas();
+        let bs = self.batch_sizes();
+        if self.b_min > self.b_max {
+            out.push(err(
+                Field::BatchMax,
+                format!("range is empty: {} > {}", self.b_min, self.b_max),
+            ));
+        }
+        let bad: Vec<String> = bs
+            .iter()
+            .filter(|&&b| b % g != 0)
+            .map(|b| b.to_string())
+            .collect();
+        if !bad.is_empty() {
+            out.push(err(
+                Field::Devices,
+                format!(
+                    "{} of {} batch sizes not divisible by {g} {} (each needs an equal shard): B = {}",
+                    bad.len(),
+                    bs.len(),
+                    if matches!(self.device(), DeviceSpec::Cpu { .. }) { "workers" } else { "GPUs" },
+                    bad.join(", ")
+                ),
+            ));
+        }
+        if matches!(self.device(), DeviceSpec::Cpu { workers } if workers > 2) {
+            out.push(note(
+                Field::Devices,
+                "CPU workers share this machine's cores: steps are real, wall time is not a GPU forecast".into(),
+            ));
+        }
+        if matches!(self.device(), DeviceSpec::Cuda { .. }) && self.concurrency > 1 {
+            out.push(note(
+                Field::Concurrency,
+                "CUDA sweeps run one trial at a time (each trial owns its GPUs)".into(),
+            ));
+        }
+        if !self.target_valid(&w.target) {
+            out.push(err(
+                Field::Target,
+                format!("{} must be in (0, 1)", w.target.metric.name()),
+            ));
+        }
+        if self.budget < w.eval_every.max(1) {
+            out.push(err(
+                Field::Budget,
+                format!(
+                    "shorter than one evaluation interval ({} steps)",
+                    w.eval_every
+                ),
+            ));
+        }
+        if out.iter().all(|p| !p.blocking) {
+            if let Some(cfg) = self.config(std::path::Path::new(".")) {
+                if let Err(e) = cfg.validate() {
+                    out.push(Problem {
+                        field: None,
+                        message: format!("{e:#}"),
+                        blocking: true,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn target_valid(&self, t: &Target) -> bool {
+        match t.metric {
+            Metric::ValError => self.target > 0.0 && self.target < 1.0,
+            _ => self.target > 0.0 && self.target.is_finite(),
+        }
+    }
+
+    pub fn total_trials(&self) -> usize {
+        self.batch_sizes().len() * self.trials
+    }
+
+    pub(crate) fn adjust(&mut self, field: Field, up: bool) {
+        let Some(w) = self.preset().map(|p| p.preset.workload.clone()) else {
+            return;
+        };
+        match field {
+            Field::Optimizer => {
+                const ALL: [OptimizerKind; 4] = [
+                    OptimizerKind::Sgd,
+                    OptimizerKind::Momentum,
+                    OptimizerKind::Nesterov,
+                    OptimizerKind::Adam,
+                ];
+                let i = ALL.iter().position(|o| *o == self.optimizer).unwrap_or(0);
+                self.optimizer = ALL[cycle(i, ALL.len(), up)];
+            }
+            Field::Precision => {
+                const ALL: [Precision; 3] = [Precision::Fp32, Precision::Bf16, Precision::Fp16];
+                let i = ALL.iter().position(|o| *o == self.precision).unwrap_or(0);
+                self.precision = ALL[cycle(i, ALL.len(), up)];
+            }
+            Field::Devices => {
+                self.device_idx = step_clamped(self.device_idx, self.devices.len(), up);
+            }
+            Field::BatchMin => {
+                self.b_min = if up {
+                    self.b_min * 2
+                } else {
+                    (self.b_min / 2).max(1)
+                };
+                self.b_min = self.b_min.min(1 << 20);
+            }
+            Field::BatchMax => {
+                self.b_max = if up {
+                    self.b_max * 2
+                } else {
+                    (self.b_max / 2).max(1)
+                };
+                self.b_max = self.b_max.min(1 << 20);
+            }
+            Field::Concurrency => {
+                self.concurrency = if up {
+                    (self.concurrency + 1).min(MAX_CONCURRENCY)
+                } else {
+                    self.concurrency.saturating_sub(1).max(1)
+                };
+            }
+            Field::Trials => {
+                self.trials = if up {
+                    (self.trials + 1).min(256)
+                } else {
+                    self.trials.saturating_sub(1).max(1)
+                };
+            }
+            Field::Target => {
+                self.target = match w.target.metric {
+                    Metric::ValError => {
+                        let v = self.target + if up { 0.01 } else { -0.01 };
+                        (v * 100.0).round().clamp(1.0, 99.0) / 100.0
+                    }
+                    Metric::ValBpc => {
+                        let v = self.target + if up { 0.05 } else { -0.05 };
+                        ((v * 100.0).round() / 100.0).max(0.05)
+                    }
+                    Metric::NqmLoss => {
+                        let f: f64 = if up { 1.25 } else { 0.8 };
+                        sig3(self.target * f)
+                    }
+                };
+            }
+            Field::Budget => {
+                self.budget = ladder_125(self.budget, up).max(w.eval_every.max(1));
+            }
+        }
+    }
+}
+
+fn cycle(i: usize, n: usize, up: bool) -> usize {
+    if up {
+        (i + 1) % n
+    } else {
+        (i + n - 1) % n
+    }
+}
+
+fn step_clamped(i: usize, n: usize, up: bool) -> usize {
+    if up {
+        (i + 1).min(n.saturating_sub(1))
+    } else {
+        i.saturating_sub(1)
+    }
+}
+
+fn sig3(v: f64) -> f64 {
+    if v <= 0.0 || !v.is_finite() {
+        return v;
+    }
+    let m = 10f64.powf(v.log10().floor() - 2.0);
+    (v / m).round() * m
+}
+
+/// Next/previous value on the 1-2-5 ladder (100, 200, 500, 1000, …).
+pub fn ladder_125(v: u64, up: bool) -> u64 {
+    let mut steps = Vec::new();
+    let mut d = 1u64;
+    while d <= 100_000_000 {
+        for m in [1, 2, 5] {
+            steps.push(d * m);
+        }
+        d *= 10;
+    }
+    if up {
+        steps.into_iter().find(|&s| s > v).unwrap_or(v)
+    } else {
+        steps.into_iter().rev().find(|&s| s < v).unwrap_or(v)
+    }
+}

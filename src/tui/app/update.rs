@@ -1,0 +1,512 @@
+//! `update`: the only function that changes `App`, and the key handlers it dispatches to.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::{
+    App, Charts, Command, Confirm, LiveState, LiveView, Msg, Problem, RunStatus, Screen,
+    SetupFocus, FIELDS,
+};
+use crate::core::events::SweepEvent;
+use crate::core::trial::Outcome;
+use crate::tui::keymap::Key;
+
+/// Folds one message into the state; returns what the runtime must do.
+pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
+    let mut cmds = Vec::new();
+    let redraw = !matches!(msg, Msg::Tick(_));
+    match msg {
+        Msg::Tick(now) => {
+            app.now = now;
+            // the ETA and elapsed time move while a sweep runs
+            if app.sweep_running() && app.screen == Screen::Live {
+                app.dirty = true;
+            }
+        }
+        Msg::Resize(w, h) => app.size = (w, h),
+        Msg::Key(k) => on_key(app, k, &mut cmds),
+        Msg::SweepBatch(evs) => {
+            for ev in evs {
+                fold_sweep(app, ev);
+            }
+        }
+        Msg::Sweep(ev) => fold_sweep(app, ev),
+        Msg::SweepStarted { run_log } => {
+            app.sweep_active = true;
+            if let Some(l) = app.sweep.as_mut() {
+                if l.plan.run_log.is_none() {
+                    l.plan.run_log = run_log.map(|p| p.display().to_string());
+                }
+            }
+        }
+        Msg::LaunchFailed(e) => {
+            if !app.sweep_active {
+                app.sweep = None;
+                if app.screen == Screen::Live && app.view == LiveView::Sweep {
+                    app.screen = if app.back == Screen::Runs {
+                        Screen::Runs
+                    } else {
+                        Screen::Setup
+                    };
+                }
+            }
+            app.flash = Some(e);
+        }
+        Msg::Resuming(log) => {
+            app.sweep = Some(LiveState::resuming(&log, app.now));
+            app.view = LiveView::Sweep;
+            app.goto(Screen::Live);
+            app.back = Screen::Runs;
+        }
+        Msg::SweepEnded { error } => {
+            app.sweep_active = false;
+            if app.confirm.is_some() {
+                app.confirm = None;
+            }
+            if let Some(e) = error {
+                app.flash = Some(e);
+            }
+            cmds.push(Command::ScanRuns);
+        }
+        Msg::Runs(entries) => {
+            app.runs.entries = entries;
+            app.runs.scanned = true;
+            let n = app.runs.entries.len();
+            app.runs.selected = app.runs.selected.min(n.saturating_sub(1));
+            let paths: BTreeSet<PathBuf> =
+                app.runs.entries.iter().map(|e| e.path.clone()).collect();
+            app.runs.marked.retain(|p| paths.contains(p));
+        }
+        Msg::LogOpened { log, tailing } => {
+            if is_sweep_log(app, &log.path) {
+                // the sweep's own log: show the live, controllable sweep
+                app.view = LiveView::Sweep;
+            } else {
+                app.log = Some(LiveState::from_log(&log, tailing, app.now));
+                app.view = LiveView::Log;
+            }
+            app.goto(Screen::Live);
+            app.back = Screen::Runs;
+        }
+        Msg::LogLines(lines) => {
+            let now = app.now;
+            if let Some(l) = app.log.as_mut() {
+                for line in lines {
+                    l.fold_log_line(line, now);
+                }
+            }
+        }
+        Msg::CompareLoaded(runs) => {
+            app.compare.runs = runs;
+            app.compare.loading = false;
+        }
+        Msg::Error(e) => app.flash = Some(e),
+        Msg::Terminate => {
+            if app.sweep_running() {
+                cmds.push(Command::CancelSweep);
+            }
+            app.quit = true;
+            cmds.push(Command::Quit);
+        }
+    }
+    if redraw {
+        app.dirty = true;
+    }
+    cmds
+}
+
+/// Whether `path` is the run log of the sweep this TUI runs.
+fn is_sweep_log(app: &App, path: &Path) -> bool {
+    app.sweep
+        .as_ref()
+        .and_then(|s| s.plan.run_log.as_deref())
+        .is_some_and(|p| Path::new(p) == path)
+}
+
+fn fold_sweep(app: &mut App, ev: SweepEvent) {
+    let now = app.now;
+    if let SweepEvent::Planned(plan) = &ev {
+        if app.sweep.as_ref().is_none_or(|s| s.done) {
+            app.sweep = Some(LiveState::new(
+                super::LiveSource::Sweep,
+                plan.clone(),
+                plan.workload.as_deref().cloned(),
+                now,
+            ));
+        }
+    }
+    if let Some(l) = app.sweep.as_mut() {
+        l.fold(ev, now);
+    }
+}
+
+fn quit(app: &mut App, cmds: &mut Vec<Command>, interrupted: bool) {
+    if app.sweep_running() {
+        cmds.push(Command::CancelSweep);
+    }
+    app.quit = true;
+    app.interrupted = interrupted;
+    cmds.push(Command::Quit);
+}
+
+fn on_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
+    app.flash = None;
+    // A confirmation dialog captures every key.
+    if let Some(c) = app.confirm {
+        match k {
+            Key::Char('y') | Key::Char('Y') | Key::Enter => {
+                app.confirm = None;
+                match c {
+                    Confirm::Quit => quit(app, cmds, app.interrupted),
+                    Confirm::CancelSweep => cmds.push(Command::CancelSweep),
+                }
+            }
+            Key::Interrupt if c == Confirm::Quit => {
+                app.confirm = None;
+                quit(app, cmds, true);
+            }
+            Key::Char('n') | Key::Char('N') | Key::Esc | Key::Char('q') => {
+                app.confirm = None;
+                app.interrupted = false;
+            }
+            _ => {}
+        }
+        return;
+    }
+    // Global keys.
+    match k {
+        Key::Char('q') | Key::Interrupt => {
+            if app.sweep_running() {
+                app.confirm = Some(Confirm::Quit);
+                app.interrupted = k == Key::Interrupt;
+            } else {
+                quit(app, cmds, k == Key::Interrupt);
+            }
+            return;
+        }
+        Key::Char('?') => {
+            if app.screen == Screen::Help {
+                app.screen = app.back;
+            } else {
+                app.goto(Screen::Help);
+            }
+            return;
+        }
+        Key::Char('1') => return app.goto(Screen::Setup),
+        Key::Char('2') => {
+            if app.live().is_some() {
+                app.goto(Screen::Live);
+            } else {
+                app.flash = Some(
+                    "nothing to show in Live yet: launch a sweep (Enter) or open a run (3)".into(),
+                );
+            }
+            return;
+        }
+        Key::Char('3') => {
+            app.goto(Screen::Runs);
+            cmds.push(Command::ScanRuns);
+            return;
+        }
+        Key::Char('4') => {
+            app.goto(Screen::Compare);
+            return;
+        }
+        Key::Char('s') if app.sweep.is_some() && app.screen != Screen::Setup => {
+            app.view = LiveView::Sweep;
+            app.goto(Screen::Live);
+            return;
+        }
+        _ => {}
+    }
+    match app.screen {
+        Screen::Setup => setup_key(app, k, cmds),
+        Screen::Live => live_key(app, k, cmds),
+        Screen::Runs => runs_key(app, k, cmds),
+        Screen::Meta => meta_key(app, k),
+        Screen::Compare => {
+            if k == Key::Esc {
+                app.goto(Screen::Runs);
+            }
+        }
+        Screen::Help => help_key(app, k),
+    }
+}
+
+fn help_key(app: &mut App, k: Key) {
+    let s = &mut app.help_scroll;
+    match k {
+        Key::Esc | Key::Enter => app.screen = app.back,
+        Key::Up => *s = s.saturating_sub(1),
+        Key::Down => *s = s.saturating_add(1),
+        Key::PageUp => *s = s.saturating_sub(10),
+        Key::PageDown | Key::Space => *s = s.saturating_add(10),
+        Key::Home => *s = 0,
+        Key::End => *s = u16::MAX,
+        _ => {}
+    }
+}
+
+fn meta_key(app: &mut App, k: Key) {
+    let n = app.live().map_or(0, |l| l.plan.batch_sizes.len());
+    match k {
+        Key::Left => app.meta_batch = app.meta_batch.saturating_sub(1),
+        Key::Right => app.meta_batch = (app.meta_batch + 1).min(n.saturating_sub(1)),
+        Key::Home => app.meta_batch = 0,
+        Key::End => app.meta_batch = n.saturating_sub(1),
+        Key::Esc | Key::Char('m') => app.screen = Screen::Live,
+        _ => {}
+    }
+}
+
+fn setup_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
+    let running = app.sweep_running();
+    let s = &mut app.setup;
+    match k {
+        Key::Tab | Key::BackTab => {
+            s.focus = match s.focus {
+                SetupFocus::Presets => SetupFocus::Fields,
+                SetupFocus::Fields => SetupFocus::Presets,
+            };
+        }
+        Key::Up | Key::Down | Key::Home | Key::End => {
+            let up = matches!(k, Key::Up);
+            match s.focus {
+                SetupFocus::Presets => {
+                    let n = s.presets.len();
+                    let old = s.selected;
+                    s.selected = match k {
+                        Key::Home => 0,
+                        Key::End => n.saturating_sub(1),
+                        _ if up => s.selected.saturating_sub(1),
+                        _ => (s.selected + 1).min(n.saturating_sub(1)),
+                    };
+                    if s.selected != old {
+                        s.reset_from_preset();
+                    }
+                }
+                SetupFocus::Fields => {
+                    s.field = match k {
+                        Key::Home => 0,
+                        Key::End => FIELDS.len() - 1,
+                        _ if up => s.field.saturating_sub(1),
+                        _ => (s.field + 1).min(FIELDS.len() - 1),
+                    };
+                }
+            }
+        }
+        Key::Left | Key::Right => {
+            if s.focus == SetupFocus::Presets {
+                s.focus = SetupFocus::Fields;
+            } else {
+                let f = FIELDS[s.field];
+                s.adjust(f, k == Key::Right);
+            }
+        }
+        Key::Char('r') => s.reset_from_preset(),
+        Key::Enter => {
+            if running {
+                app.flash = Some(
+                    "a sweep is already running: watch it in Live (s) or cancel it there (C)"
+                        .into(),
+                );
+                return;
+            }
+            let blocking: Vec<Problem> = s.problems().into_iter().filter(|p| p.blocking).collect();
+            if let Some(p) = blocking.first() {
+                app.flash = Some(format!("cannot launch: {}", p.message));
+                return;
+            }
+            if let Some(cfg) = s.config(&app.runs_dir) {
+                app.sweep = Some(LiveState::starting(&cfg, app.now));
+                app.view = LiveView::Sweep;
+                app.meta_batch = 0;
+                app.goto(Screen::Live);
+                app.back = Screen::Setup;
+                cmds.push(Command::Launch(Box::new(cfg)));
+            }
+        }
+        Key::Esc if s.focus == SetupFocus::Fields => s.focus = SetupFocus::Presets,
+        _ => {}
+    }
+}
+
+fn live_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
+    let running = app.sweep_running();
+    let on_sweep = app.viewing_sweep();
+    if app.live().is_none() {
+        return;
+    }
+    match k {
+        Key::Char('t') => {
+            app.charts = match app.charts {
+                Charts::Both => Charts::Scaling,
+                Charts::Scaling => Charts::Loss,
+                Charts::Loss => Charts::Both,
+            }
+        }
+        Key::Char('m') => {
+            app.goto(Screen::Meta);
+        }
+        Key::Tab => app.panel = (app.panel + 1) % 3,
+        Key::BackTab => app.panel = (app.panel + 2) % 3,
+        Key::Up | Key::Down if on_sweep => {
+            if let Some(l) = app.sweep.as_mut() {
+                l.selected = if k == Key::Up {
+                    l.selected.saturating_sub(1)
+                } else {
+                    (l.selected + 1).min(l.running.len().saturating_sub(1))
+                };
+            }
+        }
+        Key::Esc => {
+            app.screen = if on_sweep && app.back != Screen::Runs {
+                Screen::Setup
+            } else {
+                Screen::Runs
+            };
+            if app.screen == Screen::Runs {
+                cmds.push(Command::ScanRuns);
+            }
+        }
+        Key::Char('p') | Key::Char('c') | Key::Char('C') | Key::Char('x') if !on_sweep => {
+            app.flash = Some(if running {
+                "read-only view of a run log: s shows the running sweep, where p/c/C act".into()
+            } else {
+                "read-only view of a run log: pause/cancel act on a sweep started here".into()
+            });
+        }
+        Key::Char('p') if running => {
+            let paused = app.sweep.as_ref().is_some_and(|l| l.paused);
+            cmds.push(Command::Pause(!paused));
+        }
+        Key::Char('c') if running => {
+            let Some(l) = app.sweep.as_mut() else { return };
+            match l.selected_trial() {
+                Some(id) => {
+                    l.user_cancelled.insert(id);
+                    cmds.push(Command::CancelTrial(id));
+                    app.flash = Some(format!(
+                        "cancelling trial #{id} (recorded as cancelled, never counted)"
+                    ));
+                }
+                None => app.flash = Some("no running trial to cancel".into()),
+            }
+        }
+        Key::Char('C') | Key::Char('x') if running => app.confirm = Some(Confirm::CancelSweep),
+        Key::Char('p') | Key::Char('c') | Key::Char('C') | Key::Char('x') => {
+            app.flash = Some("the sweep is not running".into());
+        }
+        _ => {}
+    }
+}
+
+fn runs_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
+    let sweep_log = app
+        .sweep
+        .as_ref()
+        .and_then(|s| s.plan.run_log.clone())
+        .map(PathBuf::from);
+    let r = &mut app.runs;
+    let n = r.entries.len();
+    match k {
+        Key::Up => r.selected = r.selected.saturating_sub(1),
+        Key::Down => r.selected = (r.selected + 1).min(n.saturating_sub(1)),
+        Key::Home => r.selected = 0,
+        Key::End => r.selected = n.saturating_sub(1),
+        Key::PageUp => r.selected = r.selected.saturating_sub(10),
+        Key::PageDown => r.selected = (r.selected + 10).min(n.saturating_sub(1)),
+        Key::Space => {
+            if let Some(e) = r.entries.get(r.selected) {
+                if !r.marked.remove(&e.path) {
+                    r.marked.insert(e.path.clone());
+                }
+                r.selected = (r.selected + 1).min(n.saturating_sub(1));
+            }
+        }
+        Key::Enter => {
+            if let Some(e) = r.entries.get(r.selected) {
+                if e.status == RunStatus::Unreadable {
+                    app.flash = e.error.clone();
+                } else if sweep_log.as_deref() == Some(e.path.as_path()) {
+                    // the sweep running here: show it live (controllable), not read-only
+                    app.view = LiveView::Sweep;
+                    app.goto(Screen::Live);
+                    app.back = Screen::Runs;
+                } else {
+                    cmds.push(Command::OpenLog(e.path.clone()));
+                }
+            }
+        }
+        Key::Char('r') => {
+            if let Some(e) = r.entries.get(r.selected) {
+                match e.status {
+                    RunStatus::Interrupted if !app.sweep_active => {
+                        let p = e.path.clone();
+                        app.meta_batch = 0;
+                        cmds.push(Command::Resume(p));
+                    }
+                    RunStatus::Interrupted => {
+                        app.flash =
+                            Some("a sweep is already running; resume this one after it".into())
+                    }
+                    s => {
+                        app.flash = Some(format!(
+                            "only interrupted sweeps can be resumed (this one is {})",
+                            s.label()
+                        ))
+                    }
+                }
+            }
+        }
+        Key::Char('c') => {
+            let mut paths: Vec<PathBuf> = r.marked.iter().cloned().collect();
+            if paths.is_empty() {
+                if let Some(e) = r.entries.get(r.selected) {
+                    paths.push(e.path.clone());
+                }
+            }
+            if !paths.is_empty() {
+                app.compare.loading = true;
+                app.goto(Screen::Compare);
+                cmds.push(Command::LoadCompare(paths));
+            }
+        }
+        Key::Char('R') => cmds.push(Command::ScanRuns),
+        Key::Esc => app.goto(if app.live().is_some() {
+            Screen::Live
+        } else {
+            Screen::Setup
+        }),
+        _ => {}
+    }
+}
+
+/// "1h 02m", "3m 05s", "12s".
+pub fn format_duration(s: f64) -> String {
+    if !s.is_finite() || s < 0.0 {
+        return "–".into();
+    }
+    let s = s.round() as u64;
+    if s >= 3600 {
+        format!("{}h {:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m {:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// The outcome text for a finished trial in lists.
+pub fn outcome_text(o: &Outcome) -> String {
+    match o {
+        Outcome::Reached { step } => format!("reached at {step}"),
+        Outcome::NotReached {
+            budget,
+            early_stopped: false,
+        } => format!("not reached in {budget}"),
+        Outcome::NotReached { budget, .. } => format!("stopped early at {budget}"),
+        Outcome::Diverged { step } => format!("diverged at {step}"),
+        Outcome::Cancelled { step } => format!("cancelled at {step}"),
+    }
+}
