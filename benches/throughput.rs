@@ -1,5 +1,23 @@
-//! `cargo bench`: examples/s of the peer's MLP 784-256-10 step at B = 32, 128, 1024 and of every
-//! preset model at B = 128 (the same code as `scaling-lab bench`).
+//! `cargo bench`: the same measurements as `scaling-lab bench` (MLP 784-256-10 step at B = 32, 128, 1024,
+//! the paper-size MNIST CNN at B = 128, every preset model at B = 128) and, when a JAX python exists
+//! ($SCALING_LAB_JAX_PYTHON or /work/venv-jax), the JAX peers in `benches/peers/` in the same run,
+//! interleaved with ours (3 rounds, best of each), with the ratios.
+//! Env: SCALING_LAB_BENCH_ROUNDS (default 3), SCALING_LAB_BENCH_JSON=1 for JSON,
+//! SCALING_LAB_BENCH_CONCURRENCY=1 to add the 1-vs-2-trials measurement.
 fn main() {
-    scaling_lab::train::bench::print_report(200, scaling_lab::workload::spec::Precision::Fp32);
+    let env = |k: &str| std::env::var(k).ok();
+    let args = scaling_lab::train::bench::BenchArgs {
+        steps: 200,
+        rounds: env("SCALING_LAB_BENCH_ROUNDS")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3),
+        peer: scaling_lab::train::bench::peer_python().is_some(),
+        json: env("SCALING_LAB_BENCH_JSON").is_some_and(|v| v == "1"),
+        concurrency: env("SCALING_LAB_BENCH_CONCURRENCY").is_some_and(|v| v == "1"),
+        ..Default::default()
+    };
+    if let Err(e) = scaling_lab::train::bench::bench_main(&args) {
+        eprintln!("bench failed: {e:#}");
+        std::process::exit(1);
+    }
 }

@@ -85,11 +85,19 @@ pub struct Cnn<B: Backend> {
 }
 
 impl<B: Backend> Cnn<B> {
+    /// x: [N, C, H, W]; the convolutions run on NHWC activations (free for C = 1), and the dense layer
+    /// reads the pooled features in (h, w, c) order.
     pub fn forward(&self, x: Tensor<B, 4>, c: &Ctx) -> Tensor<B, 2> {
+        let x = if x.dims()[1] == 1 {
+            let [n, _, h, w] = x.dims();
+            x.reshape([n, h, w, 1])
+        } else {
+            x.permute([0, 2, 3, 1])
+        };
         let y = self.conv1.forward(c.cast(x), c);
         let y = self.conv2.forward(y, c);
-        let [n, ch, h, w] = y.dims();
-        let y = activation::relu(self.fc.forward2(y.reshape([n, ch * h * w]), c));
+        let [n, h, w, ch] = y.dims();
+        let y = activation::relu(self.fc.forward2(y.reshape([n, h * w * ch]), c));
         c.to_f32(self.out.forward2(y, c))
     }
 }

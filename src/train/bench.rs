@@ -1,5 +1,12 @@
-//! Throughput benchmarks (examples/s), shared by `scaling-lab bench` and `cargo bench`.
+//! Throughput benchmarks, shared by `scaling-lab bench [--json]` and `cargo bench`.
+//!
+//! * the peer's MLP 784-256-10 step (SGD momentum 0.9, random data) at B = 32, 128, 1024 in examples/s;
+//! * Shallue et al.'s paper-size MNIST CNN step (28×28, 5×5 convs 32/64, 2×2 max-pool, dense 1024) at B = 128;
+//! * every data preset's model at B = 128 through the full trainer (1 worker), ms/step;
+//! * optionally, per preset, one trial on all threads vs two trials on one thread each (sweep concurrency);
+//! * optionally the JAX peers (`benches/peers/*.py`) in the same run, interleaved with ours, best of rounds.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use burn::optim::GradientsParams;
@@ -7,24 +14,164 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
 
 use super::optim::Opt;
 use crate::model::{Batch, Ctx, InputShape, Net};
 use crate::workload::spec::{Metaparams, ModelSpec, OptimizerKind, Precision, Schedule};
 
-/// The peer's step: MLP 784-H-10, ReLU, softmax cross-entropy, SGD momentum 0.9 on random data
-/// (8 pre-made batches cycled, like `jax_mlp_step.py`). Returns examples/s over `steps` timed steps
-/// after 20 warm-up steps.
-pub fn mlp_step_examples_per_s<B: AutodiffBackend>(
+/// `scaling-lab bench` flags (flatten into the CLI's `Bench` subcommand).
+#[derive(clap::Args, Clone, Debug)]
+pub struct BenchArgs {
+    /// Timed steps per MLP measurement (the CNN uses a tenth, at least 5).
+    #[arg(long, default_value_t = 200)]
+    pub steps: usize,
+    /// Compute precision of the forward pass: fp32, bf16 or fp16.
+    #[arg(long, default_value = "fp32", value_parser = ["fp32", "bf16", "fp16"])]
+    pub precision: String,
+    /// Print one JSON object (BenchReport) instead of the tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Also run the JAX peers (python from $SCALING_LAB_JAX_PYTHON or /work/venv-jax) and print ratios.
+    #[arg(long)]
+    pub peer: bool,
+    /// Rounds per measurement (ours and the peer interleaved); the best round is reported.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: usize,
+    /// Skip the per-preset trainer measurements.
+    #[arg(long)]
+    pub no_presets: bool,
+    /// Measure one trial on all threads vs two trials on one thread each, per preset.
+    #[arg(long)]
+    pub concurrency: bool,
+}
+
+impl Default for BenchArgs {
+    fn default() -> Self {
+        BenchArgs {
+            steps: 200,
+            precision: "fp32".into(),
+            json: false,
+            peer: false,
+            rounds: 1,
+            no_presets: false,
+            concurrency: false,
+        }
+    }
+}
+
+impl BenchArgs {
+    pub fn precision(&self) -> Precision {
+        match self.precision.as_str() {
+            "bf16" => Precision::Bf16,
+            "fp16" => Precision::Fp16,
+            _ => Precision::Fp32,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct StepPoint {
+    pub batch: usize,
+    pub examples_per_s: f64,
+    pub ms_per_step: f64,
+}
+
+/// A JAX peer's figure next to ours: ratio = ours / peer in examples/s (> 1: we are faster).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct PeerPoint {
+    pub model: String,
+    pub batch: usize,
+    pub ours_examples_per_s: f64,
+    pub peer_examples_per_s: f64,
+    pub ratio: f64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct PresetPoint {
+    pub preset: String,
+    pub batch: usize,
+    pub examples_per_s: f64,
+    pub ms_per_step: f64,
+    pub params: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One trial on all threads vs two concurrent trials on one thread each (total examples/s).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ConcurrencyPoint {
+    pub preset: String,
+    pub batch: usize,
+    pub threads: usize,
+    pub one_trial_examples_per_s: f64,
+    pub two_trials_examples_per_s: f64,
+    /// The faster choice for `[sweep] concurrency`: 1 or 2.
+    pub recommended_concurrency: usize,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct CpuFeatures {
+    pub threads: usize,
+    pub avx2: bool,
+    pub fma: bool,
+    pub avx512f: bool,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct BenchReport {
+    pub backend: String,
+    pub precision: Precision,
+    pub cpu: CpuFeatures,
+    /// MLP 784-256-10, SGD momentum 0.9, per batch size.
+    pub mlp: Vec<StepPoint>,
+    /// Paper-size MNIST CNN at B = 128.
+    pub cnn_paper: StepPoint,
+    pub presets: Vec<PresetPoint>,
+    pub concurrency: Vec<ConcurrencyPoint>,
+    /// Empty unless the peers ran.
+    pub peers: Vec<PeerPoint>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer_note: Option<String>,
+}
+
+pub fn cpu_features() -> CpuFeatures {
+    #[cfg(target_arch = "x86_64")]
+    let (avx2, fma, avx512f) = (
+        std::arch::is_x86_feature_detected!("avx2"),
+        std::arch::is_x86_feature_detected!("fma"),
+        std::arch::is_x86_feature_detected!("avx512f"),
+    );
+    #[cfg(not(target_arch = "x86_64"))]
+    let (avx2, fma, avx512f) = (false, false, false);
+    CpuFeatures {
+        threads: rayon::current_num_threads(),
+        avx2,
+        fma,
+        avx512f,
+    }
+}
+
+fn ctx_for(precision: Precision) -> Ctx {
+    Ctx {
+        dtype: match precision {
+            Precision::Fp32 => None,
+            Precision::Bf16 => Some(burn::tensor::FloatDType::BF16),
+            Precision::Fp16 => Some(burn::tensor::FloatDType::F16),
+        },
+    }
+}
+
+/// Examples/s of a training step (forward, backward, SGD momentum 0.9) of `spec` on random 28×28
+/// images (8 pre-made batches cycled, like the JAX peers), over `steps` timed steps after `warmup`.
+pub fn step_examples_per_s<B: AutodiffBackend>(
+    spec: &ModelSpec,
     batch: usize,
-    hidden: usize,
+    warmup: usize,
     steps: usize,
     precision: Precision,
     device: &Device<B>,
 ) -> f64 {
-    let spec = ModelSpec::Mlp {
-        hidden: vec![hidden],
-    };
     let shape = InputShape {
         channels: 1,
         height: 28,
@@ -33,7 +180,7 @@ pub fn mlp_step_examples_per_s<B: AutodiffBackend>(
         vocab: 0,
         seq_len: 0,
     };
-    let mut model: Net<B> = Net::init(&spec, shape, 0, device).expect("mlp");
+    let mut model: Net<B> = Net::init(spec, shape, 0, device).expect("image model");
     let mp = Metaparams {
         learning_rate: 0.05,
         momentum: 0.9,
@@ -42,13 +189,7 @@ pub fn mlp_step_examples_per_s<B: AutodiffBackend>(
         schedule: Schedule::default(),
     };
     let mut opt = Opt::<Net<B>, B>::new(OptimizerKind::Momentum, &mp);
-    let ctx = Ctx {
-        dtype: match precision {
-            Precision::Fp32 => None,
-            Precision::Bf16 => Some(burn::tensor::FloatDType::BF16),
-            Precision::Fp16 => Some(burn::tensor::FloatDType::F16),
-        },
-    };
+    let ctx = ctx_for(precision);
     let mut rng = StdRng::seed_from_u64(1);
     let batches: Vec<Batch<B>> = (0..8)
         .map(|_| {
@@ -77,7 +218,7 @@ pub fn mlp_step_examples_per_s<B: AutodiffBackend>(
         }
         m
     };
-    model = run(20, model);
+    model = run(warmup, model);
     let t = Instant::now();
     model = run(steps, model);
     let dt = t.elapsed().as_secs_f64();
@@ -85,62 +226,427 @@ pub fn mlp_step_examples_per_s<B: AutodiffBackend>(
     (steps * batch) as f64 / dt
 }
 
-/// Prints the benchmark table: the peer's MLP step at B = 32, 128, 1024 and every preset model at
-/// B = 128 through the full data-parallel trainer (1 worker).
-pub fn print_report(steps: usize, precision: Precision) {
+/// The peer's step: MLP 784-H-10. Returns examples/s over `steps` timed steps after 20 warm-up steps.
+pub fn mlp_step_examples_per_s<B: AutodiffBackend>(
+    batch: usize,
+    hidden: usize,
+    steps: usize,
+    precision: Precision,
+    device: &Device<B>,
+) -> f64 {
+    let spec = ModelSpec::Mlp {
+        hidden: vec![hidden],
+    };
+    step_examples_per_s::<B>(&spec, batch, 20, steps, precision, device)
+}
+
+/// The paper-size MNIST CNN (Shallue et al.): 5×5 convs with 32 and 64 channels, dense 1024.
+pub fn cnn_paper_spec() -> ModelSpec {
+    ModelSpec::Cnn {
+        channels: [32, 64],
+        dense: 1024,
+    }
+}
+
+/// The python that runs the JAX peers: $SCALING_LAB_JAX_PYTHON, else /work/venv-jax/bin/python if present.
+pub fn peer_python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("SCALING_LAB_JAX_PYTHON") {
+        return Some(PathBuf::from(p));
+    }
+    let p = PathBuf::from("/work/venv-jax/bin/python");
+    p.exists().then_some(p)
+}
+
+/// Directory of the peer scripts (`benches/peers`), from the crate root or the working directory.
+pub fn peers_dir() -> PathBuf {
+    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/peers");
+    if built.exists() {
+        built
+    } else {
+        PathBuf::from("benches/peers")
+    }
+}
+
+/// Runs one peer script and parses its `examples_per_s=` figure.
+pub fn run_peer(python: &std::path::Path, script: &str, args: &[String]) -> anyhow::Result<f64> {
+    let out = std::process::Command::new(python)
+        .arg(peers_dir().join(script))
+        .args(args)
+        .env("JAX_PLATFORMS", "cpu")
+        .stdin(std::process::Stdio::null())
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    anyhow::ensure!(
+        out.status.success(),
+        "{script} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .last()
+            .unwrap_or("")
+    );
+    parse_examples_per_s(&text)
+        .ok_or_else(|| anyhow::anyhow!("{script}: no examples_per_s in {text:?}"))
+}
+
+pub fn parse_examples_per_s(line: &str) -> Option<f64> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("examples_per_s="))
+        .and_then(|v| v.parse().ok())
+}
+
+/// Runs the benchmark. Ours and the peer alternate within each round; the best round of each is kept.
+pub fn run_bench(args: &BenchArgs) -> BenchReport {
     use super::runner::CpuTrain;
     let dev = Default::default();
+    let precision = args.precision();
+    let rounds = args.rounds.max(1);
+    let python = if args.peer { peer_python() } else { None };
+    let peer_note = match (args.peer, &python) {
+        (true, None) => Some(
+            "no JAX python: set SCALING_LAB_JAX_PYTHON or create /work/venv-jax (pip install jax optax)"
+                .to_string(),
+        ),
+        _ => None,
+    };
+    let mut peers = Vec::new();
+    let peer_once = |script: &str, pargs: Vec<String>, best: &mut f64| {
+        if let Some(py) = &python {
+            if let Ok(v) = run_peer(py, script, &pargs) {
+                *best = best.max(v);
+            }
+        }
+    };
+
+    let mut mlp = Vec::new();
+    for b in [32usize, 128, 1024] {
+        let n = if b >= 1024 {
+            args.steps / 4
+        } else {
+            args.steps
+        }
+        .max(10);
+        let (mut ours, mut peer) = (0.0f64, 0.0f64);
+        for _ in 0..rounds {
+            ours = ours.max(mlp_step_examples_per_s::<CpuTrain>(
+                b, 256, n, precision, &dev,
+            ));
+            peer_once(
+                "jax_mlp_step.py",
+                vec![b.to_string(), (n * 2).to_string(), "256".into()],
+                &mut peer,
+            );
+        }
+        mlp.push(StepPoint {
+            batch: b,
+            examples_per_s: ours,
+            ms_per_step: 1e3 * b as f64 / ours,
+        });
+        if python.is_some() && peer > 0.0 {
+            peers.push(PeerPoint {
+                model: "mlp784-256-10".into(),
+                batch: b,
+                ours_examples_per_s: ours,
+                peer_examples_per_s: peer,
+                ratio: ours / peer,
+            });
+        }
+    }
+
+    let cnn_steps = (args.steps / 10).max(5);
+    let (mut ours, mut peer) = (0.0f64, 0.0f64);
+    for _ in 0..rounds {
+        ours = ours.max(step_examples_per_s::<CpuTrain>(
+            &cnn_paper_spec(),
+            128,
+            3,
+            cnn_steps,
+            precision,
+            &dev,
+        ));
+        peer_once(
+            "jax_cnn_step.py",
+            vec!["128".into(), cnn_steps.to_string()],
+            &mut peer,
+        );
+    }
+    let cnn_paper = StepPoint {
+        batch: 128,
+        examples_per_s: ours,
+        ms_per_step: 1e3 * 128.0 / ours,
+    };
+    if python.is_some() && peer > 0.0 {
+        peers.push(PeerPoint {
+            model: "cnn-paper".into(),
+            batch: 128,
+            ours_examples_per_s: ours,
+            peer_examples_per_s: peer,
+            ratio: ours / peer,
+        });
+    }
+
+    let presets = if args.no_presets {
+        Vec::new()
+    } else {
+        preset_points(precision)
+    };
+    let concurrency = if args.concurrency {
+        concurrency_points(precision)
+    } else {
+        Vec::new()
+    };
+    BenchReport {
+        backend: "burn-flex (cpu)".into(),
+        precision,
+        cpu: cpu_features(),
+        mlp,
+        cnn_paper,
+        presets,
+        concurrency,
+        peers,
+        peer_note,
+    }
+}
+
+/// The data presets (not NQM), loaded from the presets directory.
+fn data_presets() -> Vec<crate::workload::spec::Preset> {
+    let dir = crate::workload::load::presets_dir();
+    crate::workload::load::list_presets(&dir)
+        .into_iter()
+        .filter_map(|(_, p)| p.ok())
+        .filter(|p| p.workload.dataset.is_some())
+        .collect()
+}
+
+/// One preset's model at batch `b` through the trainer for `steps` steps without evaluation.
+fn trainer_point(
+    p: &crate::workload::spec::Preset,
+    b: usize,
+    steps: u64,
+    precision: Precision,
+) -> anyhow::Result<crate::core::Throughput> {
+    use crate::core::TrialRunner;
+    let mut w = p.workload.clone();
+    w.step_budget = steps;
+    w.max_examples = None;
+    w.eval_every = u64::MAX / 2;
+    w.target.value = f64::NEG_INFINITY;
+    let spec = crate::core::TrialSpec {
+        trial_id: 0,
+        batch_size: b,
+        devices: crate::core::DeviceSpec::Cpu { workers: 1 },
+        precision,
+        metaparams: w.defaults.clone(),
+        seed: 0,
+        repeat_of: None,
+    };
+    let runner = super::BurnRunner::new(super::TrainOptions {
+        noise_scale: false,
+        ..Default::default()
+    });
+    let o = runner.run(&w, &spec, &mut |_| {}, &crate::core::CancelToken::new())?;
+    Ok(o.throughput)
+}
+
+fn preset_points(precision: Precision) -> Vec<PresetPoint> {
+    data_presets()
+        .iter()
+        .map(|p| match trainer_point(p, 128, 30, precision) {
+            Ok(t) => PresetPoint {
+                preset: p.name.clone(),
+                batch: 128,
+                examples_per_s: t.examples_per_s,
+                ms_per_step: t.step_s * 1e3,
+                params: t.params,
+                error: None,
+            },
+            Err(e) => PresetPoint {
+                preset: p.name.clone(),
+                batch: 128,
+                examples_per_s: 0.0,
+                ms_per_step: 0.0,
+                params: 0,
+                error: Some(format!("{e:#}")),
+            },
+        })
+        .collect()
+}
+
+/// Per preset (one per model): total examples/s of one trial on all threads vs two trials at once on
+/// one thread each (each in its own 1-thread rayon pool), at B = 128.
+pub fn concurrency_points(precision: Precision) -> Vec<ConcurrencyPoint> {
+    let threads = rayon::current_num_threads();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for p in data_presets() {
+        if !seen.insert(format!("{:?}|{:?}", p.workload.model, p.workload.dataset)) {
+            continue;
+        }
+        let steps = match p.workload.model {
+            ModelSpec::Mlp { .. } => 300,
+            _ => 20,
+        };
+        let b = 128;
+        let one = match trainer_point(&p, b, steps, precision) {
+            Ok(t) => t.examples_per_s,
+            Err(_) => continue,
+        };
+        let t0 = Instant::now();
+        let results: Vec<anyhow::Result<()>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    let p = &p;
+                    s.spawn(move || {
+                        let pool = rayon::ThreadPoolBuilder::new()
+                            .num_threads(1)
+                            .build()
+                            .map_err(|e| anyhow::anyhow!("{e}"))?;
+                        pool.install(|| trainer_point(p, b, steps, precision).map(|_| ()))
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("panic"))))
+                .collect()
+        });
+        if results.iter().any(|r| r.is_err()) {
+            continue;
+        }
+        // wall time of both trials (including model build and data load, like a sweep)
+        let two = (2 * steps as usize * b) as f64 / t0.elapsed().as_secs_f64();
+        out.push(ConcurrencyPoint {
+            preset: p.name.clone(),
+            batch: b,
+            threads,
+            one_trial_examples_per_s: one,
+            two_trials_examples_per_s: two,
+            recommended_concurrency: if two > one * 1.05 { 2 } else { 1 },
+        });
+    }
+    out
+}
+
+/// Prints the report as tables.
+pub fn print_tables(r: &BenchReport) {
+    println!(
+        "CPU: {} threads, avx2 {}, fma {}, avx512f {} (gemm picks its kernels at run time)",
+        r.cpu.threads, r.cpu.avx2, r.cpu.fma, r.cpu.avx512f
+    );
     println!(
         "MLP 784-256-10 train step (SGD momentum 0.9, {}), Flex CPU, 1 worker",
-        precision.name()
+        r.precision.name()
     );
     println!("{:>8} {:>14} {:>12}", "batch", "examples/s", "ms/step");
-    for b in [32usize, 128, 1024] {
-        let n = if b >= 1024 { steps / 4 } else { steps }.max(10);
-        let eps = mlp_step_examples_per_s::<CpuTrain>(b, 256, n, precision, &dev);
-        println!("{b:>8} {eps:>14.0} {:>12.3}", 1e3 * b as f64 / eps);
+    for p in &r.mlp {
+        println!(
+            "{:>8} {:>14.0} {:>12.3}",
+            p.batch, p.examples_per_s, p.ms_per_step
+        );
     }
     println!();
     println!(
-        "Preset models at B = 128 through the trainer (eval excluded), {}:",
-        precision.name()
+        "Paper-size MNIST CNN (28x28, 5x5 convs 32/64, dense 1024) at B = {}: {:.0} examples/s, {:.1} ms/step",
+        r.cnn_paper.batch, r.cnn_paper.examples_per_s, r.cnn_paper.ms_per_step
     );
-    println!(
-        "{:<32} {:>14} {:>12} {:>10}",
-        "preset", "examples/s", "ms/step", "params"
-    );
-    let dir = crate::workload::load::presets_dir();
-    for (_, p) in crate::workload::load::list_presets(&dir) {
-        let Ok(p) = p else { continue };
-        if p.workload.dataset.is_none() {
-            continue;
+    if !r.peers.is_empty() {
+        println!();
+        println!("Against the JAX peers (same run, best round each; ratio > 1: we are faster):");
+        println!(
+            "{:<16} {:>6} {:>14} {:>14} {:>8}",
+            "model", "batch", "ours ex/s", "jax ex/s", "ratio"
+        );
+        for p in &r.peers {
+            println!(
+                "{:<16} {:>6} {:>14.0} {:>14.0} {:>7.2}x",
+                p.model, p.batch, p.ours_examples_per_s, p.peer_examples_per_s, p.ratio
+            );
         }
-        let mut w = p.workload.clone();
-        w.step_budget = 30;
-        w.eval_every = u64::MAX / 2;
-        let spec = crate::core::TrialSpec {
-            trial_id: 0,
-            batch_size: 128,
-            devices: crate::core::DeviceSpec::Cpu { workers: 1 },
-            precision,
-            metaparams: w.defaults.clone(),
-            seed: 0,
-            repeat_of: None,
-        };
-        let runner = super::BurnRunner::new(super::TrainOptions {
-            noise_scale: false,
-            ..Default::default()
-        });
-        use crate::core::TrialRunner;
-        match runner.run(&w, &spec, &mut |_| {}, &crate::core::CancelToken::new()) {
-            Ok(o) => println!(
-                "{:<32} {:>14.0} {:>12.2} {:>10}",
-                p.name,
-                o.throughput.examples_per_s,
-                o.throughput.step_s * 1e3,
-                o.throughput.params
-            ),
-            Err(e) => println!("{:<32} error: {e:#}", p.name),
+    }
+    if let Some(n) = &r.peer_note {
+        println!("{n}");
+    }
+    if !r.presets.is_empty() {
+        println!();
+        println!(
+            "Preset models at B = 128 through the trainer (eval excluded), {}:",
+            r.precision.name()
+        );
+        println!(
+            "{:<32} {:>14} {:>12} {:>10}",
+            "preset", "examples/s", "ms/step", "params"
+        );
+        for p in &r.presets {
+            match &p.error {
+                None => println!(
+                    "{:<32} {:>14.0} {:>12.2} {:>10}",
+                    p.preset, p.examples_per_s, p.ms_per_step, p.params
+                ),
+                Some(e) => println!("{:<32} error: {e}", p.preset),
+            }
         }
+    }
+    if !r.concurrency.is_empty() {
+        println!();
+        println!("Sweep concurrency at B = 128: one trial on all threads vs two trials on one thread each:");
+        println!(
+            "{:<32} {:>14} {:>14} {:>12}",
+            "preset", "1 trial ex/s", "2 trials ex/s", "concurrency"
+        );
+        for c in &r.concurrency {
+            println!(
+                "{:<32} {:>14.0} {:>14.0} {:>12}",
+                c.preset,
+                c.one_trial_examples_per_s,
+                c.two_trials_examples_per_s,
+                c.recommended_concurrency
+            );
+        }
+    }
+}
+
+/// `scaling-lab bench`: runs and prints (tables, or one JSON object with `--json`).
+pub fn bench_main(args: &BenchArgs) -> anyhow::Result<()> {
+    let r = run_bench(args);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print_tables(&r);
+    }
+    Ok(())
+}
+
+/// Prints the benchmark tables (kept for the current CLI wiring).
+pub fn print_report(steps: usize, precision: Precision) {
+    let args = BenchArgs {
+        steps,
+        precision: precision.name().into(),
+        ..Default::default()
+    };
+    print_tables(&run_bench(&args));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_peer_line() {
+        let l =
+            "jax mlp784-256-10 batch=32 examples_per_s=33135 ms_per_step=0.966 final_loss=0.0003";
+        assert_eq!(parse_examples_per_s(l), Some(33135.0));
+        assert_eq!(parse_examples_per_s("jax failed"), None);
+    }
+
+    #[test]
+    fn the_paper_cnn_trains_and_reports_a_finite_rate() {
+        let dev = Default::default();
+        let eps = step_examples_per_s::<super::super::runner::CpuTrain>(
+            &cnn_paper_spec(),
+            4,
+            1,
+            2,
+            Precision::Fp32,
+            &dev,
+        );
+        assert!(eps.is_finite() && eps > 0.0);
     }
 }
