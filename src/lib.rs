@@ -2,6 +2,7 @@
 //!
 //! The engine (everything but `tui`) never imports a UI crate and never prints: it emits events.
 
+pub mod cluster;
 pub mod core;
 pub mod data;
 pub mod model;

@@ -210,6 +210,9 @@ struct TrainArgs {
     /// Print the outcome as one JSON object.
     #[arg(long)]
     json: bool,
+    // --- scaling-lab cluster hook (H6; the lead ports it into src/cli) ---
+    #[command(flatten)]
+    nodes: scaling_lab::cluster::NodeArgs,
 }
 
 #[derive(Args)]
@@ -237,6 +240,11 @@ struct SweepArgs {
     /// Print the analysis as JSON at the end instead of the text report.
     #[arg(long)]
     json: bool,
+    // --- scaling-lab cluster hook (H6; the lead ports it into src/cli) ---
+    #[command(flatten)]
+    slurm: scaling_lab::cluster::SlurmArgs,
+    #[command(flatten)]
+    nodes: scaling_lab::cluster::NodeArgs,
 }
 
 fn main() -> ExitCode {
@@ -282,7 +290,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Cmd::Compare { logs }) => {
             let mut read = vec![];
             for l in &logs {
-                let log = runlog::reader::read_run_log(l)?;
+                let log = scaling_lab::cluster::open_log_or_dir(l)?; // H6 cluster hook
                 for w in &log.warnings {
                     eprintln!("warning: {w}");
                 }
@@ -299,7 +307,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             trials_csv,
         }) => {
-            let l = runlog::reader::read_run_log(&log)?;
+            let l = scaling_lab::cluster::open_log_or_dir(&log)?; // H6 cluster hook
             for w in &l.warnings {
                 eprintln!("warning: {w}");
             }
@@ -365,7 +373,7 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             max_devices,
             json,
         }) => {
-            let l = runlog::reader::read_run_log(&log)?;
+            let l = scaling_lab::cluster::open_log_or_dir(&log)?; // H6 cluster hook
             for w in &l.warnings {
                 eprintln!("warning: {w}");
             }
@@ -465,6 +473,9 @@ fn cmd_train(a: TrainArgs) -> anyhow::Result<ExitCode> {
         c.init_scale = s;
         options.scaler = Some(c);
     }
+    // --- H6 cluster hook: one node of a multi-node trial ---
+    let node = scaling_lab::cluster::node_session(&a.nodes)?;
+    options.cluster = node.as_ref().map(|n| n.spec.clone());
     let runner = train::runner_for(&w, &options)?;
     let tty = std::io::stderr().is_terminal();
     let cancel = CancelToken::new();
@@ -499,6 +510,9 @@ fn cmd_train(a: TrainArgs) -> anyhow::Result<ExitCode> {
         _ => {}
     };
     let out = runner.run(&w, &spec, &mut emit, &cancel)?;
+    if let Some(n) = &node {
+        n.goodbye(); // H6 cluster hook
+    }
     if tty {
         eprintln!();
     }
@@ -564,6 +578,18 @@ fn thousands(x: f64) -> String {
 }
 
 fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> anyhow::Result<ExitCode> {
+    // --- H6 cluster hook: sweep directories, --slurm, --shard, --nodes ---
+    let cluster = scaling_lab::cluster::wants_sweep(&a.slurm, &a.nodes, a.resume.as_deref());
+    if cluster && a.resume.as_ref().is_some_and(|p| p.is_dir()) {
+        return scaling_lab::cluster::sweep_hook(
+            &a.slurm,
+            &a.nodes,
+            None,
+            a.resume.as_deref(),
+            &runs_dir,
+            a.json,
+        );
+    }
     let (cfg, resume) = if let Some(log_path) = &a.resume {
         let log = runlog::reader::read_run_log(log_path)?;
         (
@@ -595,6 +621,17 @@ fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> anyhow::Result<ExitCode> {
         }
         (cfg, None)
     };
+    if cluster {
+        // H6 cluster hook
+        return scaling_lab::cluster::sweep_hook(
+            &a.slurm,
+            &a.nodes,
+            Some(cfg),
+            resume.as_deref(),
+            &runs_dir,
+            a.json,
+        );
+    }
     let runner = train::runner_for(&cfg.preset.workload, &TrainOptions::default())?;
     let (tx, rx) = std::sync::mpsc::sync_channel(4096);
     let control = sweep::scheduler::SweepControl::new();

@@ -11,9 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
-use burn::collective::{
-    finish_collective, register, reset_collective, CollectiveConfig, PeerId, ReduceOperation,
-};
+use burn::collective::{finish_collective, register, reset_collective, PeerId, ReduceOperation};
 use burn::module::{AutodiffModule, Module};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
@@ -42,6 +40,9 @@ pub struct TrainOptions {
     pub step_event_interval: Duration,
     /// Examples per evaluation forward pass.
     pub eval_batch: usize,
+    /// H6 cluster: this process is one node of a multi-node trial (src/cluster): the global batch
+    /// is split over every node's replicas and the all-reduce spans the nodes. `None`: one process.
+    pub cluster: Option<crate::cluster::ClusterSpec>,
 }
 
 impl Default for TrainOptions {
@@ -51,6 +52,7 @@ impl Default for TrainOptions {
             scaler: None,
             step_event_interval: Duration::from_millis(100),
             eval_batch: 1000,
+            cluster: None,
         }
     }
 }
@@ -104,7 +106,9 @@ enum Reply {
 
 struct Worker<B: AutodiffBackend> {
     rank: usize,
+    /// Replicas of the trial over all nodes (H6 cluster: nodes × local workers).
     world: usize,
+    cluster: Option<crate::cluster::ClusterSpec>,
     device: Device<B>,
     model: Net<B>,
     opt: Opt<Net<B>, B>,
@@ -177,6 +181,13 @@ impl<B: AutodiffBackend> Worker<B> {
                 .all_reduce::<B::InnerBackend>(PeerId::from(self.rank), ReduceOperation::Mean)
                 .map_err(|e| anyhow!("all-reduce failed on worker {}: {e:?}", self.rank))?;
         }
+        // H6 cluster: across nodes every node needs the global mean loss and local |g|², so that
+        // divergence and noise-scale decisions agree on every node.
+        let (loss, local_sq) = if self.cluster.is_some() {
+            self.mean_over_nodes(loss, local_sq)?
+        } else {
+            (loss, local_sq)
+        };
         let exchange_s = t1.elapsed().as_secs_f64();
         let global_sq = grads::sq_norm(&self.model, &g);
         // Every replica sees bit-identical reduced gradients, so every replica makes the same
@@ -198,6 +209,26 @@ impl<B: AutodiffBackend> Worker<B> {
             compute_s,
             exchange_s,
         })
+    }
+
+    /// H6 cluster: the mean of (loss, local |g|²) over every replica of every node.
+    fn mean_over_nodes(&self, loss: f64, local_sq: f64) -> anyhow::Result<(f64, f64)> {
+        let t = Tensor::<B::InnerBackend, 1>::from_data(
+            TensorData::new(vec![loss as f32, local_sq as f32], [2]),
+            &self.device,
+        );
+        let r = burn::collective::all_reduce::<B::InnerBackend>(
+            PeerId::from(self.rank),
+            t.into_primitive().tensor(),
+            ReduceOperation::Mean,
+        )
+        .map_err(|e| anyhow!("loss all-reduce failed on worker {}: {e:?}", self.rank))?;
+        let v: Vec<f32> =
+            Tensor::<B::InnerBackend, 1>::from_primitive(burn::tensor::TensorPrimitive::Float(r))
+                .into_data()
+                .to_vec()
+                .map_err(|e| anyhow!("loss all-reduce: {e:?}"))?;
+        Ok((v[0] as f64, v[1] as f64))
     }
 
     fn eval(&self) -> EvalSums {
@@ -304,7 +335,9 @@ fn worker_loop<B: AutodiffBackend>(
     tx: Sender<(usize, Reply)>,
 ) {
     if w.world > 1 {
-        let cfg = CollectiveConfig::default().with_num_devices(w.world);
+        // H6 cluster: global (multi-node) mode when the trial spans nodes.
+        let local = w.world / w.cluster.as_ref().map_or(1, |c| c.nodes);
+        let cfg = crate::cluster::multinode::collective_config(w.cluster.as_ref(), local);
         if let Err(e) = register::<B::InnerBackend>(PeerId::from(w.rank), w.device.clone(), cfg) {
             let _ = tx.send((
                 w.rank,
@@ -400,7 +433,12 @@ pub fn run_trial<B: AutodiffBackend>(
 ) -> anyhow::Result<TrialOutcome> {
     let world = devices.len();
     anyhow::ensure!(world >= 1, "no device to train on");
-    let shards = data::shard_ranges(spec.batch_size, world).map_err(|e| anyhow!("{e}"))?;
+    // H6 cluster: over N nodes the global batch is split into N×G shards; this node takes G.
+    let nodes = opts.cluster.as_ref().map_or(1, |c| c.nodes);
+    let shards = match &opts.cluster {
+        Some(c) => c.local_shards(spec.batch_size, world)?,
+        None => data::shard_ranges(spec.batch_size, world).map_err(|e| anyhow!("{e}"))?,
+    };
     let ctx = Ctx {
         dtype: compute_dtype(spec.precision),
     };
@@ -413,7 +451,7 @@ pub fn run_trial<B: AutodiffBackend>(
     .context("building the model")?;
     let params = model.num_params() as u64;
 
-    let _guard = if world > 1 {
+    let _guard = if world * nodes > 1 {
         let g = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
         reset_collective::<B::InnerBackend>();
         Some(g)
@@ -432,7 +470,8 @@ pub fn run_trial<B: AutodiffBackend>(
         };
         let w = Worker {
             rank,
-            world,
+            world: world * nodes,
+            cluster: opts.cluster.clone(),
             device: dev.clone(),
             model: replica,
             opt: Opt::new(workload.optimizer, &spec.metaparams),
@@ -480,6 +519,7 @@ fn coordinate(
     params: u64,
 ) -> anyhow::Result<TrialOutcome> {
     let world = cmd_txs.len();
+    let nodes = opts.cluster.as_ref().map_or(1, |c| c.nodes); // H6 cluster
     let b = spec.batch_size;
     let mp = &spec.metaparams;
     let scaler_cfg = opts.scaler.clone().unwrap_or(match spec.precision {
@@ -488,9 +528,9 @@ fn coordinate(
     });
     let mut scaler = LossScaler::new(scaler_cfg);
     let mut noise = NoiseScaleEstimator::new(0.95);
-    let micro = opts.noise_scale && world == 1 && b >= 2;
-    let b_small = if world > 1 {
-        (b / world) as f64
+    let micro = opts.noise_scale && world * nodes == 1 && b >= 2;
+    let b_small = if world * nodes > 1 {
+        (b / (world * nodes)) as f64
     } else {
         (b / 2) as f64
     };
@@ -559,7 +599,7 @@ fn coordinate(
                 compute_s: sc / n,
                 exchange_s: se / n,
                 params,
-                exchanged_bytes_per_step: if world > 1 { params * 4 } else { 0 },
+                exchanged_bytes_per_step: if world * nodes > 1 { params * 4 } else { 0 },
             },
         }
     };
@@ -658,7 +698,7 @@ fn coordinate(
         applied += 1;
         loss_acc.0 += loss;
         loss_acc.1 += 1;
-        if opts.noise_scale && (world > 1 || micro) {
+        if opts.noise_scale && (world * nodes > 1 || micro) {
             let s2 = loss_scale * loss_scale;
             noise.update(b_small, local / s2, b as f64, global / s2);
         }
