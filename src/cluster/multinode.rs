@@ -221,7 +221,7 @@ fn short_hostname() -> String {
 /// Starts burn-collective's orchestrator on rank 0 (once per process; it lives until exit).
 pub fn ensure_orchestrator(spec: &ClusterSpec) -> anyhow::Result<()> {
     static STARTED: OnceLock<u16> = OnceLock::new();
-    if spec.node_rank != 0 {
+    if spec.node_rank != 0 || STARTED.get().is_some() {
         return Ok(());
     }
     // Fail early and clearly if the port is taken (the orchestrator would only log it).
