@@ -3,6 +3,7 @@
 //! The engine (everything but `tui`) never imports a UI crate and never prints: it emits events.
 
 pub mod analysis;
+pub mod cluster;
 pub mod core;
 pub mod data;
 pub mod model;

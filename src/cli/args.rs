@@ -144,6 +144,9 @@ pub struct TrainArgs {
     /// Print the outcome as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// One node of a multi-node trial (--nodes/--node-rank/--coordinator, or srun's env).
+    #[command(flatten)]
+    pub nodes: scaling_lab::cluster::NodeArgs,
 }
 
 #[derive(Args)]
@@ -174,6 +177,11 @@ pub struct SweepArgs {
     /// Print the report as JSON at the end instead of the text report.
     #[arg(long)]
     pub json: bool,
+    /// Run the sweep as a Slurm job array (--slurm --array N …) or one shard of it (--shard i/N).
+    #[command(flatten)]
+    pub slurm: scaling_lab::cluster::SlurmArgs,
+    #[command(flatten)]
+    pub nodes: scaling_lab::cluster::NodeArgs,
 }
 
 #[derive(Args)]

@@ -123,8 +123,13 @@ pub fn outln(text: &str) -> bool {
 
 /// Reads a run log (only a regular file) and prints its reader warnings on stderr.
 pub fn read_log(path: &Path) -> anyhow::Result<RunLog> {
-    check_regular_file(path, "run log")?;
-    let log = runlog::reader::read_run_log(path)?;
+    let log = if path.is_dir() {
+        // A sweep directory (Slurm array shards): merged into one log.
+        scaling_lab::cluster::open_log_or_dir(path)?
+    } else {
+        check_regular_file(path, "run log")?;
+        runlog::reader::read_run_log(path)?
+    };
     for w in &log.warnings {
         eprintln!("warning: {w}");
     }

@@ -185,7 +185,29 @@ pub fn sweep_config(
 }
 
 pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
-    let (cfg, resume) = sweep_config(&a, runs_dir)?;
+    // Sweep directories, --slurm, --shard, --nodes: src/cluster.
+    let cluster = scaling_lab::cluster::wants_sweep(&a.slurm, &a.nodes, a.resume.as_deref());
+    if cluster && a.resume.as_ref().is_some_and(|p| p.is_dir()) {
+        return scaling_lab::cluster::sweep_hook(
+            &a.slurm,
+            &a.nodes,
+            None,
+            a.resume.as_deref(),
+            &runs_dir,
+            a.json,
+        );
+    }
+    let (cfg, resume) = sweep_config(&a, runs_dir.clone())?;
+    if cluster {
+        return scaling_lab::cluster::sweep_hook(
+            &a.slurm,
+            &a.nodes,
+            Some(cfg),
+            resume.as_deref(),
+            &runs_dir,
+            a.json,
+        );
+    }
     let runner = train::runner_for(&cfg.preset.workload, &TrainOptions::default())?;
     let (tx, rx) = std::sync::mpsc::sync_channel(4096);
     let control = SweepControl::new();

@@ -55,6 +55,9 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         c.init_scale = s;
         options.scaler = Some(c);
     }
+    // One node of a multi-node trial (src/cluster).
+    let node = scaling_lab::cluster::node_session(&a.nodes)?;
+    options.cluster = node.as_ref().map(|n| n.spec.clone());
     let runner = train::runner_for(&w, &options)?;
     let tty = std::io::stderr().is_terminal();
     let cancel = CancelToken::new();
@@ -90,6 +93,9 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         _ => {}
     };
     let out = runner.run(&w, &spec, &mut emit, &cancel)?;
+    if let Some(n) = &node {
+        n.goodbye();
+    }
     if tty {
         let _ = writeln!(std::io::stderr());
     }

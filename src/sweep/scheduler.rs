@@ -39,6 +39,9 @@ pub struct SweepControl {
     paused: Arc<AtomicBool>,
     running: Arc<Mutex<HashMap<u64, CancelToken>>>,
     user_cancelled: Arc<Mutex<HashSet<u64>>>,
+    /// Trials another process runs (a Slurm array task's static shard, src/cluster): never started
+    /// here, never recorded here.
+    others: Arc<Mutex<HashSet<u64>>>,
 }
 
 impl SweepControl {
@@ -88,6 +91,10 @@ impl SweepControl {
         let mut v: Vec<u64> = lock(&self.running).keys().copied().collect();
         v.sort_unstable();
         v
+    }
+    /// Leaves these trials to another process (src/cluster shards): they are not run or logged.
+    pub fn leave_to_others(&self, ids: impl IntoIterator<Item = u64>) {
+        lock(&self.others).extend(ids);
     }
     fn is_user_cancelled(&self, id: u64) -> bool {
         lock(&self.user_cancelled).contains(&id)
@@ -393,6 +400,7 @@ impl Coordinator {
             .plan
             .iter()
             .filter(|t| !done.contains(&t.trial_id))
+            .filter(|t| !lock(&self.control.others).contains(&t.trial_id))
             .cloned()
             .collect();
         self.emit(SweepEvent::Planned(PlanInfo {

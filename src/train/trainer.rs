@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
-use burn::collective::{finish_collective, register, reset_collective, CollectiveConfig, PeerId};
+use burn::collective::{finish_collective, register, reset_collective, PeerId, ReduceOperation};
 use burn::module::{AutodiffModule, Module};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
@@ -45,6 +45,9 @@ pub struct TrainOptions {
     pub bucket_bytes: usize,
     /// A trial whose loss scaler skips this many steps in a row is stopped as diverged.
     pub max_consecutive_skips: u64,
+    /// This process is one node of a multi-node trial (src/cluster): the global batch is split
+    /// over every node's replicas and the all-reduce spans the nodes. `None`: one process.
+    pub cluster: Option<crate::cluster::ClusterSpec>,
 }
 
 impl Default for TrainOptions {
@@ -56,6 +59,7 @@ impl Default for TrainOptions {
             eval_batch: 1000,
             bucket_bytes: exchange::default_bucket_bytes(),
             max_consecutive_skips: 50,
+            cluster: None,
         }
     }
 }
@@ -110,7 +114,9 @@ enum Reply {
 
 struct Worker<B: AutodiffBackend> {
     rank: usize,
+    /// Replicas of the trial over all nodes (nodes × local workers).
     world: usize,
+    cluster: Option<crate::cluster::ClusterSpec>,
     device: Device<B>,
     model: Net<B>,
     opt: Opt<Net<B>, B>,
@@ -193,6 +199,18 @@ impl<B: AutodiffBackend> Worker<B> {
             0.0
         };
         let local_sq = micro_sq.unwrap_or(reduced.local_sq);
+        // Across nodes every node needs the global mean loss and local |g|², so that divergence
+        // and noise-scale decisions agree on every node.
+        let (loss, local_sq) = if self.cluster.is_some() {
+            self.mean_over_nodes(loss, local_sq)?
+        } else {
+            (loss, local_sq)
+        };
+        let exchange_s = if self.cluster.is_some() {
+            t1.elapsed().as_secs_f64()
+        } else {
+            exchange_s
+        };
         let global_sq = reduced.global_sq;
         // Every replica sees bit-identical reduced gradients, so every replica makes the same
         // skip/apply decision as the coordinator's scaler.
@@ -213,6 +231,26 @@ impl<B: AutodiffBackend> Worker<B> {
             compute_s,
             exchange_s,
         })
+    }
+
+    /// The mean of (loss, local |g|²) over every replica of every node.
+    fn mean_over_nodes(&self, loss: f64, local_sq: f64) -> anyhow::Result<(f64, f64)> {
+        let t = Tensor::<B::InnerBackend, 1>::from_data(
+            TensorData::new(vec![loss as f32, local_sq as f32], [2]),
+            &self.device,
+        );
+        let r = burn::collective::all_reduce::<B::InnerBackend>(
+            PeerId::from(self.rank),
+            t.into_primitive().tensor(),
+            ReduceOperation::Mean,
+        )
+        .map_err(|e| anyhow!("loss all-reduce failed on worker {}: {e:?}", self.rank))?;
+        let v: Vec<f32> =
+            Tensor::<B::InnerBackend, 1>::from_primitive(burn::tensor::TensorPrimitive::Float(r))
+                .into_data()
+                .to_vec()
+                .map_err(|e| anyhow!("loss all-reduce: {e:?}"))?;
+        Ok((v[0] as f64, v[1] as f64))
     }
 
     fn eval(&self) -> EvalSums {
@@ -319,7 +357,7 @@ fn worker_loop<B: AutodiffBackend>(
     tx: Sender<(usize, Reply)>,
 ) {
     if w.world > 1 {
-        if let Err(e) = join_collective::<B>(w.rank, w.world, &w.device) {
+        if let Err(e) = join_collective::<B>(w.rank, w.world, w.cluster.as_ref(), &w.device) {
             let _ = tx.send((w.rank, Reply::Failed(e)));
             return;
         }
@@ -357,13 +395,16 @@ fn worker_loop<B: AutodiffBackend>(
     }
 }
 
-/// Registers replica `rank` of `world` with the collective (the one place its config is built).
+/// Registers replica `rank` of `world` (over all nodes) with the collective (the one place its
+/// config is built): local only, or global (multi-node) with `cluster`.
 fn join_collective<B: AutodiffBackend>(
     rank: usize,
     world: usize,
+    cluster: Option<&crate::cluster::ClusterSpec>,
     device: &Device<B>,
 ) -> Result<(), String> {
-    let cfg = CollectiveConfig::default().with_num_devices(world);
+    let local = world / cluster.map_or(1, |c| c.nodes);
+    let cfg = crate::cluster::multinode::collective_config(cluster, local);
     register::<B::InnerBackend>(PeerId::from(rank), device.clone(), cfg)
         .map_err(|e| format!("collective register failed: {e:?}"))
 }
@@ -414,7 +455,12 @@ pub fn run_trial<B: AutodiffBackend>(
     let world = devices.len();
     anyhow::ensure!(world >= 1, "no device to train on");
     let scaler_cfg = scaler_config(spec.precision, opts.scaler.as_ref())?;
-    let shards = data::shard_ranges(spec.batch_size, world).map_err(|e| anyhow!("{e}"))?;
+    // Over N nodes the global batch is split into N×G shards; this node takes its G.
+    let nodes = opts.cluster.as_ref().map_or(1, |c| c.nodes);
+    let shards = match &opts.cluster {
+        Some(c) => c.local_shards(spec.batch_size, world)?,
+        None => data::shard_ranges(spec.batch_size, world).map_err(|e| anyhow!("{e}"))?,
+    };
     let ctx = Ctx {
         dtype: compute_dtype(spec.precision),
     };
@@ -427,7 +473,7 @@ pub fn run_trial<B: AutodiffBackend>(
     .context("building the model")?;
     let params = model.num_params() as u64;
 
-    let _guard = if world > 1 {
+    let _guard = if world * nodes > 1 {
         let g = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
         reset_collective::<B::InnerBackend>();
         Some(g)
@@ -446,7 +492,8 @@ pub fn run_trial<B: AutodiffBackend>(
         };
         let w = Worker {
             rank,
-            world,
+            world: world * nodes,
+            cluster: opts.cluster.clone(),
             device: dev.clone(),
             model: replica,
             opt: Opt::new(workload.optimizer, &spec.metaparams),
@@ -476,7 +523,7 @@ pub fn run_trial<B: AutodiffBackend>(
             step_event_interval: opts.step_event_interval,
             max_consecutive_skips: opts.max_consecutive_skips,
             params,
-            exchanged_bytes_per_step: if world > 1 { params * 4 } else { 0 },
+            exchanged_bytes_per_step: if world * nodes > 1 { params * 4 } else { 0 },
             initial_loss_scale: scaler_cfg.init_scale,
         },
     );
@@ -490,6 +537,7 @@ pub fn run_trial<B: AutodiffBackend>(
         dataset: &dataset,
         shards: &shards,
         noise_scale: opts.noise_scale,
+        nodes,
     };
     let result = coordinate(
         &trial,
@@ -673,6 +721,8 @@ struct Trial<'a> {
     /// The replicas' rows of a global batch.
     shards: &'a [std::ops::Range<usize>],
     noise_scale: bool,
+    /// Processes (nodes) the trial spans; `world` replicas per node.
+    nodes: usize,
 }
 
 /// The trial loop: data order, LR schedule, loss scaler and noise scale here; budget, cadence,
@@ -691,8 +741,9 @@ fn coordinate(
         dataset,
         shards,
         noise_scale,
+        nodes,
     } = *trial;
-    let world = workers.world();
+    let world = workers.world() * nodes;
     let b = spec.batch_size;
     let mp = &spec.metaparams;
     let mut noise = NoiseScaleEstimator::new(0.95);

@@ -204,6 +204,11 @@ impl<B: Backend, P: Protocol> TensorDataService<B, P> {
         transfer_id: TensorTransferId,
     ) -> Option<bytes::Bytes> {
         loop {
+            // scaling-lab patch: register for the notification BEFORE checking the map.
+            // `notify_waiters()` stores no permit, so a tensor exposed between the check and
+            // `notified().await` was a lost wake-up (the download waited forever).
+            let mut notified = std::pin::pin!(self.new_tensor_notify.notified());
+            notified.as_mut().enable();
             {
                 let mut exposed_tensors = self.exposed_tensors.lock().await;
                 // take the tensor out of the hashmap while we download
@@ -220,7 +225,7 @@ impl<B: Backend, P: Protocol> TensorDataService<B, P> {
                 }
             }
             // No matching tensor, wait for a new one to come in.
-            self.new_tensor_notify.notified().await;
+            notified.await;
         }
     }
 

@@ -29,8 +29,11 @@ pub async fn os_shutdown_signal() {
 }
 
 pub(crate) fn init_logging() {
+    // scaling-lab patch: warnings and errors only, on stderr (INFO on stdout broke `--json` output
+    // and flooded the terminal with one line per connection).
     let layer = tracing_subscriber::fmt::layer()
-        .with_filter(LevelFilter::INFO)
+        .with_writer(std::io::stderr)
+        .with_filter(LevelFilter::WARN)
         .with_filter(filter_fn(|m| {
             if let Some(path) = m.module_path() {
                 // The wgpu crate is logging too much, so we skip `info` level.

@@ -66,22 +66,31 @@ impl<P: Protocol> SyncService<P> {
                 .expect("Peer closed connection unexpectedly");
         }
         loop {
+            // scaling-lab patch: register interest in the notification BEFORE checking the list.
+            // `notify_waiters()` stores no permit, so a request that arrived between the check and
+            // `notified().await` was a lost wake-up (a hang).
+            let mut notified = std::pin::pin!(self.sync_notif.notified());
+            notified.as_mut().enable();
             {
-                // compare currently synced peers with list of all nodes
-                let mut syncing_peers = self.syncing_peers.lock().unwrap().to_vec();
-                syncing_peers.sort();
-
-                let mut all_node_ids = node_state.nodes.keys().cloned().collect::<Vec<_>>();
-                all_node_ids.sort();
-
-                if syncing_peers == all_node_ids {
+                // scaling-lab patch: the original compared a `.to_vec()` copy of the shared list
+                // with the node ids and cleared the copy, so the shared list was never reset and
+                // the second barrier waited for [0,0,1,1] == [0,1] forever. Now: once every node's
+                // request is present, remove exactly one request per node from the SHARED list (a
+                // fast peer's request for the next barrier may already be there and must stay).
+                let mut syncing_peers = self.syncing_peers.lock().unwrap();
+                let all_node_ids = node_state.nodes.keys().cloned().collect::<Vec<_>>();
+                if all_node_ids.iter().all(|id| syncing_peers.contains(id)) {
                     // all nodes have synced
-                    syncing_peers.clear();
+                    for id in &all_node_ids {
+                        if let Some(pos) = syncing_peers.iter().position(|p| p == id) {
+                            syncing_peers.remove(pos);
+                        }
+                    }
                     return;
                 }
             }
             // Wait for the next sync to come in
-            self.sync_notif.notified().await
+            notified.await
         }
     }
 

@@ -132,8 +132,11 @@ impl GlobalCollectiveState {
             .remove(&session_id)
             .ok_or(GlobalCollectiveError::NotRegisteredOnFinish)?;
         self.node_addresses.remove(&node_id);
-        self.node_peers.remove(&node_id);
-        self.num_global_peers = 0;
+        // scaling-lab patch: subtract this node's peers instead of zeroing the count: with repeated
+        // register/finish rounds (one per trial) a node that finishes late zeroed the count of a
+        // node that had already registered for the next round (Mean then divided by the wrong N).
+        let finished_peers = self.node_peers.remove(&node_id).map_or(0, |p| p.len() as u32);
+        self.num_global_peers = self.num_global_peers.saturating_sub(finished_peers);
 
         let mut register_requests = vec![];
         core::mem::swap(&mut register_requests, &mut self.register_requests);
@@ -183,20 +186,30 @@ impl GlobalCollectiveState {
             }
         }
 
-        self.num_global_peers += peers.len() as u32;
-
-        let node_id: NodeId = self.registered_nodes.len().into();
-        self.registered_nodes.insert(session_id, node_id);
+        // scaling-lab patch: the smallest free id, not `registered_nodes.len()`, which collided with
+        // a node still registered from the previous round; and check for a double register before
+        // recording anything.
         if self.node_addresses.values().any(|addr| node_addr == *addr) {
             return Err(GlobalCollectiveError::DoubleRegister);
         }
+        let node_id: NodeId = (0..)
+            .map(|i: u32| NodeId::from(i))
+            .find(|id| !self.registered_nodes.values().any(|n| n == id))
+            .expect("a free node id");
+        self.registered_nodes.insert(session_id, node_id);
+        self.num_global_peers += peers.len() as u32;
         self.node_addresses.insert(node_id, node_addr);
         self.node_peers.insert(node_id, peers);
 
         self.register_requests
             .push((session_id, request_id, node_id));
 
-        if self.registered_nodes.len() == num_nodes as usize {
+        // scaling-lab patch: answer once `num_nodes` registrations of THIS round are pending, not
+        // when `num_nodes` nodes are registered (one may still be registered from the previous round,
+        // about to finish: answering then started a round with a node that was leaving it).
+        if self.register_requests.len() == num_nodes as usize
+            && self.registered_nodes.len() == num_nodes as usize
+        {
             let mut callbacks = vec![];
             core::mem::swap(&mut callbacks, &mut self.register_requests);
 
