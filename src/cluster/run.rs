@@ -420,7 +420,7 @@ fn run_sweep(
         } else {
             Box::new(std::io::stdout())
         };
-        crate::sweep::headless::run_headless(rx, &mut sink, false, info);
+        crate::sweep::headless::run_headless(rx, &mut sink, info);
     }
     let result = handle.join()?;
     if json && rank0 {

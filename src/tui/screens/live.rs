@@ -13,9 +13,7 @@ use crate::tui::app::{App, Charts, LiveState};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::log_axis::format_pow2;
 use crate::tui::widgets::loss_chart::{LossChart, LossSeries};
-use crate::tui::widgets::progress::progress_line;
 use crate::tui::widgets::scaling_chart::{ScalingChart, ScalingSeries, SeriesExtras};
-use crate::workload::spec::ModelSpec;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
