@@ -102,7 +102,7 @@ pub fn analyze_with(
     };
     if let Some(f) = fit.as_ref().filter(|f| f.uncertain) {
         notes.push(format!(
-            "the fit S = S_min(1 + B_crit/B) is uncertain (r² {:.2}{}): B_crit and anything              projected from it are indicative only",
+            "the fit S = S_min(1 + B_crit/B) is uncertain (r² {:.2}{}): B_crit and anything projected from it are indicative only",
             f.r2,
             f.b_crit_ci
                 .map(|[lo, hi]| format!(", B_crit 95 % {lo:.0}–{hi:.0}"))
