@@ -198,6 +198,59 @@ fn export_report_and_compare() {
     assert!(svg.starts_with("<svg") && svg.contains("perfect scaling") && svg.contains("B_crit"));
     let json = scaling_lab::runlog::export::export_json(&sgd);
     assert_eq!(json["trials"].as_array().unwrap().len(), sgd.trials.len());
+    // The intervals travel in CSV, JSON and SVG.
+    let header = csv.lines().next().unwrap();
+    for col in [
+        "steps_ci_lo",
+        "steps_ci_hi",
+        "at_search_edge",
+        "repeat_median",
+        "regime",
+    ] {
+        assert!(header.split(',').any(|c| c == col), "{header}");
+    }
+    let pb = json["analysis"]["per_batch"].as_array().unwrap();
+    for p in pb.iter().filter(|p| p["steps"].is_u64()) {
+        let (s, ci) = (
+            p["steps"].as_u64().unwrap(),
+            p["steps_ci"].as_array().unwrap(),
+        );
+        assert!(
+            ci[0].as_u64().unwrap() <= s && s <= ci[1].as_u64().unwrap(),
+            "{p}"
+        );
+        assert!(p["at_search_edge"].is_boolean());
+    }
+    let regimes = json["analysis"]["regimes"].as_array().unwrap();
+    let order: Vec<&str> = regimes
+        .iter()
+        .map(|r| r["regime"].as_str().unwrap())
+        .collect();
+    let rank = |r: &str| {
+        ["perfect", "diminishing", "maximal"]
+            .iter()
+            .position(|x| *x == r)
+    };
+    assert!(
+        order.windows(2).all(|w| rank(w[0]) < rank(w[1])),
+        "{order:?}"
+    );
+    assert!(json["analysis"]["fit"]["b_crit_ci"].is_array());
+    // The metaparameter picture: one panel per batch size, marks for best and diverged trials.
+    for log in [&sgd, &mom] {
+        let m = scaling_lab::runlog::export::metaparam_svg(log).unwrap();
+        assert!(m.starts_with("<svg") && m.contains("★"));
+        for p in &log.analysis().per_batch {
+            assert!(
+                m.contains(&format!("B = {}:", p.batch_size)),
+                "B = {}",
+                p.batch_size
+            );
+        }
+    }
+    assert!(scaling_lab::runlog::export::metaparam_svg(&mom)
+        .unwrap()
+        .contains("1 − γ"));
 
     let report = render_report(&a, &ReportInfo::from_log(&sgd));
     assert!(!report.contains('\u{1b}'), "no colour codes");

@@ -102,7 +102,7 @@ pub fn analyze_with(
     };
     if let Some(f) = fit.as_ref().filter(|f| f.uncertain) {
         notes.push(format!(
-            "the fit S = S_min(1 + B_crit/B) is uncertain (r² {:.2}{}): B_crit and anything              projected from it are indicative only",
+            "the fit S = S_min(1 + B_crit/B) is uncertain (r² {:.2}{}): B_crit and anything projected from it are indicative only",
             f.r2,
             f.b_crit_ci
                 .map(|[lo, hi]| format!(", B_crit 95 % {lo:.0}–{hi:.0}"))
@@ -927,7 +927,9 @@ pub fn regimes_line(a: &Analysis) -> String {
 /// Which edges of the search space a value sits at: `t` = position in [lo, hi] in log space.
 fn edge_of(range: [f64; 2], v: f64) -> Option<bool> {
     let (lo, hi) = (range[0].ln(), range[1].ln());
-    if !(hi > lo) || !(v > 0.0) {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater)
+        || v.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)
+    {
         return None;
     }
     let t = (v.ln() - lo) / (hi - lo);
@@ -1431,7 +1433,7 @@ pub(crate) mod tests {
         assert_eq!((p.steps, p.trials), (Some(s32), 4));
         let r = p.repeat_steps.as_ref().unwrap();
         assert_eq!((r.runs, r.min, r.max), (4, 20, 40));
-        let mut v = vec![s32 as f64, 20.0, 40.0, 36.0];
+        let mut v = [s32 as f64, 20.0, 40.0, 36.0];
         v.sort_by(|a, b| a.total_cmp(b));
         assert_eq!(r.median, (v[1] + v[2]) / 2.0);
         let [lo, hi] = p.steps_ci.unwrap();
