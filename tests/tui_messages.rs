@@ -445,3 +445,42 @@ fn no_color_lines_differ_by_glyph() {
     assert!(text.contains("⋯⋯ perfect"), "{text}");
     assert!(text.contains("━━ measured"), "{text}");
 }
+
+#[test]
+fn metaparameter_points_classify_every_trial() {
+    use scaling_lab::tui::screens::meta::{meta_points, meta_y, MetaY, PointKind};
+    use scaling_lab::workload::spec::OptimizerKind;
+    let a = app();
+    let cfg = config(&a);
+    let recs = scripted_records(&cfg);
+    let y = meta_y(OptimizerKind::Momentum, &recs);
+    assert_eq!(y, MetaY::OneMinus("1−γ"));
+    assert_eq!(meta_y(OptimizerKind::Sgd, &recs), MetaY::Steps);
+    let b = cfg.batch_sizes[0];
+    let pts = meta_points(&recs, b, y);
+    let at_b: Vec<_> = recs.iter().filter(|r| r.spec.batch_size == b).collect();
+    assert_eq!(pts.len(), at_b.len());
+    assert_eq!(pts.iter().filter(|p| p.kind == PointKind::Best).count(), 1);
+    let div = at_b
+        .iter()
+        .filter(|r| matches!(r.outcome.outcome, Outcome::Diverged { .. }))
+        .count();
+    assert_eq!(
+        pts.iter().filter(|p| p.kind == PointKind::Diverged).count(),
+        div
+    );
+    for p in &pts {
+        if let PointKind::Reached(r) = p.kind {
+            assert!(r >= 1.0, "slower than the best: {r}");
+        }
+        assert!(p.y.is_some(), "1−γ is known for every trial");
+    }
+    // the best is drawn last (on top)
+    assert_eq!(pts.last().unwrap().kind, PointKind::Best);
+    // with the steps axis, trials that did not reach have no y (top edge)
+    let steps = meta_points(&recs, b, MetaY::Steps);
+    assert!(steps
+        .iter()
+        .filter(|p| matches!(p.kind, PointKind::Diverged | PointKind::NotReached))
+        .all(|p| p.y.is_none()));
+}
