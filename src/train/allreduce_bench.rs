@@ -276,7 +276,7 @@ fn measure_world(
                                 .map_err(|e| format!("all-reduce: {e:?}"))?;
                             // make sure the result exists (Flex is eager; this is a cheap read)
                             let r = Tensor::<Flex, 1>::from_primitive(TensorPrimitive::Float(r));
-                            let first: f32 = r.slice([0..1]).into_scalar();
+                            let first: f32 = r.narrow(0, 0, 1).into_scalar();
                             let dt = t0.elapsed().as_secs_f64();
                             if rank == 0 && i == 0 {
                                 let want = 1.0 + (world as f32 - 1.0) / 2.0;
