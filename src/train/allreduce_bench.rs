@@ -276,7 +276,7 @@ fn measure_world(
                                 .map_err(|e| format!("all-reduce: {e:?}"))?;
                             // make sure the result exists (Flex is eager; this is a cheap read)
                             let r = Tensor::<Flex, 1>::from_primitive(TensorPrimitive::Float(r));
-                            let first: f32 = r.slice([0..1]).into_scalar();
+                            let first: f32 = r.narrow(0, 0, 1).into_scalar();
                             let dt = t0.elapsed().as_secs_f64();
                             if rank == 0 && i == 0 {
                                 let want = 1.0 + (world as f32 - 1.0) / 2.0;
@@ -363,5 +363,18 @@ mod tests {
             &mut |_| {}
         )
         .is_err());
+    }
+
+    /// The full table (1 KiB … 64 MiB × G = 2, 4, 8): `cargo test --release --lib
+    /// full_allreduce_table -- --ignored --nocapture` (until `bench --allreduce` is wired).
+    #[test]
+    #[ignore = "a benchmark, minutes on a loaded machine"]
+    fn full_allreduce_table() {
+        let b = allreduce_bench(&AllreduceBenchOptions::default(), &mut |r| {
+            eprintln!("G={} {} B: {:.1} µs", r.world, r.bytes, r.time_s * 1e6)
+        })
+        .unwrap();
+        println!("{}", b.render());
+        assert_eq!(b.fits.len(), 3);
     }
 }

@@ -584,8 +584,10 @@ impl Workers<'_> {
         self.cmd.len()
     }
 
-    /// Sends one step's shards and folds the replies: (mean loss, mean |g_shard|², |mean g|²,
-    /// slowest compute, slowest exchange).
+    /// Sends one step's shards and folds the replies: mean loss, mean |g_shard|², |mean g|²,
+    /// the slowest replica's compute and the exchange as the *last-arriving* replica saw it (the
+    /// shortest exchange time: the others' include waiting for the slowest one's compute, which
+    /// is load imbalance, not exchange).
     fn step(
         &self,
         shards: Vec<HostBatch>,
@@ -610,7 +612,7 @@ impl Workers<'_> {
             local_sq: 0.0,
             global_sq: f64::NAN,
             compute_s: 0.0,
-            exchange_s: 0.0,
+            exchange_s: f64::INFINITY,
         };
         for _ in 0..world {
             let (rank, r) = self
@@ -625,7 +627,7 @@ impl Workers<'_> {
                         sum.global_sq = r.global_sq;
                     }
                     sum.compute_s = sum.compute_s.max(r.compute_s);
-                    sum.exchange_s = sum.exchange_s.max(r.exchange_s);
+                    sum.exchange_s = sum.exchange_s.min(r.exchange_s);
                 }
                 Reply::Failed(m) => anyhow::bail!("worker {rank} failed: {m}"),
                 Reply::Eval(_) => unreachable!("no evaluation was asked for"),
