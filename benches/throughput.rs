@@ -3,7 +3,8 @@
 //! ($SCALING_LAB_JAX_PYTHON or /work/venv-jax), the JAX peers in `benches/peers/` in the same run,
 //! interleaved with ours (3 rounds, best of each), with the ratios.
 //! Env: SCALING_LAB_BENCH_ROUNDS (default 3), SCALING_LAB_BENCH_JSON=1 for JSON,
-//! SCALING_LAB_BENCH_CONCURRENCY=1 to add the 1-vs-2-trials measurement.
+//! SCALING_LAB_BENCH_CONCURRENCY=1 to add the 1-vs-2-trials measurement, SCALING_LAB_BENCH_NO_PRESETS=1
+//! to skip the preset models.
 fn main() {
     let env = |k: &str| std::env::var(k).ok();
     let args = scaling_lab::train::bench::BenchArgs {
@@ -14,6 +15,7 @@ fn main() {
         peer: scaling_lab::train::bench::peer_python().is_some(),
         json: env("SCALING_LAB_BENCH_JSON").is_some_and(|v| v == "1"),
         concurrency: env("SCALING_LAB_BENCH_CONCURRENCY").is_some_and(|v| v == "1"),
+        no_presets: env("SCALING_LAB_BENCH_NO_PRESETS").is_some_and(|v| v == "1"),
         ..Default::default()
     };
     if let Err(e) = scaling_lab::train::bench::bench_main(&args) {
