@@ -210,6 +210,64 @@ pub fn collective_config(cluster: Option<&ClusterSpec>, local: usize) -> Collect
     }
 }
 
+struct AllReduceInOrder<'a> {
+    grads: &'a mut burn::optim::GradientsParams,
+    peer: burn_collective::PeerId,
+    err: Option<burn_collective::CollectiveError>,
+}
+
+impl<B: burn::tensor::backend::AutodiffBackend> burn::module::ModuleVisitor<B>
+    for AllReduceInOrder<'_>
+{
+    fn visit_float<const D: usize>(
+        &mut self,
+        param: &burn::module::Param<burn::tensor::Tensor<B, D>>,
+    ) {
+        if self.err.is_some() {
+            return;
+        }
+        if let Some(g) = self.grads.remove::<B::InnerBackend, D>(param.id) {
+            match burn_collective::all_reduce::<B::InnerBackend>(
+                self.peer,
+                g.into_primitive().tensor(),
+                burn_collective::ReduceOperation::Mean,
+            ) {
+                Ok(r) => self.grads.register(
+                    param.id,
+                    burn::tensor::Tensor::<B::InnerBackend, D>::from_primitive(
+                        burn::tensor::TensorPrimitive::Float(r),
+                    ),
+                ),
+                Err(e) => self.err = Some(e),
+            }
+        }
+    }
+}
+
+/// Mean all-reduce of every gradient over all replicas of all nodes, one tensor per parameter in
+/// the model's structural order. Burn's `GradientsParams::all_reduce` orders by `ParamId`, which is
+/// random per process: two processes would pair different tensors.
+pub fn all_reduce_in_model_order<B, M>(
+    model: &M,
+    mut grads: burn::optim::GradientsParams,
+    rank: usize,
+) -> anyhow::Result<burn::optim::GradientsParams>
+where
+    B: burn::tensor::backend::AutodiffBackend,
+    M: burn::module::AutodiffModule<B>,
+{
+    let mut v = AllReduceInOrder {
+        grads: &mut grads,
+        peer: burn_collective::PeerId::from(rank as u32),
+        err: None,
+    };
+    model.visit(&mut v);
+    if let Some(e) = v.err {
+        bail!("all-reduce across nodes failed on worker {rank}: {e:?}");
+    }
+    Ok(grads)
+}
+
 fn short_hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()

@@ -176,7 +176,10 @@ impl<B: AutodiffBackend> Worker<B> {
         };
         let compute_s = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
-        if self.world > 1 {
+        if self.cluster.is_some() {
+            // H6 cluster: across processes ParamIds differ, so reduce in the model's own order.
+            g = crate::cluster::multinode::all_reduce_in_model_order(&self.model, g, self.rank)?;
+        } else if self.world > 1 {
             g = g
                 .all_reduce::<B::InnerBackend>(PeerId::from(self.rank), ReduceOperation::Mean)
                 .map_err(|e| anyhow!("all-reduce failed on worker {}: {e:?}", self.rank))?;
