@@ -187,7 +187,13 @@ impl<B: AutodiffBackend> Worker<B> {
                 &self.model,
                 g,
                 self.rank,
-                self.bucket_bytes,
+                // Across processes ParamIds differ: the bucketed path flattens in the model's
+                // own (structural) order, so it is the one a multi-node trial uses.
+                if self.cluster.is_some() && self.bucket_bytes == 0 {
+                    exchange::DEFAULT_BUCKET_BYTES
+                } else {
+                    self.bucket_bytes
+                },
                 self.noise && micro_sq.is_none(),
             )?
         } else {
