@@ -591,10 +591,11 @@ fn file_cases(dir: &Path) -> Vec<Case> {
         });
     }
     // Outputs that would overwrite a run log or follow a symlink.
-    let log = dir.join("keep.jsonl");
-    std::fs::write(&log, valid_log()).unwrap();
-    let lp = log.display().to_string();
     for flag in ["--json", "--csv", "--svg", "--trials-csv"] {
+        // Each case its own log, so one overwrite cannot spoil the next case.
+        let log = dir.join(format!("keep{flag}.jsonl"));
+        std::fs::write(&log, valid_log()).unwrap();
+        let lp = log.display().to_string();
         cases.push(Case {
             group: "file",
             name: format!("export-onto-itself{flag}"),
@@ -604,6 +605,9 @@ fn file_cases(dir: &Path) -> Vec<Case> {
             unchanged: vec![log.clone()],
         });
     }
+    let log = dir.join("keep.jsonl");
+    std::fs::write(&log, valid_log()).unwrap();
+    let lp = log.display().to_string();
     let other = dir.join("other.jsonl");
     std::fs::write(&other, valid_log()).unwrap();
     let op = other.display().to_string();
@@ -631,7 +635,7 @@ fn file_cases(dir: &Path) -> Vec<Case> {
         unchanged: vec![other.clone()],
     });
     let bs = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/batch_science/mnist")
+        .join("tests/fixtures/batch_science/mnist/simple_cnn_base/momentum")
         .display()
         .to_string();
     let import_link = dir.join("import-link.jsonl");

@@ -889,14 +889,15 @@ pub fn available_memory() -> Option<u64> {
 
 /// Approximate trainable parameter count of the model (f64: absurd sizes must not overflow).
 pub fn approx_params(w: &super::spec::Workload) -> f64 {
-    let (c_in, h, wd) = match w.dataset.as_ref().and_then(|d| {
-        let (_, h, wd) = image_geometry(d.name)?;
-        let f = d.downsample.unwrap_or(1).max(1);
-        Some((1.0, (h / f).max(1) as f64, (wd / f).max(1) as f64))
-    }) {
-        Some(g) => g,
-        None => (1.0, 1.0, 1.0),
-    };
+    let (c_in, h, wd) = w
+        .dataset
+        .as_ref()
+        .and_then(|d| {
+            let (_, h, wd) = image_geometry(d.name)?;
+            let f = d.downsample.unwrap_or(1).max(1);
+            Some((1.0, (h / f).max(1) as f64, (wd / f).max(1) as f64))
+        })
+        .unwrap_or((1.0, 1.0, 1.0));
     let classes = 10.0;
     let vocab = 256.0;
     match &w.model {
