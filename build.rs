@@ -18,6 +18,16 @@ fn main() {
         rev,
         if dirty { "-dirty" } else { "" }
     );
-    println!("cargo:rerun-if-changed=.git/HEAD");
-    println!("cargo:rerun-if-changed=.git/index");
+    // In a linked worktree `.git` is a file: ask git where HEAD and the index are, so the build
+    // script does not rerun (and recompile the crate) on every build.
+    for what in ["HEAD", "index"] {
+        let path = std::process::Command::new("git")
+            .args(["rev-parse", "--git-path", what])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_else(|| format!(".git/{what}"));
+        println!("cargo:rerun-if-changed={path}");
+    }
 }

@@ -18,8 +18,11 @@ fn main() {
         no_presets: env("SCALING_LAB_BENCH_NO_PRESETS").is_some_and(|v| v == "1"),
         ..Default::default()
     };
-    if let Err(e) = scaling_lab::train::bench::bench_main(&args) {
-        eprintln!("bench failed: {e:#}");
-        std::process::exit(1);
+    match scaling_lab::train::bench::bench_main(&args) {
+        Ok(text) => print!("{text}"),
+        Err(e) => {
+            eprintln!("bench failed: {e:#}");
+            std::process::exit(1);
+        }
     }
 }

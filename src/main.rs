@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use cli::args::{
-    BenchArgs, CompareArgs, ExportArgs, ImportArgs, ReportArgs, ScreenshotArgs, SweepArgs,
+    BenchArgs, CompareArgs, DataCmd, ExportArgs, ImportArgs, ReportArgs, ScreenshotArgs, SweepArgs,
     TrainArgs,
 };
 
@@ -54,6 +54,9 @@ enum Cmd {
     Bench(BenchArgs),
     /// Render the TUI screens to SVG (from the run logs in --runs-dir).
     Screenshot(ScreenshotArgs),
+    /// The bundled data files: install a copy, or show where they are looked for.
+    #[command(subcommand)]
+    Data(DataCmd),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
         Some(Cmd::Presets) => cli::misc::cmd_presets(),
         Some(Cmd::Bench(a)) => cli::misc::cmd_bench(a),
         Some(Cmd::Screenshot(a)) => cli::misc::cmd_screenshot(a, runs_dir),
+        Some(Cmd::Data(c)) => cli::misc::cmd_data(c),
     };
     cli::finish(result)
 }

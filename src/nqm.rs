@@ -558,7 +558,7 @@ mod tests {
                 }
             }
             let w = workload(opt, d, target);
-            let a = crate::sweep::analysis::analyze(&w.target, &records, opt);
+            let a = crate::analysis::analyze(&w.target, &records, opt);
             assert!(
                 a.per_batch.iter().all(|p| p.steps.is_some()),
                 "{opt:?}: {a:?}"

@@ -8,10 +8,10 @@ use std::fmt::Write;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::projection::{self, Projection};
+use crate::analysis::{fit_range, lr_scaling_exponent, perfect_scaling_steps, FitRange};
 use crate::core::analysis::{Analysis, Regime};
 use crate::core::trial::Outcome;
 use crate::runlog::compare::{maximal_from, perfect_scaling_extent, Comparison};
-use crate::sweep::analysis::{fit_range, lr_scaling_exponent, perfect_scaling_steps, FitRange};
 
 /// Context printed above the analysis.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -101,11 +101,17 @@ pub fn opt_num(x: Option<f64>) -> String {
 
 /// Short regime name ("perfect", "diminishing", "maximal").
 pub fn regime_short(r: Regime) -> &'static str {
-    match r {
-        Regime::Perfect => "perfect",
-        Regime::Diminishing => "diminishing",
-        Regime::Maximal => "maximal",
-    }
+    r.short()
+}
+
+/// The regime (of the ordered partition) that batch size `b` lies in.
+pub fn regime_at(a: &Analysis, b: usize) -> Option<Regime> {
+    let b = b as f64;
+    a.regimes
+        .iter()
+        .find(|r| b >= r.b_lo * 0.999 && b < r.b_hi * 0.999)
+        .or_else(|| a.regimes.last().filter(|r| b >= r.b_lo * 0.999))
+        .map(|r| r.regime)
 }
 
 /// The per-batch-size table: steps-to-target, ratio to perfect scaling, regime of the segment to
@@ -114,8 +120,8 @@ pub fn per_batch_table(a: &Analysis) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:>7} {:>8} {:>7} {:<12} {:>9} {:>9} {:>9} {:>6}  trials (reached/diverged/not reached/cancelled)",
-        "B", "steps", "×ideal", "regime→", "best η", "η/(1−γ)", "B_simple", "best#"
+        "{:>7} {:>8} {:>15} {:>7} {:<12} {:>9} {:>9} {:>9} {:>6}  trials (reached/diverged/not reached/cancelled)",
+        "B", "steps", "95% interval", "×ideal", "regime", "best η", "η/(1−γ)", "B_simple", "best#"
     );
     for p in &a.per_batch {
         let ideal = match (a.perfect_anchor, p.steps) {
@@ -124,19 +130,24 @@ pub fn per_batch_table(a: &Analysis) -> String {
             }
             _ => "-".into(),
         };
-        let regime = a
-            .segments
-            .iter()
-            .find(|seg| seg.b_lo == p.batch_size)
-            .map(|seg| regime_short(seg.regime))
-            .unwrap_or("");
+        let regime = if p.steps.is_some() {
+            regime_at(a, p.batch_size).map(regime_short).unwrap_or("")
+        } else {
+            ""
+        };
+        let ci = p
+            .steps_ci
+            .map(|[lo, hi]| format!("[{lo}–{hi}]"))
+            .unwrap_or_else(|| "-".into());
+        let edge = if p.at_search_edge { "†" } else { "" };
         let _ = writeln!(
             s,
-            "{:>7} {:>8} {:>7} {:<12} {:>9} {:>9} {:>9} {:>6}  {} ({}/{}/{}/{})",
+            "{:>7} {:>8} {:>15} {:>7} {:<12} {:>9} {:>9} {:>9} {:>6}  {} ({}/{}/{}/{})",
             p.batch_size,
             p.steps
-                .map(|x| x.to_string())
+                .map(|x| format!("{x}{edge}"))
                 .unwrap_or_else(|| "none".into()),
+            ci,
             ideal,
             regime,
             opt_num(p.best_lr),
@@ -155,8 +166,17 @@ pub fn per_batch_table(a: &Analysis) -> String {
     s
 }
 
-/// Regime ranges merged over consecutive segments, e.g. "perfect scaling 16–128".
+/// The regimes as batch-size ranges, in order perfect → diminishing → maximal, each at most once:
+/// the ordered partition of `analysis` (a monotone model of the curve, not single noisy
+/// segments). An analysis without it (older callers) falls back to merged local segments.
 pub fn regime_ranges(a: &Analysis) -> Vec<(usize, usize, Regime)> {
+    if !a.regimes.is_empty() {
+        return a
+            .regimes
+            .iter()
+            .map(|r| (r.b_lo.round() as usize, r.b_hi.round() as usize, r.regime))
+            .collect();
+    }
     let mut out: Vec<(usize, usize, Regime)> = Vec::new();
     for seg in &a.segments {
         match out.last_mut() {
@@ -492,7 +512,16 @@ impl Report {
                 "perfect scaling reference: S = {s0}·{b0}/B (anchored at the smallest B that reached)"
             );
         }
-        if self.regimes.is_empty() {
+        if !self.analysis.regimes.is_empty() || !self.analysis.notes.is_empty() {
+            let _ = writeln!(
+                s,
+                "regimes (ordered partition of a monotone fit, 95% intervals on boundaries): {}",
+                crate::analysis::regimes_line(&self.analysis)
+            );
+            for n in &self.analysis.notes {
+                let _ = writeln!(s, "  note: {n}");
+            }
+        } else if self.regimes.is_empty() {
             let _ = writeln!(s, "regimes: need two batch sizes that reached the target");
         } else {
             let parts: Vec<String> = self
@@ -513,11 +542,23 @@ impl Report {
                     "below_range" => " — below the smallest B measured: already saturated",
                     _ => "",
                 };
+                let af = self.analysis.fit.as_ref();
+                let ci = |c: Option<[f64; 2]>| {
+                    c.map(|[lo, hi]| format!(" [{}–{}]", num(lo), num(hi)))
+                        .unwrap_or_default()
+                };
+                let uncertain = if af.is_some_and(|f| f.uncertain) {
+                    " — UNCERTAIN (poor R² or an interval wider than its value)"
+                } else {
+                    ""
+                };
                 let _ = writeln!(
                     s,
-                    "fit S = S_min·(1 + B_crit/B): S_min = {} steps, B_crit = {}{note} (R² {:.3}, rms ln-residual {:.3})",
+                    "fit S = S_min·(1 + B_crit/B): S_min = {}{} steps, B_crit = {}{}{note} (R² {:.3}, rms ln-residual {:.3}){uncertain}",
                     num(f.s_min),
+                    ci(af.and_then(|f| f.s_min_ci)),
                     num(f.b_crit),
+                    ci(af.and_then(|f| f.b_crit_ci)),
                     f.r2,
                     f.rmse_log
                 );
@@ -587,19 +628,27 @@ impl Report {
 
     /// The time-to-target projection section (science.md §6), or a line saying why there is none.
     pub fn projection_text(&self) -> String {
-        match &self.projections {
-            Some(ps) => projection::render_projection_table(
-                ps,
-                self.projection_backend.as_deref().unwrap_or("?"),
-                self.projection_check
-                    .as_ref()
-                    .map(|c| (c.batch_size, c.measured_s, c.modelled_s)),
-            ),
-            None => format!(
-                "time-to-target projection: {}\n",
-                self.projection_note.as_deref().unwrap_or("not computed")
-            ),
-        }
+        let caveat = if self.projections.is_some()
+            && self.analysis.fit.as_ref().is_some_and(|f| f.uncertain)
+        {
+            "note: the S(B) curve behind this projection is uncertain (see the fit line): treat the speedups as rough\n"
+        } else {
+            ""
+        };
+        caveat.to_string()
+            + &match &self.projections {
+                Some(ps) => projection::render_projection_table(
+                    ps,
+                    self.projection_backend.as_deref().unwrap_or("?"),
+                    self.projection_check
+                        .as_ref()
+                        .map(|c| (c.batch_size, c.measured_s, c.modelled_s)),
+                ),
+                None => format!(
+                    "time-to-target projection: {}\n",
+                    self.projection_note.as_deref().unwrap_or("not computed")
+                ),
+            }
     }
 
     /// The whole report: main text, a blank line, the projection section.
@@ -772,8 +821,8 @@ fn truncate(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod projection_tests {
     use super::*;
+    use crate::analysis::curve::tests::rec;
     use crate::core::trial::Outcome;
-    use crate::sweep::analysis::tests::rec;
     use crate::workload::spec::{Metric, OptimizerKind, Target};
 
     #[test]
@@ -793,7 +842,7 @@ mod projection_tests {
             metric: Metric::ValError,
             value: 0.1,
         };
-        let a = crate::sweep::analysis::analyze(&target, &trials, OptimizerKind::Sgd);
+        let a = crate::analysis::analyze(&target, &trials, OptimizerKind::Sgd);
         let brief = projection_brief(&trials, &a).expect("a projection");
         assert!(
             brief.starts_with("NVLink ") && brief.contains(" · 10GbE "),

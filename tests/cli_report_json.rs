@@ -47,7 +47,8 @@ fn panel_text(log: &scaling_lab::runlog::RunLog) -> String {
     let mut o = TuiOptions::new(PathBuf::from("runs"), root().join("presets"));
     o.initial_preset = None;
     let mut app = initial_app(&o, Theme::default());
-    app.live = Some(LiveState::from_log(log, false, 0.0));
+    app.log = Some(LiveState::from_log(log, false, 0.0));
+    app.view = scaling_lab::tui::app::LiveView::Log;
     app.screen = Screen::Live;
     let (w, h) = (160u16, 48u16);
     let buf = scaling_lab::tui::screenshot::render_app(&app, w, h);

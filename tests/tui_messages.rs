@@ -177,6 +177,7 @@ fn cancelled(id: u64) -> SweepEvent {
                 evals: vec![],
                 noise: NoiseSummary::default(),
                 throughput: Throughput::default(),
+                reason: None,
             }),
         },
     }

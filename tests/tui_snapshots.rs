@@ -190,7 +190,7 @@ fn compare_screen() {
             label: format!("digits-mlp-{}", opt.name()),
             path: PathBuf::from(format!("runs/{i}.jsonl")),
             optimizer: opt,
-            analysis: scaling_lab::sweep::analysis::analyze(&w.target, &recs, w.optimizer),
+            analysis: scaling_lab::analysis::analyze(&w.target, &recs, w.optimizer),
             done: recs.len(),
         });
     }

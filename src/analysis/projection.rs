@@ -506,8 +506,8 @@ mod tests {
     /// without a measured link.
     #[test]
     fn calibrates_from_trials_and_renders_one_table() {
+        use crate::analysis::curve::tests::rec;
         use crate::core::trial::Outcome;
-        use crate::sweep::analysis::tests::rec;
         let mut trials = vec![];
         for (i, (b, s)) in [(16usize, 400u64), (64, 120), (256, 60), (1024, 50)]
             .into_iter()
@@ -521,7 +521,7 @@ mod tests {
             r.outcome.throughput.params = 25_000;
             trials.push(r);
         }
-        let a = crate::sweep::analysis::analyze(
+        let a = crate::analysis::analyze(
             &crate::workload::spec::Target {
                 metric: crate::workload::spec::Metric::ValError,
                 value: 0.1,

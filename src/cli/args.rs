@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 
 use scaling_lab::core::DeviceSpec;
 use scaling_lab::train;
@@ -177,6 +177,16 @@ pub struct SweepArgs {
     /// Print the report as JSON at the end instead of the text report.
     #[arg(long)]
     pub json: bool,
+    /// Re-run each batch size's best metaparameters with R−1 more seeds (S(B) median, min–max).
+    #[arg(long, value_name = "R", allow_negative_numbers = true, value_parser = positive(100))]
+    pub repeats: Option<usize>,
+    /// Keep adding trials where the steps-to-target interval is widest until every relative
+    /// half-width is ≤ REL (e.g. 0.1) or --max-trials is spent.
+    #[arg(long, value_name = "REL", allow_negative_numbers = true)]
+    pub until: Option<f64>,
+    /// Trial budget of --until (default 4× the plan).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = positive(scaling_lab::workload::overrides::MAX_TRIALS as u64 * 64))]
+    pub max_trials: Option<usize>,
     /// Run the sweep as a Slurm job array (--slurm --array N …) or one shard of it (--shard i/N).
     #[command(flatten)]
     pub slurm: scaling_lab::cluster::SlurmArgs,
@@ -202,6 +212,9 @@ pub struct ExportArgs {
     /// Per-trial CSV (metaparameters and outcomes).
     #[arg(long)]
     pub trials_csv: Option<PathBuf>,
+    /// The metaparameter picture (η × 1−γ per batch size, coloured by steps-to-target) as SVG.
+    #[arg(long)]
+    pub metaparams_svg: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -234,11 +247,21 @@ pub struct ReportArgs {
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Timed steps per measurement.
-    #[arg(long, default_value_t = 200, allow_negative_numbers = true, value_parser = positive(1_000_000))]
-    pub steps: usize,
-    #[arg(long, value_enum, default_value = "fp32")]
-    pub precision: PrecisionArg,
+    #[command(flatten)]
+    pub bench: scaling_lab::train::bench::BenchArgs,
+    /// Instead: the nccl-tests-style all-reduce table of the lab's in-process exchange (message
+    /// size 1 KiB … 64 MiB × G = 2, 4, 8 threads: time, algbw, busbw, and the latency +
+    /// bytes/bandwidth fit the projection uses).
+    #[arg(long)]
+    pub allreduce: bool,
+}
+
+#[derive(Subcommand)]
+pub enum DataCmd {
+    /// Copy the bundled data files (checksummed) into DIR; then point SCALING_LAB_DATA_DIR at it.
+    Install { dir: PathBuf },
+    /// Show where the data files are looked for.
+    Where,
 }
 
 #[derive(Args)]

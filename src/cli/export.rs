@@ -11,9 +11,14 @@ use super::args::{ExportArgs, ImportArgs};
 use super::{out, outln, read_log, usage, CmdResult};
 
 pub fn cmd_export(a: ExportArgs) -> CmdResult {
-    if a.svg.is_none() && a.csv.is_none() && a.json.is_none() && a.trials_csv.is_none() {
+    if a.svg.is_none()
+        && a.csv.is_none()
+        && a.json.is_none()
+        && a.trials_csv.is_none()
+        && a.metaparams_svg.is_none()
+    {
         return Err(usage(
-            "nothing to export: give --svg, --csv, --json and/or --trials-csv",
+            "nothing to export: give --svg, --csv, --json, --trials-csv and/or --metaparams-svg",
         ));
     }
     let l = read_log(&a.log)?;
@@ -23,6 +28,7 @@ pub fn cmd_export(a: ExportArgs) -> CmdResult {
         ("--csv", &a.csv),
         ("--trials-csv", &a.trials_csv),
         ("--json", &a.json),
+        ("--metaparams-svg", &a.metaparams_svg),
     ] {
         if let Some(p) = p {
             if input.is_some() && std::fs::canonicalize(p).ok() == input {
@@ -41,6 +47,10 @@ pub fn cmd_export(a: ExportArgs) -> CmdResult {
     }
     if let Some(p) = &a.trials_csv {
         runlog::export::write_file(p, &runlog::export::trials_csv(&l.trials))?;
+        outln(&format!("wrote {}", p.display()));
+    }
+    if let Some(p) = &a.metaparams_svg {
+        runlog::export::write_file(p, &runlog::export::metaparam_svg(&l)?)?;
         outln(&format!("wrote {}", p.display()));
     }
     if let Some(p) = &a.json {

@@ -9,8 +9,8 @@ use scaling_lab::core::RunnerFactory;
 use scaling_lab::train::{self, TrainOptions};
 use scaling_lab::workload::load::{list_presets, presets_dir};
 
-use super::args::{BenchArgs, ScreenshotArgs};
-use super::{check_regular_file, outln, usage, CmdResult};
+use super::args::{BenchArgs, DataCmd, ScreenshotArgs};
+use super::{check_regular_file, out, outln, usage, CmdResult};
 
 /// The runner factory of the TUI's sweeps.
 pub fn factory() -> RunnerFactory {
@@ -52,8 +52,7 @@ pub fn cmd_tui(preset: Option<String>, open: Option<PathBuf>, runs_dir: PathBuf)
     if let Ok(n) = train::runner::cuda::probe() {
         opts.gpu_labels = (0..n).map(|i| format!("cuda:{i}")).collect();
     }
-    scaling_lab::tui::run(opts, factory())?;
-    Ok(ExitCode::SUCCESS)
+    scaling_lab::tui::run(opts, factory())
 }
 
 pub fn cmd_presets() -> CmdResult {
@@ -70,8 +69,56 @@ pub fn cmd_presets() -> CmdResult {
 }
 
 pub fn cmd_bench(a: BenchArgs) -> CmdResult {
-    scaling_lab::train::bench::print_report(a.steps, a.precision.into());
+    if a.allreduce {
+        let opts = scaling_lab::train::allreduce_bench::AllreduceBenchOptions::default();
+        let json = a.bench.json;
+        let b = scaling_lab::train::allreduce_bench::allreduce_bench(&opts, &mut |r| {
+            if !json {
+                eprintln!(
+                    "  G={} {:>10} B: {:>10.1} µs",
+                    r.world,
+                    r.bytes,
+                    r.time_s * 1e6
+                );
+            }
+        })?;
+        if json {
+            outln(&serde_json::to_string_pretty(&b)?);
+        } else {
+            out(&b.render());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    out(&scaling_lab::train::bench::bench_main(&a.bench)?);
     Ok(ExitCode::SUCCESS)
+}
+
+pub fn cmd_data(c: DataCmd) -> CmdResult {
+    match c {
+        DataCmd::Install { dir } => {
+            let r = scaling_lab::data::install_data(&dir)?;
+            for p in &r.installed {
+                outln(&format!("installed {}", p.display()));
+            }
+            for p in &r.already {
+                outln(&format!("already there {}", p.display()));
+            }
+            for m in &r.missing {
+                eprintln!("warning: {m}: not found in this build's data search path");
+            }
+            outln(&format!(
+                "use it with: export SCALING_LAB_DATA_DIR={}",
+                dir.display()
+            ));
+            Ok(ExitCode::SUCCESS)
+        }
+        DataCmd::Where => {
+            for p in scaling_lab::data::data_search_path() {
+                outln(&p.display().to_string());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }
 
 pub fn cmd_screenshot(a: ScreenshotArgs, runs_dir: PathBuf) -> CmdResult {

@@ -135,6 +135,9 @@ fn resume_conflicts(a: &SweepArgs) -> Option<&'static str> {
         (a.seed.is_some(), "--seed"),
         (a.target.is_some(), "--target"),
         (a.concurrency.is_some(), "--concurrency"),
+        (a.repeats.is_some(), "--repeats"),
+        (a.until.is_some(), "--until"),
+        (a.max_trials.is_some(), "--max-trials"),
     ]
     .into_iter()
     .find(|(given, _)| *given)
@@ -181,6 +184,23 @@ pub fn sweep_config(
         ..Default::default()
     };
     check_problems(&overrides.apply(&mut cfg))?;
+    if let Some(r) = a.repeats {
+        cfg.repeats = r;
+    }
+    if let Some(rel) = a.until {
+        if !(rel.is_finite() && rel > 0.0 && rel < 1.0) {
+            return Err(usage(format!(
+                "--until: {rel} is not a relative half-width in (0, 1), e.g. 0.1"
+            )));
+        }
+        cfg.until = Some(rel);
+    }
+    if a.max_trials.is_some() {
+        if cfg.until.is_none() {
+            return Err(usage("--max-trials: only with --until REL"));
+        }
+        cfg.max_trials = a.max_trials;
+    }
     Ok((cfg, None))
 }
 

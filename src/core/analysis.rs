@@ -1,4 +1,4 @@
-//! Result types of the sweep analysis (computed by `sweep::analysis`).
+//! Result types of the sweep analysis (computed by `analysis`).
 
 use serde::{Deserialize, Serialize};
 
@@ -33,7 +33,7 @@ impl Regime {
 }
 
 /// One regime of the ordered partition of a sweep's measured batch-size range
-/// (`sweep::analysis::regimes`): at most one span per regime, always perfect → diminishing → maximal.
+/// (`analysis::regimes`): at most one span per regime, always perfect → diminishing → maximal.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct RegimeSpan {
     pub regime: Regime,

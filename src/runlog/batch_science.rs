@@ -374,11 +374,7 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
         trials_planned: n_trials,
         complete: true,
         wall_s: 0.0,
-        analysis: crate::sweep::analysis::analyze(
-            &header.preset.workload.target,
-            &trials,
-            optimizer,
-        ),
+        analysis: crate::analysis::analyze(&header.preset.workload.target, &trials, optimizer),
     };
     Ok(RunLog {
         path: PathBuf::from(format!("{name}.jsonl")),

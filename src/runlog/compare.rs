@@ -112,6 +112,14 @@ pub fn compare(logs: &[RunLog]) -> Comparison {
 /// The largest B of the leading run of perfect-scaling segments (None if the first segment is not
 /// perfect): how far perfect scaling extends.
 pub fn perfect_scaling_extent(a: &Analysis) -> Option<usize> {
+    if !a.regimes.is_empty() {
+        // The ordered partition (one span per regime, from a monotone model of the curve).
+        return a
+            .regimes
+            .iter()
+            .find(|r| r.regime == crate::core::analysis::Regime::Perfect)
+            .map(|r| r.b_hi.round() as usize);
+    }
     let mut extent = None;
     for s in &a.segments {
         if s.regime == crate::core::analysis::Regime::Perfect {
@@ -127,6 +135,13 @@ pub fn perfect_scaling_extent(a: &Analysis) -> Option<usize> {
 /// segment is not maximal): from where more batch stops saving steps. With
 /// [`perfect_scaling_extent`], the one "perfect ≤ / maximal ≥" rule of the CLI and the TUI.
 pub fn maximal_from(a: &Analysis) -> Option<usize> {
+    if !a.regimes.is_empty() {
+        return a
+            .regimes
+            .iter()
+            .find(|r| r.regime == crate::core::analysis::Regime::Maximal)
+            .map(|r| r.b_lo.round() as usize);
+    }
     let mut from = None;
     for s in a.segments.iter().rev() {
         if s.regime == crate::core::analysis::Regime::Maximal {

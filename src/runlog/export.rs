@@ -23,9 +23,9 @@ pub fn points_csv(a: &Analysis) -> String {
         "batch_size,steps,best_trial,trials,reached,diverged,not_reached,cancelled,best_lr,best_momentum,best_effective_lr,b_simple,perfect_scaling_steps,fitted_steps,steps_ci_lo,steps_ci_hi,at_search_edge,search_edges,repeat_runs,repeat_median,repeat_min,repeat_max,regime\n",
     );
     for p in &a.per_batch {
-        let perfect = a.perfect_anchor.map(|anchor| {
-            crate::sweep::analysis::perfect_scaling_steps(anchor, p.batch_size as f64)
-        });
+        let perfect = a
+            .perfect_anchor
+            .map(|anchor| crate::analysis::perfect_scaling_steps(anchor, p.batch_size as f64));
         let fitted = a.fit.as_ref().map(|f| f.steps_at(p.batch_size as f64));
         let ci = |i: usize| p.steps_ci.map(|c| c[i].to_string()).unwrap_or_default();
         let edges: Vec<String> = p
@@ -127,7 +127,7 @@ pub fn export_json(log: &RunLog) -> serde_json::Value {
         "path": log.path.display().to_string(),
         "status": log.status().label(),
         "header": log.header,
-        "analysis": crate::sweep::analysis::analyze_preset(&log.header.preset, &log.trials),
+        "analysis": crate::analysis::analyze_preset(&log.header.preset, &log.trials),
         "trials": log.trials,
     })
 }
@@ -249,7 +249,7 @@ pub fn svg_chart(title: &str, series: &[ChartSeries]) -> anyhow::Result<String> 
             if let Some(anchor) = a.perfect_anchor {
                 let line: Vec<(f64, f64)> = grid
                     .iter()
-                    .map(|&b| (b, crate::sweep::analysis::perfect_scaling_steps(anchor, b)))
+                    .map(|&b| (b, crate::analysis::perfect_scaling_steps(anchor, b)))
                     .filter(|&(_, y)| y >= y0 && y <= y1)
                     .collect();
                 chart
@@ -399,7 +399,7 @@ pub fn svg_chart(title: &str, series: &[ChartSeries]) -> anyhow::Result<String> 
 
 /// The chart of one run log.
 pub fn svg_for_log(log: &RunLog) -> anyhow::Result<String> {
-    let a = crate::sweep::analysis::analyze_preset(&log.header.preset, &log.trials);
+    let a = crate::analysis::analyze_preset(&log.header.preset, &log.trials);
     let title = format!(
         "{} — steps to {} vs batch size",
         log.header.preset.name, a.target
@@ -520,7 +520,7 @@ fn steps_colour(steps: u64, lo: u64, hi: u64) -> RGBColor {
 pub fn metaparam_svg(log: &RunLog) -> anyhow::Result<String> {
     let preset = &log.header.preset;
     let search = &preset.search;
-    let a = crate::sweep::analysis::analyze_preset(preset, &log.trials);
+    let a = crate::analysis::analyze_preset(preset, &log.trials);
     anyhow::ensure!(
         !a.per_batch.is_empty(),
         "nothing to plot: the run log has no trials"
@@ -538,7 +538,7 @@ pub fn metaparam_svg(log: &RunLog) -> anyhow::Result<String> {
     let cols = n.clamp(1, 4);
     let rows = n.div_ceil(cols);
     let (w, h) = (300 * cols as u32, 270 * rows as u32 + 40);
-    let trials = crate::sweep::analysis::dedup_trials(&log.trials);
+    let trials = crate::analysis::dedup_trials(&log.trials);
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
@@ -564,7 +564,7 @@ pub fn metaparam_svg(log: &RunLog) -> anyhow::Result<String> {
                 .filter(|t| t.spec.batch_size == b && t.spec.repeat_of.is_none())
                 .filter(|t| !matches!(t.outcome.outcome, Outcome::Cancelled { .. }))
                 .collect();
-            let [lr_lo, lr_hi] = crate::sweep::plan::lr_range_at(search, b);
+            let [lr_lo, lr_hi] = search.lr_range_at(b);
             let lrs = ts.iter().map(|t| t.spec.metaparams.learning_rate);
             let xmin = lrs.clone().fold(lr_lo, f64::min) / 1.15;
             let xmax = lrs.fold(lr_hi, f64::max) * 1.15;

@@ -116,8 +116,7 @@ impl RunLog {
 
     /// Recomputes the analysis from the trial records (never trusts a stored summary).
     pub fn analysis(&self) -> Analysis {
-        let w = &self.header.preset.workload;
-        crate::sweep::analysis::analyze(&w.target, &self.trials, w.optimizer)
+        crate::analysis::analyze_preset(&self.header.preset, &self.trials)
     }
 
     pub fn counts(&self) -> (usize, usize, usize, usize) {

@@ -1,9 +1,8 @@
 //! The batch-size study of Shallue et al.: plan (quasi-random metaparameters per batch size),
-//! scheduler (runs trials through a `TrialRunner`, writes the run log), analysis (steps-to-target,
-//! regimes, S = S_min·(1 + B_crit/B) fit) and the headless view model. The time-to-target
-//! projection lives in `crate::analysis::projection`.
+//! scheduler (runs trials through a `TrialRunner`, writes the run log) and the headless view model
+//! (progress folded from events, no printing). The analysis of the measured curve and the
+//! time-to-target projection live in `crate::analysis`.
 
-pub mod analysis;
 pub mod headless;
 pub mod plan;
 pub mod scheduler;

@@ -12,7 +12,7 @@
 //! it, and raising K keeps the ids and metaparameters of the trials already run.
 
 use crate::core::trial::{DeviceSpec, TrialSpec};
-use crate::workload::spec::{Decay, Metaparams, Precision, Preset, Schedule, SearchSpace};
+use crate::workload::spec::{Decay, Metaparams, Precision, Preset, Schedule};
 
 /// The full plan in execution order; `trial_id` = index.
 pub fn plan_trials(
@@ -107,29 +107,11 @@ pub fn trial_seed(sweep_seed: u64, trial_id: u64) -> u64 {
     splitmix64(sweep_seed ^ splitmix64(trial_id.wrapping_add(0x9e37_79b9)))
 }
 
-/// SplitMix64 (Steele et al.): a fixed, portable mixing function.
-pub fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+pub use crate::core::splitmix64;
 
 fn log_uniform(range: [f64; 2], u: f64) -> f64 {
     let (lo, hi) = (range[0].ln(), range[1].ln());
     (lo + u * (hi - lo)).exp()
-}
-
-/// The learning-rate range at batch size `b` (the preset's range re-centred by its LR rule).
-pub fn lr_range_at(search: &SearchSpace, b: usize) -> [f64; 2] {
-    [
-        search
-            .lr_rule
-            .scale(search.learning_rate[0], b, search.base_batch),
-        search
-            .lr_rule
-            .scale(search.learning_rate[1], b, search.base_batch),
-    ]
 }
 
 /// Maps a point of the unit hypercube to metaparameters at batch size `b`.
@@ -137,7 +119,7 @@ pub fn metaparams_at(preset: &Preset, b: usize, u: [f64; 4]) -> Metaparams {
     let s = &preset.search;
     let w = &preset.workload;
     let d = &w.defaults;
-    let learning_rate = log_uniform(lr_range_at(s, b), u[0]);
+    let learning_rate = log_uniform(s.lr_range_at(b), u[0]);
     let momentum = match s.one_minus_momentum {
         Some(r) => 1.0 - log_uniform(r, u[1]),
         None => d.momentum,
@@ -328,9 +310,9 @@ pub(crate) mod tests {
         );
         let r = t[1].metaparams.learning_rate / t[0].metaparams.learning_rate;
         assert!((r - 4.0).abs() < 1e-9, "ratio {r}");
-        assert_eq!(lr_range_at(&p.search, 256), [4e-3, 4.0]);
+        assert_eq!(p.search.lr_range_at(256), [4e-3, 4.0]);
         p.search.lr_rule = LrRule::Sqrt;
-        assert_eq!(lr_range_at(&p.search, 256), [2e-3, 2.0]);
+        assert_eq!(p.search.lr_range_at(256), [2e-3, 2.0]);
     }
 
     #[test]

@@ -541,7 +541,7 @@ impl Coordinator {
         let cancelled = self.control.is_cancelled() || fatal.is_some();
         let w = &self.cfg.preset.workload;
         let _ = w;
-        let analysis = super::analysis::analyze_preset(&self.cfg.preset, &self.records);
+        let analysis = crate::analysis::analyze_preset(&self.cfg.preset, &self.records);
         let done: HashSet<u64> = self.records.iter().map(|r| r.trial_id).collect();
         // With --until/--repeats the sweep is complete only if they ran out too (not cancelled).
         let complete = self.plan.iter().all(|t| done.contains(&t.trial_id)) && !cancelled;
@@ -608,7 +608,7 @@ impl Coordinator {
             return None;
         }
         let opt = self.cfg.preset.workload.optimizer;
-        let mut pts = super::analysis::per_batch_with_ci(&self.records, opt);
+        let mut pts = crate::analysis::per_batch_with_ci(&self.records, opt);
         pts.retain(|p| p.rel_half_width().is_some_and(|w| w > rel));
         // Widest first; ties → smaller B.
         pts.sort_by(|a, b| {

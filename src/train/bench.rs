@@ -525,74 +525,95 @@ pub fn concurrency_points(precision: Precision) -> Vec<ConcurrencyPoint> {
     out
 }
 
-/// Prints the report as tables.
-pub fn print_tables(r: &BenchReport) {
-    println!(
+/// The report as text tables (the CLI prints them).
+pub fn render_tables(r: &BenchReport) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
         "CPU: {} threads, avx2 {}, fma {}, avx512f {} (gemm picks its kernels at run time)",
         r.cpu.threads, r.cpu.avx2, r.cpu.fma, r.cpu.avx512f
     );
-    println!(
+    let _ = writeln!(
+        out,
         "MLP 784-256-10 train step (SGD momentum 0.9, {}), Flex CPU, 1 worker",
         r.precision.name()
     );
-    println!("{:>8} {:>14} {:>12}", "batch", "examples/s", "ms/step");
+    let _ = writeln!(out, "{:>8} {:>14} {:>12}", "batch", "examples/s", "ms/step");
     for p in &r.mlp {
-        println!(
+        let _ = writeln!(
+            out,
             "{:>8} {:>14.0} {:>12.3}",
             p.batch, p.examples_per_s, p.ms_per_step
         );
     }
-    println!();
-    println!(
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
         "Paper-size MNIST CNN (28x28, 5x5 convs 32/64, dense 1024) at B = {}: {:.0} examples/s, {:.1} ms/step",
         r.cnn_paper.batch, r.cnn_paper.examples_per_s, r.cnn_paper.ms_per_step
     );
     if !r.peers.is_empty() {
-        println!();
-        println!("Against the JAX peers (same run, best round each; ratio > 1: we are faster):");
-        println!(
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "Against the JAX peers (same run, best round each; ratio > 1: we are faster):"
+        );
+        let _ = writeln!(
+            out,
             "{:<16} {:>6} {:>14} {:>14} {:>8}",
             "model", "batch", "ours ex/s", "jax ex/s", "ratio"
         );
         for p in &r.peers {
-            println!(
+            let _ = writeln!(
+                out,
                 "{:<16} {:>6} {:>14.0} {:>14.0} {:>7.2}x",
                 p.model, p.batch, p.ours_examples_per_s, p.peer_examples_per_s, p.ratio
             );
         }
     }
     if let Some(n) = &r.peer_note {
-        println!("{n}");
+        let _ = writeln!(out, "{n}");
     }
     if !r.presets.is_empty() {
-        println!();
-        println!(
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
             "Preset models at B = 128 through the trainer (eval excluded), {}:",
             r.precision.name()
         );
-        println!(
+        let _ = writeln!(
+            out,
             "{:<32} {:>14} {:>12} {:>10}",
             "preset", "examples/s", "ms/step", "params"
         );
         for p in &r.presets {
             match &p.error {
-                None => println!(
-                    "{:<32} {:>14.0} {:>12.2} {:>10}",
-                    p.preset, p.examples_per_s, p.ms_per_step, p.params
-                ),
-                Some(e) => println!("{:<32} error: {e}", p.preset),
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "{:<32} {:>14.0} {:>12.2} {:>10}",
+                        p.preset, p.examples_per_s, p.ms_per_step, p.params
+                    );
+                }
+                Some(e) => {
+                    let _ = writeln!(out, "{:<32} error: {e}", p.preset);
+                }
             }
         }
     }
     if !r.concurrency.is_empty() {
-        println!();
-        println!("Sweep concurrency at B = 128: one trial on all threads vs two trials on one thread each:");
-        println!(
+        let _ = writeln!(out);
+        let _ = writeln!(
+        out,"Sweep concurrency at B = 128: one trial on all threads vs two trials on one thread each:");
+        let _ = writeln!(
+            out,
             "{:<32} {:>14} {:>14} {:>12}",
             "preset", "1 trial ex/s", "2 trials ex/s", "concurrency"
         );
         for c in &r.concurrency {
-            println!(
+            let _ = writeln!(
+                out,
                 "{:<32} {:>14.0} {:>14.0} {:>12}",
                 c.preset,
                 c.one_trial_examples_per_s,
@@ -601,27 +622,18 @@ pub fn print_tables(r: &BenchReport) {
             );
         }
     }
+    out
 }
 
-/// `scaling-lab bench`: runs and prints (tables, or one JSON object with `--json`).
-pub fn bench_main(args: &BenchArgs) -> anyhow::Result<()> {
+/// `scaling-lab bench`: runs and renders (tables, or one JSON object with `--json`); the caller
+/// prints.
+pub fn bench_main(args: &BenchArgs) -> anyhow::Result<String> {
     let r = run_bench(args);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+    Ok(if args.json {
+        serde_json::to_string_pretty(&r)? + "\n"
     } else {
-        print_tables(&r);
-    }
-    Ok(())
-}
-
-/// Prints the benchmark tables (kept for the current CLI wiring).
-pub fn print_report(steps: usize, precision: Precision) {
-    let args = BenchArgs {
-        steps,
-        precision: precision.name().into(),
-        ..Default::default()
-    };
-    print_tables(&run_bench(&args));
+        render_tables(&r)
+    })
 }
 
 #[cfg(test)]

@@ -103,6 +103,18 @@ pub const EMBEDDED_PRESETS: &[(&str, &str)] = &[
         include_str!("../../presets/fashion-cnn-momentum.toml"),
     ),
     (
+        "fashion-cnn-paper-adam",
+        include_str!("../../presets/fashion-cnn-paper-adam.toml"),
+    ),
+    (
+        "fashion-cnn-paper-momentum",
+        include_str!("../../presets/fashion-cnn-paper-momentum.toml"),
+    ),
+    (
+        "fashion-cnn-paper-sgd",
+        include_str!("../../presets/fashion-cnn-paper-sgd.toml"),
+    ),
+    (
         "fashion-cnn-sgd",
         include_str!("../../presets/fashion-cnn-sgd.toml"),
     ),
@@ -113,6 +125,18 @@ pub const EMBEDDED_PRESETS: &[(&str, &str)] = &[
     (
         "mnist-cnn-momentum",
         include_str!("../../presets/mnist-cnn-momentum.toml"),
+    ),
+    (
+        "mnist-cnn-paper-adam",
+        include_str!("../../presets/mnist-cnn-paper-adam.toml"),
+    ),
+    (
+        "mnist-cnn-paper-momentum",
+        include_str!("../../presets/mnist-cnn-paper-momentum.toml"),
+    ),
+    (
+        "mnist-cnn-paper-sgd",
+        include_str!("../../presets/mnist-cnn-paper-sgd.toml"),
     ),
     (
         "mnist-cnn-sgd",

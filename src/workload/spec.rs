@@ -428,6 +428,18 @@ pub struct SearchSpace {
     pub base_batch: usize,
 }
 
+impl SearchSpace {
+    /// The learning-rate range at batch size `b` (the preset's range re-centred by its LR rule).
+    pub fn lr_range_at(&self, b: usize) -> [f64; 2] {
+        [
+            self.lr_rule
+                .scale(self.learning_rate[0], b, self.base_batch),
+            self.lr_rule
+                .scale(self.learning_rate[1], b, self.base_batch),
+        ]
+    }
+}
+
 fn default_base_batch() -> usize {
     128
 }

@@ -179,7 +179,7 @@ pub fn scripted_events(cfg: &SweepConfig) -> Vec<SweepEvent> {
         });
     }
     let w = &cfg.preset.workload;
-    let analysis = scaling_lab::sweep::analysis::analyze(&w.target, &records, w.optimizer);
+    let analysis = scaling_lab::analysis::analyze(&w.target, &records, w.optimizer);
     ev.push(SweepEvent::Done {
         cancelled: false,
         analysis: Box::new(analysis),
@@ -203,7 +203,7 @@ pub fn scripted_records(cfg: &SweepConfig) -> Vec<TrialRecord> {
 
 pub fn scripted_analysis(cfg: &SweepConfig) -> Analysis {
     let w = &cfg.preset.workload;
-    scaling_lab::sweep::analysis::analyze(&w.target, &scripted_records(cfg), w.optimizer)
+    scaling_lab::analysis::analyze(&w.target, &scripted_records(cfg), w.optimizer)
 }
 
 /// Presses Enter on Setup: Live shows the starting sweep and `Command::Launch` is returned (not

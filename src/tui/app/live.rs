@@ -200,7 +200,7 @@ impl LiveState {
     /// Recomputes the analysis from the finished trials (cheap: a handful of points).
     pub fn reanalyze(&mut self) {
         if let Some(w) = &self.workload {
-            self.analysis = crate::sweep::analysis::analyze(&w.target, &self.finished, w.optimizer);
+            self.analysis = crate::analysis::analyze(&w.target, &self.finished, w.optimizer);
         }
     }
 
@@ -547,14 +547,8 @@ impl LiveState {
     }
 }
 
-/// Consecutive segments of equal regime merged: (b_lo, b_hi, regime).
+/// The regimes as (b_lo, b_hi, regime), in order, each at most once: the same ranges the report
+/// prints (`report::regime_ranges`).
 pub fn regime_spans(a: &Analysis) -> Vec<(usize, usize, Regime)> {
-    let mut out: Vec<(usize, usize, Regime)> = Vec::new();
-    for s in &a.segments {
-        match out.last_mut() {
-            Some(last) if last.2 == s.regime && last.1 == s.b_lo => last.1 = s.b_hi,
-            _ => out.push((s.b_lo, s.b_hi, s.regime)),
-        }
-    }
-    out
+    crate::report::regime_ranges(a)
 }

@@ -76,8 +76,8 @@ fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
         marker: Marker::Braille,
     }
     .with_extras(vec![SeriesExtras {
-        // per-point intervals arrive with the shared report (BatchPoint.steps_ci)
-        intervals: Vec::new(),
+        // whiskers: the bootstrap interval of each batch size's best-of-K steps
+        intervals: l.analysis.per_batch.iter().map(|p| p.steps_ci).collect(),
         fit_uncertain: l.analysis.fit.as_ref().is_some_and(fit_uncertain),
     }]);
     frame.render_widget(chart, chart_area);
@@ -125,9 +125,10 @@ pub fn regime_line(a: &Analysis, th: &Theme, width: u16) -> Line<'static> {
     Line::from(out)
 }
 
-/// A fit too poor to draw as solid: r² below 0.9 (the lead may add "interval wider than value").
+/// A fit too poor to draw as solid: the analysis's verdict (r² below 0.9, or a bootstrap
+/// interval wider than its value).
 pub fn fit_uncertain(f: &crate::core::analysis::Fit) -> bool {
-    !(f.r2.is_finite() && f.r2 >= 0.9)
+    f.uncertain || !(f.r2.is_finite() && f.r2 >= 0.9)
 }
 
 fn loss(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {

@@ -137,7 +137,15 @@ pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th:
     if let Some(n) = &report.noise {
         lines.push(kv(
             if l.done { "B_simple" } else { "  best trials" },
-            format!("median {} (best trials)", num(n.median_b_simple)),
+            match l.b_simple_spread() {
+                Some((_, lo, hi)) => format!(
+                    "median {} ({}–{} over best trials)",
+                    num(n.median_b_simple),
+                    num(lo),
+                    num(hi)
+                ),
+                None => format!("median {} (best trials)", num(n.median_b_simple)),
+            },
             th,
             th.text(),
         ));
@@ -216,8 +224,11 @@ pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th:
     for e in l.errors.iter().rev().take(2) {
         lines.push(Line::styled(ellipsize(e, w), th.error()));
     }
-    if let Some(p) = &l.plan.run_log {
-        lines.push(Line::styled(ellipsize(&format!("log {p}"), w), th.dim()));
+    if l.plan.run_log.is_some() {
+        lines.push(Line::styled(
+            ellipsize(&format!("run {}", l.run_name()), w),
+            th.dim(),
+        ));
     }
     let lines: Vec<Line> = lines
         .into_iter()

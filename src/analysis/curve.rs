@@ -457,7 +457,7 @@ impl Rng {
     }
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        crate::sweep::plan::splitmix64(self.0)
+        crate::core::splitmix64(self.0)
     }
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
@@ -567,7 +567,7 @@ fn bootstrap_all(trials: &[TrialRecord], per_batch: &mut [BatchPoint]) -> Vec<Ve
             }
             _ => Vec::new(),
         };
-        let seed = crate::sweep::plan::splitmix64(0xb007_5742_u64 ^ p.batch_size as u64);
+        let seed = crate::core::splitmix64(0xb007_5742_u64 ^ p.batch_size as u64);
         let draws = bootstrap_min(&outcomes, best, cap, &seed_log_ratios, seed);
         if outcomes.len() >= 2 || !seed_log_ratios.is_empty() {
             if let Some([lo, hi]) = interval95(draws.clone()) {
@@ -951,7 +951,7 @@ pub fn search_edges(
     momentum: Option<f64>,
 ) -> Vec<SearchEdge> {
     let mut v = Vec::new();
-    match edge_of(crate::sweep::plan::lr_range_at(search, b), lr) {
+    match edge_of(search.lr_range_at(b), lr) {
         Some(false) => v.push(SearchEdge::LrLow),
         Some(true) => v.push(SearchEdge::LrHigh),
         None => {}
