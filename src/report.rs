@@ -543,9 +543,15 @@ impl Report {
                     _ => "",
                 };
                 let af = self.analysis.fit.as_ref();
-                let ci = |c: Option<[f64; 2]>| {
-                    c.map(|[lo, hi]| format!(" [{}–{}]", num(lo), num(hi)))
-                        .unwrap_or_default()
+                let intervals = match (af.and_then(|f| f.s_min_ci), af.and_then(|f| f.b_crit_ci)) {
+                    (Some([sl, sh]), Some([bl, bh])) => format!(
+                        " (95% intervals: S_min {}–{}, B_crit {}–{})",
+                        num(sl),
+                        num(sh),
+                        num(bl),
+                        num(bh)
+                    ),
+                    _ => String::new(),
                 };
                 let uncertain = if af.is_some_and(|f| f.uncertain) {
                     " — UNCERTAIN (poor R² or an interval wider than its value)"
@@ -554,11 +560,9 @@ impl Report {
                 };
                 let _ = writeln!(
                     s,
-                    "fit S = S_min·(1 + B_crit/B): S_min = {}{} steps, B_crit = {}{}{note} (R² {:.3}, rms ln-residual {:.3}){uncertain}",
+                    "fit S = S_min·(1 + B_crit/B): S_min = {} steps, B_crit = {}{intervals}{note} (R² {:.3}, rms ln-residual {:.3}){uncertain}",
                     num(f.s_min),
-                    ci(af.and_then(|f| f.s_min_ci)),
                     num(f.b_crit),
-                    ci(af.and_then(|f| f.b_crit_ci)),
                     f.r2,
                     f.rmse_log
                 );

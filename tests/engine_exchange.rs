@@ -94,7 +94,12 @@ fn train_both(
     reset_collective::<Flex>();
     let handles: Vec<_> = (0..world)
         .map(|rank| {
-            let (mut a, mut b) = (model.clone(), model.clone().fork(&Default::default()));
+            // Every replica forked (its own autodiff graph): two threads running backward on
+            // clones of one module share graph state, which can deadlock inside burn-autodiff.
+            let (mut a, mut b) = (
+                model.clone().fork(&Default::default()),
+                model.clone().fork(&Default::default()),
+            );
             let mp = mp.clone();
             std::thread::spawn(move || {
                 register::<Flex>(

@@ -111,7 +111,17 @@ fn sweep_piped_runs_to_completion() {
 #[test]
 fn ctrl_c_cancels_with_130_and_the_resume_line() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = pty(&["sweep", "digits-mlp-sgd", "--trials", "20"], dir.path());
+    let mut s = pty(
+        &[
+            "sweep",
+            "digits-mlp-sgd",
+            "--trials",
+            "20",
+            "--batch-sizes",
+            "8,16,32,64,128,256,512,1024",
+        ],
+        dir.path(),
+    );
     s.expect(Regex(r"\[2/160\] trial"))
         .expect("two trials finish");
     s.send([3u8]).unwrap(); // ctrl-c
@@ -126,7 +136,17 @@ fn second_ctrl_c_quits_at_once() {
     let dir = tempfile::tempdir().unwrap();
     // One long trial: the first ctrl-c asks it to stop at its next step; the second ends the
     // process without waiting.
-    let mut s = pty(&["sweep", "digits-mlp-sgd", "--trials", "20"], dir.path());
+    let mut s = pty(
+        &[
+            "sweep",
+            "digits-mlp-sgd",
+            "--trials",
+            "20",
+            "--batch-sizes",
+            "8,16,32,64,128,256,512,1024",
+        ],
+        dir.path(),
+    );
     s.expect(Regex(r"\[1/160\] trial"))
         .expect("a trial finishes");
     s.send([3u8]).unwrap();

@@ -54,7 +54,7 @@ fn another_log_opened_keeps_the_sweep_one_key_away_and_controllable() {
     // the sweep is still folded and shown in the header, with the key that brings it back
     let text = render_text(&a, 100, 30);
     let head = text.lines().next().unwrap();
-    assert!(head.contains("● digits-mlp-momentum 6/64 (s)"), "{head}");
+    assert!(head.contains("● digits-mlp-momentum 6/240 (s)"), "{head}");
     // its controls are not applied to a log
     assert!(key(&mut a, Key::Char('p')).is_empty());
     assert!(a
@@ -135,7 +135,7 @@ fn resume_starts_with_the_logged_trials_on_the_chart() {
     update(&mut a, Msg::Sweep(ev[0].clone()));
     let l = a.live().unwrap();
     assert_eq!(l.done_count(), 20);
-    assert_eq!(l.finished_text(), "trials finished: 20/64");
+    assert_eq!(l.finished_text(), "trials finished: 20/240");
     // a failure to start goes back to Runs with the reason
     let mut b = app();
     b.back = Screen::Runs;

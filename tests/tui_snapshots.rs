@@ -46,7 +46,7 @@ fn live_mid_sweep() {
         })
     });
     let text = render_text(&a, 80, 24);
-    assert!(text.contains("trials finished: 32/64"), "{text}");
+    assert!(text.contains("trials finished: 120/240"), "{text}");
     snap("live_mid", &a);
 }
 

@@ -102,7 +102,7 @@ fn batch_not_divisible_by_workers_is_explained_and_blocks_launch() {
         "{}",
         p.message
     );
-    assert!(p.message.contains("B = 8, 16"), "{}", p.message);
+    assert!(p.message.contains("B = 2, 4"), "{}", p.message);
     let cmds = key(&mut a, Key::Enter);
     assert!(cmds.is_empty());
     assert!(a.flash.as_deref().unwrap().starts_with("cannot launch"));

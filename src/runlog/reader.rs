@@ -270,9 +270,31 @@ fn trial_problem(
         return None;
     }
     let planned = (h.batch_sizes.len() as u64).saturating_mul(h.trials_per_batch as u64);
-    if t.trial_id >= planned {
+    // --until adds search trials past the plan (up to its budget, default 4× the plan);
+    // --repeats logs re-runs of each B's best trial with ids from REPEAT_ID_BASE.
+    let adaptive = h.adaptive.as_ref();
+    let search_budget = match adaptive {
+        Some(ad) if ad.until.is_some() => ad
+            .max_trials
+            .map(|m| m as u64)
+            .unwrap_or(planned.saturating_mul(4))
+            .max(planned),
+        _ => planned,
+    };
+    let base = crate::sweep::plan::REPEAT_ID_BASE;
+    if t.trial_id >= base {
+        let repeats = adaptive.map_or(1, |ad| ad.repeats) as u64;
+        let allowed = (h.batch_sizes.len() as u64).saturating_mul(repeats.saturating_sub(1));
+        if t.spec.repeat_of.is_none() || t.trial_id - base >= allowed {
+            return Some(format!(
+                "trial id {} is a repeat id, but the header plans {} repeat(s) per batch size",
+                t.trial_id,
+                repeats.saturating_sub(1)
+            ));
+        }
+    } else if t.trial_id >= search_budget {
         return Some(format!(
-            "trial id {} is outside the header's plan of {planned} trials",
+            "trial id {} is outside the header's plan of {search_budget} trials",
             t.trial_id
         ));
     }

@@ -24,7 +24,7 @@ use crate::workload::spec::{Metaparams, ModelSpec, OptimizerKind, Precision, Sch
 #[derive(clap::Args, Clone, Debug)]
 pub struct BenchArgs {
     /// Timed steps per MLP measurement (the CNN uses a tenth, at least 5).
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub steps: usize,
     /// Compute precision of the forward pass: fp32, bf16 or fp16.
     #[arg(long, default_value = "fp32", value_parser = ["fp32", "bf16", "fp16"])]
@@ -36,7 +36,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub peer: bool,
     /// Rounds per measurement (ours and the peer interleaved); the best round is reported.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100))]
     pub rounds: usize,
     /// Skip the per-preset trainer measurements.
     #[arg(long)]
