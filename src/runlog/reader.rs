@@ -273,12 +273,15 @@ fn trial_problem(
     // --until adds search trials past the plan (up to its budget, default 4× the plan);
     // --repeats logs re-runs of each B's best trial with ids from REPEAT_ID_BASE.
     let adaptive = h.adaptive.as_ref();
+    // (--until numbers its k-th trial at batch index i as k·|B| + i: one B can take the whole
+    // budget, so ids stay below |B| × budget.)
     let search_budget = match adaptive {
         Some(ad) if ad.until.is_some() => ad
             .max_trials
             .map(|m| m as u64)
             .unwrap_or(planned.saturating_mul(4))
-            .max(planned),
+            .max(planned)
+            .saturating_mul(h.batch_sizes.len() as u64),
         _ => planned,
     };
     let base = crate::sweep::plan::REPEAT_ID_BASE;
