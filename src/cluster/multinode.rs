@@ -134,7 +134,7 @@ impl ClusterSpec {
             .with_context(|| format!("--coordinator `{coord}`: expected HOST:PORT"))?;
         let port: u16 = parse_num("--coordinator port", port)?;
         anyhow::ensure!(
-            (port as usize) + nodes + 1 <= 65535,
+            (port as usize) + nodes < 65535,
             "--coordinator port {port} leaves no room for {nodes} node ports above it"
         );
         let host = host
