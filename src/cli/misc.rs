@@ -122,7 +122,8 @@ pub fn cmd_data(c: DataCmd) -> CmdResult {
 }
 
 pub fn cmd_screenshot(a: ScreenshotArgs, runs_dir: PathBuf) -> CmdResult {
-    let files = scaling_lab::tui::render_screenshots(&a.out, &runs_dir)?;
+    let mut files = scaling_lab::tui::render_screenshots(&a.out, &runs_dir)?;
+    files.push(scaling_lab::tui::render_meta_screenshot(&a.out, &runs_dir)?);
     for f in files {
         outln(&format!("wrote {}", f.display()));
     }
