@@ -162,22 +162,8 @@ pub fn per_batch(trials: &[TrialRecord], optimizer: OptimizerKind) -> Vec<BatchP
         .map(|(b, ts)| {
             let mut p = BatchPoint {
                 batch_size: b,
-                steps: None,
-                best_trial: None,
                 trials: ts.len(),
-                reached: 0,
-                diverged: 0,
-                not_reached: 0,
-                early_stopped: 0,
-                cancelled: 0,
-                best_lr: None,
-                best_momentum: None,
-                best_effective_lr: None,
-                b_simple: None,
-                steps_ci: None,
-                at_search_edge: false,
-                search_edges: Vec::new(),
-                repeat_steps: None,
+                ..Default::default()
             };
             let mut best: Option<(u64, &TrialRecord)> = None;
             for t in &ts {

@@ -437,21 +437,9 @@ mod tests {
         BatchPoint {
             batch_size: b,
             steps: Some(s),
-            best_trial: None,
             trials: 1,
             reached: 1,
-            diverged: 0,
-            not_reached: 0,
-            early_stopped: 0,
-            cancelled: 0,
-            best_lr: None,
-            best_momentum: None,
-            best_effective_lr: None,
-            b_simple: None,
-            steps_ci: None,
-            at_search_edge: false,
-            search_edges: Vec::new(),
-            repeat_steps: None,
+            ..Default::default()
         }
     }
 

@@ -96,7 +96,7 @@ pub struct RepeatSteps {
 }
 
 /// Steps-to-target at one batch size: the best trial over the study.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct BatchPoint {
     pub batch_size: usize,
     /// Earliest evaluation step at which any trial met the target (None: no trial did).
