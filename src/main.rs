@@ -74,7 +74,7 @@ fn main() -> ExitCode {
         Some(Cmd::ImportBatchScience(a)) => cli::export::cmd_import(a, runs_dir),
         Some(Cmd::Report(a)) => cli::report::cmd_report(a),
         Some(Cmd::Presets) => cli::misc::cmd_presets(),
-        Some(Cmd::Bench(a)) => cli::misc::cmd_bench(a),
+        Some(Cmd::Bench(a)) => cli::misc::cmd_bench(a, runs_dir),
         Some(Cmd::Screenshot(a)) => cli::misc::cmd_screenshot(a, runs_dir),
         Some(Cmd::Data(c)) => cli::misc::cmd_data(c),
     };

@@ -274,6 +274,15 @@ pub struct ProjectionCheck {
     pub modelled_s: f64,
 }
 
+/// The measured link's model beside the trials' own gradient-exchange times.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ExchangeCheck {
+    pub devices: usize,
+    pub bytes: f64,
+    pub measured_s: f64,
+    pub modelled_s: f64,
+}
+
 /// A trial that failed to run at all.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct TrialErrorNote {
@@ -318,6 +327,12 @@ pub struct Report {
     /// What the projection's compute was timed on.
     pub projection_backend: Option<String>,
     pub projection_check: Option<ProjectionCheck>,
+    /// Where the projection's measured link comes from (a `bench --allreduce` fit or the trials).
+    #[serde(default)]
+    pub projection_link: Option<String>,
+    /// The measured link's all-reduce time beside the trials' measured exchange per step.
+    #[serde(default)]
+    pub exchange_check: Option<ExchangeCheck>,
     /// Problems reading the log or comparing (torn last line, …).
     pub warnings: Vec<String>,
     /// Trials that failed to run.
@@ -415,6 +430,8 @@ impl Report {
             projection_note: None,
             projection_backend: None,
             projection_check: None,
+            projection_link: None,
+            exchange_check: None,
             warnings: vec![],
             errors: vec![],
             analysis,
@@ -424,15 +441,30 @@ impl Report {
     /// The report of a run log, with its time-to-target projection over 1 … `max_devices`
     /// devices and the reader's warnings.
     pub fn from_log(log: &crate::runlog::RunLog, max_devices: usize) -> Report {
+        Self::from_log_with(log, max_devices, None)
+    }
+
+    /// [`Report::from_log`] with the projection's measured link fitted to a saved
+    /// `bench --allreduce` table (see [`projection::find_link_table`]).
+    pub fn from_log_with(
+        log: &crate::runlog::RunLog,
+        max_devices: usize,
+        table: Option<&projection::LinkTable>,
+    ) -> Report {
         let a = log.analysis();
         let mut r = Report::new(a, &ReportInfo::from_log(log));
         r.backend = Some(log.header.backend.clone());
         r.warnings = log.warnings.clone();
-        r.add_projection(log, max_devices);
+        r.add_projection(log, max_devices, table);
         r
     }
 
-    fn add_projection(&mut self, log: &crate::runlog::RunLog, max_devices: usize) {
+    fn add_projection(
+        &mut self,
+        log: &crate::runlog::RunLog,
+        max_devices: usize,
+        table: Option<&projection::LinkTable>,
+    ) {
         let a = &self.analysis;
         if is_nqm(log) {
             self.projection_note =
@@ -444,7 +476,7 @@ impl Report {
             return;
         }
         let (Some(ps), Some(c)) = (
-            projection::project_all(&log.trials, a, max_devices),
+            projection::project_all(&log.trials, a, max_devices, table),
             projection::calibrate_compute(&log.trials),
         ) else {
             self.projection_note =
@@ -470,6 +502,17 @@ impl Report {
                 ", {} trials at once sharing the machine",
                 log.header.concurrency
             ));
+        }
+        if let Some(link) = ps.iter().map(|p| &p.link).find(|l| l.measured) {
+            self.projection_link = link.source.clone();
+            self.exchange_check = projection::exchange_check(&log.trials, link).map(
+                |(devices, bytes, measured_s, modelled_s)| ExchangeCheck {
+                    devices,
+                    bytes,
+                    measured_s,
+                    modelled_s,
+                },
+            );
         }
         self.projection_backend = Some(backend);
         self.projections = Some(ps);
@@ -639,6 +682,21 @@ impl Report {
         } else {
             ""
         };
+        let mut link = String::new();
+        if self.projections.is_some() {
+            if let Some(src) = &self.projection_link {
+                link += &format!("measured link: {src}\n");
+            }
+            if let Some(c) = &self.exchange_check {
+                link += &format!(
+                    "exchange check at G = {}: the trials measured {:.3} ms per step for {:.1} kB, the measured link model says {:.3} ms\n",
+                    c.devices,
+                    c.measured_s * 1e3,
+                    c.bytes / 1e3,
+                    c.modelled_s * 1e3
+                );
+            }
+        }
         caveat.to_string()
             + &match &self.projections {
                 Some(ps) => projection::render_projection_table(
@@ -653,6 +711,7 @@ impl Report {
                     self.projection_note.as_deref().unwrap_or("not computed")
                 ),
             }
+            + &link
     }
 
     /// The whole report: main text, a blank line, the projection section.
@@ -702,7 +761,7 @@ pub fn projections_for_log(
     if is_nqm(log) {
         return None;
     }
-    projection::project_all(&log.trials, &log.analysis(), max_devices)
+    projection::project_all(&log.trials, &log.analysis(), max_devices, None)
 }
 
 /// `report`: the sweep report of a run log followed by its projection.

@@ -85,6 +85,42 @@ fn sweep_then_report_with_projection() {
             assert!(r["time_to_target_s"].as_f64().unwrap() > 0.0);
         }
     }
+    assert!(
+        measured["link"]["source"]
+            .as_str()
+            .unwrap()
+            .contains("trials' exchange times"),
+        "{measured}"
+    );
+
+    // A real (small) `bench --allreduce` saves its table in the runs directory; from then on the
+    // projection's measured link is the ring model fitted to that table (latency and bandwidth),
+    // and the report checks it against the trials' own exchange times.
+    let bench = run(&[
+        "bench",
+        "--allreduce",
+        "--worlds",
+        "2,4",
+        "--max-message",
+        "262144",
+        "--runs-dir",
+        &runs,
+    ]);
+    assert!(bench.contains("ring model over all cells"), "{bench}");
+    assert!(dir.path().join("allreduce.json").is_file(), "{bench}");
+    let report = run(&["report", &log_s, "--max-devices", "64"]);
+    assert!(
+        report.contains("measured link: fit of `bench --allreduce`"),
+        "{report}"
+    );
+    assert!(report.contains("exchange check at G = 2"), "{report}");
+    let json: serde_json::Value =
+        serde_json::from_str(&run(&["report", &log_s, "--json", "--max-devices", "64"])).unwrap();
+    let link = &json["projections"][3]["link"];
+    assert_eq!(link["measured"], true);
+    assert!(link["latency"].as_f64().unwrap() >= 0.0, "{link}");
+    assert!(link["source"].as_str().unwrap().contains("cells, G = 2, 4"), "{link}");
+    assert!(json["exchange_check"]["measured_s"].as_f64().unwrap() > 0.0);
 }
 
 #[test]

@@ -14,19 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::core::analysis::Analysis;
 use crate::core::record::TrialRecord;
 
-/// The median (mean of the two middle values for an even count); None when empty.
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
+use super::curve::median;
 
 /// A network link for the all-reduce model.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -38,6 +26,10 @@ pub struct LinkModel {
     pub latency: f64,
     /// Derived from this machine's measured exchange times rather than a datasheet preset.
     pub measured: bool,
+    /// Where a measured link comes from (the `bench --allreduce` table it was fitted to, or the
+    /// trials' exchange times).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 impl LinkModel {
@@ -59,6 +51,7 @@ impl LinkModel {
             bandwidth,
             latency,
             measured: false,
+            source: None,
         }
     }
     pub fn presets() -> Vec<LinkModel> {
@@ -96,7 +89,175 @@ pub fn measured_link(trials: &[TrialRecord]) -> Option<LinkModel> {
         bandwidth: bw,
         latency: 0.0,
         measured: true,
+        source: Some(
+            "the trials' exchange times (one size per step: latency not separable; \
+             `scaling-lab bench --allreduce` measures a table to fit)"
+                .into(),
+        ),
     })
+}
+
+/// One measured all-reduce: `world` replicas, a message of `bytes`, `time_s` seconds (a row of
+/// `scaling-lab bench --allreduce`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct LinkSample {
+    pub world: usize,
+    pub bytes: f64,
+    pub time_s: f64,
+}
+
+/// A saved `bench --allreduce` table: what was measured (`path`, e.g. "burn-collective in-process
+/// threads, burn-flex (cpu)") and its rows. Extra fields of the saved file are ignored.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct LinkTable {
+    pub path: String,
+    pub rows: Vec<LinkSample>,
+}
+
+/// The ring model `t = 2(G−1)·latency + 2(G−1)/G · bytes / bandwidth` fitted to every cell of a
+/// table at once (weighted least squares on relative error, latency ≥ 0): (latency s, bandwidth
+/// B/s, largest relative deviation of a cell from the fit). None with fewer than two usable
+/// cells or no positive bandwidth.
+pub fn fit_ring(samples: &[LinkSample]) -> Option<(f64, f64, f64)> {
+    let pts: Vec<(f64, f64, f64)> = samples
+        .iter()
+        .filter(|s| s.world >= 2 && s.bytes > 0.0 && s.time_s > 0.0 && s.time_s.is_finite())
+        .map(|s| {
+            let g = s.world as f64;
+            (2.0 * (g - 1.0), 2.0 * (g - 1.0) / g * s.bytes, s.time_s)
+        })
+        .collect();
+    if pts.len() < 2 {
+        return None;
+    }
+    let (mut s11, mut s12, mut s22, mut s1t, mut s2t) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for &(x1, x2, t) in &pts {
+        let w = 1.0 / (t * t);
+        s11 += w * x1 * x1;
+        s12 += w * x1 * x2;
+        s22 += w * x2 * x2;
+        s1t += w * x1 * t;
+        s2t += w * x2 * t;
+    }
+    let det = s11 * s22 - s12 * s12;
+    let (mut lat, mut inv_bw) = if det.abs() > 1e-300 * s11.max(1.0) * s22.max(1.0) {
+        ((s1t * s22 - s2t * s12) / det, (s11 * s2t - s12 * s1t) / det)
+    } else {
+        (-1.0, 0.0)
+    };
+    if lat < 0.0 {
+        lat = 0.0;
+        inv_bw = s2t / s22;
+    }
+    if inv_bw <= 0.0 || !inv_bw.is_finite() {
+        return None;
+    }
+    let max_rel_err = pts
+        .iter()
+        .map(|&(x1, x2, t)| ((lat * x1 + inv_bw * x2) / t - 1.0).abs())
+        .fold(0.0, f64::max);
+    Some((lat, 1.0 / inv_bw, max_rel_err))
+}
+
+impl LinkTable {
+    /// The measured link of this table (ring model fitted to all its cells).
+    pub fn link(&self) -> Option<LinkModel> {
+        let (latency, bandwidth, dev) = fit_ring(&self.rows)?;
+        let mut worlds: Vec<usize> = self.rows.iter().map(|r| r.world).collect();
+        worlds.sort_unstable();
+        worlds.dedup();
+        let worlds: Vec<String> = worlds.iter().map(|g| g.to_string()).collect();
+        Some(LinkModel {
+            name: "measured".into(),
+            bandwidth,
+            latency,
+            measured: true,
+            source: Some(format!(
+                "fit of `bench --allreduce` ({}; {} cells, G = {}; largest deviation {:.0}%)",
+                self.path,
+                self.rows.len(),
+                worlds.join(", "),
+                dev * 100.0
+            )),
+        })
+    }
+
+    /// Reads a saved table (`bench --allreduce` writes `<runs-dir>/allreduce.json`).
+    pub fn read(path: &std::path::Path) -> anyhow::Result<LinkTable> {
+        use anyhow::Context;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read the all-reduce table", path.display()))?;
+        let t: LinkTable = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{}: not an all-reduce table (written by `scaling-lab bench --allreduce`)",
+                path.display()
+            )
+        })?;
+        anyhow::ensure!(
+            fit_ring(&t.rows).is_some(),
+            "{}: the all-reduce table has no usable rows",
+            path.display()
+        );
+        Ok(t)
+    }
+}
+
+/// The file name `bench --allreduce` saves its table under, in the runs directory.
+pub const LINK_TABLE_FILE: &str = "allreduce.json";
+
+/// The saved all-reduce table for a run log at `log_path`: `allreduce.json` in the log's directory
+/// or the one above it (a Slurm sweep directory sits inside the runs directory). Unreadable or
+/// malformed tables are skipped with the reason.
+pub fn find_link_table(log_path: &std::path::Path) -> (Option<LinkTable>, Option<String>) {
+    let dir = if log_path.is_dir() {
+        Some(log_path)
+    } else {
+        log_path.parent()
+    };
+    let mut note = None;
+    for d in dir.into_iter().flat_map(|d| [Some(d), d.parent()]).flatten() {
+        let d = if d.as_os_str().is_empty() {
+            std::path::Path::new(".")
+        } else {
+            d
+        };
+        let p = d.join(LINK_TABLE_FILE);
+        if p.is_file() {
+            match LinkTable::read(&p) {
+                Ok(t) => return (Some(t), None),
+                Err(e) => note = Some(format!("{e:#}")),
+            }
+        }
+    }
+    (None, note)
+}
+
+/// The measured link beside the trials' own exchange times: (G, payload bytes, median measured
+/// seconds per step, the link model's seconds) at the most common G ≥ 2 of the trials. None when
+/// no trial exchanged gradients.
+pub fn exchange_check(trials: &[TrialRecord], link: &LinkModel) -> Option<(usize, f64, f64, f64)> {
+    let with: Vec<(usize, f64, f64)> = trials
+        .iter()
+        .filter_map(|t| {
+            let g = t.spec.devices.replicas();
+            let th = &t.outcome.throughput;
+            (g >= 2 && th.exchange_s > 0.0 && th.exchanged_bytes_per_step > 0).then_some((
+                g,
+                th.exchanged_bytes_per_step as f64,
+                th.exchange_s,
+            ))
+        })
+        .collect();
+    let mut gs: Vec<usize> = with.iter().map(|w| w.0).collect();
+    gs.sort_unstable();
+    let g = gs
+        .iter()
+        .copied()
+        .max_by_key(|g| (gs.iter().filter(|x| *x == g).count(), *g))?;
+    let at_g: Vec<&(usize, f64, f64)> = with.iter().filter(|w| w.0 == g).collect();
+    let bytes = median(at_g.iter().map(|w| w.1).collect())?;
+    let measured = median(at_g.iter().map(|w| w.2).collect())?;
+    Some((g, bytes, measured, link.allreduce_s(bytes, g)))
 }
 
 /// `t_compute(b) = overhead_s + per_example_s·b` for a per-replica batch b.
@@ -294,16 +455,23 @@ pub fn render_projection(p: &Projection) -> String {
     s
 }
 
-/// Projections of one sweep on every datasheet link, plus the measured link when the sweep ran
-/// trials on ≥ 2 devices. None when no trial has a measured compute time (e.g. imported data).
+/// Projections of one sweep on every datasheet link, plus one measured link: the ring model fitted
+/// to a saved `bench --allreduce` table when there is one (`table`), else the effective link of the
+/// trials' own exchange times when they ran on ≥ 2 devices. None when no trial has a measured
+/// compute time (e.g. imported data).
 pub fn project_all(
     trials: &[TrialRecord],
     analysis: &Analysis,
     max_devices: usize,
+    table: Option<&LinkTable>,
 ) -> Option<Vec<Projection>> {
     let compute = calibrate_compute(trials)?;
     let mut links = LinkModel::presets();
-    links.extend(measured_link(trials));
+    links.extend(
+        table
+            .and_then(LinkTable::link)
+            .or_else(|| measured_link(trials)),
+    );
     Some(
         links
             .iter()
@@ -387,7 +555,13 @@ pub fn render_projection_table(
     }
     let _ = write!(s, "{:>5}", "G");
     for p in ps {
-        let name = if p.link.measured {
+        let name = if p.link.measured && p.link.latency > 0.0 {
+            format!(
+                "measured {:.2} GB/s {:.0} µs",
+                p.link.bandwidth / 1e9,
+                p.link.latency * 1e6
+            )
+        } else if p.link.measured {
             format!("measured {:.2} GB/s", p.link.bandwidth / 1e9)
         } else {
             p.link.name.clone()
@@ -450,6 +624,7 @@ mod tests {
             bandwidth: 1e9,
             latency: 1e-6,
             measured: false,
+            source: None,
         };
         assert_eq!(l.allreduce_s(1e9, 1), 0.0);
         // G = 4: 2·3/4·1 s + 6 µs.
@@ -526,7 +701,7 @@ mod tests {
         // B=256 60·3.56 ms = 0.214 s; B=1024 50·11.24 ms = 0.562 s.
         assert_eq!(b, 64);
         assert!((measured - modelled).abs() < 1e-9);
-        let ps = project_all(&trials, &a, 1024).unwrap();
+        let ps = project_all(&trials, &a, 1024, None).unwrap();
         assert_eq!(ps.len(), 3, "no measured link without multi-device trials");
         // G ≤ the largest B measured: 1 … 1024 is 11 rows.
         assert!(ps.iter().all(|p| p.rows.len() == 11));
@@ -548,5 +723,116 @@ mod tests {
             12,
             "{text}"
         );
+    }
+
+    fn ring_table(lat: f64, bw: f64, noise: f64) -> Vec<LinkSample> {
+        let mut out = vec![];
+        let mut k = 0u64;
+        for g in [2usize, 4, 8] {
+            for i in 0..9 {
+                let bytes = 1024.0 * 4f64.powi(i);
+                let l = LinkModel {
+                    name: "x".into(),
+                    bandwidth: bw,
+                    latency: lat,
+                    measured: true,
+                    source: None,
+                };
+                k += 1;
+                // deterministic ±noise pattern
+                let f = 1.0 + noise * if k % 2 == 0 { 1.0 } else { -1.0 };
+                out.push(LinkSample {
+                    world: g,
+                    bytes,
+                    time_s: l.allreduce_s(bytes, g) * f,
+                });
+            }
+        }
+        out
+    }
+
+    /// The ring model fitted to a whole table recovers the latency and bandwidth it was made
+    /// from, exactly without noise and within the noise with ±10 % on every cell.
+    #[test]
+    fn ring_fit_recovers_latency_and_bandwidth() {
+        let (lat, bw, dev) = fit_ring(&ring_table(5e-6, 3e9, 0.0)).unwrap();
+        assert!((lat / 5e-6 - 1.0).abs() < 1e-6, "{lat}");
+        assert!((bw / 3e9 - 1.0).abs() < 1e-6, "{bw}");
+        assert!(dev < 1e-6);
+        let (lat, bw, dev) = fit_ring(&ring_table(5e-6, 3e9, 0.1)).unwrap();
+        assert!((lat / 5e-6 - 1.0).abs() < 0.15, "{lat}");
+        assert!((bw / 3e9 - 1.0).abs() < 0.15, "{bw}");
+        assert!(dev > 0.05 && dev < 0.3, "{dev}");
+        // Too little to fit, or nonsense: no model.
+        assert!(fit_ring(&ring_table(5e-6, 3e9, 0.0)[..1]).is_none());
+        assert!(fit_ring(&[LinkSample {
+            world: 1,
+            bytes: 4.0,
+            time_s: 1.0
+        }])
+        .is_none());
+    }
+
+    /// A saved `bench --allreduce` table (its JSON, extra fields included) is found next to a log
+    /// or one directory up, and the projection's measured link is its fit, not the trials'
+    /// single-number link; a malformed table is skipped with a reason.
+    #[test]
+    fn saved_table_becomes_the_measured_link() {
+        let rows: Vec<serde_json::Value> = ring_table(8e-6, 2e9, 0.0)
+            .iter()
+            .map(|r| {
+                serde_json::json!({"world": r.world, "bytes": r.bytes as u64, "reps": 20,
+                    "time_s": r.time_s, "algbw": r.bytes / r.time_s, "busbw": 0.0})
+            })
+            .collect();
+        let json = serde_json::json!({"path": "burn-collective in-process threads, burn-flex (cpu)",
+            "rows": rows, "fits": []});
+        let dir = tempfile::tempdir().unwrap();
+        let sweep = dir.path().join("sweep-x");
+        std::fs::create_dir(&sweep).unwrap();
+        let log = sweep.join("shard-0.jsonl");
+        std::fs::write(&log, "").unwrap();
+        assert!(find_link_table(&log).0.is_none());
+        std::fs::write(dir.path().join(LINK_TABLE_FILE), json.to_string()).unwrap();
+        let (t, note) = find_link_table(&log);
+        assert!(note.is_none());
+        let t = t.expect("found one directory up");
+        let l = t.link().unwrap();
+        assert!(l.measured);
+        assert!((l.latency / 8e-6 - 1.0).abs() < 1e-6, "{l:?}");
+        assert!((l.bandwidth / 2e9 - 1.0).abs() < 1e-6, "{l:?}");
+        assert!(l.source.as_deref().unwrap().contains("27 cells"), "{l:?}");
+        // next to the log wins; a broken one is reported and skipped
+        std::fs::write(sweep.join(LINK_TABLE_FILE), "{\"rows\": 3}").unwrap();
+        let (t2, note) = find_link_table(&log);
+        assert!(t2.is_some(), "falls back to the parent's table");
+        assert!(note.unwrap().contains("not an all-reduce table"));
+
+        use crate::analysis::curve::tests::rec;
+        use crate::core::trial::Outcome;
+        let mut trials = vec![];
+        for (i, (b, s)) in [(16usize, 400u64), (64, 120), (256, 60)].into_iter().enumerate() {
+            let mut r = rec(i as u64, b, 0.1, Outcome::Reached { step: s }, None);
+            r.outcome.throughput.compute_s = 1e-3 + 1e-5 * b as f64;
+            r.outcome.throughput.params = 25_000;
+            trials.push(r);
+        }
+        let a = crate::analysis::analyze(
+            &crate::workload::spec::Target {
+                metric: crate::workload::spec::Metric::ValError,
+                value: 0.1,
+            },
+            &trials,
+            crate::workload::spec::OptimizerKind::Sgd,
+        );
+        let ps = project_all(&trials, &a, 64, Some(&t)).unwrap();
+        assert_eq!(ps.len(), 4, "three datasheet links and the fitted one");
+        let m = &ps[3];
+        assert!(m.link.measured && m.link.latency > 0.0);
+        // G = 2 all-reduce of 100 kB: 2·8 µs + 100 kB / 2 GB/s = 66 µs
+        let r2 = m.rows.iter().find(|r| r.devices == 2).unwrap();
+        assert!((r2.allreduce_s - 66e-6).abs() < 1e-9, "{r2:?}");
+        let text = render_projection_table(&ps, "cpu", None);
+        assert!(text.contains("measured 2.00 GB/s 8 µs"), "{text}");
     }
 }

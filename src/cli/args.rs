@@ -251,9 +251,16 @@ pub struct BenchArgs {
     pub bench: scaling_lab::train::bench::BenchArgs,
     /// Instead: the nccl-tests-style all-reduce table of the lab's in-process exchange (message
     /// size 1 KiB … 64 MiB × G = 2, 4, 8 threads: time, algbw, busbw, and the latency +
-    /// bytes/bandwidth fit the projection uses).
+    /// bytes/bandwidth fit the projection uses). Saves the table to <runs-dir>/allreduce.json,
+    /// where `report` and `sweep` find it for the projection's measured link.
     #[arg(long)]
     pub allreduce: bool,
+    /// With --allreduce: the numbers of replicas G (default 2,4,8).
+    #[arg(long, value_delimiter = ',', requires = "allreduce", value_parser = clap::value_parser!(u64).range(2..=64))]
+    pub worlds: Vec<u64>,
+    /// With --allreduce: the largest message in bytes (1 KiB … this, ×4 steps; default 64 MiB).
+    #[arg(long, requires = "allreduce", value_parser = clap::value_parser!(u64).range(1024..=(1u64 << 30)))]
+    pub max_message: Option<u64>,
 }
 
 #[derive(Subcommand)]

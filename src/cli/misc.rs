@@ -68,9 +68,32 @@ pub fn cmd_presets() -> CmdResult {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn cmd_bench(a: BenchArgs) -> CmdResult {
+/// Writes the all-reduce table to `<runs-dir>/allreduce.json` (temp file + rename, so a reader
+/// never sees half a table).
+fn save_link_table(
+    runs_dir: &std::path::Path,
+    b: &scaling_lab::train::allreduce_bench::AllreduceBench,
+) -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    std::fs::create_dir_all(runs_dir)
+        .with_context(|| format!("{}: cannot create the runs directory", runs_dir.display()))?;
+    let path = runs_dir.join(scaling_lab::analysis::projection::LINK_TABLE_FILE);
+    let tmp = runs_dir.join(format!(".allreduce.json.{}", std::process::id()));
+    std::fs::write(&tmp, serde_json::to_string_pretty(b)?)
+        .with_context(|| format!("{}: cannot write", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("{}: cannot write", path.display()))?;
+    Ok(path)
+}
+
+pub fn cmd_bench(a: BenchArgs, runs_dir: PathBuf) -> CmdResult {
     if a.allreduce {
-        let opts = scaling_lab::train::allreduce_bench::AllreduceBenchOptions::default();
+        let mut opts = scaling_lab::train::allreduce_bench::AllreduceBenchOptions::default();
+        if !a.worlds.is_empty() {
+            opts.worlds = a.worlds.iter().map(|&g| g as usize).collect();
+        }
+        if let Some(max) = a.max_message {
+            opts.sizes.retain(|&b| b as u64 <= max);
+        }
         let json = a.bench.json;
         let b = scaling_lab::train::allreduce_bench::allreduce_bench(&opts, &mut |r| {
             if !json {
@@ -82,10 +105,26 @@ pub fn cmd_bench(a: BenchArgs) -> CmdResult {
                 );
             }
         })?;
+        // Saved for the projection: `report`/`sweep` fit their measured link to this table.
+        let saved = save_link_table(&runs_dir, &b)?;
         if json {
             outln(&serde_json::to_string_pretty(&b)?);
         } else {
             out(&b.render());
+            if let Some(link) = scaling_lab::analysis::projection::LinkTable::read(&saved)
+                .ok()
+                .and_then(|t| t.link())
+            {
+                outln(&format!(
+                    "ring model over all cells: 2(G−1)·{:.1} µs + 2(G−1)/G · bytes / {:.3} GB/s",
+                    link.latency * 1e6,
+                    link.bandwidth / 1e9
+                ));
+            }
+            outln(&format!(
+                "saved {} (the projection of `report`/`sweep` logs in that directory fits its measured link to it)",
+                saved.display()
+            ));
         }
         return Ok(ExitCode::SUCCESS);
     }

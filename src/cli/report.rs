@@ -10,7 +10,11 @@ use super::{out, outln, read_log, CmdResult};
 
 pub fn cmd_report(a: ReportArgs) -> CmdResult {
     let log = read_log(&a.log)?;
-    let report = Report::from_log(&log, a.max_devices);
+    let (table, note) = scaling_lab::analysis::projection::find_link_table(&a.log);
+    if let Some(n) = note {
+        eprintln!("warning: {n} (ignored; the projection uses the trials' exchange times)");
+    }
+    let report = Report::from_log_with(&log, a.max_devices, table.as_ref());
     if a.json {
         outln(&serde_json::to_string_pretty(&report.to_json())?);
     } else {

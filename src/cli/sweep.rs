@@ -263,7 +263,13 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
     // The projection needs the trials' measured times: read them back from the (fsynced) log.
     let log = scaling_lab::runlog::reader::read_run_log(&log_path).ok();
     let mut report = match &log {
-        Some(l) => Report::from_log(l, SWEEP_MAX_DEVICES),
+        Some(l) => Report::from_log_with(
+            l,
+            SWEEP_MAX_DEVICES,
+            scaling_lab::analysis::projection::find_link_table(&log_path)
+                .0
+                .as_ref(),
+        ),
         None => Report::new(
             seen.analysis.clone().unwrap_or(result.analysis.clone()),
             &seen.info,
