@@ -119,7 +119,10 @@ fn sweep_then_report_with_projection() {
     let link = &json["projections"][3]["link"];
     assert_eq!(link["measured"], true);
     assert!(link["latency"].as_f64().unwrap() >= 0.0, "{link}");
-    assert!(link["source"].as_str().unwrap().contains("cells, G = 2, 4"), "{link}");
+    assert!(
+        link["source"].as_str().unwrap().contains("cells, G = 2, 4"),
+        "{link}"
+    );
     assert!(json["exchange_check"]["measured_s"].as_f64().unwrap() > 0.0);
 }
 

@@ -215,7 +215,11 @@ pub fn find_link_table(log_path: &std::path::Path) -> (Option<LinkTable>, Option
         log_path.parent()
     };
     let mut note = None;
-    for d in dir.into_iter().flat_map(|d| [Some(d), d.parent()]).flatten() {
+    for d in dir
+        .into_iter()
+        .flat_map(|d| [Some(d), d.parent()])
+        .flatten()
+    {
         let d = if d.as_os_str().is_empty() {
             std::path::Path::new(".")
         } else {
@@ -811,7 +815,10 @@ mod tests {
         use crate::analysis::curve::tests::rec;
         use crate::core::trial::Outcome;
         let mut trials = vec![];
-        for (i, (b, s)) in [(16usize, 400u64), (64, 120), (256, 60)].into_iter().enumerate() {
+        for (i, (b, s)) in [(16usize, 400u64), (64, 120), (256, 60)]
+            .into_iter()
+            .enumerate()
+        {
             let mut r = rec(i as u64, b, 0.1, Outcome::Reached { step: s }, None);
             r.outcome.throughput.compute_s = 1e-3 + 1e-5 * b as f64;
             r.outcome.throughput.params = 25_000;
