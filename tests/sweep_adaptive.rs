@@ -39,6 +39,7 @@ fn config(dir: &Path) -> SweepConfig {
         repeats: 1,
         until: None,
         max_trials: None,
+        widen: 0,
     }
 }
 
@@ -172,4 +173,133 @@ fn until_adds_trials_where_the_interval_is_widest_and_resume_reproduces_it() {
     };
     assert_eq!(key(&relog), key(&log));
     assert_eq!(again.analysis.regimes, res.analysis.regimes);
+}
+
+/// The NQM config with an η range far below the best η: the best trials sit at its top edge.
+fn too_low_range(dir: &Path) -> SweepConfig {
+    let mut cfg = config(dir);
+    cfg.preset.search.learning_rate = [5e-3, 5e-2];
+    cfg.trials_per_batch = 16;
+    cfg
+}
+
+#[test]
+fn widen_recentres_the_range_where_the_best_trial_is_at_its_edge_and_resume_reproduces_it() {
+    use scaling_lab::core::widen::{group_size, shift_range, RangeShift, WidenId, WIDEN_ID_BASE};
+    let dir = tempfile::tempdir().unwrap();
+    let plain = run(too_low_range(dir.path()), None);
+    let edge_before: Vec<usize> = plain
+        .analysis
+        .per_batch
+        .iter()
+        .filter(|p| p.search_edges.contains(&SearchEdge::LrHigh))
+        .map(|p| p.batch_size)
+        .collect();
+    assert!(
+        edge_before.len() >= 2,
+        "the test needs edge cases: {edge_before:?} {:?}",
+        plain
+            .analysis
+            .per_batch
+            .iter()
+            .map(|p| (p.batch_size, p.steps, p.best_lr))
+            .collect::<Vec<_>>()
+    );
+
+    let mut cfg = too_low_range(dir.path());
+    cfg.widen = 3;
+    let res = run(cfg.clone(), None);
+    assert!(!res.cancelled);
+    let log = read_run_log(&res.log_path).unwrap();
+    assert_eq!(log.header.adaptive.as_ref().unwrap().widen, Some(3));
+    let widened: Vec<&TrialRecord> = log
+        .trials
+        .iter()
+        .filter(|t| t.trial_id >= WIDEN_ID_BASE && t.spec.repeat_of.is_none())
+        .collect();
+    assert!(!widened.is_empty());
+    let per_group = group_size(cfg.trials_per_batch) as usize;
+    let mut groups = std::collections::BTreeMap::<(usize, RangeShift), usize>::new();
+    for t in &widened {
+        let w = WidenId::decode(t.trial_id).unwrap();
+        // Only batch sizes that were at the top η edge move, and only upwards in η.
+        assert_eq!(cfg.batch_sizes[w.batch_index], t.spec.batch_size);
+        assert!(
+            edge_before.contains(&t.spec.batch_size),
+            "{}",
+            t.spec.batch_size
+        );
+        assert!(
+            w.shift.lr >= 1 && w.shift.lr <= 3 && w.shift.omm == 0,
+            "{:?}",
+            w.shift
+        );
+        // Its η was drawn from the moved range (rule "none": the preset's range itself).
+        let r = shift_range(cfg.preset.search.learning_rate, w.shift.lr);
+        let lr = t.spec.metaparams.learning_rate;
+        assert!(
+            lr >= r[0] * (1.0 - 1e-12) && lr <= r[1] * (1.0 + 1e-12),
+            "{lr} {r:?}"
+        );
+        *groups.entry((t.spec.batch_size, w.shift)).or_default() += 1;
+    }
+    // Groups are full, and at each B they move one half-width at a time.
+    for (&(b, s), &n) in &groups {
+        assert_eq!(n, per_group, "B = {b} {s:?}");
+        for lower in 1..s.lr {
+            assert!(groups.contains_key(&(b, RangeShift { lr: lower, omm: 0 })));
+        }
+    }
+    // The plan's trials are the same; S(B) can only improve; fewer B stay at the edge, and a B
+    // still at it has used every move.
+    for (a, b) in plain.analysis.per_batch.iter().zip(&res.analysis.per_batch) {
+        assert_eq!(a.batch_size, b.batch_size);
+        if let Some(s) = a.steps {
+            assert!(b.steps.unwrap() <= s, "B = {}", a.batch_size);
+        }
+        if b.search_edges.contains(&SearchEdge::LrHigh) {
+            assert!(groups.contains_key(&(b.batch_size, RangeShift { lr: 3, omm: 0 })));
+        }
+    }
+    let edge_after = res
+        .analysis
+        .per_batch
+        .iter()
+        .filter(|p| p.at_search_edge)
+        .count();
+    assert!(
+        edge_after < edge_before.len(),
+        "{edge_after} vs {edge_before:?}"
+    );
+    assert!(res
+        .analysis
+        .notes
+        .iter()
+        .any(|n| n.contains("re-centred (--widen)")));
+
+    // Cut the log inside the widening and resume: the same records.
+    let text = std::fs::read_to_string(&res.log_path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let first_widen = lines
+        .iter()
+        .position(|l| l.contains(&format!("\"trial_id\":{}", widened[0].trial_id)))
+        .unwrap();
+    let cut = dir.path().join("cut-widen.jsonl");
+    std::fs::write(&cut, lines[..first_widen + 2].join("\n") + "\n").unwrap();
+    let cut_log = read_run_log(&cut).unwrap();
+    let resumed_cfg = SweepConfig::from_header(&cut_log.header, dir.path().to_path_buf());
+    assert_eq!(resumed_cfg.widen, 3);
+    let again = run(resumed_cfg, Some(cut.clone()));
+    assert!(!again.cancelled);
+    let relog = read_run_log(&cut).unwrap();
+    let key = |l: &scaling_lab::runlog::reader::RunLog| {
+        let mut v: Vec<(u64, TrialSpec, Outcome)> = l
+            .trials
+            .iter()
+            .map(|t| (t.trial_id, t.spec.clone(), t.outcome.outcome.clone()))
+            .collect();
+        v.sort_by_key(|x| x.0);
+        v
+    };
+    assert_eq!(key(&relog), key(&log));
 }

@@ -58,6 +58,7 @@ fn sweep(dir: &Path, opt: OptimizerKind) -> PathBuf {
         repeats: 1,
         until: None,
         max_trials: None,
+        widen: 0,
     };
     let (tx, rx) = sync_channel(4096);
     let h = start_sweep(cfg, Arc::new(NqmRunner), tx, None).unwrap();

@@ -44,6 +44,7 @@ fn config(dir: &Path, opt: OptimizerKind) -> SweepConfig {
         repeats: 1,
         until: None,
         max_trials: None,
+        widen: 0,
     }
 }
 

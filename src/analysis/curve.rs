@@ -43,6 +43,7 @@ use crate::core::analysis::{
 };
 use crate::core::record::TrialRecord;
 use crate::core::trial::Outcome;
+use crate::core::widen::{shift_range, RangeShift, WIDEN_MAX_SHIFT};
 use crate::workload::spec::{LrRule, OptimizerKind, Preset, SearchSpace, Target};
 
 /// Slope at or below which a segment is "perfect scaling".
@@ -116,7 +117,7 @@ pub fn analyze_with(
         .collect();
     let lr_rules = lr_rules(&per_batch);
     if let Some(s) = search {
-        mark_search_edges(&mut per_batch, s, optimizer, &mut notes);
+        mark_search_edges(&mut per_batch, trials, s, optimizer, &mut notes);
         if let Some(note) = lr_rule_note(s, &lr_rules) {
             notes.push(note);
         }
@@ -928,7 +929,8 @@ fn edge_of(range: [f64; 2], v: f64) -> Option<bool> {
     }
 }
 
-/// The edges of the search space at which a best trial with (η, γ) at batch size `b` sits.
+/// The edges of the search space at which a best trial with (η, γ) at batch size `b` sits
+/// (the preset's ranges at `b`; see `explored_ranges` for a sweep that re-centred them).
 pub fn search_edges(
     search: &SearchSpace,
     optimizer: OptimizerKind,
@@ -936,14 +938,31 @@ pub fn search_edges(
     lr: f64,
     momentum: Option<f64>,
 ) -> Vec<SearchEdge> {
+    edges_in(
+        search.lr_range_at(b),
+        search.one_minus_momentum,
+        optimizer,
+        lr,
+        momentum,
+    )
+}
+
+/// The edges of the ranges `lr_range` (η) and `omm_range` (1−γ) at which (η, γ) sits.
+pub fn edges_in(
+    lr_range: [f64; 2],
+    omm_range: Option<[f64; 2]>,
+    optimizer: OptimizerKind,
+    lr: f64,
+    momentum: Option<f64>,
+) -> Vec<SearchEdge> {
     let mut v = Vec::new();
-    match edge_of(search.lr_range_at(b), lr) {
+    match edge_of(lr_range, lr) {
         Some(false) => v.push(SearchEdge::LrLow),
         Some(true) => v.push(SearchEdge::LrHigh),
         None => {}
     }
     let uses_momentum = !matches!(optimizer, OptimizerKind::Sgd);
-    if let (true, Some(r), Some(g)) = (uses_momentum, search.one_minus_momentum, momentum) {
+    if let (true, Some(r), Some(g)) = (uses_momentum, omm_range, momentum) {
         match edge_of(r, 1.0 - g) {
             Some(false) => v.push(SearchEdge::OneMinusMomentumLow),
             Some(true) => v.push(SearchEdge::OneMinusMomentumHigh),
@@ -953,29 +972,155 @@ pub fn search_edges(
     v
 }
 
+/// The η and 1−γ ranges explored at batch size `b`: the preset's ranges at `b` joined with the
+/// re-centred ranges (`--widen`, `crate::core::widen`) of the groups in `shifts`. Consecutive
+/// groups overlap by half a width, so the join is one interval per dimension.
+pub fn explored_ranges(
+    search: &SearchSpace,
+    b: usize,
+    shifts: impl IntoIterator<Item = RangeShift>,
+) -> ([f64; 2], Option<[f64; 2]>) {
+    let base_lr = search.lr_range_at(b);
+    let (mut lr, mut omm) = (base_lr, search.one_minus_momentum);
+    for s in shifts {
+        let r = shift_range(base_lr, s.lr);
+        lr = [lr[0].min(r[0]), lr[1].max(r[1])];
+        if let (Some(o), Some(base)) = (omm.as_mut(), search.one_minus_momentum) {
+            let r = shift_range(base, s.omm);
+            *o = [o[0].min(r[0]), o[1].max(r[1])];
+        }
+    }
+    (lr, omm)
+}
+
+/// The re-centred group (`--widen`) the search at batch size `b` should run next, from the
+/// finished search trials at `b` (`at_b`): None when the best trial is inside the explored range,
+/// no trial reached the target, the move would exceed `max_rounds` half-widths, 1−γ would reach 1,
+/// or that group was already run. The group keeps the best trial's own shift in a dimension whose
+/// edge it is not at, and moves one half-width past the explored range in one whose edge it is at.
+pub fn widen_step(
+    search: &SearchSpace,
+    optimizer: OptimizerKind,
+    b: usize,
+    at_b: &[&TrialRecord],
+    max_rounds: i32,
+) -> Option<RangeShift> {
+    let best = at_b
+        .iter()
+        .filter(|t| t.spec.batch_size == b && t.spec.repeat_of.is_none())
+        .filter_map(|t| {
+            t.outcome
+                .outcome
+                .steps_to_target()
+                .map(|s| (s, t.trial_id, *t))
+        })
+        .min_by_key(|&(s, id, _)| (s, id))?
+        .2;
+    let shifts: std::collections::BTreeSet<RangeShift> = at_b
+        .iter()
+        .filter(|t| t.spec.batch_size == b && t.spec.repeat_of.is_none())
+        .map(|t| RangeShift::of_trial(t.trial_id))
+        .collect();
+    let (lr_r, omm_r) = explored_ranges(search, b, shifts.iter().copied());
+    let m = &best.spec.metaparams;
+    let momentum = optimizer_momentum(optimizer, m.momentum);
+    let edges = edges_in(lr_r, omm_r, optimizer, m.learning_rate, momentum);
+    let own = RangeShift::of_trial(best.trial_id);
+    let mut next = own;
+    let lo_hi = |f: fn(&RangeShift) -> i32| {
+        let it = shifts.iter().map(f).chain([0]);
+        (it.clone().min().unwrap_or(0), it.max().unwrap_or(0))
+    };
+    let (lr_lo, lr_hi) = lo_hi(|s| s.lr);
+    let (omm_lo, omm_hi) = lo_hi(|s| s.omm);
+    for e in edges {
+        match e {
+            SearchEdge::LrHigh => next.lr = lr_hi + 1,
+            SearchEdge::LrLow => next.lr = lr_lo - 1,
+            SearchEdge::OneMinusMomentumLow => next.omm = omm_lo - 1,
+            SearchEdge::OneMinusMomentumHigh => {
+                let fits = search
+                    .one_minus_momentum
+                    .is_some_and(|r| shift_range(r, omm_hi + 1)[1] < 1.0);
+                if fits {
+                    next.omm = omm_hi + 1;
+                }
+            }
+        }
+    }
+    (next != own && next.rounds() <= max_rounds.min(WIDEN_MAX_SHIFT) && !shifts.contains(&next))
+        .then_some(next)
+}
+
 fn mark_search_edges(
     per_batch: &mut [BatchPoint],
+    trials: &[TrialRecord],
     search: &SearchSpace,
     optimizer: OptimizerKind,
     notes: &mut Vec<String>,
 ) {
     let mut flagged = Vec::new();
+    let mut moved: Vec<(String, Vec<String>)> = Vec::new();
     for p in per_batch.iter_mut() {
+        let shifts: std::collections::BTreeSet<RangeShift> = trials
+            .iter()
+            .filter(|t| t.spec.batch_size == p.batch_size && t.spec.repeat_of.is_none())
+            .map(|t| RangeShift::of_trial(t.trial_id))
+            .filter(|s| *s != RangeShift::NONE)
+            .collect();
+        let (lr_r, omm_r) = explored_ranges(search, p.batch_size, shifts.iter().copied());
+        if !shifts.is_empty() {
+            let range = format!(
+                "η {}–{}{}",
+                fmt_sig(lr_r[0]),
+                fmt_sig(lr_r[1]),
+                omm_r
+                    .filter(|_| !matches!(optimizer, OptimizerKind::Sgd))
+                    .map(|r| format!(", 1−γ {}–{}", fmt_sig(r[0]), fmt_sig(r[1])))
+                    .unwrap_or_default()
+            );
+            match moved.iter_mut().find(|(r, _)| *r == range) {
+                Some((_, bs)) => bs.push(p.batch_size.to_string()),
+                None => moved.push((range, vec![p.batch_size.to_string()])),
+            }
+        }
         let Some(lr) = p.best_lr else { continue };
-        p.search_edges = search_edges(search, optimizer, p.batch_size, lr, p.best_momentum);
+        p.search_edges = edges_in(lr_r, omm_r, optimizer, lr, p.best_momentum);
         p.at_search_edge = !p.search_edges.is_empty();
         if p.at_search_edge {
             let what: Vec<&str> = p.search_edges.iter().map(|e| e.label()).collect();
             flagged.push(format!("{} ({})", p.batch_size, what.join(", ")));
         }
     }
+    if !moved.is_empty() {
+        let at: Vec<String> = moved
+            .iter()
+            .map(|(r, bs)| format!("B = {} ({r} explored)", bs.join(", ")))
+            .collect();
+        notes.push(format!(
+            "search range re-centred (--widen) at {}: S(B) there is the best over the wider range",
+            at.join("; ")
+        ));
+    }
     if !flagged.is_empty() {
         notes.push(format!(
             "best trial at the edge of the search space at B = {}: S(B) there is an upper bound \
-             (widen or re-centre the range)",
+             (widen or re-centre the range: sweep --widen N)",
             flagged.join(", ")
         ));
     }
+}
+
+/// Three significant digits, for ranges in notes.
+fn fmt_sig(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    if !(1e-2..1e4).contains(&x.abs()) {
+        return format!("{x:.2e}");
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.digits$}")
 }
 
 fn lr_rule_note(search: &SearchSpace, lr_rules: &[LrRulePoint]) -> Option<String> {
@@ -1425,6 +1570,101 @@ pub(crate) mod tests {
         let [lo, hi] = p.steps_ci.unwrap();
         assert!(lo <= 20 && hi >= 40, "{p:?}");
         assert!(a.per_batch[0].repeat_steps.is_none());
+    }
+
+    #[test]
+    fn widen_step_moves_past_the_explored_edge_one_half_width_at_a_time() {
+        use crate::core::widen::{RangeShift, WidenId};
+        let s = SearchSpace {
+            learning_rate: [1e-3, 1e-1],
+            one_minus_momentum: Some([1e-2, 0.5]),
+            ..SearchSpace::default()
+        };
+        let o = OptimizerKind::Momentum;
+        let wid = |lr, j| {
+            WidenId {
+                batch_index: 0,
+                shift: RangeShift { lr, omm: 0 },
+                j,
+            }
+            .encode()
+            .unwrap()
+        };
+        // Best η 0.095 is in the top 10 % of [1e-3, 0.1] (γ = 0.9 is inside [0.5, 0.99]).
+        let mut t = vec![
+            rec(0, 64, 0.095, Outcome::Reached { step: 100 }, None),
+            rec(1, 64, 0.01, Outcome::Reached { step: 300 }, None),
+            rec(2, 32, 0.095, Outcome::Reached { step: 10 }, None),
+        ];
+        let at = |t: &[TrialRecord]| {
+            t.iter()
+                .filter(|r| r.spec.batch_size == 64)
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        fn refs(v: &[TrialRecord]) -> Vec<&TrialRecord> {
+            v.iter().collect()
+        }
+        let v = at(&t);
+        assert_eq!(
+            widen_step(&s, o, 64, &refs(&v), 2),
+            Some(RangeShift { lr: 1, omm: 0 })
+        );
+        // A best trial inside the range, or no reached trial, asks for nothing; neither does 0 rounds.
+        let inside = vec![rec(0, 64, 0.01, Outcome::Reached { step: 100 }, None)];
+        assert_eq!(widen_step(&s, o, 64, &refs(&inside), 2), None);
+        let none = vec![rec(0, 64, 0.095, Outcome::Diverged { step: 3 }, None)];
+        assert_eq!(widen_step(&s, o, 64, &refs(&none), 2), None);
+        assert_eq!(widen_step(&s, o, 64, &refs(&v), 0), None);
+        // The group +1 ([1e-2, 1]) ran and its best (η 0.9) is at the top of the explored
+        // [1e-3, 1]: move to +2; with 2 moves spent at +2's top, stop.
+        t.push(rec(wid(1, 0), 64, 0.9, Outcome::Reached { step: 50 }, None));
+        let v = at(&t);
+        assert_eq!(
+            widen_step(&s, o, 64, &refs(&v), 2),
+            Some(RangeShift { lr: 2, omm: 0 })
+        );
+        t.push(rec(wid(2, 0), 64, 9.0, Outcome::Reached { step: 40 }, None));
+        let v = at(&t);
+        assert_eq!(widen_step(&s, o, 64, &refs(&v), 2), None);
+        assert_eq!(
+            widen_step(&s, o, 64, &refs(&v), 3),
+            Some(RangeShift { lr: 3, omm: 0 })
+        );
+        // Best inside the widened range: done; the analysis flags nothing and says what it explored.
+        t.push(rec(wid(2, 1), 64, 0.3, Outcome::Reached { step: 20 }, None));
+        let v = at(&t);
+        assert_eq!(widen_step(&s, o, 64, &refs(&v), 3), None);
+        let mut preset = crate::sweep::plan::tests::preset();
+        preset.search = s.clone();
+        let a = analyze_preset(&preset, &t);
+        let p64 = a.per_batch.iter().find(|p| p.batch_size == 64).unwrap();
+        assert_eq!(p64.steps, Some(20));
+        assert!(!p64.at_search_edge, "{:?}", p64.search_edges);
+        assert!(
+            a.per_batch
+                .iter()
+                .find(|p| p.batch_size == 32)
+                .unwrap()
+                .at_search_edge
+        );
+        assert!(
+            a.notes
+                .iter()
+                .any(|n| n.contains("re-centred (--widen) at B = 64 (η 1.00e-3–10.0")),
+            "{:?}",
+            a.notes
+        );
+        // 1−γ at the top (γ = 0.55 near 0.5): moving up would reach 1−γ ≥ 1, so it cannot.
+        let mut hi = rec(0, 64, 0.01, Outcome::Reached { step: 10 }, None);
+        hi.spec.metaparams.momentum = 0.55;
+        assert_eq!(widen_step(&s, o, 64, &[&hi], 2), None);
+        // 1−γ at the bottom (γ = 0.9895) moves down.
+        hi.spec.metaparams.momentum = 0.9895;
+        assert_eq!(
+            widen_step(&s, o, 64, &[&hi], 2),
+            Some(RangeShift { lr: 0, omm: -1 })
+        );
     }
 
     #[test]

@@ -187,6 +187,10 @@ pub struct SweepArgs {
     /// Trial budget of --until (default 4× the plan).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = positive(scaling_lab::workload::overrides::MAX_TRIALS as u64 * 64))]
     pub max_trials: Option<usize>,
+    /// Where a batch size's best trial sits at the edge of the η or 1−γ range, add trials there in
+    /// the range moved half a width past that edge, up to N moves each way (e.g. 2).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = positive(scaling_lab::core::widen::WIDEN_MAX_SHIFT as u64))]
+    pub widen: Option<usize>,
     /// Run the sweep as a Slurm job array (--slurm --array N …) or one shard of it (--shard i/N).
     #[command(flatten)]
     pub slurm: scaling_lab::cluster::SlurmArgs,

@@ -138,6 +138,7 @@ fn resume_conflicts(a: &SweepArgs) -> Option<&'static str> {
         (a.repeats.is_some(), "--repeats"),
         (a.until.is_some(), "--until"),
         (a.max_trials.is_some(), "--max-trials"),
+        (a.widen.is_some(), "--widen"),
     ]
     .into_iter()
     .find(|(given, _)| *given)
@@ -194,6 +195,9 @@ pub fn sweep_config(
             )));
         }
         cfg.until = Some(rel);
+    }
+    if let Some(n) = a.widen {
+        cfg.widen = n;
     }
     if a.max_trials.is_some() {
         if cfg.until.is_none() {

@@ -5,11 +5,13 @@ pub mod analysis;
 pub mod events;
 pub mod record;
 pub mod trial;
+pub mod widen;
 
 pub use analysis::*;
 pub use events::*;
 pub use record::*;
 pub use trial::*;
+pub use widen::{RangeShift, WidenId, WIDEN_ID_BASE};
 
 /// SplitMix64 (Steele et al.): a fixed, portable mixing function.
 pub fn splitmix64(x: u64) -> u64 {

@@ -47,7 +47,7 @@ pub struct Header {
     pub adaptive: Option<Adaptive>,
 }
 
-/// Trials a sweep adds beyond its plan (`SweepConfig::{repeats, until, max_trials}`).
+/// Trials a sweep adds beyond its plan (`SweepConfig::{repeats, until, max_trials, widen}`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct Adaptive {
     /// Runs of each B's best metaparameters in all (the best trial + repeats − 1 more seeds).
@@ -59,6 +59,10 @@ pub struct Adaptive {
     /// Budget of search trials (plan included) for `until`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_trials: Option<usize>,
+    /// `--widen N`: re-centre the search range at a B whose best trial is at its edge, at most N
+    /// half-widths each way (`crate::core::widen`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub widen: Option<usize>,
 }
 
 fn one() -> usize {

@@ -271,7 +271,8 @@ fn trial_problem(
     }
     let planned = (h.batch_sizes.len() as u64).saturating_mul(h.trials_per_batch as u64);
     // --until adds search trials past the plan (up to its budget, default 4× the plan);
-    // --repeats logs re-runs of each B's best trial with ids from REPEAT_ID_BASE.
+    // --repeats logs re-runs of each B's best trial with ids from REPEAT_ID_BASE; --widen logs
+    // re-centred search trials with ids from WIDEN_ID_BASE (crate::core::widen).
     let adaptive = h.adaptive.as_ref();
     // (--until numbers its k-th trial at batch index i as k·|B| + i: one B can take the whole
     // budget, so ids stay below |B| × budget.)
@@ -285,7 +286,22 @@ fn trial_problem(
         _ => planned,
     };
     let base = crate::sweep::plan::REPEAT_ID_BASE;
-    if t.trial_id >= base {
+    if (crate::core::widen::WIDEN_ID_BASE..base).contains(&t.trial_id) {
+        let rounds = adaptive.and_then(|ad| ad.widen).unwrap_or(0) as i32;
+        let w = crate::core::widen::WidenId::decode(t.trial_id);
+        let ok = w.is_some_and(|w| {
+            t.spec.repeat_of.is_none()
+                && w.shift.rounds() <= rounds
+                && h.batch_sizes.get(w.batch_index) == Some(&t.spec.batch_size)
+        });
+        if !ok {
+            return Some(format!(
+                "trial id {} is a re-centred (--widen) id that the header's plan does not allow \
+                 (widen {rounds}, batch sizes {:?})",
+                t.trial_id, h.batch_sizes
+            ));
+        }
+    } else if t.trial_id >= base {
         let repeats = adaptive.map_or(1, |ad| ad.repeats) as u64;
         let allowed = (h.batch_sizes.len() as u64).saturating_mul(repeats.saturating_sub(1));
         if t.spec.repeat_of.is_none() || t.trial_id - base >= allowed {

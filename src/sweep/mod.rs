@@ -37,6 +37,10 @@ pub struct SweepConfig {
     pub until: Option<f64>,
     /// Budget of search trials for `until` (plan included); None = 4 × the plan.
     pub max_trials: Option<usize>,
+    /// `--widen N`: when the best trial at a B sits at the edge of the explored η / 1−γ range, run a
+    /// group of trials there in the range moved half a width past that edge; at most N moves each
+    /// way (0 = off). See `crate::core::widen`.
+    pub widen: usize,
 }
 
 impl SweepConfig {
@@ -58,6 +62,7 @@ impl SweepConfig {
             repeats: 1,
             until: None,
             max_trials: None,
+            widen: 0,
         }
     }
 
@@ -76,15 +81,19 @@ impl SweepConfig {
             repeats: header.adaptive.as_ref().map_or(1, |a| a.repeats.max(1)),
             until: header.adaptive.as_ref().and_then(|a| a.until),
             max_trials: header.adaptive.as_ref().and_then(|a| a.max_trials),
+            widen: header.adaptive.as_ref().and_then(|a| a.widen).unwrap_or(0),
         }
     }
 
     /// What the run-log header records of `repeats` / `until` (None: neither is used).
     pub fn adaptive(&self) -> Option<crate::core::record::Adaptive> {
-        (self.repeats > 1 || self.until.is_some()).then(|| crate::core::record::Adaptive {
-            repeats: self.repeats.max(1),
-            until: self.until,
-            max_trials: self.until.map(|_| self.search_budget()),
+        (self.repeats > 1 || self.until.is_some() || self.widen > 0).then(|| {
+            crate::core::record::Adaptive {
+                repeats: self.repeats.max(1),
+                until: self.until,
+                max_trials: self.until.map(|_| self.search_budget()),
+                widen: (self.widen > 0).then_some(self.widen),
+            }
         })
     }
 
@@ -132,6 +141,17 @@ impl SweepConfig {
             (self.search_budget() as u64) < plan::REPEAT_ID_BASE / 2,
             "the trial budget {} is too large",
             self.search_budget()
+        );
+        anyhow::ensure!(
+            self.widen <= crate::core::widen::WIDEN_MAX_SHIFT as usize,
+            "--widen {} is more than {} half-widths",
+            self.widen,
+            crate::core::widen::WIDEN_MAX_SHIFT
+        );
+        anyhow::ensure!(
+            self.widen == 0 || self.batch_sizes.len() <= crate::core::widen::WIDEN_MAX_BATCH_SIZES,
+            "--widen supports at most {} batch sizes",
+            crate::core::widen::WIDEN_MAX_BATCH_SIZES
         );
         let g = self.devices.replicas();
         anyhow::ensure!(g > 0, "a trial needs at least one device/worker");

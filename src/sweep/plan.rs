@@ -12,6 +12,7 @@
 //! it, and raising K keeps the ids and metaparameters of the trials already run.
 
 use crate::core::trial::{DeviceSpec, TrialSpec};
+use crate::core::widen::{shift_range, WidenId};
 use crate::workload::spec::{Decay, Metaparams, Precision, Preset, Schedule};
 
 /// The full plan in execution order; `trial_id` = index.
@@ -64,6 +65,37 @@ pub fn trial_at(
         seed: trial_seed(seed, trial_id),
         repeat_of: None,
     }
+}
+
+/// Re-centred search trial `id` (`--widen`, `crate::core::widen`): point j of a Halton sequence
+/// rotated per group, mapped onto the preset's η / 1−γ ranges moved by the group's shift. A pure
+/// function of the id, so resume re-derives it. None if the id is not a valid re-centred id for
+/// these batch sizes.
+pub fn widen_trial(
+    preset: &Preset,
+    batch_sizes: &[usize],
+    id: u64,
+    devices: &DeviceSpec,
+    precision: Precision,
+    seed: u64,
+) -> Option<TrialSpec> {
+    let w = WidenId::decode(id)?;
+    let b = *batch_sizes.get(w.batch_index)?;
+    let mut shifted = preset.clone();
+    let s = &mut shifted.search;
+    s.learning_rate = shift_range(s.learning_rate, w.shift.lr);
+    s.one_minus_momentum = s.one_minus_momentum.map(|r| shift_range(r, w.shift.omm));
+    let group = id - w.j;
+    let u = halton_point(w.j as usize, &rotation(seed ^ splitmix64(group)));
+    Some(TrialSpec {
+        trial_id: id,
+        batch_size: b,
+        devices: devices.clone(),
+        precision,
+        metaparams: metaparams_at(&shifted, b, u),
+        seed: trial_seed(seed, id),
+        repeat_of: None,
+    })
 }
 
 /// Ids of repeats (`--repeats`) start here, far above any search trial's id.

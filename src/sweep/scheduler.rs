@@ -11,7 +11,7 @@
 //! again. `cancel_trial(id)` skips one trial on the user's request; it is recorded as cancelled
 //! (kept, shown, never counted as a result, not re-run on resume). Pause = start no new trials.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +29,7 @@ use crate::core::record::{Header, Summary, TrialRecord, SCHEMA_VERSION};
 use crate::core::trial::{
     CancelToken, NoiseSummary, Outcome, Throughput, TrialOutcome, TrialRunner, TrialSpec,
 };
+use crate::core::widen::{RangeShift, WidenId, WIDEN_ID_BASE};
 use crate::runlog::reader::read_run_log;
 use crate::runlog::writer::RunLogWriter;
 
@@ -232,7 +233,8 @@ pub fn make_header(cfg: &SweepConfig, backend: &str) -> Header {
 }
 
 /// The spec a logged trial must have: its plan entry, the Halton continuation for `--until`
-/// trials beyond the plan, or its base trial's metaparameters for a repeat.
+/// trials beyond the plan, the re-centred draw its id encodes (`--widen`), or its base trial's
+/// metaparameters for a repeat.
 fn expected_spec(
     cfg: &SweepConfig,
     plan: &[TrialSpec],
@@ -248,6 +250,20 @@ fn expected_spec(
     }
     if let Some(p) = plan.get(spec.trial_id as usize) {
         return Some(p.clone());
+    }
+    if (WIDEN_ID_BASE..super::plan::REPEAT_ID_BASE).contains(&spec.trial_id) {
+        return (cfg.widen > 0)
+            .then(|| {
+                super::plan::widen_trial(
+                    &cfg.preset,
+                    &cfg.batch_sizes,
+                    spec.trial_id,
+                    &cfg.devices,
+                    cfg.precision,
+                    cfg.seed,
+                )
+            })
+            .flatten();
     }
     let n = cfg.batch_sizes.len() as u64;
     (spec.trial_id < super::plan::REPEAT_ID_BASE && n > 0).then(|| {
@@ -576,22 +592,95 @@ impl Coordinator {
         })
     }
 
-    /// The next trial beyond the plan, if any: first `--until` search trials (one at a time per
-    /// batch size), then — once no search trial is running — the `--repeats` of each B's best trial.
+    /// The next trial beyond the plan, if any: first `--widen` trials in re-centred ranges, then
+    /// `--until` search trials (one at a time per batch size), then — once no search trial is running — the `--repeats` of each B's best trial.
     /// A pure function of the records and the running trials, so a resumed sweep (one trial at a
     /// time) continues exactly where it stopped.
     fn next_extra(&self, running: &HashMap<u64, TrialSpec>) -> Option<TrialSpec> {
-        let spec = self.next_until(running).or_else(|| {
-            if running.values().any(|s| s.repeat_of.is_none()) {
-                return None; // the best trial may still change
-            }
-            self.next_repeat(running)
-        })?;
+        let spec = self
+            .next_widen(running)
+            .or_else(|| self.next_until(running))
+            .or_else(|| {
+                if running.values().any(|s| s.repeat_of.is_none()) {
+                    return None; // the best trial may still change
+                }
+                self.next_repeat(running)
+            })?;
         self.emit(SweepEvent::Queued {
             trial_id: spec.trial_id,
             batch_size: spec.batch_size,
         });
         Some(spec)
+    }
+
+    /// `--widen`: at each B (in order) whose search trials have all finished, fill the open
+    /// re-centred group, or open the next one when the best trial sits at the edge of the explored
+    /// range (`analysis::widen_step`). A pure function of the records and running trials.
+    fn next_widen(&self, running: &HashMap<u64, TrialSpec>) -> Option<TrialSpec> {
+        if self.cfg.widen == 0 {
+            return None;
+        }
+        let per_group = crate::core::widen::group_size(self.cfg.trials_per_batch);
+        for (bi, &b) in self.cfg.batch_sizes.iter().enumerate() {
+            let at_b = |s: &&TrialSpec| s.batch_size == b && s.repeat_of.is_none();
+            let specs: Vec<&TrialSpec> = self
+                .records
+                .iter()
+                .map(|r| &r.spec)
+                .chain(running.values())
+                .filter(at_b)
+                .collect();
+            // An open group (fewer than per_group trials logged or running): its lowest free j.
+            let mut groups: BTreeMap<RangeShift, BTreeSet<u64>> = BTreeMap::new();
+            for s in &specs {
+                if let Some(w) = WidenId::decode(s.trial_id) {
+                    groups.entry(w.shift).or_default().insert(w.j);
+                }
+            }
+            let open = groups
+                .iter()
+                .find(|(_, js)| (js.len() as u64) < per_group)
+                .map(|(g, js)| (*g, (0..).find(|j| !js.contains(j)).unwrap_or(0)));
+            let (shift, j) = match open {
+                Some(o) => o,
+                None => {
+                    if running.values().any(|s| at_b(&s)) {
+                        continue; // the best trial at b may still change
+                    }
+                    let recs: Vec<&TrialRecord> = self
+                        .records
+                        .iter()
+                        .filter(|r| r.spec.batch_size == b)
+                        .collect();
+                    let opt = self.cfg.preset.workload.optimizer;
+                    let Some(next) = crate::analysis::widen_step(
+                        &self.cfg.preset.search,
+                        opt,
+                        b,
+                        &recs,
+                        self.cfg.widen as i32,
+                    ) else {
+                        continue;
+                    };
+                    (next, 0)
+                }
+            };
+            let id = WidenId {
+                batch_index: bi,
+                shift,
+                j,
+            }
+            .encode()?;
+            return super::plan::widen_trial(
+                &self.cfg.preset,
+                &self.cfg.batch_sizes,
+                id,
+                &self.cfg.devices,
+                self.cfg.precision,
+                self.cfg.seed,
+            );
+        }
+        None
     }
 
     fn next_until(&self, running: &HashMap<u64, TrialSpec>) -> Option<TrialSpec> {
@@ -601,7 +690,7 @@ impl Coordinator {
             .iter()
             .map(|r| &r.spec)
             .chain(running.values())
-            .filter(|s| s.repeat_of.is_none())
+            .filter(|s| s.repeat_of.is_none() && s.trial_id < WIDEN_ID_BASE)
             .map(|s| s.trial_id)
             .collect();
         if search_ids.len() >= self.cfg.search_budget() {
