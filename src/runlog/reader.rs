@@ -125,7 +125,8 @@ impl RunLog {
             match t.outcome.outcome {
                 Outcome::Reached { .. } => c.0 += 1,
                 Outcome::NotReached { .. } => c.1 += 1,
-                Outcome::Diverged { .. } => c.2 += 1,
+                // out of memory counts with diverged here: a trial that failed at its B
+                Outcome::Diverged { .. } | Outcome::Oom { .. } => c.2 += 1,
                 Outcome::Cancelled { .. } => c.3 += 1,
             }
         }
