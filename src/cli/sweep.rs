@@ -196,7 +196,8 @@ pub fn sweep_config(
             ));
         }
         cfg.preset.sweep.trials_per_device = k as usize;
-        cfg.validate().map_err(|e| usage(format!("--trials-per-device: {e:#}")))?;
+        cfg.validate()
+            .map_err(|e| usage(format!("--trials-per-device: {e:#}")))?;
     }
     if let Some(r) = a.repeats {
         cfg.repeats = r;

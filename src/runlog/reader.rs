@@ -191,7 +191,10 @@ pub fn read_run_log(path: &Path) -> Result<RunLog, RunLogError> {
 /// workload as a preset file is checked.
 pub fn header_problem(h: &Header) -> Option<String> {
     use crate::workload::load as l;
-    let workers = h.devices.replicas();
+    // replicas of one trial (one device each with `trials_per_device`)
+    let workers =
+        crate::sweep::devices::trial_devices(&h.devices, h.preset.sweep.trials_per_device)
+            .replicas();
     if h.batch_sizes.is_empty() {
         return Some("header: batch_sizes is empty".into());
     }

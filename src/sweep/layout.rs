@@ -170,7 +170,12 @@ fn step_time(
 ) -> anyhow::Result<f64> {
     let w = short(w, steps);
     let o = crate::core::with_thread_budget(threads, || {
-        runner.run(&w, &spec(&w, b, precision), &mut |_| {}, &CancelToken::new())
+        runner.run(
+            &w,
+            &spec(&w, b, precision),
+            &mut |_| {},
+            &CancelToken::new(),
+        )
     })?;
     let s = o.throughput.step_s;
     anyhow::ensure!(
@@ -511,7 +516,10 @@ mod tests {
         assert_eq!(c.speedup(1), 1.0);
         assert!((c.speedup(2) - 1.5).abs() < 1e-12);
         let c = cal(vec![(128, 0.01)], 1000.0, 1040.0);
-        assert_eq!(c.concurrency, 1, "a gain under 5 % keeps one trial at a time");
+        assert_eq!(
+            c.concurrency, 1,
+            "a gain under 5 % keeps one trial at a time"
+        );
     }
 
     #[test]

@@ -323,11 +323,7 @@ fn same_trial(a: &TrialSpec, b: &TrialSpec) -> bool {
 /// replaced by the planned one: which device ran a trial is not part of its identity.
 fn assigned_as_planned(cfg: &SweepConfig, planned: &TrialSpec, logged: &TrialSpec) -> TrialSpec {
     let mut t = logged.clone();
-    if let (
-        DeviceSpec::Cuda { devices: all },
-        DeviceSpec::Cuda { devices: one },
-        true,
-    ) = (
+    if let (DeviceSpec::Cuda { devices: all }, DeviceSpec::Cuda { devices: one }, true) = (
         &cfg.devices,
         &logged.devices,
         cfg.preset.sweep.trials_per_device >= 1,

@@ -68,7 +68,12 @@ impl<B: AutodiffBackend> FusedSgd<B> {
         }
     }
 
-    pub fn step<M: AutodiffModule<B>>(&mut self, lr: f64, module: M, mut grads: GradientsParams) -> M {
+    pub fn step<M: AutodiffModule<B>>(
+        &mut self,
+        lr: f64,
+        module: M,
+        mut grads: GradientsParams,
+    ) -> M {
         module.map(&mut SgdMapper::<B> {
             lr,
             momentum: self.momentum,
@@ -158,6 +163,8 @@ fn sgd_ops<IB: Backend>(
 }
 
 type Parts<IB> = (Tensor<IB, 1>, Tensor<IB, 1>, Option<Tensor<IB, 1>>);
+/// The updated weights and velocity.
+type Updated<IB> = (Tensor<IB, 1>, Option<Tensor<IB, 1>>);
 
 fn to_flex<IB: Backend>(t: Tensor<IB, 1>) -> FlexTensor {
     let p: Box<dyn Any> = Box::new(t.into_primitive().tensor());
@@ -184,7 +191,7 @@ fn fused_flex<IB: Backend>(
     v: Option<Tensor<IB, 1>>,
     lr: f64,
     momentum: Option<(f64, bool)>,
-) -> Result<(Tensor<IB, 1>, Option<Tensor<IB, 1>>), Parts<IB>> {
+) -> Result<Updated<IB>, Parts<IB>> {
     let all_f32 = is_f32(&w) && is_f32(&g) && v.as_ref().is_none_or(is_f32);
     if !all_f32 {
         return Err((w, g, v));
@@ -273,9 +280,15 @@ mod tests {
     #[test]
     fn fused_flex_update_is_bitwise_the_tensor_op_update() {
         let n = 1000;
-        let w0: Vec<f32> = (0..n).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect();
+        let w0: Vec<f32> = (0..n)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
+            .collect();
         let gs: Vec<Vec<f32>> = (0..3)
-            .map(|s| (0..n).map(|i| ((i * 13 + s * 7) % 97) as f32 / 31.0 - 1.5).collect())
+            .map(|s| {
+                (0..n)
+                    .map(|i| ((i * 13 + s * 7) % 97) as f32 / 31.0 - 1.5)
+                    .collect()
+            })
             .collect();
         for momentum in [None, Some((0.9, false)), Some((0.95, true))] {
             let (mut wa, mut va) = (t::<Flex>(&w0), None);
@@ -284,7 +297,10 @@ mod tests {
                 let keep = wa.clone(); // shared: the fused path must not write through it
                 let lr = 0.05 + 0.01 * s as f64;
                 let (w, v) = sgd_update(wa, t::<Flex>(g), va, lr, momentum);
-                assert_eq!(vals(keep), if s == 0 { w0.clone() } else { vals(wb.clone()) });
+                assert_eq!(
+                    vals(keep),
+                    if s == 0 { w0.clone() } else { vals(wb.clone()) }
+                );
                 let (w2, v2) = sgd_ops(wb, t::<Flex>(g), vb, lr, momentum);
                 assert_eq!(vals(w.clone()), vals(w2.clone()), "{momentum:?} step {s}");
                 assert_eq!(v.is_some(), v2.is_some());

@@ -840,7 +840,10 @@ pub fn check(p: &Preset) -> Vec<Problem> {
     if sw.trials_per_device > 64 {
         bad(
             &["sweep", "trials_per_device"],
-            format!("trials_per_device {} is absurd (at most 64)", sw.trials_per_device),
+            format!(
+                "trials_per_device {} is absurd (at most 64)",
+                sw.trials_per_device
+            ),
         );
     }
     if sw.trials_per_batch == 0 {
