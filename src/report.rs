@@ -92,6 +92,9 @@ pub fn outcome_text(o: &Outcome) -> String {
         }
         Outcome::Diverged { step } => format!("diverged at step {step}"),
         Outcome::Cancelled { step } => format!("cancelled at step {step}"),
+        Outcome::Oom { batch_size, step } => {
+            format!("out of device memory at B = {batch_size} (step {step})")
+        }
     }
 }
 
@@ -162,6 +165,11 @@ pub fn per_batch_table(a: &Analysis) -> String {
             p.not_reached,
             p.cancelled
         );
+        if p.oom > 0 {
+            // the row's trial counts include them; the table keeps its columns
+            s.pop();
+            let _ = writeln!(s, " +{} out of memory", p.oom);
+        }
     }
     s
 }
@@ -223,6 +231,8 @@ pub struct ReportRow {
     pub not_reached: usize,
     pub early_stopped: usize,
     pub cancelled: usize,
+    #[serde(default, skip_serializing_if = "crate::core::analysis::is_zero")]
+    pub oom: usize,
 }
 
 /// A range of consecutive batch sizes in one regime.
@@ -264,6 +274,9 @@ pub struct KeptCounts {
     pub not_reached: usize,
     pub early_stopped: usize,
     pub cancelled: usize,
+    /// Out of device memory (CUDA), with their batch sizes in the per-batch rows.
+    #[serde(default, skip_serializing_if = "crate::core::analysis::is_zero")]
+    pub oom: usize,
 }
 
 /// The G = (measured devices) check of the projection model against the best trial's own time.
@@ -372,6 +385,7 @@ impl Report {
                 not_reached: p.not_reached,
                 early_stopped: p.early_stopped,
                 cancelled: p.cancelled,
+                oom: p.oom,
             })
             .collect();
         let batch_sizes: Vec<usize> = a.per_batch.iter().map(|p| p.batch_size).collect();
@@ -402,6 +416,7 @@ impl Report {
             not_reached: a.per_batch.iter().map(|p| p.not_reached).sum(),
             early_stopped: a.per_batch.iter().map(|p| p.early_stopped).sum(),
             cancelled: a.per_batch.iter().map(|p| p.cancelled).sum(),
+            oom: a.per_batch.iter().map(|p| p.oom).sum(),
         };
         Report {
             report_version: REPORT_VERSION,
@@ -661,6 +676,20 @@ impl Report {
             "kept in the log: {} diverged, {} did not reach{early_note}, {} cancelled (cancelled never count)",
             k.diverged, k.not_reached, k.cancelled
         );
+        if k.oom > 0 {
+            let oom_at: Vec<String> = self
+                .per_batch
+                .iter()
+                .filter(|p| p.oom > 0)
+                .map(|p| format!("B = {} ({})", p.batch_size, p.oom))
+                .collect();
+            let _ = writeln!(
+                s,
+                "out of device memory: {} trial(s) at {}",
+                k.oom,
+                oom_at.join(", ")
+            );
+        }
         if !self.errors.is_empty() {
             let _ = writeln!(
                 s,

@@ -534,3 +534,111 @@ fn early_stopping_keeps_steps_to_target() {
         }
     }
 }
+
+/// A GPU-shaped fake: trials at B ≥ 256 run out of device memory (as cubecl reports it: an
+/// error at B = 256, a panic at B = 1024); the others record the device they were given and how
+/// many trials ran on it at once.
+struct FakeGpu {
+    running: [AtomicUsize; 2],
+    peak: [AtomicUsize; 2],
+    wrong: AtomicUsize,
+}
+
+impl TrialRunner for FakeGpu {
+    fn run(
+        &self,
+        w: &Workload,
+        spec: &TrialSpec,
+        emit: &mut dyn FnMut(TrialEvent),
+        cancel: &CancelToken,
+    ) -> anyhow::Result<TrialOutcome> {
+        let d = match &spec.devices {
+            DeviceSpec::Cuda { devices } if devices.len() == 1 && devices[0] < 2 => devices[0],
+            _ => {
+                self.wrong.fetch_add(1, Ordering::SeqCst);
+                0
+            }
+        };
+        let now = self.running[d].fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak[d].fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(5));
+        self.running[d].fetch_sub(1, Ordering::SeqCst);
+        match spec.batch_size {
+            256 => anyhow::bail!(
+                "worker 0 failed: called `Result::unwrap()` on an `Err` value: can't allocate buffer of size: 17179869184"
+            ),
+            1024 => panic!(
+                "Unknown error happened during execution\nCUDA allocation error: DriverError(CUDA_ERROR_OUT_OF_MEMORY, \"out of memory\")"
+            ),
+            _ => NqmRunner.run(w, spec, emit, cancel),
+        }
+    }
+    fn backend(&self) -> String {
+        "fake-gpu".into()
+    }
+}
+
+#[test]
+fn packed_gpu_trials_get_one_device_each_and_oom_is_an_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), OptimizerKind::Sgd);
+    cfg.trials_per_batch = 4;
+    cfg.devices = DeviceSpec::Cuda {
+        devices: vec![0, 1],
+    };
+    cfg.preset.sweep.trials_per_device = 2;
+    cfg.preset.sweep.early_stopping = false;
+    let fake = Arc::new(FakeGpu {
+        running: [AtomicUsize::new(0), AtomicUsize::new(0)],
+        peak: [AtomicUsize::new(0), AtomicUsize::new(0)],
+        wrong: AtomicUsize::new(0),
+    });
+    let (tx, rx) = sync_channel(4096);
+    let h = start_sweep(cfg.clone(), fake.clone(), tx, None).unwrap();
+    let path = h.log_path().to_path_buf();
+    let d = std::thread::spawn(move || drain(rx));
+    let res = h.join().unwrap();
+    d.join().unwrap();
+    assert_eq!(
+        res.trial_errors, 0,
+        "out of memory is an outcome, not an error"
+    );
+    assert_eq!(
+        fake.wrong.load(Ordering::SeqCst),
+        0,
+        "every trial got one device of the two"
+    );
+    for dev in 0..2 {
+        let p = fake.peak[dev].load(Ordering::SeqCst);
+        assert!((1..=2).contains(&p), "device {dev}: {p} trials at once");
+    }
+    let log = read_run_log(&path).unwrap();
+    assert_eq!(log.trials.len(), 24);
+    let oom: Vec<_> = log
+        .trials
+        .iter()
+        .filter(|t| matches!(t.outcome.outcome, Outcome::Oom { .. }))
+        .collect();
+    assert_eq!(oom.len(), 8);
+    for t in &oom {
+        assert!(
+            matches!(t.outcome.outcome, Outcome::Oom { batch_size, .. } if batch_size == t.spec.batch_size)
+        );
+        assert!(t.spec.batch_size >= 256);
+    }
+    let a = log.analysis();
+    let at = |b: usize| a.per_batch.iter().find(|p| p.batch_size == b).unwrap();
+    assert_eq!((at(256).oom, at(1024).oom, at(64).oom), (4, 4, 0));
+    assert_eq!(at(256).steps, None);
+    // the report counts them, and a resume accepts the logged device assignment
+    let report = scaling_lab::report::Report::from_log_with(&log, 8, None);
+    assert!(
+        report.text().contains("out of device memory: 8 trial(s)"),
+        "{}",
+        report.text()
+    );
+    let (tx, rx) = sync_channel(4096);
+    let h = start_sweep(cfg, fake, tx, Some(path)).unwrap();
+    drop(rx);
+    assert_eq!(h.join().unwrap().trials_run, 0);
+}

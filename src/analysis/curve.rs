@@ -185,6 +185,7 @@ pub fn per_batch(trials: &[TrialRecord], optimizer: OptimizerKind) -> Vec<BatchP
                     }
                     Outcome::Diverged { .. } => p.diverged += 1,
                     Outcome::Cancelled { .. } => p.cancelled += 1,
+                    Outcome::Oom { .. } => p.oom += 1,
                 }
             }
             if let Some((s, t)) = best {

@@ -164,6 +164,10 @@ pub struct SweepArgs {
     /// Trials run at once (default: the preset's).
     #[arg(long, allow_negative_numbers = true, value_parser = positive(scaling_lab::workload::overrides::MAX_CONCURRENCY as u64))]
     pub concurrency: Option<usize>,
+    /// GPU sweeps: every trial on one device, K trials per device at once (0: one trial spans
+    /// all the devices, the default).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(0..=64))]
+    pub trials_per_device: Option<u64>,
     #[arg(long, value_enum)]
     pub precision: Option<PrecisionArg>,
     #[arg(long, allow_negative_numbers = true)]

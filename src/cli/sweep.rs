@@ -135,6 +135,7 @@ fn resume_conflicts(a: &SweepArgs) -> Option<&'static str> {
         (a.seed.is_some(), "--seed"),
         (a.target.is_some(), "--target"),
         (a.concurrency.is_some(), "--concurrency"),
+        (a.trials_per_device.is_some(), "--trials-per-device"),
         (a.repeats.is_some(), "--repeats"),
         (a.until.is_some(), "--until"),
         (a.max_trials.is_some(), "--max-trials"),
@@ -185,6 +186,20 @@ pub fn sweep_config(
         ..Default::default()
     };
     check_problems(&overrides.apply(&mut cfg))?;
+    if a.concurrency.is_some() {
+        // an explicit --concurrency wins over the scheduler's choice
+        cfg.preset.sweep.auto_concurrency = false;
+    }
+    if let Some(k) = a.trials_per_device {
+        if k > 0 && !matches!(cfg.devices, scaling_lab::core::DeviceSpec::Cuda { .. }) {
+            return Err(usage(
+                "--trials-per-device: a GPU setting (with --devices cuda:… or --gpus N)",
+            ));
+        }
+        cfg.preset.sweep.trials_per_device = k as usize;
+        cfg.validate()
+            .map_err(|e| usage(format!("--trials-per-device: {e:#}")))?;
+    }
     if let Some(r) = a.repeats {
         cfg.repeats = r;
     }
@@ -233,6 +248,22 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
         );
     }
     let runner = train::runner_for(&cfg.preset.workload, &TrainOptions::default())?;
+    let mut cfg = cfg;
+    if a.slurm.dry_run {
+        return dry_run(&cfg, runner.as_ref(), resume.as_deref());
+    }
+    if resume.is_none() && cfg.preset.sweep.auto_concurrency {
+        let l = sweep::layout::resolve(&cfg, runner.as_ref())?;
+        eprintln!(
+            "layout: {} trial(s) at once{} ({})",
+            l.concurrency,
+            l.threads_per_trial
+                .map_or(String::new(), |t| format!(", {t} thread(s) each")),
+            l.why
+        );
+        cfg.concurrency = l.concurrency;
+        cfg.preset.sweep.auto_concurrency = false;
+    }
     let (tx, rx) = std::sync::mpsc::sync_channel(4096);
     let control = SweepControl::new();
     {
@@ -316,5 +347,42 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
             super::one_line(&report.errors[0].message)
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sweep --dry-run` (without --slurm): the plan, the thread layout the scheduler would use and
+/// the wall-time bound; runs no trial of the sweep (the layout calibration may run, once per
+/// workload, and is cached in the runs directory).
+fn dry_run(
+    cfg: &SweepConfig,
+    runner: &dyn scaling_lab::core::TrialRunner,
+    resume: Option<&std::path::Path>,
+) -> CmdResult {
+    let trials = cfg.batch_sizes.len() * cfg.trials_per_batch;
+    outln(&format!(
+        "{}: {} batch sizes {:?} × {} trials = {} trials on {}",
+        cfg.preset.name,
+        cfg.batch_sizes.len(),
+        cfg.batch_sizes,
+        cfg.trials_per_batch,
+        trials,
+        cfg.devices.label()
+    ));
+    if resume.is_some() {
+        outln("resume: the log's recorded concurrency is kept");
+    }
+    let (layout, est) = sweep::layout::sweep_estimate(cfg, runner)?;
+    outln(&format!(
+        "layout: {} trial(s) at once{} ({})",
+        layout.concurrency,
+        layout
+            .threads_per_trial
+            .map_or(String::new(), |t| format!(", {t} thread(s) each")),
+        layout.why
+    ));
+    match est {
+        Some(e) => outln(&format!("estimated wall time: {}", e.line())),
+        None => outln("estimated wall time: not available for this device/workload"),
+    };
     Ok(ExitCode::SUCCESS)
 }

@@ -121,6 +121,9 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
             ),
             Outcome::Diverged { step } => format!("diverged at step {step}"),
             Outcome::Cancelled { step } => format!("cancelled at step {step}"),
+            Outcome::Oom { batch_size, step } => {
+                format!("out of device memory at B = {batch_size} (step {step})")
+            }
         };
         outln(&format!(
             "{what}, {:.1} s, {} ex/s ({}, {}, {})",

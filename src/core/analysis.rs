@@ -110,6 +110,9 @@ pub struct BatchPoint {
     #[serde(default)]
     pub early_stopped: usize,
     pub cancelled: usize,
+    /// Trials that ran out of device memory at this B (CUDA).
+    #[serde(default, skip_serializing_if = "crate::core::analysis::is_zero")]
+    pub oom: usize,
     /// Metaparameters of the best trial.
     pub best_lr: Option<f64>,
     pub best_momentum: Option<f64>,
@@ -205,4 +208,8 @@ pub struct Analysis {
     /// and LR-rule caveats, disagreements between the two regime models.
     #[serde(default)]
     pub notes: Vec<String>,
+}
+
+pub fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

@@ -77,6 +77,9 @@ pub enum Outcome {
     Diverged { step: u64 },
     /// Stopped by the user; never counted as a result.
     Cancelled { step: u64 },
+    /// The device ran out of memory at this batch size (a CUDA allocation failed): kept and
+    /// counted like a diverged trial, never a steps-to-target.
+    Oom { batch_size: usize, step: u64 },
 }
 
 impl Outcome {
@@ -92,6 +95,7 @@ impl Outcome {
             Outcome::NotReached { .. } => "not reached",
             Outcome::Diverged { .. } => "diverged",
             Outcome::Cancelled { .. } => "cancelled",
+            Outcome::Oom { .. } => "out of memory",
         }
     }
 }
@@ -189,3 +193,23 @@ pub trait TrialRunner: Send + Sync {
 /// Builds the runner for a workload (Burn trainer for data workloads, closed-form NQM, fakes in tests).
 pub type RunnerFactory =
     Arc<dyn Fn(&Workload) -> anyhow::Result<Arc<dyn TrialRunner>> + Send + Sync>;
+
+thread_local! {
+    static THREAD_BUDGET: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with a CPU thread budget for the trial it starts on this thread (`None`: the shared
+/// global rayon pool). The scheduler sets it when several trials run at once, so that each trial
+/// computes in its own pool of `cores / concurrency` threads instead of all of them contending for
+/// one pool.
+pub fn with_thread_budget<R>(threads: Option<usize>, f: impl FnOnce() -> R) -> R {
+    let prev = THREAD_BUDGET.with(|b| b.replace(threads));
+    let r = f();
+    THREAD_BUDGET.with(|b| b.set(prev));
+    r
+}
+
+/// The thread budget set by `with_thread_budget` on this thread.
+pub fn thread_budget() -> Option<usize> {
+    THREAD_BUDGET.with(|b| b.get())
+}

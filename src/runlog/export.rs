@@ -87,7 +87,8 @@ pub fn trials_csv(trials: &[TrialRecord]) -> String {
         let step = match o {
             Outcome::Reached { step }
             | Outcome::Diverged { step }
-            | Outcome::Cancelled { step } => *step,
+            | Outcome::Cancelled { step }
+            | Outcome::Oom { step, .. } => *step,
             Outcome::NotReached { budget, .. } => *budget,
         };
         let m = &t.spec.metaparams;

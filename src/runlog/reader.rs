@@ -125,7 +125,8 @@ impl RunLog {
             match t.outcome.outcome {
                 Outcome::Reached { .. } => c.0 += 1,
                 Outcome::NotReached { .. } => c.1 += 1,
-                Outcome::Diverged { .. } => c.2 += 1,
+                // out of memory counts with diverged here: a trial that failed at its B
+                Outcome::Diverged { .. } | Outcome::Oom { .. } => c.2 += 1,
                 Outcome::Cancelled { .. } => c.3 += 1,
             }
         }
@@ -190,7 +191,10 @@ pub fn read_run_log(path: &Path) -> Result<RunLog, RunLogError> {
 /// workload as a preset file is checked.
 pub fn header_problem(h: &Header) -> Option<String> {
     use crate::workload::load as l;
-    let workers = h.devices.replicas();
+    // replicas of one trial (one device each with `trials_per_device`)
+    let workers =
+        crate::sweep::devices::trial_devices(&h.devices, h.preset.sweep.trials_per_device)
+            .replicas();
     if h.batch_sizes.is_empty() {
         return Some("header: batch_sizes is empty".into());
     }

@@ -3,7 +3,9 @@
 //! (progress folded from events, no printing). The analysis of the measured curve and the
 //! time-to-target projection live in `crate::analysis`.
 
+pub mod devices;
 pub mod headless;
+pub mod layout;
 pub mod plan;
 pub mod scheduler;
 
@@ -97,6 +99,11 @@ impl SweepConfig {
         })
     }
 
+    /// The devices of ONE trial: `devices`, or one of them with `[sweep] trials_per_device`.
+    pub fn trial_devices(&self) -> DeviceSpec {
+        devices::trial_devices(&self.devices, self.preset.sweep.trials_per_device)
+    }
+
     /// Search trials `until` may run in all (plan included).
     pub fn search_budget(&self) -> usize {
         self.max_trials
@@ -153,7 +160,7 @@ impl SweepConfig {
             "--widen supports at most {} batch sizes",
             crate::core::widen::WIDEN_MAX_BATCH_SIZES
         );
-        let g = self.devices.replicas();
+        let g = self.trial_devices().replicas();
         anyhow::ensure!(g > 0, "a trial needs at least one device/worker");
         if let Some(&b) = self.batch_sizes.iter().find(|&&b| b % g != 0) {
             anyhow::bail!(
@@ -171,7 +178,7 @@ pub fn plan(cfg: &SweepConfig) -> Vec<TrialSpec> {
         &cfg.preset,
         &cfg.batch_sizes,
         cfg.trials_per_batch,
-        &cfg.devices,
+        &cfg.trial_devices(),
         cfg.precision,
         cfg.seed,
     )

@@ -27,7 +27,8 @@ use crate::core::analysis::Analysis;
 use crate::core::events::{PlanInfo, SweepEvent, TrialEvent};
 use crate::core::record::{Header, Summary, TrialRecord, SCHEMA_VERSION};
 use crate::core::trial::{
-    CancelToken, NoiseSummary, Outcome, Throughput, TrialOutcome, TrialRunner, TrialSpec,
+    CancelToken, DeviceSpec, NoiseSummary, Outcome, Throughput, TrialOutcome, TrialRunner,
+    TrialSpec,
 };
 use crate::core::widen::{RangeShift, WidenId, WIDEN_ID_BASE};
 use crate::runlog::reader::read_run_log;
@@ -167,6 +168,14 @@ pub fn start_sweep_with(
     control: SweepControl,
 ) -> anyhow::Result<SweepHandle> {
     cfg.validate()?;
+    let mut cfg = cfg;
+    // The thread layout: the user's, a rule, or the workload's calibration (`layout`). A resumed
+    // sweep keeps the concurrency its header recorded.
+    if resume_from.is_none() && cfg.preset.sweep.auto_concurrency {
+        let l = super::layout::resolve(&cfg, runner.as_ref())?;
+        cfg.concurrency = l.concurrency;
+        cfg.preset.sweep.auto_concurrency = false;
+    }
     let plan = plan(&cfg);
     let (writer, previous) = match &resume_from {
         Some(path) => {
@@ -184,7 +193,7 @@ pub fn start_sweep_with(
                         )
                     })?;
                 anyhow::ensure!(
-                    same_trial(&planned, &t.spec),
+                    same_trial(&planned, &assigned_as_planned(&cfg, &planned, &t.spec)),
                     "{}: trial {} in the log differs from the re-derived plan (batch size, seed or \
                      metaparameters): the log was not written by this plan",
                     path.display(),
@@ -258,7 +267,7 @@ fn expected_spec(
                     &cfg.preset,
                     &cfg.batch_sizes,
                     spec.trial_id,
-                    &cfg.devices,
+                    &cfg.trial_devices(),
                     cfg.precision,
                     cfg.seed,
                 )
@@ -272,7 +281,7 @@ fn expected_spec(
             &cfg.batch_sizes,
             (spec.trial_id / n) as usize,
             (spec.trial_id % n) as usize,
-            &cfg.devices,
+            &cfg.trial_devices(),
             cfg.precision,
             cfg.seed,
         )
@@ -326,6 +335,22 @@ fn same_trial(a: &TrialSpec, b: &TrialSpec) -> bool {
     approx_json_eq(&to_json(a), &to_json(b))
 }
 
+/// A logged trial with the device it was assigned (one of the sweep's, `trials_per_device`)
+/// replaced by the planned one: which device ran a trial is not part of its identity.
+fn assigned_as_planned(cfg: &SweepConfig, planned: &TrialSpec, logged: &TrialSpec) -> TrialSpec {
+    let mut t = logged.clone();
+    if let (DeviceSpec::Cuda { devices: all }, DeviceSpec::Cuda { devices: one }, true) = (
+        &cfg.devices,
+        &logged.devices,
+        cfg.preset.sweep.trials_per_device >= 1,
+    ) {
+        if one.len() == 1 && all.contains(&one[0]) {
+            t.devices = planned.devices.clone();
+        }
+    }
+    t
+}
+
 fn check_compatible(cfg: &SweepConfig, h: &Header, path: &Path) -> anyhow::Result<()> {
     let p = path.display();
     anyhow::ensure!(
@@ -372,6 +397,8 @@ struct Coordinator {
     records: Vec<TrialRecord>,
     best: HashMap<usize, u64>,
     already_done: usize,
+    /// The devices of the running trials (`devices::SlotPool`).
+    slots: super::devices::SlotPool,
 }
 
 impl Coordinator {
@@ -391,7 +418,13 @@ impl Coordinator {
                 *e = (*e).min(step);
             }
         }
+        let slots = super::devices::SlotPool::new(
+            &cfg.devices,
+            cfg.preset.sweep.trials_per_device,
+            cfg.concurrency,
+        );
         Coordinator {
+            slots,
             already_done: previous.len(),
             cfg,
             plan,
@@ -451,7 +484,7 @@ impl Coordinator {
                     paused_seen = paused;
                     self.emit(SweepEvent::Paused { paused });
                 }
-                while !paused && running.len() < self.cfg.concurrency {
+                while !paused && running.len() < self.slots.capacity() {
                     let next = match queue.pop_front() {
                         Some(spec) => Some(spec),
                         None => self.next_extra(&running_specs),
@@ -503,6 +536,7 @@ impl Coordinator {
                 let _ = h.join();
             }
             running_specs.remove(&id);
+            self.slots.release(id);
             lock(&self.control.running).remove(&id);
             trials_run += 1;
             match result {
@@ -522,6 +556,11 @@ impl Coordinator {
                         fatal = Some(e);
                     }
                 }
+                // A runner that reports a device out-of-memory as an error or a panic (model
+                // build, a backend's own unwraps): recorded as the `oom` outcome at this B.
+                Ok(Err(e)) if crate::train::oom::is_out_of_memory(&format!("{e:#}")) => {
+                    self.save_oom(spec, wall_s, &mut fatal);
+                }
                 Ok(Err(e)) => {
                     trial_errors += 1;
                     self.emit(SweepEvent::TrialError {
@@ -530,12 +569,16 @@ impl Coordinator {
                     });
                 }
                 Err(panic) => {
-                    trial_errors += 1;
                     let what = panic
                         .downcast_ref::<String>()
                         .cloned()
                         .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                         .unwrap_or_else(|| "unknown panic".into());
+                    if crate::train::oom::is_out_of_memory(&what) {
+                        self.save_oom(spec, wall_s, &mut fatal);
+                        continue;
+                    }
+                    trial_errors += 1;
                     self.emit(SweepEvent::TrialError {
                         trial_id: id,
                         message: format!("the trial panicked: {what}"),
@@ -675,7 +718,7 @@ impl Coordinator {
                 &self.cfg.preset,
                 &self.cfg.batch_sizes,
                 id,
-                &self.cfg.devices,
+                &self.cfg.trial_devices(),
                 self.cfg.precision,
                 self.cfg.seed,
             );
@@ -725,7 +768,7 @@ impl Coordinator {
             &self.cfg.batch_sizes,
             k,
             bi,
-            &self.cfg.devices,
+            &self.cfg.trial_devices(),
             self.cfg.precision,
             self.cfg.seed,
         ))
@@ -769,6 +812,25 @@ impl Coordinator {
         None
     }
 
+    /// Records a trial that ran out of device memory (at step 0: where it failed is unknown).
+    fn save_oom(&mut self, spec: TrialSpec, wall_s: f64, fatal: &mut Option<anyhow::Error>) {
+        let mut outcome = empty_outcome(Outcome::Oom {
+            batch_size: spec.batch_size,
+            step: 0,
+        });
+        outcome.wall_s = wall_s;
+        self.emit(SweepEvent::Trial {
+            trial_id: spec.trial_id,
+            event: TrialEvent::Finished {
+                outcome: Box::new(outcome.clone()),
+            },
+        });
+        if let Err(e) = self.save(spec, outcome) {
+            self.control.cancel();
+            *fatal = Some(e);
+        }
+    }
+
     /// Writes a finished trial durably, then tells the views.
     fn save(&mut self, spec: TrialSpec, outcome: TrialOutcome) -> anyhow::Result<()> {
         let rec = TrialRecord {
@@ -798,10 +860,18 @@ impl Coordinator {
     }
 
     fn spawn_trial(
-        &self,
-        spec: TrialSpec,
+        &mut self,
+        mut spec: TrialSpec,
         res_tx: mpsc::Sender<(TrialSpec, TrialResult, f64)>,
     ) -> anyhow::Result<JoinHandle<()>> {
+        // Its devices: a free slot (one device each with `trials_per_device`, else as planned).
+        let slot = self
+            .slots
+            .acquire(spec.trial_id)
+            .context("no free device slot (scheduler bug)")?;
+        if self.cfg.preset.sweep.trials_per_device >= 1 {
+            spec.devices = slot;
+        }
         let token = CancelToken::new();
         lock(&self.control.running).insert(spec.trial_id, token.clone());
         if self.control.is_cancelled() || self.control.is_user_cancelled(spec.trial_id) {
@@ -828,6 +898,12 @@ impl Coordinator {
         }
         let tx = self.tx.clone();
         let id = spec.trial_id;
+        // Several CPU trials at once: each computes in its own pool of cores/concurrency threads.
+        let threads = super::layout::threads_per_trial(
+            &self.cfg.devices,
+            self.cfg.concurrency,
+            super::layout::cores(),
+        );
         let body = move || {
             let t0 = Instant::now();
             let finished = std::cell::Cell::new(false);
@@ -850,7 +926,9 @@ impl Coordinator {
             };
             let mut result: TrialResult = catch_unwind(AssertUnwindSafe(|| {
                 let mut e = |ev: TrialEvent| emit(ev);
-                runner.run(&workload, &spec, &mut e, &token)
+                crate::core::with_thread_budget(threads, || {
+                    runner.run(&workload, &spec, &mut e, &token)
+                })
             }));
             if let Ok(Ok(o)) = &mut result {
                 mark_early_stop(&mut o.outcome, cap);
@@ -868,6 +946,7 @@ impl Coordinator {
             .name(format!("trial-{id}"))
             .spawn(body)
             .map_err(|e| {
+                self.slots.release(id);
                 lock(&self.control.running).remove(&id);
                 anyhow::anyhow!("cannot start a thread for trial {id}: {e}")
             })

@@ -44,6 +44,9 @@ pub struct BenchArgs {
     /// Measure one trial on all threads vs two trials on one thread each, per preset.
     #[arg(long)]
     pub concurrency: bool,
+    /// Only the MLP step (and its peer): skips the paper CNN and the presets (for profiling).
+    #[arg(long)]
+    pub mlp_only: bool,
 }
 
 impl Default for BenchArgs {
@@ -56,6 +59,7 @@ impl Default for BenchArgs {
             rounds: 1,
             no_presets: false,
             concurrency: false,
+            mlp_only: false,
         }
     }
 }
@@ -125,8 +129,9 @@ pub struct BenchReport {
     pub cpu: CpuFeatures,
     /// MLP 784-256-10, SGD momentum 0.9, per batch size.
     pub mlp: Vec<StepPoint>,
-    /// Paper-size MNIST CNN at B = 128.
-    pub cnn_paper: StepPoint,
+    /// Paper-size MNIST CNN at B = 128 (absent with `--mlp-only`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cnn_paper: Option<StepPoint>,
     pub presets: Vec<PresetPoint>,
     pub concurrency: Vec<ConcurrencyPoint>,
     /// Empty unless the peers ran.
@@ -352,44 +357,28 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
         }
     }
 
-    let cnn_steps = (args.steps / 10).max(5);
-    let (mut ours, mut peer) = (0.0f64, 0.0f64);
-    for _ in 0..rounds {
-        ours = ours.max(step_examples_per_s::<CpuTrain>(
-            &cnn_paper_spec(),
-            128,
-            3,
-            cnn_steps,
-            precision,
-            &dev,
-        ));
-        peer_once(
-            "jax_cnn_step.py",
-            vec!["128".into(), cnn_steps.to_string()],
-            &mut peer,
-        );
-    }
-    let cnn_paper = StepPoint {
-        batch: 128,
-        examples_per_s: ours,
-        ms_per_step: 1e3 * 128.0 / ours,
+    let cnn_paper = if args.mlp_only {
+        None
+    } else {
+        let (point, peer) = cnn_point(args, precision, rounds, &peer_once);
+        if python.is_some() && peer > 0.0 {
+            peers.push(PeerPoint {
+                model: "cnn-paper".into(),
+                batch: 128,
+                ours_examples_per_s: point.examples_per_s,
+                peer_examples_per_s: peer,
+                ratio: point.examples_per_s / peer,
+            });
+        }
+        Some(point)
     };
-    if python.is_some() && peer > 0.0 {
-        peers.push(PeerPoint {
-            model: "cnn-paper".into(),
-            batch: 128,
-            ours_examples_per_s: ours,
-            peer_examples_per_s: peer,
-            ratio: ours / peer,
-        });
-    }
 
-    let presets = if args.no_presets {
+    let presets = if args.no_presets || args.mlp_only {
         Vec::new()
     } else {
         preset_points(precision)
     };
-    let concurrency = if args.concurrency {
+    let concurrency = if args.concurrency && !args.mlp_only {
         concurrency_points(precision)
     } else {
         Vec::new()
@@ -405,6 +394,41 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
         peers,
         peer_note,
     }
+}
+
+/// The paper-size CNN at B = 128: ours and the peer's best round (0 without a peer).
+fn cnn_point(
+    args: &BenchArgs,
+    precision: Precision,
+    rounds: usize,
+    peer_once: &dyn Fn(&str, Vec<String>, &mut f64),
+) -> (StepPoint, f64) {
+    let dev = Default::default();
+    let cnn_steps = (args.steps / 10).max(5);
+    let (mut ours, mut peer) = (0.0f64, 0.0f64);
+    for _ in 0..rounds {
+        ours = ours.max(step_examples_per_s::<super::runner::CpuTrain>(
+            &cnn_paper_spec(),
+            128,
+            3,
+            cnn_steps,
+            precision,
+            &dev,
+        ));
+        peer_once(
+            "jax_cnn_step.py",
+            vec!["128".into(), cnn_steps.to_string()],
+            &mut peer,
+        );
+    }
+    (
+        StepPoint {
+            batch: 128,
+            examples_per_s: ours,
+            ms_per_step: 1e3 * 128.0 / ours,
+        },
+        peer,
+    )
 }
 
 /// The data presets (not NQM), loaded from the presets directory.
@@ -496,11 +520,10 @@ pub fn concurrency_points(precision: Precision) -> Vec<ConcurrencyPoint> {
                 .map(|_| {
                     let p = &p;
                     s.spawn(move || {
-                        let pool = rayon::ThreadPoolBuilder::new()
-                            .num_threads(1)
-                            .build()
-                            .map_err(|e| anyhow::anyhow!("{e}"))?;
-                        pool.install(|| trainer_point(p, b, steps, precision).map(|_| ()))
+                        // the scheduler's layout: each trial's replica in its own 1-thread pool
+                        crate::core::with_thread_budget(Some(1), || {
+                            trainer_point(p, b, steps, precision).map(|_| ())
+                        })
                     })
                 })
                 .collect();
@@ -548,11 +571,13 @@ pub fn render_tables(r: &BenchReport) -> String {
         );
     }
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "Paper-size MNIST CNN (28x28, 5x5 convs 32/64, dense 1024) at B = {}: {:.0} examples/s, {:.1} ms/step",
-        r.cnn_paper.batch, r.cnn_paper.examples_per_s, r.cnn_paper.ms_per_step
-    );
+    if let Some(c) = &r.cnn_paper {
+        let _ = writeln!(
+            out,
+            "Paper-size MNIST CNN (28x28, 5x5 convs 32/64, dense 1024) at B = {}: {:.0} examples/s, {:.1} ms/step",
+            c.batch, c.examples_per_s, c.ms_per_step
+        );
+    }
     if !r.peers.is_empty() {
         let _ = writeln!(out);
         let _ = writeln!(

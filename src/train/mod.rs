@@ -7,6 +7,7 @@ pub mod exchange;
 pub mod grads;
 pub mod meter;
 pub mod noise;
+pub mod oom;
 pub mod optim;
 pub mod runner;
 pub mod scaler;

@@ -24,7 +24,7 @@ use super::meter::{MeterOptions, StepSample, TrialMeter};
 use super::noise::NoiseScaleEstimator;
 use super::optim::Opt;
 use super::scaler::{LossScaler, ScaleDecision, ScalerConfig};
-use crate::core::{CancelToken, TrialEvent, TrialOutcome, TrialSpec};
+use crate::core::{CancelToken, Outcome, TrialEvent, TrialOutcome, TrialSpec};
 use crate::data::{self, Dataset, ImageBatcher, TextBatcher};
 use crate::model::{Batch, Ctx, EvalSums, InputShape, Net};
 use crate::workload::spec::{Metric, Precision, Workload};
@@ -118,7 +118,9 @@ struct Worker<B: AutodiffBackend> {
     world: usize,
     cluster: Option<crate::cluster::ClusterSpec>,
     device: Device<B>,
-    model: Net<B>,
+    /// The replica (None only inside `step`, while the optimizer owns it: a clone kept here
+    /// would share every weight buffer and force the in-place update to copy them).
+    model: Option<Net<B>>,
     opt: Opt<Net<B>, B>,
     ctx: Ctx,
     data: Arc<Dataset>,
@@ -129,6 +131,10 @@ struct Worker<B: AutodiffBackend> {
 }
 
 impl<B: AutodiffBackend> Worker<B> {
+    fn net(&self) -> &Net<B> {
+        self.model.as_ref().expect("the replica")
+    }
+
     fn batch(&self, shard: &HostBatch) -> Batch<B> {
         match (shard, &*self.data) {
             (HostBatch::Images(idx), Dataset::Images(d)) => {
@@ -147,7 +153,7 @@ impl<B: AutodiffBackend> Worker<B> {
     }
 
     fn backward(&self, batch: &Batch<B>, loss_scale: f64) -> (f64, GradientsParams) {
-        let loss = self.model.loss(batch, &self.ctx);
+        let loss = self.net().loss(batch, &self.ctx);
         let loss_val: f64 = loss.clone().into_scalar().elem_f64();
         let scaled = if loss_scale != 1.0 {
             loss.mul_scalar(loss_scale)
@@ -155,7 +161,7 @@ impl<B: AutodiffBackend> Worker<B> {
             loss
         };
         let g = scaled.backward();
-        (loss_val, GradientsParams::from_grads(g, &self.model))
+        (loss_val, GradientsParams::from_grads(g, self.net()))
     }
 
     fn step(
@@ -172,9 +178,9 @@ impl<B: AutodiffBackend> Worker<B> {
             let (a, b) = split_half(&batch);
             let (la, mut ga) = self.backward(&a, loss_scale);
             let (lb, gb) = self.backward(&b, loss_scale);
-            let sa = grads::sq_norm(&self.model, &ga);
-            let sb = grads::sq_norm(&self.model, &gb);
-            grads::mean_into(&self.model, &mut ga, &gb);
+            let sa = grads::sq_norm(self.net(), &ga);
+            let sb = grads::sq_norm(self.net(), &gb);
+            grads::mean_into(self.net(), &mut ga, &gb);
             ((la + lb) / 2.0, ga, Some((sa + sb) / 2.0))
         } else {
             let (l, g) = self.backward(&batch, loss_scale);
@@ -184,7 +190,7 @@ impl<B: AutodiffBackend> Worker<B> {
         let t1 = Instant::now();
         let reduced = if self.world > 1 {
             exchange::all_reduce_mean(
-                &self.model,
+                self.net(),
                 g,
                 self.rank,
                 // Across processes ParamIds differ: the bucketed path flattens in the model's
@@ -197,7 +203,7 @@ impl<B: AutodiffBackend> Worker<B> {
                 self.noise && micro_sq.is_none(),
             )?
         } else {
-            Reduced::single(&self.model, g)
+            Reduced::single(self.net(), g)
         };
         let exchange_s = if self.world > 1 {
             t1.elapsed().as_secs_f64()
@@ -226,9 +232,9 @@ impl<B: AutodiffBackend> Worker<B> {
                 Some(c) if unscaled_norm > c => c / unscaled_norm,
                 _ => 1.0,
             };
-            let g = reduced.into_grads(&self.model, clip_factor / loss_scale);
-            let model = self.model.clone();
-            self.model = self.opt.step(lr, model, g);
+            let g = reduced.into_grads(self.net(), clip_factor / loss_scale);
+            let model = self.model.take().expect("the replica");
+            self.model = Some(self.opt.step(lr, model, g));
         }
         Ok(Report {
             loss,
@@ -260,7 +266,7 @@ impl<B: AutodiffBackend> Worker<B> {
     }
 
     fn eval(&self) -> EvalSums {
-        let model = self.model.valid();
+        let model = self.net().valid();
         let mut sums = EvalSums::default();
         let dev = &self.device;
         match &*self.data {
@@ -401,6 +407,15 @@ fn worker_loop<B: AutodiffBackend>(
     }
 }
 
+/// Runs `f` inside a rayon pool of `threads` threads (`None`, or a pool that cannot be built:
+/// on this thread, with the global pool).
+fn in_pool<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> R {
+    match threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()) {
+        Some(pool) => pool.install(f),
+        None => f(),
+    }
+}
+
 /// Registers replica `rank` of `world` (over all nodes) with the collective (the one place its
 /// config is built): local only, or global (multi-node) with `cluster`.
 fn join_collective<B: AutodiffBackend>(
@@ -487,6 +502,9 @@ pub fn run_trial<B: AutodiffBackend>(
         None
     };
 
+    // A thread budget from the scheduler (several trials at once): each replica computes in its
+    // own rayon pool, the budget split over the replicas.
+    let pool_threads = crate::core::thread_budget().map(|n| (n / world).max(1));
     let (reply_tx, reply_rx) = channel::<(usize, Reply)>();
     let mut cmd_txs = Vec::with_capacity(world);
     let mut handles = Vec::with_capacity(world);
@@ -501,7 +519,7 @@ pub fn run_trial<B: AutodiffBackend>(
             world: world * nodes,
             cluster: opts.cluster.clone(),
             device: dev.clone(),
-            model: replica,
+            model: Some(replica),
             opt: Opt::new(workload.optimizer, &spec.metaparams),
             ctx,
             data: dataset.clone(),
@@ -515,7 +533,7 @@ pub fn run_trial<B: AutodiffBackend>(
         handles.push(
             std::thread::Builder::new()
                 .name(format!("trial{}-worker{rank}", spec.trial_id))
-                .spawn(move || worker_loop(w, ctx_rx, rtx))
+                .spawn(move || in_pool(pool_threads, move || worker_loop(w, ctx_rx, rtx)))
                 .context("spawning a worker thread")?,
         );
     }
@@ -771,7 +789,17 @@ fn coordinate(
         let t_step = Instant::now();
         let lr = mp.schedule.lr_at(mp.learning_rate, meter.applied());
         let loss_scale = scaler.scale();
-        let r = workers.step(sampler.next(b), lr, loss_scale, workload.grad_clip, micro)?;
+        let r = match workers.step(sampler.next(b), lr, loss_scale, workload.grad_clip, micro) {
+            Ok(r) => r,
+            // out of device memory at this B: an outcome, not an error (the sweep goes on)
+            Err(e) if super::oom::is_out_of_memory(&format!("{e:#}")) => {
+                break Outcome::Oom {
+                    batch_size: b,
+                    step: meter.applied(),
+                }
+            }
+            Err(e) => return Err(e),
+        };
         let step_s = t_step.elapsed().as_secs_f64();
         let applied = scaler.update(r.global_sq.is_finite()) == ScaleDecision::Apply;
         let sample = StepSample {
@@ -794,7 +822,17 @@ fn coordinate(
             meter.set_noise(noise.b_simple());
         }
         if meter.progress(emit) {
-            let metric = metric_of(workload, &workers.eval()?);
+            let sums = match workers.eval() {
+                Ok(s) => s,
+                Err(e) if super::oom::is_out_of_memory(&format!("{e:#}")) => {
+                    break Outcome::Oom {
+                        batch_size: b,
+                        step: meter.applied(),
+                    }
+                }
+                Err(e) => return Err(e),
+            };
+            let metric = metric_of(workload, &sums);
             if let Some(o) = meter.eval(metric, emit) {
                 break o;
             }

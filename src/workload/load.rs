@@ -277,12 +277,38 @@ pub fn parse_preset(path: &Path, text: &str) -> Result<Preset, PresetError> {
             ));
         }
     }
+    // Pass 1d: `[sweep] concurrency` left out → the scheduler chooses it (sweep::layout).
+    let mut preset = preset;
+    if let Some(offset) = key_offset(tree.get_ref(), &["sweep", "auto_concurrency"]) {
+        return Err(PresetError::at(
+            path,
+            text,
+            Some(offset),
+            "auto_concurrency is not a preset key: leave `concurrency` out to let the scheduler choose",
+        ));
+    }
+    preset.sweep.auto_concurrency = key_offset(tree.get_ref(), &["sweep", "concurrency"]).is_none();
     // Pass 2: values.
     if let Some(problem) = check(&preset).into_iter().next() {
         let offset = locate(tree.get_ref(), &problem.key);
         return Err(PresetError::at(path, text, Some(offset), problem.message));
     }
     Ok(preset)
+}
+
+/// Offset of the key at `keys` (table path), when it is present.
+fn key_offset(root: &DeTable<'_>, keys: &[&str]) -> Option<usize> {
+    let mut table = root;
+    let (last, parents) = keys.split_last()?;
+    for k in parents {
+        let (_, v) = table.iter().find(|(key, _)| key.get_ref().as_ref() == *k)?;
+        table = v.get_ref().as_table()?;
+    }
+    let (key, _) = table
+        .iter()
+        .find(|(key, _)| key.get_ref().as_ref() == *last)?;
+    let start: usize = key.span().start;
+    Some(start)
 }
 
 /// (length, offset of the third element) of the array at `keys`, when it has more than two.
@@ -810,6 +836,15 @@ pub fn check(p: &Preset) -> Vec<Problem> {
     }
     if sw.concurrency == 0 {
         bad(&["sweep", "concurrency"], "concurrency must be > 0".into());
+    }
+    if sw.trials_per_device > 64 {
+        bad(
+            &["sweep", "trials_per_device"],
+            format!(
+                "trials_per_device {} is absurd (at most 64)",
+                sw.trials_per_device
+            ),
+        );
     }
     if sw.trials_per_batch == 0 {
         bad(

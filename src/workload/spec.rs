@@ -477,6 +477,19 @@ pub struct SweepDefaults {
     /// the stopped trial is kept in the log as "did not reach (stopped early)".
     #[serde(default = "default_true", skip_serializing_if = "is_true")]
     pub early_stopping: bool,
+    /// The preset leaves `concurrency` out: the scheduler chooses it (`sweep::layout`: one trial on
+    /// all threads or one trial per core, measured per workload). Set by the loader, never written
+    /// in a preset; `--concurrency N` clears it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auto_concurrency: bool,
+    /// GPU sweeps: 0 (default) = one trial spans all the listed devices; K ≥ 1 = every trial on
+    /// one device, K trials per device at once (`sweep::devices`).
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub trials_per_device: usize,
+}
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
 }
 
 fn default_workers() -> usize {
@@ -500,6 +513,8 @@ impl Default for SweepDefaults {
             concurrency: 1,
             seed: 0,
             early_stopping: true,
+            auto_concurrency: false,
+            trials_per_device: 0,
         }
     }
 }

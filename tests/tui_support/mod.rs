@@ -63,9 +63,10 @@ pub fn scripted_outcome(spec: &TrialSpec, k: usize, cfg: &SweepConfig) -> TrialO
         }
     };
     let steps = match outcome {
-        Outcome::Reached { step } | Outcome::Diverged { step } | Outcome::Cancelled { step } => {
-            step
-        }
+        Outcome::Reached { step }
+        | Outcome::Diverged { step }
+        | Outcome::Cancelled { step }
+        | Outcome::Oom { step, .. } => step,
         Outcome::NotReached { budget, .. } => budget,
     };
     let evals: Vec<EvalPoint> = (1..=steps / w.eval_every.max(1))

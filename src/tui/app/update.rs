@@ -508,5 +508,6 @@ pub fn outcome_text(o: &Outcome) -> String {
         Outcome::NotReached { budget, .. } => format!("stopped early at {budget}"),
         Outcome::Diverged { step } => format!("diverged at {step}"),
         Outcome::Cancelled { step } => format!("cancelled at {step}"),
+        Outcome::Oom { batch_size, .. } => format!("out of memory at B = {batch_size}"),
     }
 }

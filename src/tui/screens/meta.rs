@@ -93,7 +93,7 @@ pub fn meta_points(trials: &[TrialRecord], batch: usize, y: MetaY) -> Vec<MetaPo
             },
             Outcome::Diverged { .. } => PointKind::Diverged,
             Outcome::NotReached { .. } => PointKind::NotReached,
-            Outcome::Cancelled { .. } => continue,
+            Outcome::Cancelled { .. } | Outcome::Oom { .. } => continue,
         };
         let yv = match y {
             MetaY::OneMinus(_) => {

@@ -1,0 +1,542 @@
+//! The thread layout of a CPU sweep and its wall-time estimate.
+//!
+//! On C cores a sweep either runs one trial at a time on all C threads or C trials at once on one
+//! thread each (each trial's replica in its own rayon pool, see `core::with_thread_budget`). Which
+//! is faster depends on the workload: a small model's step is per-op overhead that a second thread
+//! barely shortens, a large gemm-bound step uses both cores. So the choice is **measured**, not
+//! guessed: a short calibration (a few steps of the workload's own trainer, no evaluation) times
+//! one trial on all threads at the sweep's smallest, middle and largest batch size and C trials at
+//! once at the middle one; C trials win when their total examples/s beats one trial's by 5 %. The
+//! result is cached per workload (model, dataset, precision, cores, CPU features, crate version) in
+//! `<runs-dir>/layout-calibration.json`, so it costs a few seconds once.
+//!
+//! An explicit `--concurrency N` or `[sweep] concurrency = N` in the preset wins: the calibration
+//! runs only for presets that leave `concurrency` out (`SweepDefaults::auto_concurrency`).
+//! Trials with several data-parallel workers, CUDA trials and the closed-form NQM follow rules
+//! (stated in `Layout::why`) instead.
+//!
+//! The same calibration fits a step time t(B) = overhead + per_example·B, from which
+//! `estimate_wall_time` bounds a sweep's wall time (every trial running its full step budget, plus
+//! its evaluations); `sweep --dry-run` prints it and the TUI's Setup can call `sweep_estimate`
+//! (or the non-blocking `cached_sweep_estimate`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::SweepConfig;
+use crate::core::trial::{CancelToken, DeviceSpec, TrialRunner, TrialSpec};
+use crate::workload::spec::{ModelSpec, Precision, Workload};
+
+/// Name of the calibration cache in the runs directory.
+pub const CACHE_FILE: &str = "layout-calibration.json";
+
+/// Several trials at once must beat one trial's examples/s by this factor to be chosen.
+pub const MIN_GAIN: f64 = 1.05;
+
+/// One workload's calibration on this machine.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Calibration {
+    pub key: String,
+    pub cores: usize,
+    /// One trial on all threads: (batch size, seconds per step).
+    pub one_trial: Vec<(usize, f64)>,
+    /// Batch size of the comparison.
+    pub batch: usize,
+    /// One trial on all threads at `batch`.
+    pub one_trial_examples_per_s: f64,
+    /// `cores` trials at once, one thread each, at `batch` (their total).
+    pub many_trials_examples_per_s: f64,
+    /// The faster choice: 1 or `cores`.
+    pub concurrency: usize,
+    pub measured: String,
+}
+
+impl Calibration {
+    /// Seconds per step of one trial on all threads at batch `b`: the least-squares line
+    /// overhead + per_example·b through the measured points (overhead, slope ≥ 0).
+    pub fn step_s(&self, b: usize) -> f64 {
+        let pts = &self.one_trial;
+        match pts.len() {
+            0 => 0.0,
+            1 => pts[0].1 * b as f64 / pts[0].0.max(1) as f64,
+            _ => {
+                let n = pts.len() as f64;
+                let mx = pts.iter().map(|p| p.0 as f64).sum::<f64>() / n;
+                let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+                let sxx: f64 = pts.iter().map(|p| (p.0 as f64 - mx).powi(2)).sum();
+                let sxy: f64 = pts.iter().map(|p| (p.0 as f64 - mx) * (p.1 - my)).sum();
+                let slope = if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 };
+                let overhead = my - slope * mx;
+                if overhead >= 0.0 {
+                    overhead + slope * b as f64
+                } else {
+                    // no fixed cost visible: proportional through the mean point
+                    my / mx * b as f64
+                }
+            }
+        }
+    }
+
+    /// Total examples/s of `concurrency` trials relative to one trial (1 for concurrency 1).
+    pub fn speedup(&self, concurrency: usize) -> f64 {
+        if concurrency <= 1 || self.one_trial_examples_per_s <= 0.0 {
+            1.0
+        } else {
+            (self.many_trials_examples_per_s / self.one_trial_examples_per_s).max(1e-3)
+        }
+    }
+}
+
+/// What a sweep runs at once and on how many threads each.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layout {
+    pub concurrency: usize,
+    /// Rayon threads per trial (None: the shared global pool).
+    pub threads_per_trial: Option<usize>,
+    /// Why (shown to the user).
+    pub why: String,
+}
+
+/// CPU cores available to this process (rayon's global pool size).
+pub fn cores() -> usize {
+    rayon::current_num_threads().max(1)
+}
+
+/// Threads each trial gets when `concurrency` trials run at once on `cores` cores (None: one
+/// trial at a time on the global pool, or a GPU sweep).
+pub fn threads_per_trial(devices: &DeviceSpec, concurrency: usize, cores: usize) -> Option<usize> {
+    match devices {
+        DeviceSpec::Cpu { .. } if concurrency > 1 => Some((cores / concurrency).max(1)),
+        _ => None,
+    }
+}
+
+/// The layout a configuration asks for as it stands (no calibration).
+pub fn fixed_layout(cfg: &SweepConfig, why: &str) -> Layout {
+    Layout {
+        concurrency: cfg.concurrency,
+        threads_per_trial: threads_per_trial(&cfg.devices, cfg.concurrency, cores()),
+        why: why.to_string(),
+    }
+}
+
+/// Cache key of a workload's calibration.
+pub fn calibration_key(w: &Workload, precision: Precision, cores: usize) -> String {
+    let f = crate::train::bench::cpu_features();
+    format!(
+        "{}|{}|{}|{}|cores={cores}|avx512={}|v{}",
+        serde_json::to_string(&w.model).unwrap_or_default(),
+        serde_json::to_string(&w.dataset).unwrap_or_default(),
+        w.optimizer.name(),
+        precision.name(),
+        f.avx512f,
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// The workload cut down to `steps` timed training steps: no evaluation, no target.
+fn short(w: &Workload, steps: u64) -> Workload {
+    let mut w = w.clone();
+    w.step_budget = steps.max(1);
+    w.max_examples = None;
+    w.eval_every = u64::MAX / 2;
+    w.eval_growth = 0.0;
+    w.target.value = f64::NEG_INFINITY; // every metric is "lower is better"
+    w
+}
+
+fn spec(w: &Workload, b: usize, precision: Precision) -> TrialSpec {
+    TrialSpec {
+        trial_id: 0,
+        batch_size: b,
+        devices: DeviceSpec::Cpu { workers: 1 },
+        precision,
+        metaparams: w.defaults.clone(),
+        seed: 0,
+        repeat_of: None,
+    }
+}
+
+/// Mean seconds per step of `steps` steps of one trial at `b`, on `threads` (None: all).
+fn step_time(
+    runner: &dyn TrialRunner,
+    w: &Workload,
+    b: usize,
+    steps: u64,
+    precision: Precision,
+    threads: Option<usize>,
+) -> anyhow::Result<f64> {
+    let w = short(w, steps);
+    let o = crate::core::with_thread_budget(threads, || {
+        runner.run(
+            &w,
+            &spec(&w, b, precision),
+            &mut |_| {},
+            &CancelToken::new(),
+        )
+    })?;
+    let s = o.throughput.step_s;
+    anyhow::ensure!(
+        s.is_finite() && s > 0.0,
+        "calibration at B = {b}: no step time measured"
+    );
+    Ok(s)
+}
+
+/// Runs the calibration of `w` for batch sizes `batches` (the sweep's) on `cores` cores.
+/// Takes about `cores + 3` × `budget_s` seconds.
+pub fn calibrate(
+    runner: &dyn TrialRunner,
+    w: &Workload,
+    precision: Precision,
+    batches: &[usize],
+    cores: usize,
+    budget_s: f64,
+) -> anyhow::Result<Calibration> {
+    anyhow::ensure!(!batches.is_empty(), "no batch sizes to calibrate");
+    let mut bs = batches.to_vec();
+    bs.sort_unstable();
+    let (lo, mid, hi) = (bs[0], bs[bs.len() / 2], bs[bs.len() - 1]);
+    // a 2-step probe at the largest B sizes the measurements
+    let probe = step_time(runner, w, hi, 2, precision, None)?;
+    let steps_at = |b: usize| -> u64 {
+        let t = probe * (b as f64 / hi as f64).max(0.05);
+        ((budget_s / t).ceil() as u64).clamp(3, 400)
+    };
+    let mut one_trial = Vec::new();
+    for b in [lo, mid, hi] {
+        if one_trial.iter().any(|p: &(usize, f64)| p.0 == b) {
+            continue;
+        }
+        one_trial.push((b, step_time(runner, w, b, steps_at(b), precision, None)?));
+    }
+    let t_mid = one_trial
+        .iter()
+        .find(|p| p.0 == mid)
+        .map(|p| p.1)
+        .expect("mid measured");
+    let one = mid as f64 / t_mid;
+    let many = if cores > 1 {
+        let n = steps_at(mid);
+        let times: Vec<anyhow::Result<f64>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..cores)
+                .map(|_| s.spawn(|| step_time(runner, w, mid, n, precision, Some(1))))
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("calibration trial panicked")))
+                })
+                .collect()
+        });
+        let mut total = 0.0;
+        for t in times {
+            total += mid as f64 / t?;
+        }
+        total
+    } else {
+        one
+    };
+    Ok(Calibration {
+        key: calibration_key(w, precision, cores),
+        cores,
+        one_trial,
+        batch: mid,
+        one_trial_examples_per_s: one,
+        many_trials_examples_per_s: many,
+        concurrency: if cores > 1 && many > one * MIN_GAIN {
+            cores
+        } else {
+            1
+        },
+        measured: chrono::Local::now().to_rfc3339(),
+    })
+}
+
+pub fn cache_path(runs_dir: &Path) -> PathBuf {
+    runs_dir.join(CACHE_FILE)
+}
+
+fn read_cache(runs_dir: &Path) -> BTreeMap<String, Calibration> {
+    std::fs::read_to_string(cache_path(runs_dir))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// Adds `cal` to the cache (written to a temporary file, then renamed: never half a file).
+fn write_cache(runs_dir: &Path, cal: &Calibration) -> anyhow::Result<()> {
+    std::fs::create_dir_all(runs_dir)?;
+    let mut all = read_cache(runs_dir);
+    all.insert(cal.key.clone(), cal.clone());
+    let tmp = runs_dir.join(format!(".{CACHE_FILE}.{}", std::process::id()));
+    std::fs::write(&tmp, serde_json::to_string_pretty(&all)? + "\n")?;
+    std::fs::rename(&tmp, cache_path(runs_dir))?;
+    Ok(())
+}
+
+/// The cached calibration of this configuration's workload, if any.
+pub fn cached_calibration(cfg: &SweepConfig) -> Option<Calibration> {
+    let key = calibration_key(&cfg.preset.workload, cfg.precision, cores());
+    read_cache(&cfg.runs_dir).remove(&key)
+}
+
+/// The calibration of this configuration's workload: cached, or measured now and cached.
+/// Returns it and whether it came from the cache.
+pub fn calibration(
+    cfg: &SweepConfig,
+    runner: &dyn TrialRunner,
+) -> anyhow::Result<(Calibration, bool)> {
+    if let Some(c) = cached_calibration(cfg) {
+        return Ok((c, true));
+    }
+    let c = calibrate(
+        runner,
+        &cfg.preset.workload,
+        cfg.precision,
+        &cfg.batch_sizes,
+        cores(),
+        0.4,
+    )?;
+    // a cache that cannot be written only costs a re-measurement next time
+    let _ = write_cache(&cfg.runs_dir, &c);
+    Ok((c, false))
+}
+
+/// Whether this configuration's layout is chosen by calibration (else: a rule or the user).
+fn calibrated(cfg: &SweepConfig) -> bool {
+    matches!(cfg.devices, DeviceSpec::Cpu { workers: 1 })
+        && !matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. })
+        && cores() > 1
+}
+
+/// The layout the scheduler uses for `cfg`: the user's when `concurrency` was given (flag or
+/// preset), else the rule or the calibration (which may run now, a few seconds, then cached).
+pub fn resolve(cfg: &SweepConfig, runner: &dyn TrialRunner) -> anyhow::Result<Layout> {
+    if !cfg.preset.sweep.auto_concurrency {
+        return Ok(fixed_layout(cfg, "set by the preset or --concurrency"));
+    }
+    let c = cores();
+    let (concurrency, why) = match &cfg.devices {
+        DeviceSpec::Cuda { .. } => (
+            cfg.concurrency,
+            "CUDA: the device assignment sets what runs at once".to_string(),
+        ),
+        DeviceSpec::Cpu { workers } if *workers > 1 => (
+            1,
+            format!("rule: the trial's {workers} workers already share the {c} cores"),
+        ),
+        _ if matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. }) => (
+            c,
+            format!("rule: closed-form NQM trials are single-threaded; {c} at once"),
+        ),
+        _ if c <= 1 => (1, "one core".to_string()),
+        _ => {
+            let (cal, cached) = calibration(cfg, runner)?;
+            (
+                cal.concurrency,
+                format!(
+                    "{} at B = {}: 1 trial × {} threads {:.0} ex/s vs {} trials × 1 thread {:.0} ex/s",
+                    if cached { "calibrated (cached)" } else { "calibrated now" },
+                    cal.batch,
+                    cal.cores,
+                    cal.one_trial_examples_per_s,
+                    cal.cores,
+                    cal.many_trials_examples_per_s
+                ),
+            )
+        }
+    };
+    Ok(Layout {
+        concurrency,
+        threads_per_trial: threads_per_trial(&cfg.devices, concurrency, c),
+        why,
+    })
+}
+
+/// A bound on a sweep's wall time.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct WallEstimate {
+    /// Seconds if every trial runs its full step budget (trials that reach the target or are
+    /// stopped early end sooner).
+    pub upper_s: f64,
+    pub trials: usize,
+    pub train_steps: u64,
+    pub evals: u64,
+    pub concurrency: usize,
+}
+
+impl WallEstimate {
+    /// "≤ 4 min 10 s (240 trials, 2 at once; every trial to its full budget)".
+    pub fn line(&self) -> String {
+        format!(
+            "≤ {} ({} trials, {} at once; every trial to its full budget, trials that reach the target or stop early end sooner)",
+            human_s(self.upper_s),
+            self.trials,
+            self.concurrency
+        )
+    }
+}
+
+pub fn human_s(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// The wall-time bound of `cfg` run with `concurrency` trials at once, from a calibration:
+/// Σ over planned trials of (budget·t(B) + evaluations·n_val·t_example/3) / speedup, where t(B)
+/// is the calibrated step time, an evaluation is a forward pass (≈ a third of a training step per
+/// example) over the `n_val` validation examples, and speedup is the measured total-throughput
+/// gain of running `concurrency` trials at once.
+pub fn estimate_wall_time(
+    cfg: &SweepConfig,
+    cal: &Calibration,
+    concurrency: usize,
+    n_val: usize,
+) -> WallEstimate {
+    let w = &cfg.preset.workload;
+    let (mut secs, mut steps, mut evals) = (0.0, 0u64, 0u64);
+    for &b in &cfg.batch_sizes {
+        let budget = w.budget_for(b);
+        let mut n_eval = 0u64;
+        let mut at = w.next_eval(0);
+        while at <= budget && n_eval < 100_000 {
+            n_eval += 1;
+            at = w.next_eval(at);
+        }
+        let t = cal.step_s(b);
+        let per_example = t / b.max(1) as f64;
+        let trial = budget as f64 * t + n_eval as f64 * n_val as f64 * per_example / 3.0;
+        secs += trial * cfg.trials_per_batch as f64;
+        steps += budget * cfg.trials_per_batch as u64;
+        evals += n_eval * cfg.trials_per_batch as u64;
+    }
+    let trials = cfg.batch_sizes.len() * cfg.trials_per_batch * cfg.repeats.max(1);
+    WallEstimate {
+        upper_s: secs * cfg.repeats.max(1) as f64 / cal.speedup(concurrency),
+        trials,
+        train_steps: steps * cfg.repeats.max(1) as u64,
+        evals: evals * cfg.repeats.max(1) as u64,
+        concurrency,
+    }
+}
+
+fn n_val(cfg: &SweepConfig) -> usize {
+    cfg.preset
+        .workload
+        .dataset
+        .as_ref()
+        .and_then(|d| crate::data::load_cached(d).ok())
+        .map_or(0, |d| match &*d {
+            crate::data::Dataset::Images(i) => i.n_val(),
+            // validation windows of seq_len bytes, capped per evaluation
+            crate::data::Dataset::Text(t) => {
+                let n = t.val.len() / t.seq_len.max(1);
+                t.max_val.map_or(n, |m| n.min(m))
+            }
+        })
+}
+
+/// For `sweep --dry-run` and the TUI's Setup: the layout the scheduler would choose and the
+/// sweep's wall-time bound. May calibrate (a few seconds, once per workload; then cached). A
+/// CPU sweep only: None for NQM and CUDA sweeps (no calibration exists for them).
+pub fn sweep_estimate(
+    cfg: &SweepConfig,
+    runner: &dyn TrialRunner,
+) -> anyhow::Result<(Layout, Option<WallEstimate>)> {
+    let layout = resolve(cfg, runner)?;
+    if !calibrated(cfg) && !matches!(cfg.devices, DeviceSpec::Cpu { .. }) {
+        return Ok((layout, None));
+    }
+    if matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. }) {
+        return Ok((layout, None));
+    }
+    let (cal, _) = calibration(cfg, runner)?;
+    let est = estimate_wall_time(cfg, &cal, layout.concurrency, n_val(cfg));
+    Ok((layout, Some(est)))
+}
+
+/// `sweep_estimate` without measuring: None when the workload has no cached calibration yet (a
+/// UI can call this on every redraw, and `sweep_estimate` in the background once).
+pub fn cached_sweep_estimate(cfg: &SweepConfig) -> Option<(Layout, WallEstimate)> {
+    let cal = cached_calibration(cfg)?;
+    let concurrency = if cfg.preset.sweep.auto_concurrency && calibrated(cfg) {
+        cal.concurrency
+    } else {
+        cfg.concurrency
+    };
+    let layout = Layout {
+        concurrency,
+        threads_per_trial: threads_per_trial(&cfg.devices, concurrency, cores()),
+        why: "cached calibration".into(),
+    };
+    let est = estimate_wall_time(cfg, &cal, concurrency, n_val(cfg));
+    Some((layout, est))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cal(points: Vec<(usize, f64)>, one: f64, many: f64) -> Calibration {
+        Calibration {
+            key: "k".into(),
+            cores: 2,
+            one_trial: points,
+            batch: 128,
+            one_trial_examples_per_s: one,
+            many_trials_examples_per_s: many,
+            concurrency: if many > one * MIN_GAIN { 2 } else { 1 },
+            measured: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_step_time_line_goes_through_two_measured_points() {
+        // t(B) = 1 ms + 10 µs·B
+        let c = cal(vec![(16, 0.00116), (1024, 0.01124)], 1.0, 1.0);
+        assert!((c.step_s(16) - 0.00116).abs() < 1e-9);
+        assert!((c.step_s(1024) - 0.01124).abs() < 1e-9);
+        assert!((c.step_s(256) - (0.001 + 0.00001 * 256.0)).abs() < 1e-9);
+        // one point: proportional
+        let c = cal(vec![(128, 0.01)], 1.0, 1.0);
+        assert!((c.step_s(64) - 0.005).abs() < 1e-9);
+    }
+
+    #[test]
+    fn speedup_is_the_measured_total_throughput_ratio() {
+        let c = cal(vec![(128, 0.01)], 1000.0, 1500.0);
+        assert_eq!(c.concurrency, 2);
+        assert_eq!(c.speedup(1), 1.0);
+        assert!((c.speedup(2) - 1.5).abs() < 1e-12);
+        let c = cal(vec![(128, 0.01)], 1000.0, 1040.0);
+        assert_eq!(
+            c.concurrency, 1,
+            "a gain under 5 % keeps one trial at a time"
+        );
+    }
+
+    #[test]
+    fn thread_budget_splits_the_cores_over_cpu_trials_only() {
+        let cpu = DeviceSpec::Cpu { workers: 1 };
+        assert_eq!(threads_per_trial(&cpu, 1, 2), None);
+        assert_eq!(threads_per_trial(&cpu, 2, 2), Some(1));
+        assert_eq!(threads_per_trial(&cpu, 3, 2), Some(1));
+        assert_eq!(threads_per_trial(&cpu, 2, 8), Some(4));
+        let gpu = DeviceSpec::Cuda { devices: vec![0] };
+        assert_eq!(threads_per_trial(&gpu, 2, 2), None);
+    }
+
+    #[test]
+    fn human_times() {
+        assert_eq!(human_s(42.4), "42 s");
+        assert_eq!(human_s(250.0), "4 min 10 s");
+        assert_eq!(human_s(7260.0), "2 h 1 min");
+    }
+}

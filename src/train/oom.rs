@@ -1,0 +1,60 @@
+//! Recognising a device out-of-memory in a trial's error or panic message.
+//!
+//! A CUDA allocation that fails surfaces from cubecl 0.10 / cudarc 0.19 (the versions in
+//! Cargo.lock) as one of these messages, which the trainer receives as an error string or a
+//! panic payload (`catch_unwind` in the worker loop; cubecl unwraps most allocation results):
+//! * `IoError::BufferTooBig`: "can't allocate buffer of size: {size}" (cubecl-runtime
+//!   `server/base.rs`; raised by the memory pools and by `GpuStorage::alloc` on
+//!   `CUDA_ERROR_OUT_OF_MEMORY`), typically inside "called `Result::unwrap()` on an `Err` value: …";
+//! * `LaunchError::OutOfMemory`: "An out-of-memory error happened during launch";
+//! * any other failed `cuMemAlloc`: "CUDA allocation error: DriverError(CUDA_ERROR_OUT_OF_MEMORY,
+//!   \"out of memory\")" (`IoError::Unknown` with cudarc's `DriverError` Debug text).
+//!
+//! Such a trial becomes `Outcome::Oom { batch_size, step }` and the sweep goes on.
+
+/// The fragments that identify an out-of-memory (matched case-insensitively).
+pub const OOM_MARKERS: &[&str] = &[
+    "can't allocate buffer of size",
+    "out-of-memory error happened",
+    "cuda_error_out_of_memory",
+    "cudaerrormemoryallocation",
+    "out of memory",
+];
+
+/// Whether an error or panic message says the device ran out of memory.
+pub fn is_out_of_memory(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    OOM_MARKERS.iter().any(|k| m.contains(k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exact texts cubecl-runtime 0.10 and cudarc 0.19.10 format (copied from their
+    /// `#[error]` attributes and `Debug` impls), as the trainer sees them.
+    #[test]
+    fn cubecl_and_cudarc_out_of_memory_texts_are_recognised() {
+        let buffer_too_big = "called `Result::unwrap()` on an `Err` value: can't allocate buffer of size: 17179869184\n<backtrace disabled>";
+        let launch = "An out-of-memory error happened during launch\nCaused by:\n  allocation of 2147483648 bytes failed\nBacktrace\n";
+        let driver = "worker 0 failed: Unknown error happened during execution\nCUDA allocation error: DriverError(CUDA_ERROR_OUT_OF_MEMORY, \"out of memory\")";
+        let wrapped = "An error happened during execution\nCaused by:\n  Can't perform the IO operation because of a runtime error: An execution error happened during profiling\nCaused by:\n  can't allocate buffer of size: 4096";
+        for m in [buffer_too_big, launch, driver, wrapped] {
+            assert!(is_out_of_memory(m), "not recognised: {m}");
+        }
+    }
+
+    #[test]
+    fn other_failures_are_not_out_of_memory() {
+        for m in [
+            "A compilation error happened during launch\nCaused by:\n  bad kernel",
+            "Too much shared memory requested.\nRequested 100000 bytes, maximum 49152 bytes available.",
+            "couldn't find resource for that handle: freed",
+            "worker 1 failed: all-reduce failed on worker 1: Timeout",
+            "no usable CUDA device: the CUDA driver (libcuda) or a GPU was not found",
+            "the loss is NaN",
+        ] {
+            assert!(!is_out_of_memory(m), "misread as out of memory: {m}");
+        }
+    }
+}
