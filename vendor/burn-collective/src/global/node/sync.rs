@@ -8,7 +8,7 @@ use burn_communication::{CommunicationChannel, Message, Protocol, ProtocolClient
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, RwLock};
 
-use crate::{NodeId, node::base::NodeState};
+use crate::{NodeId, global::shared::GlobalCollectiveError, node::base::NodeState};
 
 /// Handles the status of sync requests from other nodes
 pub(crate) struct SyncService<P: Protocol> {
@@ -41,7 +41,8 @@ impl<P: Protocol> SyncService<P> {
     }
 
     /// Sync with all peers.
-    pub async fn sync(&self) {
+    // scaling-lab patch: returns `PeerLost` when a peer cannot be reached (was: panics).
+    pub async fn sync(&self) -> Result<(), GlobalCollectiveError> {
         // we can't sync while we register
         let node_state = self.node_state.read().await;
         let node_state = node_state
@@ -57,13 +58,13 @@ impl<P: Protocol> SyncService<P> {
 
             let mut connection = P::Client::connect(addr.clone(), "sync")
                 .await
-                .expect("Couldn't connect to peer for sync");
+                .ok_or(GlobalCollectiveError::PeerLost(*id))?;
             let msg = SyncRequest(node_state.node_id);
             let sync_bytes = rmp_serde::to_vec(&msg).unwrap();
             connection
                 .send(Message::new(sync_bytes.into()))
                 .await
-                .expect("Peer closed connection unexpectedly");
+                .map_err(|_| GlobalCollectiveError::PeerLost(*id))?;
         }
         loop {
             // scaling-lab patch: register interest in the notification BEFORE checking the list.
@@ -86,7 +87,7 @@ impl<P: Protocol> SyncService<P> {
                             syncing_peers.remove(pos);
                         }
                     }
-                    return;
+                    return Ok(());
                 }
             }
             // Wait for the next sync to come in
@@ -95,12 +96,16 @@ impl<P: Protocol> SyncService<P> {
     }
 
     pub async fn handle_sync_connection<C: CommunicationChannel>(&self, mut channel: C) {
-        let msg = channel.recv().await.unwrap();
-        let Some(msg) = msg else {
+        // scaling-lab patch: a peer that closed the connection (or sent garbage) is logged and
+        // ignored (was: unwrap, a panic in the server task).
+        let Ok(Some(msg)) = channel.recv().await else {
+            log::warn!("sync connection closed before its request");
             return;
         };
-
-        let msg = rmp_serde::from_slice::<SyncRequest>(&msg.data).unwrap();
+        let Ok(msg) = rmp_serde::from_slice::<SyncRequest>(&msg.data) else {
+            log::warn!("sync connection sent an invalid request");
+            return;
+        };
 
         self.add_syncing_peer(msg.0);
 
