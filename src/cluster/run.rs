@@ -520,9 +520,25 @@ fn run_sweep(
         let _ = ctrlc::set_handler(move || c.cancel());
     }
     if spec.is_some() {
-        // A lost group starts no more trials (the running one fails on every node).
+        // A lost group starts no more trials. The running one fails on every node (its
+        // collective calls are aborted): it is not cancelled, so that it is reported as failed
+        // with the reason; the sweep is cancelled once it has ended (or after 10 s at most).
         let c = control.clone();
-        super::multinode::on_loss(move || c.cancel());
+        super::multinode::on_loss(move || {
+            c.pause();
+            let c = c.clone();
+            let _ = std::thread::Builder::new()
+                .name("group-lost".into())
+                .spawn(move || {
+                    let t0 = std::time::Instant::now();
+                    while !c.running_trials().is_empty()
+                        && t0.elapsed() < std::time::Duration::from_secs(10)
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    c.cancel();
+                });
+        });
     }
     let devices = match &spec {
         Some(s) => format!("{} × {} nodes", cfg.devices.label(), s.nodes),

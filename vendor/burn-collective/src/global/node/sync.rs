@@ -1,4 +1,5 @@
 use std::{
+    collections::HashMap,
     marker::PhantomData,
     sync::{Arc, Mutex},
     vec,
@@ -18,6 +19,11 @@ pub(crate) struct SyncService<P: Protocol> {
     syncing_peers: Mutex<Vec<NodeId>>,
     /// Notification on each incoming sync request
     sync_notif: Notify,
+    /// scaling-lab patch: one open sync connection per peer, reused by every barrier. The
+    /// original connected anew for every sync (two per training step here), so thousands of
+    /// sockets a second went into TIME_WAIT until the ephemeral ports ran out and `connect`
+    /// failed (a panic, before the patch below) — on loopback within a few seconds of training.
+    connections: tokio::sync::Mutex<HashMap<NodeId, <P::Client as ProtocolClient>::Channel>>,
 
     _p: PhantomData<P>,
 }
@@ -31,6 +37,7 @@ impl<P: Protocol> SyncService<P> {
             node_state,
             syncing_peers: Mutex::new(vec![]),
             sync_notif: Notify::new(),
+            connections: tokio::sync::Mutex::new(HashMap::new()),
             _p: PhantomData,
         }
     }
@@ -51,21 +58,32 @@ impl<P: Protocol> SyncService<P> {
 
         // this peer is syncing
         self.add_syncing_peer(node_state.node_id);
+        let mut connections = self.connections.lock().await;
         for (id, addr) in &node_state.nodes {
             if *id == node_state.node_id {
                 continue;
             }
 
-            let mut connection = P::Client::connect(addr.clone(), "sync")
-                .await
-                .ok_or(GlobalCollectiveError::PeerLost(*id))?;
+            // scaling-lab patch: reuse the peer's connection (see `connections`).
+            if !connections.contains_key(id) {
+                let connection = P::Client::connect(addr.clone(), "sync")
+                    .await
+                    .ok_or(GlobalCollectiveError::PeerLost(*id))?;
+                connections.insert(*id, connection);
+            }
+            let connection = connections.get_mut(id).expect("inserted above");
             let msg = SyncRequest(node_state.node_id);
             let sync_bytes = rmp_serde::to_vec(&msg).unwrap();
-            connection
+            if connection
                 .send(Message::new(sync_bytes.into()))
                 .await
-                .map_err(|_| GlobalCollectiveError::PeerLost(*id))?;
+                .is_err()
+            {
+                connections.remove(id);
+                return Err(GlobalCollectiveError::PeerLost(*id));
+            }
         }
+        drop(connections);
         loop {
             // scaling-lab patch: register interest in the notification BEFORE checking the list.
             // `notify_waiters()` stores no permit, so a request that arrived between the check and
@@ -96,19 +114,21 @@ impl<P: Protocol> SyncService<P> {
     }
 
     pub async fn handle_sync_connection<C: CommunicationChannel>(&self, mut channel: C) {
-        // scaling-lab patch: a peer that closed the connection (or sent garbage) is logged and
-        // ignored (was: unwrap, a panic in the server task).
-        let Ok(Some(msg)) = channel.recv().await else {
-            log::warn!("sync connection closed before its request");
-            return;
-        };
-        let Ok(msg) = rmp_serde::from_slice::<SyncRequest>(&msg.data) else {
-            log::warn!("sync connection sent an invalid request");
-            return;
-        };
+        // scaling-lab patch: one connection carries every sync request of its peer (it was one
+        // connection per request); a peer that closed the connection (or sent garbage) ends it
+        // (was: unwrap, a panic in the server task).
+        loop {
+            let Ok(Some(msg)) = channel.recv().await else {
+                return;
+            };
+            let Ok(msg) = rmp_serde::from_slice::<SyncRequest>(&msg.data) else {
+                log::warn!("sync connection sent an invalid request");
+                return;
+            };
 
-        self.add_syncing_peer(msg.0);
+            self.add_syncing_peer(msg.0);
 
-        self.sync_notif.notify_waiters();
+            self.sync_notif.notify_waiters();
+        }
     }
 }
