@@ -329,9 +329,15 @@ fn fail(reason: String) {
     lose(reason);
 }
 
+/// Goodbyes received from the other nodes (they finished their part normally).
+static GOODBYES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// The liveness links of this process (see the module doc). Call `goodbye` at the normal end.
 pub struct Liveness {
     done: Arc<AtomicBool>,
+    /// Goodbyes rank 0 waits for before it ends (the orchestrator lives in its process and the
+    /// others still need it to finish their collective sessions); 0 on the other ranks.
+    expect_goodbyes: usize,
 }
 
 impl Liveness {
@@ -403,7 +409,11 @@ impl Liveness {
                     }
                 })?;
         }
-        Ok(Liveness { done })
+        let expect_goodbyes = if spec.node_rank == 0 { spec.nodes - 1 } else { 0 };
+        Ok(Liveness {
+            done,
+            expect_goodbyes,
+        })
     }
 
     /// The normal end: tell the other nodes, stop watching. (A node that ends because its group
@@ -416,6 +426,15 @@ impl Liveness {
         for s in lock(&LINKS).iter_mut() {
             let _ = s.write_all(b"B");
             let _ = s.flush();
+        }
+        // Rank 0 stays until every other node has said goodbye (bounded): they finish their
+        // collective sessions with its orchestrator first.
+        let t0 = Instant::now();
+        while GOODBYES.load(Ordering::SeqCst) < self.expect_goodbyes
+            && LOST.get().is_none()
+            && t0.elapsed() < LIVENESS_TIMEOUT
+        {
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 }
@@ -492,7 +511,11 @@ fn watch(stream: TcpStream, who: String, done: &Arc<AtomicBool>) {
                     }
                     Ok(n) => match hear(&buf[..n], &mut pending) {
                         Heard::Alive => {}
-                        Heard::Goodbye => return, // it finished normally
+                        Heard::Goodbye => {
+                            // it finished normally
+                            GOODBYES.fetch_add(1, Ordering::SeqCst);
+                            return;
+                        }
                         Heard::Lost(reason) => {
                             return fail(format!("{who} lost the group: {reason}"));
                         }

@@ -242,6 +242,10 @@ impl<C: ProtocolClient> GlobalClientWorker<C> {
         }
 
         log::info!("Worker closing connection");
+        // scaling-lab patch: no answer can come any more: drop the waiting callbacks, so that
+        // a pending request (e.g. the Finish of a node whose orchestrator already exited) gets
+        // `OrchestratorUnreachable` instead of waiting forever.
+        state.lock().await.requests.clear();
         // scaling-lab patch: the orchestrator may be gone already (was: expect).
         let _ = stream_response.close().await;
     }
