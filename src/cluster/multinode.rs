@@ -409,7 +409,11 @@ impl Liveness {
                     }
                 })?;
         }
-        let expect_goodbyes = if spec.node_rank == 0 { spec.nodes - 1 } else { 0 };
+        let expect_goodbyes = if spec.node_rank == 0 {
+            spec.nodes - 1
+        } else {
+            0
+        };
         Ok(Liveness {
             done,
             expect_goodbyes,
