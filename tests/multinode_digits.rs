@@ -381,8 +381,7 @@ fn kill_and_check(nodes: &mut [Node; 2], victim: usize) -> String {
     eprintln!(
         "rank {survivor} ended {secs:.1} s after rank {victim} was killed: {}",
         err.lines()
-            .filter(|l| l.contains("multi-node"))
-            .last()
+            .rfind(|l| l.contains("multi-node"))
             .unwrap_or("")
     );
     err

@@ -258,9 +258,7 @@ pub fn job_state_from(queue: &QueueState, sacct: Option<&str>, complete: bool) -
     ];
     if states.iter().any(|s| BAD.iter().any(|b| s.starts_with(b))) {
         JobState::Failed
-    } else if !states.is_empty() && states.iter().all(|s| s.starts_with("COMPLETED")) {
-        JobState::Completed
-    } else if complete {
+    } else if complete || !states.is_empty() && states.iter().all(|s| s.starts_with("COMPLETED")) {
         JobState::Completed
     } else {
         JobState::Failed
