@@ -518,6 +518,14 @@ impl Report {
                 log.header.concurrency
             ));
         }
+        if let Some(t) = log.trials.iter().find(|t| t.outcome.throughput.nodes >= 2) {
+            let th = &t.outcome.throughput;
+            backend.push_str(&format!(
+                " per process × {} processes{}",
+                th.nodes,
+                if th.loopback { " (loopback)" } else { "" }
+            ));
+        }
         if let Some(link) = ps.iter().map(|p| &p.link).find(|l| l.measured) {
             self.projection_link = link.source.clone();
             self.exchange_check = projection::exchange_check(&log.trials, link).map(

@@ -269,46 +269,268 @@ fn ten_trials_in_a_row_in_the_same_processes() {
     );
 }
 
-#[test]
-#[ignore = "flaky: the vendored ring all-reduce sometimes panics (peer closed a download) before the kill; see vendor/README.md and the issue 12 note"]
-fn killing_one_node_ends_the_other_within_30_s() {
+type Lines = std::sync::Arc<Mutex<Vec<String>>>;
+
+/// Collects the lines of a child's pipe on a thread.
+fn collect(pipe: impl std::io::Read + Send + 'static) -> (Lines, std::thread::JoinHandle<()>) {
+    let lines: Lines = Default::default();
+    let l = lines.clone();
+    let h = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            l.lock().unwrap().push(line);
+        }
+    });
+    (lines, h)
+}
+
+/// A running node whose stdout and stderr lines are collected (killed when dropped).
+struct Node {
+    child: Child,
+    stdout: Lines,
+    stderr: Lines,
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Node {
+    fn start(args: &[String]) -> Node {
+        let mut child = spawn(args);
+        let (stdout, r1) = collect(child.stdout.take().unwrap());
+        let (stderr, r2) = collect(child.stderr.take().unwrap());
+        Node {
+            child,
+            stdout,
+            stderr,
+            readers: vec![r1, r2],
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().join("\n")
+    }
+
+    fn stdout(&self) -> String {
+        self.stdout.lock().unwrap().join("\n")
+    }
+
+    /// Waits at most `limit` for the exit; `None` (after killing it) if it is still running.
+    fn wait(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if t0.elapsed() > limit {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if status.is_some() {
+            for r in self.readers.drain(..) {
+                let _ = r.join();
+            }
+        }
+        status
+    }
+}
+
+/// Waits (≤ 90 s) until `cond` holds, with both nodes still running.
+fn until_both_run(nodes: &mut [Node; 2], what: &str, cond: &dyn Fn(&[Node; 2]) -> bool) {
+    let t0 = Instant::now();
+    while !cond(nodes) {
+        for (r, n) in nodes.iter_mut().enumerate() {
+            assert!(
+                n.child.try_wait().unwrap().is_none(),
+                "rank {r} ended before {what}: {}",
+                n.stderr()
+            );
+        }
+        assert!(t0.elapsed() < Duration::from_secs(90), "no {what} in 90 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Kills `victim` and checks that the survivor fails cleanly within 30 s: exit 1 (never 101, never
+/// success), no panic, a reason naming the multi-node group. Returns the survivor's stderr.
+fn kill_and_check(nodes: &mut [Node; 2], victim: usize) -> String {
+    let survivor = 1 - victim;
+    nodes[victim].child.kill().unwrap();
+    let _ = nodes[victim].wait(Duration::from_secs(10));
+    let t0 = Instant::now();
+    let status = nodes[survivor].wait(Duration::from_secs(30));
+    let secs = t0.elapsed().as_secs_f64();
+    let err = nodes[survivor].stderr();
+    let status = status.unwrap_or_else(|| {
+        panic!("rank {survivor} still running 30 s after rank {victim} was killed:\n{err}")
+    });
+    assert_eq!(status.code(), Some(1), "rank {survivor}: exit 1:\n{err}");
+    assert!(
+        !err.contains("panicked"),
+        "rank {survivor} panicked:\n{err}"
+    );
+    assert!(err.contains("multi-node"), "a clear reason:\n{err}");
+    eprintln!(
+        "rank {survivor} ended {secs:.1} s after rank {victim} was killed: {}",
+        err.lines()
+            .rfind(|l| l.contains("multi-node"))
+            .unwrap_or("")
+    );
+    err
+}
+
+/// A trial that does not end by itself (a tiny learning rate never reaches the target).
+const ENDLESS: [&str; 14] = [
+    "train",
+    "--preset",
+    "digits-mlp-sgd",
+    "--batch-size",
+    "64",
+    "--steps",
+    "1000000",
+    "--lr",
+    "1e-6",
+    "--target",
+    "0.001",
+    "--eval-every",
+    "100",
+    "--no-noise-scale",
+];
+
+/// Both ranks train one endless trial together until rank 0 has logged progress (so the group is
+/// formed and all-reducing), then one is killed: the other ends with an error within 30 s.
+fn kill_during_a_trial(victim: usize) {
     let _g = serial();
     let port = free_ports();
-    let base = strings(&[
-        "train",
-        "--preset",
-        "digits-mlp-sgd",
-        "--batch-size",
-        "64",
-        "--steps",
-        "1000000",
-        "--target",
-        "0",
-        "--eval-every",
-        "100000",
-        "--no-noise-scale",
-    ]);
-    let mut a0 = base.clone();
-    a0.extend(node_args(0, port));
-    let mut a1 = base.clone();
-    a1.extend(node_args(1, port));
-    let mut c0 = spawn(&a0);
-    let mut c1 = spawn(&a1);
-    // let them train together for a while
-    std::thread::sleep(Duration::from_secs(6));
-    assert!(c0.try_wait().unwrap().is_none(), "rank 0 ended early");
-    assert!(c1.try_wait().unwrap().is_none(), "rank 1 ended early");
-    c1.kill().unwrap();
-    let _ = c1.wait();
+    let mut nodes = [0, 1].map(|r| {
+        let mut a = strings(&ENDLESS);
+        a.extend(node_args(r, port));
+        Node::start(&a)
+    });
+    // (the group forms within a second here; training has started well before the kill)
     let t0 = Instant::now();
-    let out = wait_limit(c0, Duration::from_secs(30));
-    let o = out.expect("rank 0 still running 30 s after rank 1 was killed");
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success(), "rank 0 must fail: {err}");
-    assert!(err.contains("multi-node"), "a clear reason: {err}");
-    eprintln!(
-        "rank 0 ended {:.1} s after rank 1 was killed: {}",
-        t0.elapsed().as_secs_f64(),
-        err.lines().last().unwrap_or("")
+    until_both_run(&mut nodes, "6 s of training", &|_| {
+        t0.elapsed() > Duration::from_secs(6)
+    });
+    let err = kill_and_check(&mut nodes, victim);
+    assert!(err.contains("multi-node trial failed"), "{err}");
+}
+
+#[test]
+fn killing_rank_1_ends_rank_0_within_30_s() {
+    kill_during_a_trial(1);
+}
+
+#[test]
+fn killing_rank_0_ends_rank_1_within_30_s() {
+    kill_during_a_trial(0);
+}
+
+/// A node that dies mid-sweep: rank 0 records the running trial as failed with the reason,
+/// keeps every finished trial, stops with one error and the resume command; resuming on both
+/// nodes finishes the sweep with each trial logged once.
+#[test]
+fn a_dead_node_fails_its_trial_and_the_sweep_resumes() {
+    let _g = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("multi");
+    let sweep = strings(&[
+        "sweep",
+        "digits-mlp-sgd",
+        "--batch-sizes",
+        "64",
+        "--trials",
+        "8",
+        "--seed",
+        "2",
+        "--concurrency",
+        "1",
+        "--runs-dir",
+        runs.to_str().unwrap(),
+    ]);
+    let port = free_ports();
+    let mut nodes = [0, 1].map(|r| {
+        let mut a = sweep.clone();
+        a.extend(node_args(r, port));
+        Node::start(&a)
+    });
+    let log_path = || -> Option<std::path::PathBuf> {
+        let e = std::fs::read_dir(&runs)
+            .ok()?
+            .filter_map(|e| e.ok())
+            .find(|e| e.path().extension().is_some_and(|x| x == "jsonl"))?;
+        Some(e.path())
+    };
+    let trials_in = |p: &Path| {
+        std::fs::read_to_string(p)
+            .map(|t| {
+                t.lines()
+                    .filter(|l| l.contains("\"type\":\"trial\""))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    until_both_run(&mut nodes, "two logged trials", &|_| {
+        log_path().is_some_and(|p| trials_in(&p) >= 2)
+    });
+    // into the third trial (the next one starts within milliseconds; a trial takes ≥ 0.1 s): a
+    // kill between two trials fails none, and is covered by the kill tests above
+    std::thread::sleep(Duration::from_millis(60));
+    let err = kill_and_check(&mut nodes, 1);
+    let log = log_path().unwrap();
+    assert!(err.contains("multi-node sweep stopped"), "{err}");
+    let progress = nodes[0].stdout();
+    assert!(
+        progress.contains("failed: multi-node trial failed"),
+        "rank 0 records the running trial as failed, with the reason:\n{progress}"
     );
+    let resume_line = err
+        .lines()
+        .find(|l| l.starts_with("resume with: "))
+        .unwrap_or_else(|| panic!("a resume command:\n{err}"));
+    assert!(
+        resume_line.contains(&format!("--resume {}", log.display())),
+        "{resume_line}"
+    );
+    let kept = read_run_log(&log).unwrap();
+    assert!(
+        (2..8).contains(&kept.trials.len()),
+        "finished trials kept, the failed one not logged: {}",
+        kept.trials.len()
+    );
+
+    // resume on both nodes (rank 1 reads rank 0's log to skip the same trials)
+    let port = free_ports();
+    let resume = strings(&["sweep", "--resume", log.to_str().unwrap(), "--json"]);
+    let mut a0 = resume.clone();
+    a0.extend(node_args(0, port).into_iter().skip(2));
+    let mut a1 = resume;
+    a1.extend(node_args(1, port).into_iter().skip(2));
+    let (c0, c1) = (spawn(&a0), spawn(&a1));
+    let (o0, o1) = (
+        wait_limit(c0, Duration::from_secs(300)).expect("rank 0 hung on resume"),
+        wait_limit(c1, Duration::from_secs(300)).expect("rank 1 hung on resume"),
+    );
+    for (r, o) in [(0, &o0), (1, &o1)] {
+        assert!(
+            o.status.success(),
+            "resume, rank {r}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let done = read_run_log(&log).unwrap();
+    let mut ids: Vec<u64> = done.trials.iter().map(|t| t.trial_id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..8).collect::<Vec<_>>(), "each trial logged once");
+    for (a, b) in kept.trials.iter().zip(&done.trials) {
+        assert_eq!(a, b, "the kept trials are unchanged");
+    }
 }

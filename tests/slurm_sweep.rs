@@ -115,6 +115,24 @@ fn only_dir(runs: &Path) -> PathBuf {
     dirs[0].clone()
 }
 
+/// `SWEEP --slurm --array N --wait` (+ `extra`) into `tmp/slurm`; it must succeed. Returns the
+/// output and the one sweep directory it created.
+fn array_sweep(conf: &str, tmp: &Path, tasks: &str, extra: &[&str]) -> (Output, PathBuf) {
+    let runs = tmp.join("slurm");
+    let mut args = SWEEP.to_vec();
+    args.extend(["--slurm", "--array", tasks, "--wait", "--runs-dir"]);
+    args.push(runs.to_str().unwrap());
+    args.extend(extra);
+    let o = run(conf, &args);
+    assert!(
+        o.status.success(),
+        "slurm sweep failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let dir = only_dir(&runs);
+    (o, dir)
+}
+
 fn local_steps(conf: &str, tmp: &Path) -> BTreeMap<u64, Option<u64>> {
     let runs = tmp.join("local");
     let mut args = SWEEP.to_vec();
@@ -129,22 +147,9 @@ fn array_sweep_matches_the_local_sweep() {
     let Some(conf) = slurm_conf() else { return };
     let _g = serial();
     let tmp = tempfile::tempdir().unwrap();
-    let runs = tmp.path().join("slurm");
-    let mut args = SWEEP.to_vec();
-    args.extend([
-        "--slurm",
-        "--array",
-        "4",
-        "--wait",
-        "--json",
-        "--runs-dir",
-        runs.to_str().unwrap(),
-    ]);
-    let o = run(&conf, &args);
+    let (o, dir) = array_sweep(&conf, tmp.path(), "4", &["--json"]);
     let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert!(o.status.success(), "slurm sweep failed:\n{err}");
     assert!(err.contains("submitted Slurm job"), "{err}");
-    let dir = only_dir(&runs);
     assert_eq!(json(&o)["trials_done"], 12);
 
     // one shard log per array task; each trial logged once, by the task that owns it
@@ -195,19 +200,7 @@ fn resume_resubmits_only_the_unfinished_task() {
     let Some(conf) = slurm_conf() else { return };
     let _g = serial();
     let tmp = tempfile::tempdir().unwrap();
-    let runs = tmp.path().join("slurm");
-    let mut args = SWEEP.to_vec();
-    args.extend([
-        "--slurm",
-        "--array",
-        "3",
-        "--wait",
-        "--runs-dir",
-        runs.to_str().unwrap(),
-    ]);
-    let o = run(&conf, &args);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let dir = only_dir(&runs);
+    let (_, dir) = array_sweep(&conf, tmp.path(), "3", &[]);
     let before = read_sweep_dir(&dir).unwrap().analysis();
 
     // task 1 "was pre-empted" after its first trial: keep the header and one record, and tear

@@ -100,6 +100,7 @@ fn runs_fixture() -> Vec<RunEntry> {
                 devices: "cpu × 1 worker".into(),
                 b_range: Some((8, 1024)),
                 duration_s: Some(done as f64 * 37.0),
+                job: None,
             }
         };
     let mut v = vec![

@@ -67,14 +67,37 @@ impl LinkModel {
     }
 }
 
+/// Replicas of a trial over all its processes (a multi-node trial's N × G).
+fn world(t: &TrialRecord) -> usize {
+    t.outcome.throughput.world(t.spec.devices.replicas())
+}
+
+/// Trials whose exchange crossed processes (multi-node), when there are any: their exchange
+/// times are the measured link across processes; otherwise every trial (threads in one process).
+fn link_trials(trials: &[TrialRecord]) -> (Vec<&TrialRecord>, Option<bool>) {
+    let across: Vec<&TrialRecord> = trials
+        .iter()
+        .filter(|t| t.outcome.throughput.nodes >= 2)
+        .collect();
+    if across.is_empty() {
+        (trials.iter().collect(), None)
+    } else {
+        let loopback = across.iter().all(|t| t.outcome.throughput.loopback);
+        (across, Some(loopback))
+    }
+}
+
 /// The link implied by measured exchange times: with one measurement per step the bandwidth and
 /// latency cannot be separated, so latency is taken as 0 and the effective bandwidth is
-/// `2·(G−1)/G · P / t_exchange` (median over trials with G ≥ 2 and a measured exchange).
+/// `2·(G−1)/G · P / t_exchange` (median over trials with G ≥ 2 and a measured exchange). When
+/// some trials ran across processes (multi-node), only theirs count and the link is named
+/// `processes/loopback` (or `processes/network`).
 pub fn measured_link(trials: &[TrialRecord]) -> Option<LinkModel> {
+    let (trials, across) = link_trials(trials);
     let bws: Vec<f64> = trials
         .iter()
         .filter_map(|t| {
-            let g = t.spec.devices.replicas();
+            let g = world(t);
             let th = &t.outcome.throughput;
             (g >= 2 && th.exchange_s > 0.0 && th.exchanged_bytes_per_step > 0).then(|| {
                 let gf = g as f64;
@@ -84,17 +107,32 @@ pub fn measured_link(trials: &[TrialRecord]) -> Option<LinkModel> {
         .filter(|x| x.is_finite() && *x > 0.0)
         .collect();
     let bw = median(bws)?;
+    let (name, what) = match across {
+        None => ("measured", "the trials' exchange times"),
+        Some(true) => (
+            "processes/loopback",
+            "the trials' exchange times across processes over loopback",
+        ),
+        Some(false) => (
+            "processes/network",
+            "the trials' exchange times across processes over the network",
+        ),
+    };
     Some(LinkModel {
-        name: "measured".into(),
+        name: name.into(),
         bandwidth: bw,
         latency: 0.0,
         measured: true,
-        source: Some(
-            "the trials' exchange times (one size per step: latency not separable; \
+        source: Some(format!(
+            "{what} (one size per step: latency not separable; \
              `scaling-lab bench --allreduce` measures a table to fit)"
-                .into(),
-        ),
+        )),
     })
+}
+
+/// True for a link measured across processes (a multi-node sweep's exchange times).
+pub fn is_cross_process(link: &LinkModel) -> bool {
+    link.measured && link.name.starts_with("processes/")
 }
 
 /// One measured all-reduce: `world` replicas, a message of `bytes`, `time_s` seconds (a row of
@@ -240,10 +278,16 @@ pub fn find_link_table(log_path: &std::path::Path) -> (Option<LinkTable>, Option
 /// seconds per step, the link model's seconds) at the most common G ≥ 2 of the trials. None when
 /// no trial exchanged gradients.
 pub fn exchange_check(trials: &[TrialRecord], link: &LinkModel) -> Option<(usize, f64, f64, f64)> {
+    // A link measured across processes is checked against those trials only.
+    let trials = if is_cross_process(link) {
+        link_trials(trials).0
+    } else {
+        trials.iter().collect()
+    };
     let with: Vec<(usize, f64, f64)> = trials
         .iter()
         .filter_map(|t| {
-            let g = t.spec.devices.replicas();
+            let g = world(t);
             let th = &t.outcome.throughput;
             (g >= 2 && th.exchange_s > 0.0 && th.exchanged_bytes_per_step > 0).then_some((
                 g,
@@ -288,7 +332,7 @@ pub fn calibrate_compute(trials: &[TrialRecord]) -> Option<ComputeModel> {
         .iter()
         .filter(|t| t.outcome.throughput.compute_s > 0.0)
         .map(|t| {
-            let g = t.spec.devices.replicas().max(1);
+            let g = world(t);
             let th = &t.outcome.throughput;
             (
                 t.spec.batch_size as f64 / g as f64,
@@ -471,9 +515,11 @@ pub fn project_all(
 ) -> Option<Vec<Projection>> {
     let compute = calibrate_compute(trials)?;
     let mut links = LinkModel::presets();
+    // Exchange times measured across processes (a multi-node sweep) beat an in-process table.
+    let across = measured_link(trials).filter(is_cross_process);
     links.extend(
-        table
-            .and_then(LinkTable::link)
+        across
+            .or_else(|| table.and_then(LinkTable::link))
             .or_else(|| measured_link(trials)),
     );
     Some(
@@ -565,6 +611,8 @@ pub fn render_projection_table(
                 p.link.bandwidth / 1e9,
                 p.link.latency * 1e6
             )
+        } else if is_cross_process(&p.link) {
+            format!("{} {:.2} GB/s", p.link.name, p.link.bandwidth / 1e9)
         } else if p.link.measured {
             format!("measured {:.2} GB/s", p.link.bandwidth / 1e9)
         } else {
@@ -727,6 +775,75 @@ mod tests {
             12,
             "{text}"
         );
+    }
+
+    /// A multi-node sweep (1 worker per process × 2 processes over loopback): its exchange times
+    /// are the measured link, named `processes/loopback`, with G = 2 (not the 1 worker of one
+    /// process); they win over an in-process `bench --allreduce` table and over in-process
+    /// trials of the same log; the compute is fitted per replica of the 2; the check uses them.
+    #[test]
+    fn multi_node_trials_give_the_cross_process_link() {
+        use crate::analysis::curve::tests::rec;
+        use crate::core::trial::Outcome;
+        let mut trials = vec![];
+        for (i, (b, s)) in [(16usize, 400u64), (64, 120), (256, 60)]
+            .into_iter()
+            .enumerate()
+        {
+            let mut r = rec(i as u64, b, 0.1, Outcome::Reached { step: s }, None);
+            let th = &mut r.outcome.throughput;
+            // per-replica batch b/2: 1 ms + 10 µs/example
+            th.compute_s = 1e-3 + 1e-5 * (b / 2) as f64;
+            th.step_s = th.compute_s + 4e-3;
+            th.params = 25_000;
+            th.exchanged_bytes_per_step = 100_000;
+            // 2·(2−1)/2 · 100 kB / 4 ms = 25 MB/s
+            th.exchange_s = 4e-3;
+            th.nodes = 2;
+            th.loopback = true;
+            trials.push(r);
+        }
+        // one in-process trial with 2 threads and a much faster exchange: ignored for the link
+        let mut r = rec(9, 64, 0.1, Outcome::Reached { step: 130 }, None);
+        r.spec.devices = crate::core::trial::DeviceSpec::Cpu { workers: 2 };
+        r.outcome.throughput.compute_s = 1.3e-3;
+        r.outcome.throughput.exchanged_bytes_per_step = 100_000;
+        r.outcome.throughput.exchange_s = 1e-4;
+        trials.push(r);
+        let link = measured_link(&trials).unwrap();
+        assert_eq!(link.name, "processes/loopback");
+        assert!(is_cross_process(&link));
+        assert!((link.bandwidth - 25e6).abs() < 1.0, "{link:?}");
+        assert!(link.source.as_deref().unwrap().contains("across processes"));
+        let c = calibrate_compute(&trials[..3]).unwrap();
+        assert_eq!(c.replicas, 2);
+        assert!((c.per_example_s - 1e-5).abs() < 1e-12, "{c:?}");
+        let a = crate::analysis::analyze(
+            &crate::workload::spec::Target {
+                metric: crate::workload::spec::Metric::ValError,
+                value: 0.1,
+            },
+            &trials,
+            crate::workload::spec::OptimizerKind::Sgd,
+        );
+        let table = LinkTable {
+            path: "in-process".into(),
+            rows: ring_table(1e-5, 4e9, 0.0),
+        };
+        let ps = project_all(&trials, &a, 64, Some(&table)).unwrap();
+        assert_eq!(ps.len(), 4);
+        assert_eq!(
+            ps[3].link.name, "processes/loopback",
+            "beats the in-process table"
+        );
+        let (g, bytes, measured, modelled) = exchange_check(&trials, &ps[3].link).unwrap();
+        assert_eq!((g, bytes), (2, 100_000.0));
+        assert!((measured - 4e-3).abs() < 1e-12 && (modelled - 4e-3).abs() < 1e-9);
+        let text = render_projection_table(&ps, "flex", None);
+        assert!(text.contains("processes/loopback 0.03 GB/s"), "{text}");
+        // without multi-node trials the in-process table is the measured link again
+        let ps = project_all(&trials[3..], &a, 64, Some(&table)).unwrap();
+        assert!(!is_cross_process(&ps[3].link));
     }
 
     fn ring_table(lat: f64, bw: f64, noise: f64) -> Vec<LinkSample> {

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use anyhow::Context;
+
 use scaling_lab::core::RunnerFactory;
 use scaling_lab::train::{self, TrainOptions};
 use scaling_lab::workload::load::{list_presets, presets_dir};
@@ -44,7 +46,12 @@ pub fn cmd_tui(preset: Option<String>, open: Option<PathBuf>, runs_dir: PathBuf)
         )));
     }
     if let Some(log) = &open {
-        check_regular_file(log, "--open")?;
+        if log.is_dir() {
+            // a Slurm sweep directory: its shards are followed live, merged
+            scaling_lab::cluster::open_log_or_dir(log).context("--open")?;
+        } else {
+            check_regular_file(log, "--open")?;
+        }
     }
     let mut opts = scaling_lab::tui::TuiOptions::new(runs_dir, presets_dir());
     opts.initial_preset = preset;

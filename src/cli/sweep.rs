@@ -120,6 +120,37 @@ impl HeadlessSink for Quiet {
     fn report(&mut self, _text: &str) {}
 }
 
+/// The cluster front end's output (src/cluster renders nothing itself): reports and progress on
+/// stdout, status lines on stderr.
+struct ClusterCli {
+    progress: Stdout,
+}
+
+/// Progress lines and the report on stdout (the cluster sweeps' progress view).
+struct Stdout;
+
+impl HeadlessSink for Stdout {
+    fn line(&mut self, text: &str) {
+        outln(text);
+    }
+    fn report(&mut self, text: &str) {
+        outln("");
+        out(text);
+    }
+}
+
+impl scaling_lab::cluster::ClusterOutput for ClusterCli {
+    fn out(&mut self, text: &str) {
+        out(text);
+    }
+    fn note(&mut self, line: &str) {
+        eprintln!("{line}");
+    }
+    fn progress(&mut self) -> &mut dyn HeadlessSink {
+        &mut self.progress
+    }
+}
+
 /// Flags that a resumed sweep cannot change (its header fixes the plan).
 fn resume_conflicts(a: &SweepArgs) -> Option<&'static str> {
     if a.preset.is_some() {
@@ -234,6 +265,7 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
             a.resume.as_deref(),
             &runs_dir,
             a.json,
+            &mut ClusterCli { progress: Stdout },
         );
     }
     let (cfg, resume) = sweep_config(&a, runs_dir.clone())?;
@@ -245,6 +277,7 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
             resume.as_deref(),
             &runs_dir,
             a.json,
+            &mut ClusterCli { progress: Stdout },
         );
     }
     let runner = train::runner_for(&cfg.preset.workload, &TrainOptions::default())?;

@@ -94,7 +94,16 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
     };
     let out = runner.run(&w, &spec, &mut emit, &cancel)?;
     if let Some(n) = &node {
-        n.goodbye();
+        // A goodbye tells the other nodes this one finished its part; an interrupted node must
+        // not say it (they would go on waiting for its gradients): it loses the group instead.
+        if matches!(out.outcome, Outcome::Cancelled { .. }) {
+            scaling_lab::cluster::multinode::lose(format!(
+                "node {} was interrupted",
+                n.spec.node_rank
+            ));
+        } else {
+            n.goodbye();
+        }
     }
     if tty {
         let _ = writeln!(std::io::stderr());

@@ -21,7 +21,7 @@ pub mod sweepdir;
 use std::str::FromStr;
 
 pub use multinode::ClusterSpec;
-pub use run::{node_session, sweep_hook, wants_sweep, NodeSession};
+pub use run::{node_session, sweep_hook, wants_sweep, ClusterOutput, NodeSession};
 pub use sweepdir::{is_sweep_dir, open_log_or_dir, read_sweep_dir};
 
 /// A static share of a sweep plan: array task `index` of `count`.

@@ -9,9 +9,15 @@
 //! rank 0 listens for the liveness links on PORT+N+1.
 //!
 //! Liveness: every rank > 0 keeps one TCP link to rank 0 with a heartbeat each second. A link that
-//! closes without a goodbye, or stays silent for `LIVENESS_TIMEOUT`, ends the process on the
-//! surviving side with an error naming the lost node (finished trials are already fsynced; resume
-//! re-runs the unfinished one). Without it, a dead peer leaves the others blocked in an all-reduce.
+//! closes without a goodbye, or stays silent for `LIVENESS_TIMEOUT`, *loses the group* on the
+//! surviving side (`lose`): the reason is kept, every pending and later global collective call of
+//! the process returns an error at once (`burn_collective::abort_global_collective`, a vendored
+//! patch), the registered hooks run (the sweep stops starting trials) and the other nodes are told
+//! (`X` + the reason on their links; rank 0 passes it on). So the running trial fails on every node
+//! with the reason, nothing waits forever, finished trials stay in the log and the process ends
+//! with one error and the resume command. A node whose own trial fails loses the group the same
+//! way (the peers would otherwise wait for its gradients). Without this, a dead peer leaves the
+//! others blocked in an all-reduce.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
@@ -156,6 +162,12 @@ impl ClusterSpec {
         }))
     }
 
+    /// Every node on this machine (the coordinator and this node at a loopback address).
+    pub fn is_loopback(&self) -> bool {
+        let lo = |h: &str| h == "127.0.0.1" || h == "localhost" || h == "::1";
+        lo(&self.coordinator_host) && lo(&self.node_host)
+    }
+
     /// Replicas of one trial over all nodes.
     pub fn global_replicas(&self, local: usize) -> usize {
         self.nodes * local
@@ -253,24 +265,86 @@ pub fn ensure_orchestrator(spec: &ClusterSpec) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What a lost node does to this process.
-fn fail(reason: String) -> ! {
-    eprintln!("error: multi-node trial failed: {reason}");
-    std::process::exit(3);
+static LOST: OnceLock<String> = OnceLock::new();
+type Hook = Box<dyn Fn() + Send>;
+static ON_LOSS: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
+/// This process's liveness links (to tell the other nodes that the group is lost).
+static LINKS: Mutex<Vec<TcpStream>> = Mutex::new(Vec::new());
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// The group of this process is lost (a node died, hung, or failed its trial): keep the first
+/// reason, abort every global collective call, run the hooks, tell the other nodes. Idempotent.
+pub fn lose(reason: String) {
+    let line = format!("X{}\n", reason.replace('\n', " "));
+    if LOST.set(reason).is_err() {
+        return;
+    }
+    burn_collective::abort_global_collective();
+    for hook in lock(&ON_LOSS).iter() {
+        hook();
+    }
+    for s in lock(&LINKS).iter_mut() {
+        let _ = s.write_all(line.as_bytes());
+        let _ = s.flush();
+    }
+}
+
+/// Why the group of this process was lost, once it was.
+pub fn lost() -> Option<String> {
+    LOST.get().cloned()
+}
+
+/// Runs `hook` when the group is lost (at once if it already is).
+pub fn on_loss(hook: impl Fn() + Send + 'static) {
+    if LOST.get().is_some() {
+        hook();
+        return;
+    }
+    lock(&ON_LOSS).push(Box::new(hook));
+}
+
+/// A multi-node trial that failed with `err` on this node: the group is lost (the reason the
+/// liveness links found, if one arrives within a moment, else this node's own error) and the
+/// trial's error names it.
+pub fn trial_failed(node_rank: usize, err: anyhow::Error) -> anyhow::Error {
+    // A peer that died closes its sockets: the collective may see it a moment before the link.
+    let t0 = Instant::now();
+    while LOST.get().is_none() && t0.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if LOST.get().is_none() {
+        lose(format!("node {node_rank}'s trial failed: {err:#}"));
+    }
+    anyhow::anyhow!(
+        "multi-node trial failed: {}",
+        lost().unwrap_or_else(|| format!("{err:#}"))
+    )
+}
+
+/// What a start-up failure or a lost link does to this process.
+fn fail(reason: String) {
+    lose(reason);
+}
+
+/// Goodbyes received from the other nodes (they finished their part normally).
+static GOODBYES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// The liveness links of this process (see the module doc). Call `goodbye` at the normal end.
 pub struct Liveness {
     done: Arc<AtomicBool>,
-    streams: Arc<Mutex<Vec<TcpStream>>>,
+    /// Goodbyes rank 0 waits for before it ends (the orchestrator lives in its process and the
+    /// others still need it to finish their collective sessions); 0 on the other ranks.
+    expect_goodbyes: usize,
 }
 
 impl Liveness {
     /// Starts the links: rank 0 accepts N−1 links; every other rank connects to rank 0.
-    /// Returns at once; start-up failures end the process after `STARTUP_TIMEOUT`.
+    /// Returns at once; a start-up failure loses the group after `STARTUP_TIMEOUT`.
     pub fn start(spec: &ClusterSpec) -> anyhow::Result<Liveness> {
         let done = Arc::new(AtomicBool::new(false));
-        let streams: Arc<Mutex<Vec<TcpStream>>> = Arc::new(Mutex::new(Vec::new()));
         if spec.node_rank == 0 {
             let listener =
                 TcpListener::bind(("0.0.0.0", spec.liveness_port())).with_context(|| {
@@ -280,7 +354,7 @@ impl Liveness {
                     )
                 })?;
             listener.set_nonblocking(true)?;
-            let (d, s, expected) = (done.clone(), streams.clone(), spec.nodes - 1);
+            let (d, expected) = (done.clone(), spec.nodes - 1);
             std::thread::Builder::new()
                 .name("liveness-accept".into())
                 .spawn(move || {
@@ -291,24 +365,24 @@ impl Liveness {
                             Ok((stream, addr)) => {
                                 seen += 1;
                                 let _ = stream.set_nonblocking(false);
-                                watch(stream, format!("the node at {}", addr.ip()), &d, &s);
+                                watch(stream, format!("the node at {}", addr.ip()), &d);
                             }
                             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                                 if t0.elapsed() > STARTUP_TIMEOUT && !d.load(Ordering::SeqCst) {
-                                    fail(format!(
+                                    return fail(format!(
                                         "only {seen} of {expected} other nodes connected within {} s",
                                         STARTUP_TIMEOUT.as_secs()
                                     ));
                                 }
                                 std::thread::sleep(Duration::from_millis(50));
                             }
-                            Err(e) => fail(format!("liveness listener: {e}")),
+                            Err(e) => return fail(format!("liveness listener: {e}")),
                         }
                     }
                 })?;
         } else {
             let addr = format!("{}:{}", spec.coordinator_host, spec.liveness_port());
-            let (d, s) = (done.clone(), streams.clone());
+            let d = done.clone();
             std::thread::Builder::new()
                 .name("liveness-connect".into())
                 .spawn(move || {
@@ -321,49 +395,94 @@ impl Liveness {
                             .map(|a| TcpStream::connect_timeout(&a, Duration::from_secs(2)));
                         match r {
                             Some(Ok(stream)) => {
-                                watch(stream, format!("rank 0 ({addr})"), &d, &s);
+                                watch(stream, format!("rank 0 ({addr})"), &d);
                                 return;
                             }
-                            _ if t0.elapsed() > STARTUP_TIMEOUT => fail(format!(
-                                "cannot reach rank 0 at {addr} within {} s",
-                                STARTUP_TIMEOUT.as_secs()
-                            )),
+                            _ if t0.elapsed() > STARTUP_TIMEOUT => {
+                                return fail(format!(
+                                    "cannot reach rank 0 at {addr} within {} s",
+                                    STARTUP_TIMEOUT.as_secs()
+                                ))
+                            }
                             _ => std::thread::sleep(Duration::from_millis(200)),
                         }
                     }
                 })?;
         }
-        Ok(Liveness { done, streams })
+        let expect_goodbyes = if spec.node_rank == 0 {
+            spec.nodes - 1
+        } else {
+            0
+        };
+        Ok(Liveness {
+            done,
+            expect_goodbyes,
+        })
     }
 
-    /// The normal end: tell the other nodes, stop watching.
+    /// The normal end: tell the other nodes, stop watching. (A node that ends because its group
+    /// was lost does not say goodbye: `lose` already told the others why.)
     pub fn goodbye(&self) {
+        if LOST.get().is_some() {
+            return;
+        }
         self.done.store(true, Ordering::SeqCst);
-        for s in self
-            .streams
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter_mut()
-        {
+        for s in lock(&LINKS).iter_mut() {
             let _ = s.write_all(b"B");
             let _ = s.flush();
+        }
+        // Rank 0 stays until every other node has said goodbye (bounded): they finish their
+        // collective sessions with its orchestrator first.
+        let t0 = Instant::now();
+        while GOODBYES.load(Ordering::SeqCst) < self.expect_goodbyes
+            && LOST.get().is_none()
+            && t0.elapsed() < LIVENESS_TIMEOUT
+        {
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 }
 
-/// Heartbeats out, and a reader that fails the process when the link dies without a goodbye.
-fn watch(stream: TcpStream, who: String, done: &Arc<AtomicBool>, all: &Arc<Mutex<Vec<TcpStream>>>) {
+/// What one liveness link said.
+#[derive(Debug, PartialEq)]
+enum Heard {
+    /// Heartbeats only, so far.
+    Alive,
+    /// `B`: the other node finished normally.
+    Goodbye,
+    /// `X<reason>\n`: the other node lost the group, for this reason.
+    Lost(String),
+}
+
+/// Parses the bytes of one link; `pending` keeps a lost-reason that spans reads.
+fn hear(bytes: &[u8], pending: &mut Option<Vec<u8>>) -> Heard {
+    for &b in bytes {
+        match pending {
+            Some(reason) if b == b'\n' => {
+                return Heard::Lost(String::from_utf8_lossy(reason).into_owned());
+            }
+            Some(reason) => reason.push(b),
+            None if b == b'B' => return Heard::Goodbye,
+            None if b == b'X' => *pending = Some(Vec::new()),
+            None => {}
+        }
+    }
+    Heard::Alive
+}
+
+/// Heartbeats out, and a reader that loses the group when the link dies without a goodbye.
+fn watch(stream: TcpStream, who: String, done: &Arc<AtomicBool>) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(LIVENESS_TIMEOUT));
     if let Ok(w) = stream.try_clone() {
-        all.lock().unwrap_or_else(|e| e.into_inner()).push(w);
+        lock(&LINKS).push(w);
     }
     if let Ok(mut w) = stream.try_clone() {
         let d = done.clone();
         let _ = std::thread::Builder::new()
             .name("liveness-beat".into())
             .spawn(move || {
-                while !d.load(Ordering::SeqCst) {
+                while !d.load(Ordering::SeqCst) && LOST.get().is_none() {
                     if w.write_all(b"H").is_err() {
                         return; // the reader reports it
                     }
@@ -376,24 +495,37 @@ fn watch(stream: TcpStream, who: String, done: &Arc<AtomicBool>, all: &Arc<Mutex
         .name("liveness-read".into())
         .spawn(move || {
             let mut r = stream;
-            let mut buf = [0u8; 64];
+            let mut buf = [0u8; 256];
+            let mut pending: Option<Vec<u8>> = None;
             loop {
                 match r.read(&mut buf) {
                     Ok(0) => {
                         if !d.load(Ordering::SeqCst) {
-                            fail(format!(
-                                "{who} closed its link without finishing (it died?)"
-                            ));
+                            fail(match pending {
+                                Some(reason) => format!(
+                                    "{who} lost the group: {}",
+                                    String::from_utf8_lossy(&reason)
+                                ),
+                                None => {
+                                    format!("{who} closed its link without finishing (it died?)")
+                                }
+                            });
                         }
                         return;
                     }
-                    Ok(n) => {
-                        if buf[..n].contains(&b'B') {
-                            return; // it finished normally
+                    Ok(n) => match hear(&buf[..n], &mut pending) {
+                        Heard::Alive => {}
+                        Heard::Goodbye => {
+                            // it finished normally
+                            GOODBYES.fetch_add(1, Ordering::SeqCst);
+                            return;
                         }
-                    }
+                        Heard::Lost(reason) => {
+                            return fail(format!("{who} lost the group: {reason}"));
+                        }
+                    },
                     Err(e) => {
-                        if d.load(Ordering::SeqCst) {
+                        if d.load(Ordering::SeqCst) || LOST.get().is_some() {
                             return;
                         }
                         let what = if matches!(
@@ -404,7 +536,7 @@ fn watch(stream: TcpStream, who: String, done: &Arc<AtomicBool>, all: &Arc<Mutex
                         } else {
                             e.to_string()
                         };
-                        fail(format!("lost {who}: {what}"));
+                        return fail(format!("lost {who}: {what}"));
                     }
                 }
             }
@@ -498,5 +630,21 @@ mod tests {
         assert_eq!(s.local_shards(64, 1).unwrap(), vec![32..64]);
         assert_eq!(s.local_shards(64, 2).unwrap(), vec![32..48, 48..64]);
         assert!(s.local_shards(6, 4).is_err());
+    }
+
+    #[test]
+    fn liveness_messages_parse_across_reads() {
+        let mut p = None;
+        assert_eq!(hear(b"HHH", &mut p), Heard::Alive);
+        assert_eq!(hear(b"HB", &mut p), Heard::Goodbye);
+        let mut p = None;
+        assert_eq!(hear(b"HXnode 1's tri", &mut p), Heard::Alive);
+        assert_eq!(
+            hear(b"al failed: boom\nH", &mut p),
+            Heard::Lost("node 1's trial failed: boom".into())
+        );
+        // a `B` inside a reason is text, not a goodbye
+        let mut p = None;
+        assert_eq!(hear(b"XBad\n", &mut p), Heard::Lost("Bad".into()));
     }
 }

@@ -1,6 +1,6 @@
-//! The `sweep`/`train` entry points of the cluster features (the CLI calls these).
+//! The `sweep`/`train` entry points of the cluster features (the CLI calls these). Nothing here
+//! prints: every line goes through the caller's [`ClusterOutput`] (the CLI renders it).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -11,9 +11,20 @@ use super::multinode::{ensure_orchestrator, ClusterSpec, Liveness};
 use super::sweepdir::{self, ClusterInfo};
 use super::{slurm, NodeArgs, Shard, SlurmArgs};
 use crate::core::TrialRunner;
+use crate::sweep::headless::HeadlessSink;
 use crate::sweep::scheduler::{make_header, start_sweep_with, SweepControl};
 use crate::sweep::SweepConfig;
 use crate::train::{runner_for, TrainOptions};
+
+/// Where the cluster front end's output goes (the CLI implements it; the engine never prints).
+pub trait ClusterOutput {
+    /// Report text or JSON, for stdout (`text` carries its own newlines).
+    fn out(&mut self, text: &str);
+    /// One status, progress or error line, for stderr.
+    fn note(&mut self, line: &str);
+    /// The progress view of a sweep that runs in this process (rank 0, not `--json`).
+    fn progress(&mut self) -> &mut dyn HeadlessSink;
+}
 
 /// This process's part in a multi-node trial: the orchestrator (rank 0) and the liveness links.
 pub struct NodeSession {
@@ -63,6 +74,7 @@ pub fn sweep_hook(
     resume: Option<&Path>,
     runs_dir: &Path,
     json: bool,
+    out: &mut dyn ClusterOutput,
 ) -> anyhow::Result<ExitCode> {
     let dir = resume.filter(|p| p.is_dir());
     if let Some(shard) = slurm.shard {
@@ -74,17 +86,18 @@ pub fn sweep_hook(
             Some(shard),
             nodes,
             json,
+            out,
         );
     }
     if let Some(dir) = dir {
-        return resubmit(dir, slurm, nodes, json);
+        return resubmit(dir, slurm, nodes, json, out);
     }
     let cfg = cfg.context("give a preset (e.g. digits-mlp-sgd) or --resume DIR")?;
     if slurm.slurm {
-        return submit_new(cfg, slurm, nodes, runs_dir, json);
+        return submit_new(cfg, slurm, nodes, runs_dir, json, out);
     }
     let log = resume.map(Path::to_path_buf);
-    run_here_log(cfg, log, nodes, json)
+    run_here_log(cfg, log, nodes, json, out)
 }
 
 fn node_count(nodes: &NodeArgs) -> usize {
@@ -97,6 +110,7 @@ fn submit_new(
     nodes: &NodeArgs,
     runs_dir: &Path,
     json: bool,
+    out: &mut dyn ClusterOutput,
 ) -> anyhow::Result<ExitCode> {
     cfg.validate()?;
     let n_nodes = node_count(nodes);
@@ -125,14 +139,20 @@ fn submit_new(
                 .trim_end_matches(".jsonl"),
         );
         let would = absolute(&would);
-        print!(
-            "{}",
-            slurm::sbatch_script(&would, &info, &indices, slurm, &exe, &job_name, cpus)
-        );
+        out.out(&slurm::sbatch_script(
+            &would, &info, &indices, slurm, &exe, &job_name, cpus,
+        ));
         return Ok(ExitCode::SUCCESS);
     }
     let dir = absolute(&sweepdir::create_sweep_dir(runs_dir, &header)?);
-    submit_and_maybe_wait(&dir, info, &indices, slurm, &exe, &job_name, cpus, json)
+    let job = Job {
+        indices: &indices,
+        slurm,
+        exe: &exe,
+        job_name: &job_name,
+        cpus,
+    };
+    submit_and_maybe_wait(&dir, info, &job, json, out)
 }
 
 fn resubmit(
@@ -140,6 +160,7 @@ fn resubmit(
     slurm: &SlurmArgs,
     nodes: &NodeArgs,
     json: bool,
+    out: &mut dyn ClusterOutput,
 ) -> anyhow::Result<ExitCode> {
     let dir = absolute(dir);
     let mut info = sweepdir::read_cluster_info(&dir)?;
@@ -155,67 +176,83 @@ fn resubmit(
     indices.dedup();
     let cfg = sweepdir::config_of(&dir)?;
     if indices.is_empty() {
-        eprintln!(
+        out.note(&format!(
             "{}: every planned trial is already logged; nothing to submit",
             dir.display()
-        );
-        return finish_report(&dir, json);
+        ));
+        return finish_report(&dir, json, out);
     }
     let exe = std::env::current_exe().context("cannot find this program's path")?;
     let job_name = format!("sl-{}", cfg.preset.name);
+    let job = Job {
+        indices: &indices,
+        slurm,
+        exe: &exe,
+        job_name: &job_name,
+        cpus: cfg.devices.replicas(),
+    };
     if slurm.dry_run {
-        print!(
-            "{}",
-            slurm::sbatch_script(
-                &dir,
-                &info,
-                &indices,
-                slurm,
-                &exe,
-                &job_name,
-                cfg.devices.replicas()
-            )
-        );
+        out.out(&job.script(&dir, &info));
         return Ok(ExitCode::SUCCESS);
     }
-    eprintln!(
+    out.note(&format!(
         "{} trials unfinished: re-submitting array task(s) {}",
         missing.len(),
         slurm::array_spec(&indices)
-    );
-    let cpus = cfg.devices.replicas();
-    submit_and_maybe_wait(&dir, info, &indices, slurm, &exe, &job_name, cpus, json)
+    ));
+    submit_and_maybe_wait(&dir, info, &job, json, out)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What one submission runs: the array tasks, the Slurm flags, this program, the job's name
+/// and the CPUs per task.
+struct Job<'a> {
+    indices: &'a [usize],
+    slurm: &'a SlurmArgs,
+    exe: &'a Path,
+    job_name: &'a str,
+    cpus: usize,
+}
+
+impl Job<'_> {
+    fn script(&self, dir: &Path, info: &ClusterInfo) -> String {
+        slurm::sbatch_script(
+            dir,
+            info,
+            self.indices,
+            self.slurm,
+            self.exe,
+            self.job_name,
+            self.cpus,
+        )
+    }
+}
+
 fn submit_and_maybe_wait(
     dir: &Path,
     mut info: ClusterInfo,
-    indices: &[usize],
-    slurm: &SlurmArgs,
-    exe: &Path,
-    job_name: &str,
-    cpus: usize,
+    job: &Job,
     json: bool,
+    out: &mut dyn ClusterOutput,
 ) -> anyhow::Result<ExitCode> {
-    let script = slurm::sbatch_script(dir, &info, indices, slurm, exe, job_name, cpus);
+    let (indices, slurm) = (job.indices, job.slurm);
+    let script = job.script(dir, &info);
     let script_path = dir.join(sweepdir::SCRIPT_FILE);
     sweepdir::write_atomic(&script_path, &script)?;
     sweepdir::write_cluster_info(dir, &info)?;
     let job = slurm::submit(&script_path)?;
     info.jobs.push(job.clone());
     sweepdir::write_cluster_info(dir, &info)?;
-    eprintln!(
+    out.note(&format!(
         "submitted Slurm job {job}: array task(s) {} of {} → {}",
         slurm::array_spec(indices),
         info.array,
         dir.display()
-    );
+    ));
     if !slurm.wait {
-        eprintln!(
+        out.note(&format!(
             "progress: scaling-lab report {}   (or --open it in the TUI)",
             dir.display()
-        );
+        ));
         return Ok(ExitCode::SUCCESS);
     }
     let planned = sweepdir::read_header(dir)
@@ -231,18 +268,18 @@ fn submit_and_maybe_wait(
             q.running, q.pending
         );
         if line != last {
-            eprintln!("{line}");
+            out.note(&line);
             last = line;
         }
     })?;
-    finish_report(dir, json)
+    finish_report(dir, json, out)
 }
 
 /// The merged report of a sweep directory; exit 1 (with the resume command) when trials are missing.
-fn finish_report(dir: &Path, json: bool) -> anyhow::Result<ExitCode> {
+fn finish_report(dir: &Path, json: bool, out: &mut dyn ClusterOutput) -> anyhow::Result<ExitCode> {
     let log = sweepdir::read_sweep_dir(dir)?;
     for w in &log.warnings {
-        eprintln!("warning: {w}");
+        out.note(&format!("warning: {w}"));
     }
     let planned = log.planned_trials();
     let complete = log.trials.len() >= planned;
@@ -257,18 +294,20 @@ fn finish_report(dir: &Path, json: bool) -> anyhow::Result<ExitCode> {
             "analysis": log.analysis(),
             "projections": crate::report::projections_for_log(&log, 1024),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        out.out(&format!("{}\n", serde_json::to_string_pretty(&v)?));
     } else {
-        print!("{}", crate::report::render_log_report(&log, 1024));
+        out.out(&crate::report::render_log_report(&log, 1024));
     }
     if !complete {
-        eprintln!(
-            "{} of {planned} trials are logged (a task failed or was pre-empted? see {}/slurm-*.out)\n\
-             resume with: scaling-lab sweep --resume {} --slurm --wait",
+        out.note(&format!(
+            "{} of {planned} trials are logged (a task failed or was pre-empted? see {}/slurm-*.out)",
             log.trials.len(),
             dir.display(),
+        ));
+        out.note(&format!(
+            "resume with: scaling-lab sweep --resume {} --slurm --wait",
             dir.display()
-        );
+        ));
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
@@ -297,65 +336,106 @@ fn check_global_split(cfg: &SweepConfig, nodes: usize) -> anyhow::Result<()> {
 }
 
 /// A shard (array task) of a sweep directory, run in this process (one node, or every node of a
-/// multi-node task: rank 0 logs, the others log to a scratch file that is removed).
+/// multi-node task: rank 0 logs, the others log to a scratch copy that is removed).
 fn run_here(
     cfg: SweepConfig,
     dir: Option<&Path>,
     shard: Option<Shard>,
     nodes: &NodeArgs,
     json: bool,
+    out: &mut dyn ClusterOutput,
 ) -> anyhow::Result<ExitCode> {
     let session = node_session(nodes)?;
     let rank0 = session.as_ref().is_none_or(|s| s.spec.node_rank == 0);
     let dir = dir.context("no sweep directory")?;
     let shard = shard.unwrap_or(Shard { index: 0, count: 1 });
+    let own = sweepdir::shard_log(dir, shard)?;
     let (log, scratch) = if rank0 {
-        (sweepdir::shard_log(dir, shard)?, None)
+        (own, None)
     } else {
+        // The other ranks run the same trials as rank 0: the ones its shard log lacks.
         let s = scratch_dir(session.as_ref())?;
         let p = s.join(sweepdir::shard_file_name(shard.index));
-        let h = sweepdir::read_header(dir)?;
-        drop(crate::runlog::writer::RunLogWriter::create_at(&p, &h)?);
+        copy_log(&own, &p)?;
         (p, Some(s))
     };
-    let r = run_sweep(cfg, Some(log), Some(shard), session.as_ref(), json, rank0);
-    if let Some(s) = &session {
-        s.goodbye();
+    let hint = ResumeHint::Dir(dir.to_path_buf());
+    let run = Run {
+        log: Some(log),
+        shard: Some(shard),
+        session: session.as_ref(),
+        json,
+        hint: &hint,
+    };
+    finish_node(run_sweep(cfg, &run, out), session.as_ref(), scratch)
+}
+
+/// One node of a multi-node sweep started by hand (`--nodes N --node-rank R --coordinator H:P`):
+/// rank 0 writes the run log in the runs directory; the others write to a scratch directory (on
+/// `--resume LOG`, starting from a copy of rank 0's log, so that they skip the same trials).
+fn run_here_log(
+    mut cfg: SweepConfig,
+    resume: Option<PathBuf>,
+    nodes: &NodeArgs,
+    json: bool,
+    out: &mut dyn ClusterOutput,
+) -> anyhow::Result<ExitCode> {
+    let session = node_session(nodes)?;
+    let rank0 = session.as_ref().is_none_or(|s| s.spec.node_rank == 0);
+    let mut scratch = None;
+    let mut log = resume.clone();
+    if !rank0 {
+        let s = scratch_dir(session.as_ref())?;
+        if let Some(r) = &resume {
+            let p = s.join(r.file_name().context("--resume LOG: not a file name")?);
+            copy_log(r, &p)?;
+            log = Some(p);
+        }
+        cfg.runs_dir = s.clone();
+        scratch = Some(s);
     }
+    let hint = ResumeHint::Log(resume);
+    let run = Run {
+        log,
+        shard: None,
+        session: session.as_ref(),
+        json,
+        hint: &hint,
+    };
+    finish_node(run_sweep(cfg, &run, out), session.as_ref(), scratch)
+}
+
+/// The end of one node's sweep: goodbye (or the group lost for the others), scratch removed.
+fn finish_node(
+    r: anyhow::Result<ExitCode>,
+    session: Option<&NodeSession>,
+    scratch: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    end_session(session, &r);
     if let Some(s) = scratch {
         let _ = std::fs::remove_dir_all(s);
     }
     r
 }
 
-/// One node of a multi-node sweep started by hand (`--nodes N --node-rank R --coordinator H:P`):
-/// rank 0 writes the run log in the runs directory; the others write to a scratch directory.
-fn run_here_log(
-    mut cfg: SweepConfig,
-    resume: Option<PathBuf>,
-    nodes: &NodeArgs,
-    json: bool,
-) -> anyhow::Result<ExitCode> {
-    let session = node_session(nodes)?;
-    let rank0 = session.as_ref().is_none_or(|s| s.spec.node_rank == 0);
-    let mut scratch = None;
-    if !rank0 {
-        anyhow::ensure!(
-            resume.is_none(),
-            "--resume LOG: give it to rank 0 only (the other ranks keep no log)"
-        );
-        let s = scratch_dir(session.as_ref())?;
-        cfg.runs_dir = s.clone();
-        scratch = Some(s);
+/// A copy of run log `from` at `to` for a rank that only reads it (its lock stays with rank 0).
+fn copy_log(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::copy(from, to)
+        .with_context(|| format!("cannot read rank 0's run log {}", from.display()))?;
+    Ok(())
+}
+
+/// The normal end tells the other nodes goodbye; a failed end leaves the group lost for them.
+fn end_session(session: Option<&NodeSession>, r: &anyhow::Result<ExitCode>) {
+    let Some(s) = session else { return };
+    match r {
+        Ok(c) if *c == ExitCode::SUCCESS => s.goodbye(),
+        Ok(_) | Err(_) => {
+            if super::multinode::lost().is_none() {
+                super::multinode::lose(format!("node {} stopped", s.spec.node_rank));
+            }
+        }
     }
-    let r = run_sweep(cfg, resume, None, session.as_ref(), json, rank0);
-    if let Some(s) = &session {
-        s.goodbye();
-    }
-    if let Some(s) = scratch {
-        let _ = std::fs::remove_dir_all(s);
-    }
-    r
 }
 
 fn scratch_dir(session: Option<&NodeSession>) -> anyhow::Result<PathBuf> {
@@ -369,15 +449,57 @@ fn scratch_dir(session: Option<&NodeSession>) -> anyhow::Result<PathBuf> {
     Ok(p)
 }
 
+/// How a multi-node sweep that lost its group is resumed.
+enum ResumeHint {
+    /// A sweep directory: re-submit it.
+    Dir(PathBuf),
+    /// A sweep started by hand: `--resume LOG` on every node (`None`: rank 0's new log).
+    Log(Option<PathBuf>),
+}
+
+impl ResumeHint {
+    /// `log`: this process's log (rank 0's; a scratch copy on the others).
+    fn command(&self, log: &Path, spec: &ClusterSpec) -> String {
+        match self {
+            ResumeHint::Dir(d) => {
+                format!("scaling-lab sweep --resume {} --slurm --wait", d.display())
+            }
+            ResumeHint::Log(None) if spec.node_rank != 0 => {
+                "the command rank 0 prints, on every node (--resume with rank 0's log)".into()
+            }
+            ResumeHint::Log(given) => {
+                let log = given.as_deref().unwrap_or(log);
+                format!(
+                    "{} --nodes {} --node-rank R --coordinator {}:{} on every node R (the other \
+                     ranks read the log too)",
+                    crate::sweep::headless::resume_command(log),
+                    spec.nodes,
+                    spec.coordinator_host,
+                    spec.port
+                )
+            }
+        }
+    }
+}
+
+/// One sweep run in this process: the log it resumes (or `None`: a new one), its shard, this
+/// node's part in a multi-node group, `--json`, and how to resume it.
+struct Run<'a> {
+    log: Option<PathBuf>,
+    shard: Option<Shard>,
+    session: Option<&'a NodeSession>,
+    json: bool,
+    hint: &'a ResumeHint,
+}
+
 fn run_sweep(
     mut cfg: SweepConfig,
-    resume: Option<PathBuf>,
-    shard: Option<Shard>,
-    session: Option<&NodeSession>,
-    json: bool,
-    rank0: bool,
+    run: &Run,
+    out: &mut dyn ClusterOutput,
 ) -> anyhow::Result<ExitCode> {
-    let spec = session.map(|s| s.spec.clone());
+    let (shard, json, hint) = (run.shard, run.json, run.hint);
+    let rank0 = run.session.is_none_or(|s| s.spec.node_rank == 0);
+    let spec = run.session.map(|s| s.spec.clone());
     if let Some(s) = &spec {
         check_global_split(&cfg, s.nodes)?;
         // every node must run the same trial at the same time
@@ -397,6 +519,27 @@ fn run_sweep(
         let c = control.clone();
         let _ = ctrlc::set_handler(move || c.cancel());
     }
+    if spec.is_some() {
+        // A lost group starts no more trials. The running one fails on every node (its
+        // collective calls are aborted): it is not cancelled, so that it is reported as failed
+        // with the reason; the sweep is cancelled once it has ended (or after 10 s at most).
+        let c = control.clone();
+        super::multinode::on_loss(move || {
+            c.pause();
+            let c = c.clone();
+            let _ = std::thread::Builder::new()
+                .name("group-lost".into())
+                .spawn(move || {
+                    let t0 = std::time::Instant::now();
+                    while !c.running_trials().is_empty()
+                        && t0.elapsed() < std::time::Duration::from_secs(10)
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    c.cancel();
+                });
+        });
+    }
     let devices = match &spec {
         Some(s) => format!("{} × {} nodes", cfg.devices.label(), s.nodes),
         None => cfg.devices.label(),
@@ -412,24 +555,27 @@ fn run_sweep(
         cancelled: false,
     };
     let (tx, rx) = std::sync::mpsc::sync_channel(4096);
-    let handle = start_sweep_with(cfg, runner, tx, resume, control)?;
+    let handle = start_sweep_with(cfg, runner, tx, run.log.clone(), control)?;
     let log_path = handle.log_path().to_path_buf();
     {
-        let mut sink: Box<dyn Write> = if json || !rank0 {
-            Box::new(std::io::sink())
+        let mut quiet = std::io::sink();
+        let sink: &mut dyn HeadlessSink = if json || !rank0 {
+            &mut quiet
         } else {
-            Box::new(std::io::stdout())
+            out.progress()
         };
-        crate::sweep::headless::run_headless(rx, &mut sink, info);
+        crate::sweep::headless::run_headless(rx, sink, info);
     }
     let result = handle.join()?;
+    let lost = spec.as_ref().and(super::multinode::lost());
     if json && rank0 {
         let log = crate::runlog::reader::read_run_log(&log_path).ok();
         let v = serde_json::json!({
             "log": log_path,
             "shard": shard.map(|s| s.to_string()),
             "nodes": spec.as_ref().map_or(1, |s| s.nodes),
-            "cancelled": result.cancelled,
+            "cancelled": result.cancelled && lost.is_none(),
+            "group_lost": lost,
             "trials_done": result.trials_done,
             "trials_run": result.trials_run,
             "trial_errors": result.trial_errors,
@@ -439,16 +585,29 @@ fn run_sweep(
                 .as_ref()
                 .and_then(|l| crate::report::projections_for_log(l, 1024)),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        out.out(&format!("{}\n", serde_json::to_string_pretty(&v)?));
+    }
+    if let (Some(reason), Some(s)) = (&lost, &spec) {
+        out.note(&format!("error: multi-node sweep stopped: {reason}"));
+        if rank0 {
+            out.note(&format!(
+                "{} of {} trials are saved in {}",
+                result.trials_done,
+                result.trials_planned,
+                log_path.display()
+            ));
+        }
+        out.note(&format!("resume with: {}", hint.command(&log_path, s)));
+        return Ok(ExitCode::from(1));
     }
     if result.cancelled {
         return Ok(ExitCode::from(130));
     }
     if result.trial_errors > 0 {
-        eprintln!(
+        out.note(&format!(
             "{} trial(s) failed (see the messages above); they are not logged and resume re-runs them",
             result.trial_errors
-        );
+        ));
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

@@ -189,6 +189,82 @@ pub fn queue_state(job: &str) -> anyhow::Result<QueueState> {
     Ok(parse_squeue(&String::from_utf8_lossy(&out.stdout)))
 }
 
+/// Where a sweep directory's Slurm job is, for the TUI's Runs screen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobState {
+    Pending,
+    Running,
+    Completed,
+    Failed,
+}
+
+impl JobState {
+    pub fn label(self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Running => "running",
+            JobState::Completed => "completed",
+            JobState::Failed => "failed",
+        }
+    }
+}
+
+/// The state of job `job` from `squeue` (still queued: pending or running) and, once it left the
+/// queue, `sacct` (failed if any task failed, was cancelled, timed out or pre-empted; completed
+/// if every task completed). Without accounting (`sacct` unavailable, as on the local test
+/// cluster) a job that left the queue is completed when the sweep is (`complete`), else failed.
+/// `None` when Slurm is not there (squeue missing or failing).
+pub fn job_state(job: &str, complete: bool) -> Option<JobState> {
+    let queue = queue_state(job).ok()?;
+    let sacct = || {
+        let out = Command::new("sacct")
+            .args(["-n", "-X", "-P", "-j", job, "-o", "State"])
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    Some(job_state_from(
+        &queue,
+        queue.is_empty().then(sacct).flatten().as_deref(),
+        complete,
+    ))
+}
+
+/// [`job_state`] from what squeue and sacct said.
+pub fn job_state_from(queue: &QueueState, sacct: Option<&str>, complete: bool) -> JobState {
+    if queue.running + queue.other > 0 {
+        return JobState::Running;
+    }
+    if queue.pending > 0 {
+        return JobState::Pending;
+    }
+    let states: Vec<&str> = sacct
+        .unwrap_or("")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    const BAD: [&str; 8] = [
+        "FAILED",
+        "CANCELLED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "OUT_OF_MEMORY",
+        "BOOT_FAIL",
+        "DEADLINE",
+    ];
+    if states.iter().any(|s| BAD.iter().any(|b| s.starts_with(b))) {
+        JobState::Failed
+    } else if complete || !states.is_empty() && states.iter().all(|s| s.starts_with("COMPLETED")) {
+        JobState::Completed
+    } else {
+        JobState::Failed
+    }
+}
+
 /// Polls until the job has left the queue, calling `progress` about once a second. squeue
 /// failures are retried for 60 s (a restarting slurmctld), then reported.
 pub fn wait_job(job: &str, mut progress: impl FnMut(&QueueState)) -> anyhow::Result<()> {
@@ -230,6 +306,26 @@ mod tests {
         );
         assert!(parse_squeue("").is_empty());
         assert_eq!(tasks_in("5_[0-9%2]"), 10);
+    }
+
+    #[test]
+    fn job_states_from_squeue_and_sacct() {
+        let q = |pending, running| QueueState {
+            pending,
+            running,
+            other: 0,
+        };
+        assert_eq!(job_state_from(&q(3, 1), None, false), JobState::Running);
+        assert_eq!(job_state_from(&q(2, 0), None, false), JobState::Pending);
+        let gone = q(0, 0);
+        let ok = "COMPLETED\nCOMPLETED\n";
+        assert_eq!(job_state_from(&gone, Some(ok), false), JobState::Completed);
+        let bad = "COMPLETED\nCANCELLED by 0\n";
+        assert_eq!(job_state_from(&gone, Some(bad), true), JobState::Failed);
+        // no accounting: the logs decide
+        assert_eq!(job_state_from(&gone, None, true), JobState::Completed);
+        assert_eq!(job_state_from(&gone, Some(""), false), JobState::Failed);
+        assert_eq!(JobState::Pending.label(), "pending");
     }
 
     #[test]

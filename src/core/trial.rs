@@ -131,6 +131,24 @@ pub struct Throughput {
     pub params: u64,
     /// Bytes of gradient each replica contributes to the all-reduce per step.
     pub exchanged_bytes_per_step: u64,
+    /// Processes (nodes) the exchange spanned: ≥ 2 for a multi-node trial, whose `exchange_s` is
+    /// then measured across processes (absent: one process).
+    #[serde(default, skip_serializing_if = "is_one_or_zero")]
+    pub nodes: u64,
+    /// The multi-node exchange ran over loopback (every node on this machine's 127.0.0.1).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub loopback: bool,
+}
+
+fn is_one_or_zero(n: &u64) -> bool {
+    *n <= 1
+}
+
+impl Throughput {
+    /// Replicas of the trial over all its processes, given the replicas of one process.
+    pub fn world(&self, local_replicas: usize) -> usize {
+        local_replicas.max(1) * (self.nodes.max(1) as usize)
+    }
 }
 
 /// The complete result of one trial: what the run log stores.

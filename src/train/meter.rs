@@ -46,6 +46,9 @@ pub struct MeterOptions {
     /// Trainable parameters and the bytes each replica exchanges per step (throughput record).
     pub params: u64,
     pub exchanged_bytes_per_step: u64,
+    /// Processes of a multi-node trial (1 otherwise) and whether they talk over loopback.
+    pub nodes: u64,
+    pub loopback: bool,
     /// Loss scale before the first step (1 where no scaling is done).
     pub initial_loss_scale: f64,
 }
@@ -57,6 +60,8 @@ impl Default for MeterOptions {
             max_consecutive_skips: 50,
             params: 0,
             exchanged_bytes_per_step: 0,
+            nodes: 1,
+            loopback: false,
             initial_loss_scale: 1.0,
         }
     }
@@ -318,6 +323,8 @@ impl<'w> TrialMeter<'w> {
                 exchange_s: self.sum_exchange / n,
                 params: self.opts.params,
                 exchanged_bytes_per_step: self.opts.exchanged_bytes_per_step,
+                nodes: self.opts.nodes,
+                loopback: self.opts.loopback,
             },
             evals: std::mem::take(&mut self.evals),
             reason: self.reason.take(),

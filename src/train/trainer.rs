@@ -548,6 +548,8 @@ pub fn run_trial<B: AutodiffBackend>(
             max_consecutive_skips: opts.max_consecutive_skips,
             params,
             exchanged_bytes_per_step: if world * nodes > 1 { params * 4 } else { 0 },
+            nodes: nodes as u64,
+            loopback: opts.cluster.as_ref().is_some_and(|c| c.is_loopback()),
             initial_loss_scale: scaler_cfg.init_scale,
         },
     );
@@ -571,6 +573,12 @@ pub fn run_trial<B: AutodiffBackend>(
         emit,
         cancel,
     );
+    // A multi-node trial that failed here fails on every node: the group is lost (which also
+    // aborts every collective call a worker may still wait in) before the workers are joined.
+    let result = match (result, &opts.cluster) {
+        (Err(e), Some(c)) => Err(crate::cluster::multinode::trial_failed(c.node_rank, e)),
+        (r, _) => r,
+    };
     for tx in &cmd_txs {
         let _ = tx.send(Cmd::Stop);
     }

@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::app::{CompareRun, PresetEntry, RunEntry, RunStatus};
+use crate::cluster::slurm::{job_state, JobState};
+use crate::cluster::sweepdir::{self, is_sweep_dir, read_sweep_dir};
+use crate::core::record::LogLine;
 use crate::runlog::{read_run_log, LogStatus, RunLog};
 
 /// A run log without a summary written to within this window counts as "running".
@@ -77,32 +80,72 @@ pub fn run_entry(log: &RunLog, active: Option<&Path>, modified: Option<SystemTim
             .zip(h.batch_sizes.iter().max())
             .map(|(a, b)| (*a, *b)),
         duration_s,
+        job: None,
     }
 }
 
-/// A run's name: its log's file name without `.jsonl`.
+/// The state of a sweep directory's (latest) Slurm job; `None` when it has none or Slurm is not
+/// there.
+pub fn dir_job_state(log: &RunLog) -> Option<JobState> {
+    let info = sweepdir::read_cluster_info(&log.path).ok()?;
+    let job = info.jobs.last()?;
+    job_state(job, log.status() == LogStatus::Complete)
+}
+
+/// The Runs entry of a sweep directory: its shards merged into one run, with its job's state
+/// ("—" without Slurm). Running while its job is queued or running, or a shard was written to
+/// recently.
+pub fn dir_entry(log: &RunLog, job: Option<JobState>) -> RunEntry {
+    let modified = sweepdir::shard_paths(&log.path)
+        .ok()
+        .into_iter()
+        .flat_map(|m| m.into_values())
+        .filter_map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .max();
+    let mut e = run_entry(log, None, modified);
+    if matches!(job, Some(JobState::Pending | JobState::Running)) {
+        e.status = RunStatus::Running;
+    }
+    e.job = Some(job.map_or("—", JobState::label).to_string());
+    e
+}
+
+/// A run's name: its log's file name without `.jsonl` (a sweep directory's: its name).
 pub fn run_name(path: &Path) -> String {
+    if path.is_dir() {
+        return path
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+    }
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
 
-/// Every `*.jsonl` in the runs directory, newest first (by file name, which starts with the
-/// start time). Unreadable logs are listed with their error.
+/// Every `*.jsonl` and every sweep directory (Slurm shards, listed as one run) in the runs
+/// directory, newest first (by name, which starts with the start time). Unreadable logs are
+/// listed with their error.
 pub fn scan_runs(dir: &Path, active: Option<&Path>) -> Vec<RunEntry> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut paths: Vec<PathBuf> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "jsonl"))
+        .filter(|p| (p.is_file() && p.extension().is_some_and(|x| x == "jsonl")) || is_sweep_dir(p))
         .collect();
     paths.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
     paths
         .into_iter()
         .map(|p| {
             let modified = std::fs::metadata(&p).and_then(|m| m.modified()).ok();
-            match read_run_log(&p) {
+            let read = if p.is_dir() {
+                read_sweep_dir(&p).map_err(|e| format!("{e:#}"))
+            } else {
+                read_run_log(&p).map_err(|e| e.to_string())
+            };
+            match read {
+                Ok(log) if p.is_dir() => dir_entry(&log, dir_job_state(&log)),
                 Ok(log) => run_entry(&log, active, modified),
                 Err(e) => RunEntry {
                     name: run_name(&p),
@@ -118,7 +161,7 @@ pub fn scan_runs(dir: &Path, active: Option<&Path>) -> Vec<RunEntry> {
                     planned: 0,
                     s_min: None,
                     b_crit: None,
-                    error: Some(e.to_string()),
+                    error: Some(e),
                     ..Default::default()
                 },
             }
@@ -159,5 +202,38 @@ pub fn compare_run(log: &RunLog) -> CompareRun {
         optimizer: log.header.preset.workload.optimizer,
         analysis: log.analysis(),
         done: log.trials.len(),
+    }
+}
+
+/// Follows a sweep directory live: every shard, including shards that appear later, merged as
+/// `report DIR` merges them. Each poll re-reads the directory (its shards are small) and returns
+/// the trials not returned before, then — once the merged log has one — its summary.
+pub struct DirTail {
+    dir: PathBuf,
+    sent: std::collections::HashSet<u64>,
+}
+
+impl DirTail {
+    /// Follows `log` (a merged sweep directory) from the trials it already holds.
+    pub fn new(log: &RunLog) -> Self {
+        DirTail {
+            dir: log.path.clone(),
+            sent: log.trials.iter().map(|t| t.trial_id).collect(),
+        }
+    }
+
+    /// The new trial lines (plan order), and the summary line once the sweep has ended.
+    pub fn poll(&mut self) -> anyhow::Result<Vec<LogLine>> {
+        let log = read_sweep_dir(&self.dir)?;
+        let mut out = Vec::new();
+        for t in log.trials {
+            if self.sent.insert(t.trial_id) {
+                out.push(LogLine::Trial(Box::new(t)));
+            }
+        }
+        if let Some(s) = log.summary {
+            out.push(LogLine::Summary(Box::new(s)));
+        }
+        Ok(out)
     }
 }

@@ -124,6 +124,8 @@ pub struct Executor {
     pub runs_dir: PathBuf,
     pub sweep: Option<(SweepHandle, SweepControl)>,
     pub tail: Option<RunLogTail>,
+    /// A sweep directory being followed (all its shards, merged).
+    pub dir_tail: Option<loader::DirTail>,
 }
 
 impl Executor {
@@ -134,6 +136,7 @@ impl Executor {
             runs_dir,
             sweep: None,
             tail: None,
+            dir_tail: None,
         }
     }
 
@@ -228,6 +231,18 @@ impl Executor {
                     let _ = tx.send(Msg::Runs(loader::scan_runs(&dir, active.as_deref())));
                 });
             }
+            Command::OpenLog(path) if path.is_dir() => {
+                // A Slurm sweep directory: every shard, merged, followed while its job runs.
+                let log = crate::cluster::open_log_or_dir(&path)?;
+                let entry = loader::dir_entry(&log, loader::dir_job_state(&log));
+                let tailing = entry.status == super::app::RunStatus::Running;
+                self.tail = None;
+                self.dir_tail = tailing.then(|| loader::DirTail::new(&log));
+                self.send(Msg::LogOpened {
+                    log: Box::new(log),
+                    tailing,
+                });
+            }
             Command::OpenLog(path) => {
                 let log = read_run_log(&path)?;
                 let active = self.active_log();
@@ -242,6 +257,7 @@ impl Executor {
                 let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
                 let status = loader::run_status(&log, active.as_deref(), modified);
                 let tailing = status == super::app::RunStatus::Running;
+                self.dir_tail = None;
                 self.tail = tailing
                     .then(|| RunLogTail::from_offset(&path, log.valid_len, log.trials.len() + 1));
                 self.send(Msg::LogOpened {
@@ -264,8 +280,23 @@ impl Executor {
         Ok(())
     }
 
-    /// Polls the followed log; stops following once its summary arrived.
+    /// Polls the followed log (or sweep directory); stops following once its summary arrived.
     fn poll_tail(&mut self) {
+        if let Some(t) = self.dir_tail.as_mut() {
+            match t.poll() {
+                Ok(lines) if !lines.is_empty() => {
+                    if lines.iter().any(|l| matches!(l, LogLine::Summary(_))) {
+                        self.dir_tail = None;
+                    }
+                    self.send(Msg::LogLines(lines));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    self.send(Msg::Error(format!("{e:#}")));
+                    self.dir_tail = None;
+                }
+            }
+        }
         let Some(t) = self.tail.as_mut() else { return };
         match t.poll() {
             Ok(lines) if !lines.is_empty() => {

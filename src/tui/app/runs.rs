@@ -31,6 +31,16 @@ pub struct RunEntry {
     pub b_range: Option<(usize, usize)>,
     /// Wall time: the summary's, or the sum of the recorded trials' (seconds).
     pub duration_s: Option<f64>,
+    /// A Slurm sweep directory (its shards merged into this one run): its job's state —
+    /// pending / running / completed / failed, "—" when Slurm is not there. `None`: a local log.
+    pub job: Option<String>,
+}
+
+impl RunEntry {
+    /// A sweep directory (Slurm shards), not one log file.
+    pub fn is_sweep_dir(&self) -> bool {
+        self.job.is_some()
+    }
 }
 
 impl RunEntry {

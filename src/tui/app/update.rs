@@ -440,6 +440,14 @@ fn runs_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
         }
         Key::Char('r') => {
             if let Some(e) = r.entries.get(r.selected) {
+                if e.is_sweep_dir() {
+                    // its array tasks run on Slurm: resume re-submits the unfinished ones
+                    app.flash = Some(format!(
+                        "a Slurm sweep: resume it with `scaling-lab sweep --resume {} --slurm --wait`",
+                        e.path.display()
+                    ));
+                    return;
+                }
                 match e.status {
                     RunStatus::Interrupted if !app.sweep_active => {
                         let p = e.path.clone();

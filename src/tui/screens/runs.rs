@@ -39,21 +39,41 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let inner = block.inner(list);
     frame.render_widget(block, list);
     let wide = inner.width >= 110;
+    // The Slurm job column appears when a sweep directory is listed.
+    let jobs = r.entries.iter().any(|e| e.job.is_some());
     let mut lines: Vec<Line> = Vec::new();
     let preset_w = if wide { 26 } else { 18 };
     let head = if wide {
         format!(
-            "  {:<16} {:<pw$} {:<9} {:<5} {:<6} {:<11} {:>9} {:>9} {:>8} {:>7} {:>7}",
+            "  {:<16} {:<pw$} {:<9} {:<5} {:<6} {:<11}{} {:>9} {:>9} {:>8} {:>7} {:>7}",
             "started",
             "preset",
             "optimizer",
             "prec",
             "devs",
             "status",
+            if jobs {
+                format!(" {:<9}", "job")
+            } else {
+                String::new()
+            },
             "trials",
             "B",
             "took",
             "S_min",
+            "B_crit",
+            pw = preset_w
+        )
+    } else if jobs {
+        format!(
+            "  {:<11} {:<pw$} {:<11} {:<9} {:>7} {:>9} {:>6} {:>6}",
+            "started",
+            "preset",
+            "status",
+            "job",
+            "trials",
+            "B",
+            "took",
             "B_crit",
             pw = preset_w
         )
@@ -129,6 +149,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             format!("{:<11}", e.status.label()),
             status_style,
         ));
+        if jobs {
+            let job = e.job.as_deref().unwrap_or("");
+            let style = match job {
+                "failed" => th.error(),
+                "running" | "pending" => th.accent(),
+                _ => th.text(),
+            };
+            spans.push(Span::styled(format!(" {job:<9}"), style));
+        }
         let b = b_range_text(e);
         if wide {
             spans.push(Span::raw(format!(
@@ -184,6 +213,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         let hint = match (&e.error, e.status) {
             (Some(err), _) => err.clone(),
             _ if running_here => "the sweep running here: Enter shows it live (p/c/C work)".into(),
+            _ if e.is_sweep_dir() => format!(
+                "Slurm sweep directory (shards merged), job {}: Enter follows it live; resume: scaling-lab sweep --resume {} --slurm",
+                e.job.as_deref().unwrap_or("—"),
+                e.path.display()
+            ),
             (_, RunStatus::Interrupted) => {
                 "stopped before its plan finished: r resumes it (finished trials are kept)".into()
             }

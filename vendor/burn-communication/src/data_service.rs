@@ -127,10 +127,11 @@ impl<B: Backend, P: Protocol> TensorDataService<B, P> {
         for (_, stream) in streams.drain() {
             let mut stream = stream.lock().await;
 
-            stream
-                .close()
-                .await
-                .expect("Failed to close WebSocket stream");
+            // scaling-lab patch: a peer that is already gone cannot be told goodbye; that is not
+            // an error (was: expect, a panic in the collective server task).
+            if let Err(e) = stream.close().await {
+                log::warn!("closing a data stream to a peer that is gone: {e:?}");
+            }
         }
     }
 
@@ -144,7 +145,9 @@ impl<B: Backend, P: Protocol> TensorDataService<B, P> {
     ) -> Option<TensorData> {
         log::info!("Downloading tensor from {remote:?}");
 
-        let stream = self.get_data_stream(remote).await;
+        // scaling-lab patch: an unreachable peer or a failed request is `None` ("the peer
+        // closed the connection", as documented above) instead of a panic.
+        let stream = self.get_data_stream(remote).await?;
         let mut stream = stream.lock().await;
 
         // Send the download request with the download id
@@ -152,10 +155,10 @@ impl<B: Backend, P: Protocol> TensorDataService<B, P> {
             rmp_serde::to_vec(&DataServiceMessage::TensorRequest(transfer_id))
                 .unwrap()
                 .into();
-        stream
-            .send(Message::new(bytes))
-            .await
-            .expect("Failed to send download id");
+        if let Err(e) = stream.send(Message::new(bytes)).await {
+            log::warn!("cannot send a download request: {e:?}");
+            return None;
+        }
 
         if let Ok(msg) = stream.recv().await {
             let Some(msg) = msg else {
@@ -178,22 +181,24 @@ impl<B: Backend, P: Protocol> TensorDataService<B, P> {
     async fn get_data_stream(
         &self,
         address: Address,
-    ) -> Arc<Mutex<<P::Client as ProtocolClient>::Channel>> {
+    ) -> Option<Arc<Mutex<<P::Client as ProtocolClient>::Channel>>> {
+        // scaling-lab patch: `None` when the data server cannot be reached (was: a panic).
         let mut streams = self.channels.lock().await;
         match streams.get(&address) {
-            Some(stream) => stream.clone(),
+            Some(stream) => Some(stream.clone()),
             None => {
                 // Open a new WebSocket connection to the address
                 let stream = P::Client::connect(address.clone(), "data").await;
 
                 let Some(stream) = stream else {
-                    panic!("Failed to connect to data server at {address:?}");
+                    log::warn!("Failed to connect to data server at {address:?}");
+                    return None;
                 };
 
                 let stream = Arc::new(Mutex::new(stream));
                 streams.insert(address.clone(), stream.clone());
 
-                stream
+                Some(stream)
             }
         }
     }
@@ -249,13 +254,23 @@ impl<B: Backend, P: Protocol> TensorDataService<B, P> {
 
                         let bytes = self.get_exposed_tensor_bytes(transfer_id).await.unwrap();
 
-                        channel.send(Message::new(bytes)).await.unwrap();
+                        // scaling-lab patch: a peer that went away while we answered ends this
+                        // connection (was: unwrap, a panic in the server task).
+                        if let Err(err) = channel.send(Message::new(bytes)).await {
+                            log::warn!("[Data Handler] peer gone while sending: {err:?}");
+                            return;
+                        }
                     } else {
                         log::info!("Closed connection");
                         return;
                     }
                 }
-                Err(err) => panic!("Failed to receive message from websocket: {err:?}"),
+                // scaling-lab patch: a connection that broke (the peer died) ends this handler
+                // (was: panic!).
+                Err(err) => {
+                    log::warn!("[Data Handler] connection lost: {err:?}");
+                    return;
+                }
             };
         }
         log::info!("[Data Service] Closing connection for download.");

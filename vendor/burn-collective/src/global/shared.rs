@@ -123,6 +123,8 @@ pub enum GlobalCollectiveError {
     WrongOrchestratorResponse,
     /// Node couldn't connect to coordinator
     OrchestratorUnreachable,
+    /// scaling-lab patch: the caller aborted the global mode (`abort_global_collective`)
+    Aborted,
 }
 
 impl<E: CommunicationError> From<E> for GlobalCollectiveError {

@@ -67,7 +67,9 @@ impl CommunicationChannel for WsClientChannel {
                 Err(err) => Err(WsClientError::Tungstenite(err)),
                 msg => Err(WsClientError::UnknownMessage(format!("{msg:?}"))),
             },
-            None => todo!(),
+            // scaling-lab patch: a stream that ended (the peer's socket closed without a close
+            // frame, e.g. the peer process died) is a closed connection, not `todo!()` (a panic).
+            None => Ok(None),
         }
     }
 

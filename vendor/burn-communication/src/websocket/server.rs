@@ -100,7 +100,9 @@ impl CommunicationChannel for WsServerChannel {
                 Err(err) => Err(WsServerError::Axum(err)),
                 msg => Err(WsServerError::UnknownMessage(format!("{msg:?}"))),
             },
-            None => todo!(),
+            // scaling-lab patch: a stream that ended (the peer's socket closed without a close
+            // frame, e.g. the peer process died) is a closed connection, not `todo!()` (a panic).
+            None => Ok(None),
         }
     }
 

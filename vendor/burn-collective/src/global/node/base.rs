@@ -21,6 +21,30 @@ use crate::{
 };
 use crate::{BroadcastStrategy, GlobalRegisterParams, NodeId, ReduceStrategy};
 
+// scaling-lab patch: a process-wide abort for the global mode. A peer that dies or hangs leaves
+// a node waiting inside `register`, `all_reduce` or `finish` (for a tensor, a sync request or the
+// orchestrator's answer) with nothing that ever ends the wait. The caller, which watches its
+// peers itself, calls `abort_global_collective()`: every pending and later global operation of
+// this process then returns `GlobalCollectiveError::Aborted` at once (it is sticky: the node's
+// group is gone). The local (threads-only) mode never looks at it.
+static ABORT: std::sync::LazyLock<CancellationToken> = std::sync::LazyLock::new(CancellationToken::new);
+
+/// scaling-lab patch: aborts every pending and later global operation of this process.
+pub fn abort_global_collective() {
+    ABORT.cancel();
+}
+
+/// scaling-lab patch: runs `fut` unless (or until) the global mode is aborted.
+async fn abortable<T>(
+    fut: impl Future<Output = Result<T, GlobalCollectiveError>>,
+) -> Result<T, GlobalCollectiveError> {
+    tokio::select! {
+        biased;
+        _ = ABORT.cancelled() => Err(GlobalCollectiveError::Aborted),
+        r = fut => r,
+    }
+}
+
 /// Must be synchronized between all nodes for collective operations to work
 pub(crate) struct NodeState {
     pub node_id: NodeId,
@@ -91,7 +115,9 @@ where
             num_nodes: global_params.num_nodes,
             peers,
         };
-        match self.worker.request(req).await {
+        // scaling-lab patch: abortable (the orchestrator may never answer).
+        let resp = abortable(async { Ok(self.worker.request(req).await) }).await?;
+        match resp {
             RemoteResponse::Register {
                 node_id,
                 nodes,
@@ -120,6 +146,16 @@ where
     ///
     /// Reads the NodeState
     pub async fn all_reduce(
+        &self,
+        tensor: B::FloatTensorPrimitive,
+        strategy: AllReduceStrategy,
+        op: ReduceOperation,
+    ) -> Result<B::FloatTensorPrimitive, GlobalCollectiveError> {
+        // scaling-lab patch: abortable (a dead or hung peer never sends its slice or sync).
+        abortable(self.all_reduce_inner(tensor, strategy, op)).await
+    }
+
+    async fn all_reduce_inner(
         &self,
         tensor: B::FloatTensorPrimitive,
         strategy: AllReduceStrategy,
@@ -192,10 +228,15 @@ where
     }
 
     pub async fn finish(&mut self) {
-        let res = self.worker.close_connection().await;
+        // scaling-lab patch: abortable (a dead orchestrator never acknowledges the finish).
+        let res = abortable(async {
+            self.worker.close_connection().await?;
+            self.data_service.close().await;
+            Ok(())
+        })
+        .await;
         if let Err(err) = res {
             log::error!("Global collective client error: {err:?}");
         }
-        self.data_service.close().await;
     }
 }

@@ -82,7 +82,8 @@ where
     };
 
     // Wait for all nodes to finish
-    sync_service.sync().await;
+    // scaling-lab patch: `sync` returns a Result now (PeerLost instead of a panic).
+    sync_service.sync().await?;
 
     Ok(res)
 }

@@ -80,6 +80,8 @@ where
         .expect("Node is in ring");
     let prev_node_idx = (send_slice_idx + ring.len() - 1) % ring.len(); // +ring.len for overflow
     let prev_node = nodes.get(&ring[prev_node_idx]).unwrap();
+    // scaling-lab patch: the previous node's id, for `PeerLost` when its download fails.
+    let prev_id = ring[prev_node_idx];
     let mut transfer_counter: u64 = 0;
 
     // Phase 1: add
@@ -88,6 +90,7 @@ where
         &mut transfer_counter,
         &mut send_slice_idx,
         true,
+        prev_id,
         prev_node.clone(),
         &data_service,
         device,
@@ -100,6 +103,7 @@ where
         &mut transfer_counter,
         &mut send_slice_idx,
         false,
+        prev_id,
         prev_node.clone(),
         &data_service,
         device,
@@ -107,7 +111,8 @@ where
     .await?;
 
     // Wait for all nodes to finish
-    sync_service.sync().await;
+    // scaling-lab patch: a sync that cannot reach a peer is an error, not a panic.
+    sync_service.sync().await?;
 
     // merge slices
     Ok(B::float_cat(slices, slice_dim))
@@ -126,6 +131,7 @@ async fn do_cycles<B, P>(
     transfer_counter: &mut u64,
     send_slice_idx: &mut usize,
     is_phase_one: bool,
+    prev_id: NodeId,
     prev_node: Address,
     data_service: &Arc<TensorDataService<B, P>>,
     device: &B::Device,
@@ -155,14 +161,23 @@ where
             tokio::spawn(async move { data_client.download_tensor(next_node, transfer_id).await })
         };
 
-        upload.await.unwrap();
-        let download = download.await.unwrap();
+        // scaling-lab patch: a peer that closed (or never opened) the download connection is
+        // `PeerLost`, returned to the caller; it was `expect("Peer closed download
+        // connection")`, a panic that killed the local collective server task (and with it
+        // every later collective call of the process).
+        upload
+            .await
+            .map_err(|_| GlobalCollectiveError::PeerLost(prev_id))?;
+        let download = download
+            .await
+            .ok()
+            .flatten()
+            .ok_or(GlobalCollectiveError::PeerLost(prev_id))?;
         if is_phase_one {
-            let download = download.expect("Peer closed download connection");
             let tensor = B::float_from_data(download, device);
             slices[recv_slice_idx] = B::float_add(slices[recv_slice_idx].clone(), tensor);
         } else {
-            let tensor = B::float_from_data(download.unwrap(), device);
+            let tensor = B::float_from_data(download, device);
             let old_shape = slices[recv_slice_idx].shape();
             if old_shape != tensor.shape() {
                 return Err(GlobalCollectiveError::PeerSentIncoherentTensor);

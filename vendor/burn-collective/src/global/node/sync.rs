@@ -1,4 +1,5 @@
 use std::{
+    collections::HashMap,
     marker::PhantomData,
     sync::{Arc, Mutex},
     vec,
@@ -8,7 +9,7 @@ use burn_communication::{CommunicationChannel, Message, Protocol, ProtocolClient
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, RwLock};
 
-use crate::{NodeId, node::base::NodeState};
+use crate::{NodeId, global::shared::GlobalCollectiveError, node::base::NodeState};
 
 /// Handles the status of sync requests from other nodes
 pub(crate) struct SyncService<P: Protocol> {
@@ -18,6 +19,11 @@ pub(crate) struct SyncService<P: Protocol> {
     syncing_peers: Mutex<Vec<NodeId>>,
     /// Notification on each incoming sync request
     sync_notif: Notify,
+    /// scaling-lab patch: one open sync connection per peer, reused by every barrier. The
+    /// original connected anew for every sync (two per training step here), so thousands of
+    /// sockets a second went into TIME_WAIT until the ephemeral ports ran out and `connect`
+    /// failed (a panic, before the patch below) — on loopback within a few seconds of training.
+    connections: tokio::sync::Mutex<HashMap<NodeId, <P::Client as ProtocolClient>::Channel>>,
 
     _p: PhantomData<P>,
 }
@@ -31,6 +37,7 @@ impl<P: Protocol> SyncService<P> {
             node_state,
             syncing_peers: Mutex::new(vec![]),
             sync_notif: Notify::new(),
+            connections: tokio::sync::Mutex::new(HashMap::new()),
             _p: PhantomData,
         }
     }
@@ -41,7 +48,8 @@ impl<P: Protocol> SyncService<P> {
     }
 
     /// Sync with all peers.
-    pub async fn sync(&self) {
+    // scaling-lab patch: returns `PeerLost` when a peer cannot be reached (was: panics).
+    pub async fn sync(&self) -> Result<(), GlobalCollectiveError> {
         // we can't sync while we register
         let node_state = self.node_state.read().await;
         let node_state = node_state
@@ -50,21 +58,32 @@ impl<P: Protocol> SyncService<P> {
 
         // this peer is syncing
         self.add_syncing_peer(node_state.node_id);
+        let mut connections = self.connections.lock().await;
         for (id, addr) in &node_state.nodes {
             if *id == node_state.node_id {
                 continue;
             }
 
-            let mut connection = P::Client::connect(addr.clone(), "sync")
-                .await
-                .expect("Couldn't connect to peer for sync");
+            // scaling-lab patch: reuse the peer's connection (see `connections`).
+            if !connections.contains_key(id) {
+                let connection = P::Client::connect(addr.clone(), "sync")
+                    .await
+                    .ok_or(GlobalCollectiveError::PeerLost(*id))?;
+                connections.insert(*id, connection);
+            }
+            let connection = connections.get_mut(id).expect("inserted above");
             let msg = SyncRequest(node_state.node_id);
             let sync_bytes = rmp_serde::to_vec(&msg).unwrap();
-            connection
+            if connection
                 .send(Message::new(sync_bytes.into()))
                 .await
-                .expect("Peer closed connection unexpectedly");
+                .is_err()
+            {
+                connections.remove(id);
+                return Err(GlobalCollectiveError::PeerLost(*id));
+            }
         }
+        drop(connections);
         loop {
             // scaling-lab patch: register interest in the notification BEFORE checking the list.
             // `notify_waiters()` stores no permit, so a request that arrived between the check and
@@ -86,7 +105,7 @@ impl<P: Protocol> SyncService<P> {
                             syncing_peers.remove(pos);
                         }
                     }
-                    return;
+                    return Ok(());
                 }
             }
             // Wait for the next sync to come in
@@ -95,15 +114,21 @@ impl<P: Protocol> SyncService<P> {
     }
 
     pub async fn handle_sync_connection<C: CommunicationChannel>(&self, mut channel: C) {
-        let msg = channel.recv().await.unwrap();
-        let Some(msg) = msg else {
-            return;
-        };
+        // scaling-lab patch: one connection carries every sync request of its peer (it was one
+        // connection per request); a peer that closed the connection (or sent garbage) ends it
+        // (was: unwrap, a panic in the server task).
+        loop {
+            let Ok(Some(msg)) = channel.recv().await else {
+                return;
+            };
+            let Ok(msg) = rmp_serde::from_slice::<SyncRequest>(&msg.data) else {
+                log::warn!("sync connection sent an invalid request");
+                return;
+            };
 
-        let msg = rmp_serde::from_slice::<SyncRequest>(&msg.data).unwrap();
+            self.add_syncing_peer(msg.0);
 
-        self.add_syncing_peer(msg.0);
-
-        self.sync_notif.notify_waiters();
+            self.sync_notif.notify_waiters();
+        }
     }
 }

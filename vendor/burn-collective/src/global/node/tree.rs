@@ -89,7 +89,8 @@ where
     }
 
     // Final barrier
-    sync_service.sync().await;
+    // scaling-lab patch: `sync` returns a Result now (PeerLost instead of a panic).
+    sync_service.sync().await?;
 
     Ok(result)
 }

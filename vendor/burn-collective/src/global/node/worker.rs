@@ -191,8 +191,11 @@ impl<C: ProtocolClient> GlobalClientWorker<C> {
 
             self.cancel_token.cancel();
 
-            if let Err(e) = handle.await.unwrap() {
-                log::error!("Connection error {e:?}");
+            // scaling-lab patch: a worker task that ended badly is logged (was: unwrap).
+            match handle.await {
+                Ok(Err(e)) => log::error!("Connection error {e:?}"),
+                Err(e) => log::error!("Connection task failed: {e:?}"),
+                Ok(Ok(())) => {}
             }
         }
 
@@ -230,7 +233,8 @@ impl<C: ProtocolClient> GlobalClientWorker<C> {
                                 .requests
                                 .get(&response.request_id)
                                 .expect("Got a response to an unknown request");
-                            response_callback.send(response.content).await.unwrap();
+                            // scaling-lab patch: a requester that stopped waiting is not a panic.
+                            let _ = response_callback.send(response.content).await;
                         }
                     }
                 }
@@ -238,10 +242,12 @@ impl<C: ProtocolClient> GlobalClientWorker<C> {
         }
 
         log::info!("Worker closing connection");
-        stream_response
-            .close()
-            .await
-            .expect("Can close the websocket stream.");
+        // scaling-lab patch: no answer can come any more: drop the waiting callbacks, so that
+        // a pending request (e.g. the Finish of a node whose orchestrator already exited) gets
+        // `OrchestratorUnreachable` instead of waiting forever.
+        state.lock().await.requests.clear();
+        // scaling-lab patch: the orchestrator may be gone already (was: expect).
+        let _ = stream_response.close().await;
     }
 
     async fn request_sender(
@@ -273,26 +279,33 @@ impl<C: ProtocolClient> GlobalClientWorker<C> {
                     let bytes = rmp_serde::to_vec::<CollectiveMessage>(&request)
                         .expect("Can serialize tasks to bytes.")
                         .into();
-                    stream_request
-                        .send(Message::new(bytes))
-                        .await
-                        .expect("Can send the message on the websocket.");
+                    // scaling-lab patch: a lost orchestrator ends the sender (was: expect); the
+                    // requester sees its callback dropped.
+                    if let Err(e) = stream_request.send(Message::new(bytes)).await {
+                        log::warn!("cannot reach the orchestrator: {e:?}");
+                        worker.lock().await.requests.remove(&id);
+                        return;
+                    }
                 }
             }
         }
 
         log::info!("Worker closing connection");
-        stream_request
-            .close()
-            .await
-            .expect("Can send the close message on the websocket.");
+        // scaling-lab patch: the orchestrator may be gone already (was: expect).
+        let _ = stream_request.close().await;
     }
 
     pub(crate) async fn request(&self, req: RemoteRequest) -> RemoteResponse {
         let (callback, mut response_recv) = tokio::sync::mpsc::channel::<RemoteResponse>(10);
         let client_req = ClientRequest::new(req, callback);
-        self.request_sender.send(client_req).await.unwrap();
-
-        response_recv.recv().await.unwrap()
+        // scaling-lab patch: a worker that can no longer reach the orchestrator answers with
+        // an error (was: unwrap twice, a panic in the collective server task).
+        if self.request_sender.send(client_req).await.is_err() {
+            return RemoteResponse::Error(GlobalCollectiveError::OrchestratorUnreachable);
+        }
+        response_recv
+            .recv()
+            .await
+            .unwrap_or(RemoteResponse::Error(GlobalCollectiveError::OrchestratorUnreachable))
     }
 }
