@@ -1,6 +1,8 @@
 //! Run logs: schema validation of real writer output, malformed-log fixtures, tailing, export,
 //! compare, the report, and the batch_science import.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
@@ -21,13 +23,7 @@ fn fixtures() -> PathBuf {
 
 fn preset(opt: OptimizerKind) -> Preset {
     Preset {
-        name: format!("nqm-{}", opt.name()),
         description: "fixture".into(),
-        workload: Workload {
-            eval_every: 5,
-            step_budget: 2000,
-            ..Workload::nqm(50, opt, 0.1)
-        },
         search: SearchSpace {
             learning_rate: [1e-2, 4.0],
             one_minus_momentum: if opt.uses_momentum() {
@@ -39,32 +35,20 @@ fn preset(opt: OptimizerKind) -> Preset {
             decay_fraction: Some([0.5, 1.0]),
             ..SearchSpace::default()
         },
-        sweep: SweepDefaults::default(),
+        ..common::nqm_preset(opt)
     }
 }
 
 /// Runs a small NQM sweep and returns its log path.
 fn sweep(dir: &Path, opt: OptimizerKind) -> PathBuf {
     let cfg = SweepConfig {
-        preset: preset(opt),
-        preset_path: None,
         batch_sizes: vec![1, 4, 16, 64, 256],
         trials_per_batch: 4,
-        devices: DeviceSpec::Cpu { workers: 1 },
         concurrency: 2,
-        precision: Precision::Fp32,
         seed: 1,
-        runs_dir: dir.to_path_buf(),
-        repeats: 1,
-        until: None,
-        max_trials: None,
+        ..common::sweep_config(preset(opt), dir)
     };
-    let (tx, rx) = sync_channel(4096);
-    let h = start_sweep(cfg, Arc::new(NqmRunner), tx, None).unwrap();
-    let d = std::thread::spawn(move || rx.iter().count());
-    let r = h.join().unwrap();
-    d.join().unwrap();
-    r.log_path
+    common::run_sweep(cfg, Arc::new(NqmRunner), None).0.log_path
 }
 
 #[test]

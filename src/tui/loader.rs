@@ -104,23 +104,7 @@ pub fn scan_runs(dir: &Path, active: Option<&Path>) -> Vec<RunEntry> {
             let modified = std::fs::metadata(&p).and_then(|m| m.modified()).ok();
             match read_run_log(&p) {
                 Ok(log) => run_entry(&log, active, modified),
-                Err(e) => RunEntry {
-                    name: run_name(&p),
-                    path: p.clone(),
-                    preset: p
-                        .file_name()
-                        .map(|f| f.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                    optimizer: String::new(),
-                    started: String::new(),
-                    status: RunStatus::Unreadable,
-                    done: 0,
-                    planned: 0,
-                    s_min: None,
-                    b_crit: None,
-                    error: Some(e.to_string()),
-                    ..Default::default()
-                },
+                Err(e) => RunEntry::unreadable(p.clone(), run_name(&p), e.to_string()),
             }
         })
         .collect()
