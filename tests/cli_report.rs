@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::{only_log, run_ok as run};
+use std::process::Command;
+
+use common::{only_log, run_ok as run, BIN};
 
 #[test]
 fn sweep_then_report_with_projection() {

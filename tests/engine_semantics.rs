@@ -11,7 +11,7 @@ use scaling_lab::model::layers::{param, Ctx, Dense};
 use scaling_lab::model::{Batch, InputShape, Net};
 use scaling_lab::train::exchange::join_collective;
 use scaling_lab::train::optim::Opt;
-use scaling_lab::workload::spec::{Metaparams, ModelSpec, OptimizerKind, Schedule};
+use scaling_lab::workload::spec::{Metaparams, ModelSpec, OptimizerKind};
 
 type B = Autodiff<Flex>;
 

@@ -4,13 +4,12 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 
 use scaling_lab::core::*;
 use scaling_lab::nqm::NqmRunner;
 use scaling_lab::runlog::read_run_log;
-use scaling_lab::sweep::{plan, start_sweep, SweepConfig, SweepResult};
+use scaling_lab::sweep::{plan, SweepConfig, SweepResult};
 use scaling_lab::workload::spec::*;
 
 fn config(dir: &Path) -> SweepConfig {

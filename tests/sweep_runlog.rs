@@ -4,7 +4,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 
 use scaling_lab::core::*;
@@ -14,7 +13,7 @@ use scaling_lab::runlog::batch_science::{import_batch_science, save_import};
 use scaling_lab::runlog::compare::compare;
 use scaling_lab::runlog::export::{points_csv, svg_for_log, trials_csv};
 use scaling_lab::runlog::{read_run_log, RunLogError, RunLogTail};
-use scaling_lab::sweep::{start_sweep, SweepConfig};
+use scaling_lab::sweep::SweepConfig;
 use scaling_lab::workload::spec::*;
 
 fn fixtures() -> PathBuf {

@@ -228,7 +228,7 @@ pub fn find_link_table(log_path: &std::path::Path) -> (Option<LinkTable>, Option
         let p = d.join(LINK_TABLE_FILE);
         if p.is_file() {
             match LinkTable::read(&p) {
-                Ok(t) => return (Some(t), None),
+                Ok(t) => return (Some(t), note),
                 Err(e) => note = Some(format!("{e:#}")),
             }
         }

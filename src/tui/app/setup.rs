@@ -287,8 +287,8 @@ impl SetupState {
         self.checked_config(runs_dir).map(|(cfg, _)| cfg)
     }
 
-    /// Everything wrong or noteworthy about the current combination: Setup's own notes, then the
-    /// problems of the shared override check (`Field::of` places each under its field).
+    /// Everything wrong or noteworthy about the current combination: the problems of the shared
+    /// override check, then Setup's own notes (`Field::of` places each under its field).
     pub fn problems(&self) -> Vec<Problem> {
         let Some(entry) = self.preset() else {
             return vec![Problem::error(
@@ -296,16 +296,16 @@ impl SetupState {
                 "no presets found: put preset TOML files in the presets directory",
             )];
         };
-        let mut out = self.notes(&entry.preset);
-        let Some((cfg, problems)) = self.checked_config(std::path::Path::new(".")) else {
-            return out;
-        };
-        out.extend(problems);
-        if out.iter().all(|p| !p.blocking) {
-            if let Err(e) = cfg.validate() {
-                out.push(Problem::error("preset", format!("{e:#}")));
+        let mut out = Vec::new();
+        if let Some((cfg, problems)) = self.checked_config(std::path::Path::new(".")) {
+            out = problems;
+            if out.iter().all(|p| !p.blocking) {
+                if let Err(e) = cfg.validate() {
+                    out.push(Problem::error("preset", format!("{e:#}")));
+                }
             }
         }
+        out.extend(self.notes(&entry.preset));
         out
     }
 
