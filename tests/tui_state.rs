@@ -134,7 +134,8 @@ fn a_bad_setup_value_and_the_same_bad_flag_give_the_same_message() {
         assert_eq!(err.lines().count(), 1, "one line: {err}");
         err
     };
-    let cases: [(&str, &str, Field, fn(&mut scaling_lab::tui::App)); 2] = [
+    type Edit = fn(&mut scaling_lab::tui::App);
+    let cases: [(&str, &str, Field, Edit); 2] = [
         ("--workers", "3", Field::Devices, |a| {
             a.setup.device_idx = a
                 .setup

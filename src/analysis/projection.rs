@@ -751,7 +751,7 @@ mod tests {
                 };
                 k += 1;
                 // deterministic ±noise pattern
-                let f = 1.0 + noise * if k % 2 == 0 { 1.0 } else { -1.0 };
+                let f = 1.0 + noise * if k.is_multiple_of(2) { 1.0 } else { -1.0 };
                 out.push(LinkSample {
                     world: g,
                     bytes,
