@@ -355,7 +355,8 @@ fn log_cases(dir: &Path) -> Vec<Case> {
     }
     // Header values replaced: (the fixture's text with `{}` for the value, its value, the cases'
     // names and values).
-    let header_edits: [(&str, &str, &[(&str, &str)]); 8] = [
+    type Cases = &'static [(&'static str, &'static str)];
+    let header_edits: [(&str, &str, Cases); 8] = [
         (
             "\"trials_per_batch\":{},\"devices\"",
             "4",
