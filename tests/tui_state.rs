@@ -135,8 +135,9 @@ fn a_bad_setup_value_and_the_same_bad_flag_give_the_same_message() {
         err
     };
     type Edit = fn(&mut scaling_lab::tui::App);
-    let cases: [(&str, &str, Field, Edit); 2] = [
-        ("--workers", "3", Field::Devices, |a| {
+    // (the flag given, its value, the flag the problem names, the Setup field it is shown under)
+    let cases: [(&str, &str, &str, Field, Edit); 2] = [
+        ("--workers", "3", "--batch-sizes", Field::Devices, |a| {
             a.setup.device_idx = a
                 .setup
                 .devices
@@ -144,9 +145,11 @@ fn a_bad_setup_value_and_the_same_bad_flag_give_the_same_message() {
                 .position(|d| *d == DeviceSpec::Cpu { workers: 3 })
                 .unwrap()
         }),
-        ("--target", "1.5", Field::Target, |a| a.setup.target = 1.5),
+        ("--target", "1.5", "--target", Field::Target, |a| {
+            a.setup.target = 1.5
+        }),
     ];
-    for (flag, value, field, edit) in cases {
+    for (flag, value, named, field, edit) in cases {
         let mut a = app();
         edit(&mut a);
         let blocking: Vec<_> = a
@@ -157,7 +160,7 @@ fn a_bad_setup_value_and_the_same_bad_flag_give_the_same_message() {
             .collect();
         assert_eq!(blocking.len(), 1, "{blocking:?}");
         let p = &blocking[0];
-        assert_eq!(p.flag(), flag);
+        assert_eq!(p.flag(), named);
         assert_eq!(Field::of(p), Some(field));
         let err = cli(&a.setup.preset().unwrap().preset.name, flag, value);
         assert!(err.ends_with(&p.to_string()), "CLI: {err}\nSetup: {p}");

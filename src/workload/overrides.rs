@@ -46,9 +46,13 @@ impl Problem {
             blocking: false,
         }
     }
-    /// The CLI flag of the field (`--batch-sizes`).
+    /// The CLI flag of the field (`--batch-sizes`). `shards` (batch sizes that do not split over
+    /// the devices) is given with `--batch-sizes`; Setup shows it under its devices field.
     pub fn flag(&self) -> String {
-        format!("--{}", self.field.replace('_', "-"))
+        match self.field {
+            "shards" => "--batch-sizes".into(),
+            f => format!("--{}", f.replace('_', "-")),
+        }
     }
 }
 
@@ -354,7 +358,7 @@ pub fn check_config(cfg: &SweepConfig) -> Vec<Problem> {
         .batch_sizes
         .iter()
         .find_map(|&b| check_batch_size("batch_sizes", b, None))
-        .or_else(|| check_shards("workers", &cfg.batch_sizes, &cfg.devices));
+        .or_else(|| check_shards("shards", &cfg.batch_sizes, &cfg.devices));
     if let Some(p) = cheap {
         problems.push(p);
         return problems;

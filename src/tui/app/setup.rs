@@ -61,7 +61,7 @@ impl Field {
         Some(match problem.field {
             "optimizer" => Field::Optimizer,
             "precision" | "loss_scale" => Field::Precision,
-            "workers" | "devices" => Field::Devices,
+            "workers" | "devices" | "shards" => Field::Devices,
             "batch_sizes" => Field::BatchMax,
             "trials" => Field::Trials,
             "concurrency" => Field::Concurrency,
