@@ -375,7 +375,7 @@ impl TrialRunner for NqmRunner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::trial::{DeviceSpec, NoiseSummary, Outcome, Throughput};
+    use crate::core::trial::Outcome;
     use crate::workload::spec::*;
 
     pub(crate) fn workload(opt: OptimizerKind, dim: usize, target: f64) -> Workload {
@@ -383,21 +383,7 @@ mod tests {
     }
 
     fn spec(b: usize, lr: f64, momentum: f64) -> TrialSpec {
-        TrialSpec {
-            trial_id: 0,
-            batch_size: b,
-            devices: DeviceSpec::Cpu { workers: 1 },
-            precision: Precision::Fp32,
-            metaparams: Metaparams {
-                learning_rate: lr,
-                momentum,
-                beta2: 0.999,
-                epsilon: 1e-8,
-                schedule: Schedule::default(),
-            },
-            seed: 0,
-            repeat_of: None,
-        }
+        TrialSpec::cpu(b, Metaparams::new(lr, momentum))
     }
 
     #[test]
@@ -538,22 +524,10 @@ mod tests {
                             };
                         let mut s = spec(b, lr, g);
                         s.trial_id = records.len() as u64;
-                        records.push(crate::core::record::TrialRecord {
-                            trial_id: s.trial_id,
-                            spec: s,
-                            outcome: TrialOutcome {
-                                outcome,
-                                steps: 0,
-                                skipped_steps: 0,
-                                final_loss_scale: 1.0,
-                                wall_s: 0.0,
-                                evals: vec![],
-                                noise: NoiseSummary::default(),
-                                throughput: Throughput::default(),
-                                reason: None,
-                            },
-                            finished: String::new(),
-                        });
+                        records.push(crate::core::record::TrialRecord::new(
+                            s,
+                            TrialOutcome::bare(outcome, 0),
+                        ));
                     }
                 }
             }

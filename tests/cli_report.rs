@@ -2,33 +2,11 @@
 //! projection, and a sweep run on 2 data-parallel workers gets a measured link whose G = 2 cell
 //! is the only one marked measured.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
-
-fn run(args: &[&str]) -> String {
-    let out = Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("run scaling-lab");
-    assert!(
-        out.status.success(),
-        "{args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn only_log(dir: &Path) -> PathBuf {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .expect("a run log")
-}
+use common::{only_log, run_ok as run, BIN};
 
 #[test]
 fn sweep_then_report_with_projection() {
@@ -146,7 +124,7 @@ fn report_of_a_bad_file_is_one_clear_error() {
 
 #[test]
 fn nqm_report_has_no_projection() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid/nqm-sgd.jsonl");
+    let fixture = common::root().join("tests/fixtures/valid/nqm-sgd.jsonl");
     let f = fixture.display().to_string();
     let report = run(&["report", &f]);
     assert!(report.contains("B_crit"), "{report}");

@@ -2,29 +2,16 @@
 //! TUI's Live status panel shows the same numbers from the same `Report`; the JSON of `report`
 //! and of `sweep --json` validates against `docs/report-schema.json`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use std::path::PathBuf;
 
 use scaling_lab::report::{num, Report};
 use scaling_lab::tui::app::{LiveState, Screen};
 use scaling_lab::tui::theme::Theme;
 use scaling_lab::tui::{initial_app, TuiOptions};
 
-const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn run(args: &[&str]) -> String {
-    let out = Command::new(BIN).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use common::{only_log, root, run_ok as run};
 
 fn validator() -> jsonschema::Validator {
     let schema: serde_json::Value = serde_json::from_str(
@@ -128,15 +115,6 @@ fn text_json_and_tui_panel_show_the_same_numbers() {
         assert!(panel.contains(&format!("perfect ≤ {pu}")), "{panel}");
         assert_eq!(json["perfect_up_to"].as_u64(), Some(pu as u64));
     }
-}
-
-fn only_log(dir: &Path) -> PathBuf {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .expect("a run log")
 }
 
 #[test]

@@ -295,6 +295,17 @@ fn valid_log() -> String {
     .unwrap()
 }
 
+/// The commands that read a run log: `report LOG` and `sweep --resume LOG --runs-dir RUNS`.
+fn log_commands(log: &str, runs: &str) -> [(&'static str, Vec<String>); 2] {
+    [
+        ("report", vec![s("report"), s(log)]),
+        (
+            "resume",
+            vec![s("sweep"), s("--resume"), s(log), s("--runs-dir"), s(runs)],
+        ),
+    ]
+}
+
 /// Damaged logs, each run through `report` and `sweep --resume`.
 fn log_cases(dir: &Path) -> Vec<Case> {
     let good = valid_log();
@@ -342,68 +353,66 @@ fn log_cases(dir: &Path) -> Vec<Case> {
         l.insert(5, header.to_string());
         logs.push(("second-header", join(&l).into_bytes()));
     }
-    for (n, from, to) in [
+    // Header values replaced: (the fixture's text with `{}` for the value, its value, the cases'
+    // names and values).
+    type Cases = &'static [(&'static str, &'static str)];
+    let header_edits: [(&str, &str, Cases); 8] = [
         (
-            "trials-per-batch-1e9",
-            "\"trials_per_batch\":4,\"devices\"",
-            "\"trials_per_batch\":1000000000,\"devices\"",
+            "\"trials_per_batch\":{},\"devices\"",
+            "4",
+            &[
+                ("trials-per-batch-1e9", "1000000000"),
+                ("trials-per-batch-0", "0"),
+            ],
         ),
         (
-            "trials-per-batch-0",
-            "\"trials_per_batch\":4,\"devices\"",
-            "\"trials_per_batch\":0,\"devices\"",
+            "\"batch_sizes\":{}",
+            "[1,4,16,64,256]",
+            &[
+                ("batch-sizes-empty", "[]"),
+                ("batch-size-zero", "[0,4]"),
+                ("batch-size-huge", "[1,4,1000000000000]"),
+                ("batch-size-float", "[1e30]"),
+            ],
         ),
         (
-            "batch-sizes-empty",
-            "\"batch_sizes\":[1,4,16,64,256]",
-            "\"batch_sizes\":[]",
+            "\"value\":{}}",
+            "0.1",
+            &[
+                ("target-nan", "null"),
+                ("target-negative", "-1.0"),
+                ("target-huge", "1e400"),
+            ],
+        ),
+        ("\"step_budget\":{}", "2000", &[("step-budget-zero", "0")]),
+        (
+            "\"dim\":{}",
+            "50",
+            &[("dim-zero", "0"), ("dim-huge", "100000000000")],
         ),
         (
-            "batch-size-zero",
-            "\"batch_sizes\":[1,4,16,64,256]",
-            "\"batch_sizes\":[0,4]",
+            "\"concurrency\":{}",
+            "2",
+            &[
+                ("concurrency-zero", "0"),
+                ("concurrency-huge", "1000000000"),
+            ],
         ),
         (
-            "batch-size-huge",
-            "\"batch_sizes\":[1,4,16,64,256]",
-            "\"batch_sizes\":[1,4,1000000000000]",
+            "\"workers\":{}},\"concurrency\":2",
+            "1",
+            &[("workers-zero", "0")],
         ),
-        (
-            "batch-size-float",
-            "\"batch_sizes\":[1,4,16,64,256]",
-            "\"batch_sizes\":[1e30]",
-        ),
-        ("target-nan", "\"value\":0.1}", "\"value\":null}"),
-        ("target-negative", "\"value\":0.1}", "\"value\":-1.0}"),
-        ("target-huge", "\"value\":0.1}", "\"value\":1e400}"),
-        (
-            "step-budget-zero",
-            "\"step_budget\":2000",
-            "\"step_budget\":0",
-        ),
-        ("dim-zero", "\"dim\":50", "\"dim\":0"),
-        ("dim-huge", "\"dim\":50", "\"dim\":100000000000"),
-        ("concurrency-zero", "\"concurrency\":2", "\"concurrency\":0"),
-        (
-            "concurrency-huge",
-            "\"concurrency\":2",
-            "\"concurrency\":1000000000",
-        ),
-        (
-            "workers-zero",
-            "\"workers\":1},\"concurrency\":2",
-            "\"workers\":0},\"concurrency\":2",
-        ),
-        (
-            "lr-negative",
-            "\"learning_rate\":0.1,",
-            "\"learning_rate\":-0.1,",
-        ),
-    ] {
-        let mut l = owned.clone();
-        assert!(l[0].contains(from), "fixture lacks {from}");
-        l[0] = l[0].replacen(from, to, 1);
-        logs.push((n, join(&l).into_bytes()));
+        ("\"learning_rate\":{},", "0.1", &[("lr-negative", "-0.1")]),
+    ];
+    for (pattern, good_value, cases) in header_edits {
+        let from = pattern.replace("{}", good_value);
+        assert!(owned[0].contains(&from), "fixture lacks {from}");
+        for &(n, value) in cases {
+            let mut l = owned.clone();
+            l[0] = l[0].replacen(&from, &pattern.replace("{}", value), 1);
+            logs.push((n, join(&l).into_bytes()));
+        }
     }
     {
         let mut l = owned.clone();
@@ -444,19 +453,7 @@ fn log_cases(dir: &Path) -> Vec<Case> {
         } else {
             Locate::Line(p.clone())
         };
-        for (cmd, args) in [
-            ("report", vec![s("report"), p.clone()]),
-            (
-                "resume",
-                vec![
-                    s("sweep"),
-                    s("--resume"),
-                    p.clone(),
-                    s("--runs-dir"),
-                    dir.join("runs").display().to_string(),
-                ],
-            ),
-        ] {
+        for (cmd, args) in log_commands(&p, &dir.join("runs").display().to_string()) {
             cases.push(Case {
                 group: "log",
                 name: format!("{n}/{cmd}"),
@@ -502,28 +499,16 @@ fn file_cases(dir: &Path) -> Vec<Case> {
     for l in logs {
         let p = l.display().to_string();
         let short = l.file_name().unwrap().to_string_lossy().to_string();
-        for (cmd, args) in [
-            ("report", vec![s("report"), p.clone()]),
-            (
-                "resume",
-                vec![
-                    s("sweep"),
-                    s("--resume"),
-                    p.clone(),
-                    s("--runs-dir"),
-                    runs.clone(),
-                ],
-            ),
-            (
-                "export",
-                vec![
-                    s("export"),
-                    p.clone(),
-                    s("--json"),
-                    dir.join(format!("out-{short}.json")).display().to_string(),
-                ],
-            ),
-        ] {
+        let export = vec![
+            s("export"),
+            p.clone(),
+            s("--json"),
+            dir.join(format!("out-{short}.json")).display().to_string(),
+        ];
+        for (cmd, args) in log_commands(&p, &runs)
+            .into_iter()
+            .chain([("export", export)])
+        {
             cases.push(Case {
                 group: "file",
                 name: format!("{short}/{cmd}"),

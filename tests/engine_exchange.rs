@@ -2,17 +2,19 @@
 //! several steps (all four optimizers; fp32, bf16 and fp16 with a loss scale; one bucket and many
 //! small ones), and the same trial (losses, evaluations, steps-to-target) through `run_trial`.
 
+mod common;
+
 use std::sync::Mutex;
 
 use burn::backend::{Autodiff, Flex};
-use burn::collective::{register, reset_collective, CollectiveConfig, PeerId};
+use burn::collective::reset_collective;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::{FloatDType, Int, Tensor, TensorData};
-use scaling_lab::core::{CancelToken, DeviceSpec, TrialEvent, TrialOutcome, TrialSpec};
+use scaling_lab::core::{CancelToken, TrialOutcome, TrialSpec};
 use scaling_lab::model::layers::Ctx;
 use scaling_lab::model::{Batch, InputShape, Net};
-use scaling_lab::train::exchange::{all_reduce_mean, DEFAULT_BUCKET_BYTES};
+use scaling_lab::train::exchange::{all_reduce_mean, join_collective, DEFAULT_BUCKET_BYTES};
 use scaling_lab::train::optim::Opt;
 use scaling_lab::train::{run_trial, TrainOptions};
 use scaling_lab::workload::spec::*;
@@ -38,14 +40,7 @@ fn values(m: &Net<B>) -> Vec<Vec<f32>> {
 }
 
 fn shape() -> InputShape {
-    InputShape {
-        channels: 1,
-        height: 8,
-        width: 8,
-        classes: 10,
-        vocab: 0,
-        seq_len: 0,
-    }
+    InputShape::images(1, 8, 8, 10)
 }
 
 fn batch(rank: usize, step: usize, n: usize) -> Batch<B> {
@@ -75,13 +70,7 @@ fn train_both(
 ) -> (Vec<Vec<f32>>, Vec<Vec<f32>>, Vec<(f64, f64, f64, f64)>) {
     let _g = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
     let (world, steps) = (2, 3);
-    let mp = Metaparams {
-        learning_rate: 0.05,
-        momentum: 0.9,
-        beta2: 0.999,
-        epsilon: 1e-8,
-        schedule: Schedule::default(),
-    };
+    let mp = Metaparams::new(0.05, 0.9);
     let model: Net<B> = Net::init(
         &ModelSpec::Mlp {
             hidden: vec![32, 16],
@@ -102,12 +91,7 @@ fn train_both(
             );
             let mp = mp.clone();
             std::thread::spawn(move || {
-                register::<Flex>(
-                    PeerId::from(rank),
-                    Default::default(),
-                    CollectiveConfig::default().with_num_devices(world),
-                )
-                .unwrap();
+                join_collective::<Flex>(rank, world, None, &Default::default()).unwrap();
                 let ctx = Ctx { dtype };
                 let (mut oa, mut ob) = (
                     Opt::<Net<B>, B>::new(kind, &mp),
@@ -195,77 +179,22 @@ fn bucketed_and_per_tensor_exchanges_give_the_same_parameters() {
     rel_close(&a, &b, "momentum, clipped");
 }
 
-fn digits() -> Workload {
-    Workload {
-        dataset: Some(DatasetSpec {
-            name: DatasetKind::Digits,
-            val_fraction: 0.2,
-            split_seed: 0,
-            max_bytes: None,
-            seq_len: 64,
-            max_val: None,
-            downsample: None,
-        }),
-        model: ModelSpec::Mlp { hidden: vec![64] },
-        optimizer: OptimizerKind::Momentum,
-        target: Target {
-            metric: Metric::ValError,
-            value: 0.06,
-        },
-        eval_every: 5,
-        eval_growth: 0.0,
-        step_budget: 2000,
-        max_examples: None,
-        precision: Precision::Fp32,
-        defaults: Metaparams {
-            learning_rate: 0.05,
-            momentum: 0.9,
-            beta2: 0.999,
-            epsilon: 1e-8,
-            schedule: Schedule::default(),
-        },
-        grad_clip: None,
-        divergence_factor: 10.0,
-    }
-}
-
 fn trial(w: &Workload, workers: usize, bucket_bytes: usize) -> (TrialOutcome, Vec<f64>) {
     let _g = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
-    let s = TrialSpec {
-        trial_id: 0,
-        batch_size: 64,
-        devices: DeviceSpec::Cpu { workers },
-        precision: Precision::Fp32,
-        metaparams: w.defaults.clone(),
-        seed: 7,
-        repeat_of: None,
-    };
-    let data = scaling_lab::data::load_cached(w.dataset.as_ref().unwrap()).unwrap();
-    let mut losses = vec![];
-    let out = run_trial::<B>(
-        vec![Default::default(); workers],
+    let s = common::cpu_trial(w, 64, workers, Precision::Fp32);
+    common::train(
         w,
         &s,
-        data,
-        &TrainOptions {
-            step_event_interval: std::time::Duration::ZERO,
+        TrainOptions {
             bucket_bytes,
             ..Default::default()
         },
-        &mut |e| {
-            if let TrialEvent::Step(st) = e {
-                losses.push(st.loss)
-            }
-        },
-        &CancelToken::new(),
     )
-    .unwrap();
-    (out, losses)
 }
 
 #[test]
 fn steps_to_target_and_losses_do_not_depend_on_the_exchange_path() {
-    let w = digits();
+    let w = common::digits_workload();
     let (a, la) = trial(&w, 2, 0);
     let (b, lb) = trial(&w, 2, DEFAULT_BUCKET_BYTES);
     eprintln!(
@@ -297,20 +226,16 @@ fn steps_to_target_and_losses_do_not_depend_on_the_exchange_path() {
 
 #[test]
 fn loss_scale_applies_to_fp16_only_and_stuck_skipping_diverges_with_a_reason() {
-    let mut w = digits();
+    let mut w = common::digits_workload();
     w.step_budget = 20;
     w.target.value = 0.0;
     let data = scaling_lab::data::load_cached(w.dataset.as_ref().unwrap()).unwrap();
     let run = |precision: Precision, opts: TrainOptions| {
         let _g = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
         let s = TrialSpec {
-            trial_id: 0,
-            batch_size: 32,
-            devices: DeviceSpec::Cpu { workers: 1 },
             precision,
-            metaparams: w.defaults.clone(),
             seed: 1,
-            repeat_of: None,
+            ..TrialSpec::cpu(32, w.defaults.clone())
         };
         run_trial::<B>(
             vec![Default::default()],

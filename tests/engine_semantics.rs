@@ -3,14 +3,15 @@
 //! gradient.
 
 use burn::backend::{Autodiff, Flex};
-use burn::collective::{register, reset_collective, CollectiveConfig, PeerId, ReduceOperation};
+use burn::collective::{reset_collective, PeerId, ReduceOperation};
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Int, Tensor, TensorData};
 use scaling_lab::model::layers::{param, Ctx, Dense};
 use scaling_lab::model::{Batch, InputShape, Net};
+use scaling_lab::train::exchange::join_collective;
 use scaling_lab::train::optim::Opt;
-use scaling_lab::workload::spec::{Metaparams, ModelSpec, OptimizerKind, Schedule};
+use scaling_lab::workload::spec::{Metaparams, ModelSpec, OptimizerKind};
 
 type B = Autodiff<Flex>;
 
@@ -34,13 +35,7 @@ fn run_steps(kind: OptimizerKind, mp: &Metaparams, xs: &[f32]) -> Vec<f64> {
 }
 
 fn mp(lr: f64, momentum: f64) -> Metaparams {
-    Metaparams {
-        learning_rate: lr,
-        momentum,
-        beta2: 0.999,
-        epsilon: 1e-8,
-        schedule: Schedule::default(),
-    }
+    Metaparams::new(lr, momentum)
 }
 
 const XS: [f32; 4] = [0.5, -1.0, 2.0, 0.25];
@@ -98,14 +93,7 @@ fn adam_matches_the_pytorch_update_rule_computed_by_hand() {
 #[test]
 fn all_reduced_shard_gradients_equal_the_full_batch_gradient() {
     let dev = Default::default();
-    let shape = InputShape {
-        channels: 1,
-        height: 8,
-        width: 8,
-        classes: 10,
-        vocab: 0,
-        seq_len: 0,
-    };
+    let shape = InputShape::images(1, 8, 8, 10);
     let model: Net<B> = Net::init(&ModelSpec::Mlp { hidden: vec![32] }, shape, 3, &dev).unwrap();
     let n = 64;
     let x: Vec<f32> = (0..n * 64).map(|i| ((i * 37 % 17) as f32) / 16.0).collect();
@@ -131,12 +119,7 @@ fn all_reduced_shard_gradients_equal_the_full_batch_gradient() {
             let replica = model.clone();
             let b = batch(rank * n / g, (rank + 1) * n / g);
             std::thread::spawn(move || {
-                register::<Flex>(
-                    PeerId::from(rank),
-                    Default::default(),
-                    CollectiveConfig::default().with_num_devices(g),
-                )
-                .unwrap();
+                join_collective::<Flex>(rank, g, None, &Default::default()).unwrap();
                 let grads = GradientsParams::from_grads(
                     replica.loss(&b, &Ctx::fp32()).backward(),
                     &replica,

@@ -1,82 +1,17 @@
 //! Real short trainings on CPU (Flex backend).
 
-use std::sync::Arc;
+mod common;
 
-use burn::backend::{Autodiff, Flex};
-use scaling_lab::core::{CancelToken, DeviceSpec, Outcome, TrialEvent, TrialSpec};
-use scaling_lab::train::{run_trial, TrainOptions};
+use common::{cpu_trial as spec, digits_workload, train};
+use scaling_lab::core::Outcome;
+use scaling_lab::train::TrainOptions;
 use scaling_lab::workload::spec::*;
 
-type B = Autodiff<Flex>;
-
-fn digits_workload() -> Workload {
-    Workload {
-        dataset: Some(DatasetSpec {
-            name: DatasetKind::Digits,
-            val_fraction: 0.2,
-            split_seed: 0,
-            max_bytes: None,
-            seq_len: 64,
-            max_val: None,
-            downsample: None,
-        }),
-        model: ModelSpec::Mlp { hidden: vec![64] },
-        optimizer: OptimizerKind::Momentum,
-        target: Target {
-            metric: Metric::ValError,
-            value: 0.06,
-        },
-        eval_every: 5,
-        eval_growth: 0.0,
-        step_budget: 2000,
-        max_examples: None,
-        precision: Precision::Fp32,
-        defaults: Metaparams {
-            learning_rate: 0.05,
-            momentum: 0.9,
-            beta2: 0.999,
-            epsilon: 1e-8,
-            schedule: Schedule::default(),
-        },
-        grad_clip: None,
-        divergence_factor: 10.0,
-    }
-}
-
-fn spec(w: &Workload, b: usize, workers: usize, precision: Precision) -> TrialSpec {
-    TrialSpec {
-        trial_id: 0,
-        batch_size: b,
-        devices: DeviceSpec::Cpu { workers },
-        precision,
-        metaparams: w.defaults.clone(),
-        seed: 7,
-        repeat_of: None,
-    }
-}
-
-fn run(w: &Workload, s: &TrialSpec) -> (scaling_lab::core::TrialOutcome, Vec<f64>) {
-    let data = scaling_lab::data::load_cached(w.dataset.as_ref().unwrap()).unwrap();
-    let mut losses = vec![];
-    let devices = vec![Default::default(); s.devices.replicas()];
-    let out = run_trial::<B>(
-        devices,
-        w,
-        s,
-        data,
-        &TrainOptions {
-            step_event_interval: std::time::Duration::ZERO,
-            ..Default::default()
-        },
-        &mut |e| {
-            if let TrialEvent::Step(st) = e {
-                losses.push(st.loss)
-            }
-        },
-        &CancelToken::new(),
-    )
-    .unwrap();
-    (out, losses)
+fn run(
+    w: &Workload,
+    s: &scaling_lab::core::TrialSpec,
+) -> (scaling_lab::core::TrialOutcome, Vec<f64>) {
+    train(w, s, TrainOptions::default())
 }
 
 #[test]
@@ -92,7 +27,6 @@ fn digits_mlp_reaches_target() {
         "{:?}",
         out.outcome
     );
-    let _ = Arc::new(());
 }
 
 #[test]
@@ -148,22 +82,16 @@ fn fp16_overflow_is_skipped_and_the_scale_halves() {
     w.step_budget = 30;
     w.target.value = 0.0;
     let s = spec(&w, 64, 1, Precision::Fp16);
-    let data = scaling_lab::data::load_cached(w.dataset.as_ref().unwrap()).unwrap();
     let mut cfg = scaling_lab::train::scaler::ScalerConfig::fp16();
     cfg.init_scale = 2f64.powi(40);
-    let out = run_trial::<B>(
-        vec![Default::default()],
+    let (out, _) = train(
         &w,
         &s,
-        data,
-        &TrainOptions {
+        TrainOptions {
             scaler: Some(cfg),
             ..Default::default()
         },
-        &mut |_| {},
-        &CancelToken::new(),
-    )
-    .unwrap();
+    );
     assert_eq!(out.steps, 30, "applied steps count only the clean ones");
     assert!(out.skipped_steps >= 1, "no step was skipped");
     assert_eq!(

@@ -36,50 +36,64 @@ fn exit_code(s: &Session) -> i32 {
     }
 }
 
+/// Everything the session printed until it ended.
+fn text_until_eof(s: &mut Session, what: &str) -> String {
+    let out = s.expect(Eof).expect(what);
+    String::from_utf8_lossy(out.as_bytes()).to_string()
+}
+
+/// Runs `scaling-lab ARGS` in a pty (runs in a fresh directory) to its end: what it printed and
+/// its exit code.
+fn run_in_pty(args: &[&str]) -> (String, i32) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = pty(args, dir.path());
+    let text = text_until_eof(&mut s, "it ends (no hang)");
+    let code = exit_code(&s);
+    (text, code)
+}
+
+/// A digits sweep long enough (160 trials) to be interrupted.
+const LONG_SWEEP: [&str; 6] = [
+    "sweep",
+    "digits-mlp-sgd",
+    "--trials",
+    "20",
+    "--batch-sizes",
+    "8,16,32,64,128,256,512,1024",
+];
+
 #[test]
 fn sweep_runs_to_completion_in_a_terminal() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut s = pty(
-        &[
-            "sweep",
-            "nqm-sgd",
-            "--batch-sizes",
-            "4,16,64,256",
-            "--trials",
-            "6",
-        ],
-        dir.path(),
-    );
-    let out = s.expect(Eof).expect("the sweep ends (no hang)");
-    let text = String::from_utf8_lossy(out.as_bytes()).to_string();
+    let (text, code) = run_in_pty(&[
+        "sweep",
+        "nqm-sgd",
+        "--batch-sizes",
+        "4,16,64,256",
+        "--trials",
+        "6",
+    ]);
     assert!(text.contains("sweep nqm-sgd"), "{text}");
     assert!(text.contains("fit S = S_min"), "{text}");
     assert!(text.contains("[24/24] trial"), "{text}");
-    assert_eq!(exit_code(&s), 0, "{text}");
+    assert_eq!(code, 0, "{text}");
 }
 
 #[test]
 fn train_runs_to_completion_in_a_terminal() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut s = pty(
-        &[
-            "train",
-            "--preset",
-            "digits-mlp-sgd",
-            "--batch-size",
-            "64",
-            "--steps",
-            "300",
-        ],
-        dir.path(),
-    );
-    let out = s.expect(Eof).expect("train ends");
-    let text = String::from_utf8_lossy(out.as_bytes()).to_string();
+    let (text, code) = run_in_pty(&[
+        "train",
+        "--preset",
+        "digits-mlp-sgd",
+        "--batch-size",
+        "64",
+        "--steps",
+        "300",
+    ]);
     assert!(
         text.contains("reached val_error") || text.contains("did not reach"),
         "{text}"
     );
-    assert_eq!(exit_code(&s), 0, "{text}");
+    assert_eq!(code, 0, "{text}");
 }
 
 #[test]
@@ -111,22 +125,11 @@ fn sweep_piped_runs_to_completion() {
 #[test]
 fn ctrl_c_cancels_with_130_and_the_resume_line() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = pty(
-        &[
-            "sweep",
-            "digits-mlp-sgd",
-            "--trials",
-            "20",
-            "--batch-sizes",
-            "8,16,32,64,128,256,512,1024",
-        ],
-        dir.path(),
-    );
+    let mut s = pty(&LONG_SWEEP, dir.path());
     s.expect(Regex(r"\[2/160\] trial"))
         .expect("two trials finish");
     s.send([3u8]).unwrap(); // ctrl-c
-    let out = s.expect(Eof).expect("the sweep stops");
-    let text = String::from_utf8_lossy(out.as_bytes()).to_string();
+    let text = text_until_eof(&mut s, "the sweep stops");
     assert!(text.contains("scaling-lab sweep --resume"), "{text}");
     assert_eq!(exit_code(&s), 130, "{text}");
 }
@@ -136,17 +139,7 @@ fn second_ctrl_c_quits_at_once() {
     let dir = tempfile::tempdir().unwrap();
     // One long trial: the first ctrl-c asks it to stop at its next step; the second ends the
     // process without waiting.
-    let mut s = pty(
-        &[
-            "sweep",
-            "digits-mlp-sgd",
-            "--trials",
-            "20",
-            "--batch-sizes",
-            "8,16,32,64,128,256,512,1024",
-        ],
-        dir.path(),
-    );
+    let mut s = pty(&LONG_SWEEP, dir.path());
     s.expect(Regex(r"\[1/160\] trial"))
         .expect("a trial finishes");
     s.send([3u8]).unwrap();

@@ -2,32 +2,20 @@
 //! writes the log is refused with one stderr line naming the holder's PID, and the log stays
 //! valid with no duplicated trial.
 
+mod common;
+
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use scaling_lab::runlog::reader::read_run_log;
 use scaling_lab::runlog::writer::lock_sidecar;
 
-const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
+use common::find_log;
 
 fn spawn(args: &[&str]) -> Child {
-    Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start scaling-lab")
-}
-
-fn only_log(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+    common::spawn(args, Stdio::piped())
 }
 
 fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
@@ -92,9 +80,9 @@ fn resume_while_writing_and_two_concurrent_resumes() {
     // 1. A resume started while the sweep itself runs is refused.
     let mut a = spawn(&sweep);
     wait_until("the sweep's log and lock", || {
-        only_log(&runs).is_some_and(|l| lock_sidecar(&l).exists())
+        find_log(&runs).is_some_and(|l| lock_sidecar(&l).exists())
     });
-    let log = only_log(&runs).unwrap();
+    let log = find_log(&runs).unwrap();
     let log_s = log.display().to_string();
     let resume = [
         "sweep",

@@ -1,55 +1,32 @@
 //! `--repeats` and `--until` end to end on the NQM (fast): what they add to the log, that S(B)
 //! keeps its definition, and that a resumed sweep reproduces them.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 
 use scaling_lab::core::*;
 use scaling_lab::nqm::NqmRunner;
 use scaling_lab::runlog::read_run_log;
-use scaling_lab::sweep::{plan, start_sweep, SweepConfig, SweepResult};
+use scaling_lab::sweep::{plan, SweepConfig, SweepResult};
 use scaling_lab::workload::spec::*;
 
 fn config(dir: &Path) -> SweepConfig {
     let preset = Preset {
         name: "nqm-adaptive".into(),
-        description: "test".into(),
-        workload: Workload {
-            eval_every: 5,
-            step_budget: 2000,
-            ..Workload::nqm(50, OptimizerKind::Sgd, 0.1)
-        },
-        search: SearchSpace {
-            learning_rate: [1e-3, 4.0],
-            ..SearchSpace::default()
-        },
-        sweep: SweepDefaults::default(),
+        ..common::nqm_preset(OptimizerKind::Sgd)
     };
     SweepConfig {
-        preset,
-        preset_path: None,
         batch_sizes: vec![1, 4, 16, 64, 256],
         trials_per_batch: 4,
-        devices: DeviceSpec::Cpu { workers: 1 },
-        concurrency: 1,
-        precision: Precision::Fp32,
         seed: 5,
-        runs_dir: dir.to_path_buf(),
-        repeats: 1,
-        until: None,
-        max_trials: None,
-        widen: 0,
+        ..common::sweep_config(preset, dir)
     }
 }
 
 fn run(cfg: SweepConfig, resume: Option<PathBuf>) -> SweepResult {
-    let (tx, rx) = sync_channel(1 << 16);
-    let h = start_sweep(cfg, Arc::new(NqmRunner), tx, resume).unwrap();
-    let d = std::thread::spawn(move || rx.iter().count());
-    let r = h.join().unwrap();
-    d.join().unwrap();
-    r
+    common::run_sweep(cfg, Arc::new(NqmRunner), resume).0
 }
 
 #[test]

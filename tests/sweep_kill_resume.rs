@@ -1,14 +1,16 @@
 //! Reliability: SIGKILL a running sweep at several points, resume it, and check that no finished
 //! trial is lost or run twice and that the final curve equals an uninterrupted run's.
 
+mod common;
+
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use scaling_lab::runlog::reader::read_run_log;
 
-const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
+use common::{find_log, BIN};
 
 fn sweep_args(runs: &Path) -> Vec<String> {
     [
@@ -28,14 +30,6 @@ fn sweep_args(runs: &Path) -> Vec<String> {
     .collect()
 }
 
-fn only_log(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
-}
-
 fn trial_lines(path: &Path) -> usize {
     std::fs::read_to_string(path)
         .map(|s| {
@@ -47,19 +41,14 @@ fn trial_lines(path: &Path) -> usize {
 }
 
 fn spawn(args: &[String]) -> Child {
-    Command::new(BIN)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start scaling-lab")
+    common::spawn(args, Stdio::null())
 }
 
 /// Waits until the log holds at least `n` trial records, then SIGKILLs the process.
 fn kill_after(mut child: Child, dir: &Path, n: usize) -> bool {
     let start = Instant::now();
     loop {
-        if let Some(log) = only_log(dir) {
+        if let Some(log) = find_log(dir) {
             if trial_lines(&log) >= n {
                 child.kill().unwrap(); // SIGKILL on Unix
                 child.wait().unwrap();
@@ -86,13 +75,13 @@ fn sigkill_then_resume_loses_nothing_and_matches_an_uninterrupted_run() {
         .status()
         .unwrap();
     assert!(status.success());
-    let reference = read_run_log(&only_log(reference_dir.path()).unwrap()).unwrap();
+    let reference = read_run_log(&find_log(reference_dir.path()).unwrap()).unwrap();
     assert_eq!(reference.trials.len(), 12);
 
     let dir = tempfile::tempdir().unwrap();
     // first run: killed after the first finished trial
     assert!(kill_after(spawn(&sweep_args(dir.path())), dir.path(), 1));
-    let log = only_log(dir.path()).unwrap();
+    let log = find_log(dir.path()).unwrap();
     // resumed twice more, killed at later points, then resumed to the end
     for n in [4, 8] {
         let args: Vec<String> = vec![

@@ -1,8 +1,9 @@
 //! Run logs: schema validation of real writer output, malformed-log fixtures, tailing, export,
 //! compare, the report, and the batch_science import.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 
 use scaling_lab::core::*;
@@ -12,7 +13,7 @@ use scaling_lab::runlog::batch_science::{import_batch_science, save_import};
 use scaling_lab::runlog::compare::compare;
 use scaling_lab::runlog::export::{points_csv, svg_for_log, trials_csv};
 use scaling_lab::runlog::{read_run_log, RunLogError, RunLogTail};
-use scaling_lab::sweep::{start_sweep, SweepConfig};
+use scaling_lab::sweep::SweepConfig;
 use scaling_lab::workload::spec::*;
 
 fn fixtures() -> PathBuf {
@@ -21,13 +22,7 @@ fn fixtures() -> PathBuf {
 
 fn preset(opt: OptimizerKind) -> Preset {
     Preset {
-        name: format!("nqm-{}", opt.name()),
         description: "fixture".into(),
-        workload: Workload {
-            eval_every: 5,
-            step_budget: 2000,
-            ..Workload::nqm(50, opt, 0.1)
-        },
         search: SearchSpace {
             learning_rate: [1e-2, 4.0],
             one_minus_momentum: if opt.uses_momentum() {
@@ -39,33 +34,20 @@ fn preset(opt: OptimizerKind) -> Preset {
             decay_fraction: Some([0.5, 1.0]),
             ..SearchSpace::default()
         },
-        sweep: SweepDefaults::default(),
+        ..common::nqm_preset(opt)
     }
 }
 
 /// Runs a small NQM sweep and returns its log path.
 fn sweep(dir: &Path, opt: OptimizerKind) -> PathBuf {
     let cfg = SweepConfig {
-        preset: preset(opt),
-        preset_path: None,
         batch_sizes: vec![1, 4, 16, 64, 256],
         trials_per_batch: 4,
-        devices: DeviceSpec::Cpu { workers: 1 },
         concurrency: 2,
-        precision: Precision::Fp32,
         seed: 1,
-        runs_dir: dir.to_path_buf(),
-        repeats: 1,
-        until: None,
-        max_trials: None,
-        widen: 0,
+        ..common::sweep_config(preset(opt), dir)
     };
-    let (tx, rx) = sync_channel(4096);
-    let h = start_sweep(cfg, Arc::new(NqmRunner), tx, None).unwrap();
-    let d = std::thread::spawn(move || rx.iter().count());
-    let r = h.join().unwrap();
-    d.join().unwrap();
-    r.log_path
+    common::run_sweep(cfg, Arc::new(NqmRunner), None).0.log_path
 }
 
 #[test]

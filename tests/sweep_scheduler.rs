@@ -1,7 +1,8 @@
 //! The sweep scheduler end to end with the NQM runner and scripted fakes: events, the run log,
 //! resume, cancellation, errors and divergence.
 
-use std::path::Path;
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
@@ -13,39 +14,33 @@ use scaling_lab::runlog::read_run_log;
 use scaling_lab::sweep::{plan, start_sweep, SweepConfig};
 use scaling_lab::workload::spec::*;
 
-pub fn nqm_preset(opt: OptimizerKind) -> Preset {
-    Preset {
-        name: format!("nqm-{}", opt.name()),
-        description: "test".into(),
-        workload: Workload {
-            eval_every: 5,
-            step_budget: 2000,
-            ..Workload::nqm(50, opt, 0.1)
-        },
-        search: SearchSpace {
-            learning_rate: [1e-3, 4.0],
-            ..SearchSpace::default()
-        },
-        sweep: SweepDefaults::default(),
-    }
-}
-
-fn config(dir: &Path, opt: OptimizerKind) -> SweepConfig {
-    SweepConfig {
-        preset: nqm_preset(opt),
-        preset_path: None,
+/// A fresh runs directory and a 6 B × 6 trials NQM sweep into it, 3 trials at once.
+fn config(opt: OptimizerKind) -> (tempfile::TempDir, SweepConfig) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = SweepConfig {
         batch_sizes: vec![1, 4, 16, 64, 256, 1024],
         trials_per_batch: 6,
-        devices: DeviceSpec::Cpu { workers: 1 },
         concurrency: 3,
-        precision: Precision::Fp32,
         seed: 42,
-        runs_dir: dir.to_path_buf(),
-        repeats: 1,
-        until: None,
-        max_trials: None,
-        widen: 0,
-    }
+        ..common::sweep_config(common::nqm_preset(opt), dir.path())
+    };
+    (dir, cfg)
+}
+
+/// An SGD sweep of `trials` trials per batch size over `batch_sizes`, `concurrency` at once.
+fn small_config(
+    batch_sizes: &[usize],
+    trials: usize,
+    concurrency: usize,
+) -> (tempfile::TempDir, SweepConfig) {
+    let (dir, cfg) = config(OptimizerKind::Sgd);
+    let cfg = SweepConfig {
+        batch_sizes: batch_sizes.to_vec(),
+        trials_per_batch: trials,
+        concurrency,
+        ..cfg
+    };
+    (dir, cfg)
 }
 
 fn drain(rx: Receiver<SweepEvent>) -> Vec<SweepEvent> {
@@ -54,14 +49,9 @@ fn drain(rx: Receiver<SweepEvent>) -> Vec<SweepEvent> {
 
 #[test]
 fn nqm_sweep_writes_log_and_events() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), OptimizerKind::Sgd);
-    let (tx, rx) = sync_channel(1024);
-    let h = start_sweep(cfg.clone(), Arc::new(NqmRunner), tx, None).unwrap();
-    let log_path = h.log_path().to_path_buf();
-    let events = std::thread::spawn(move || drain(rx));
-    let res = h.join().unwrap();
-    let events = events.join().unwrap();
+    let (_dir, cfg) = config(OptimizerKind::Sgd);
+    let (res, events) = common::run_sweep(cfg.clone(), Arc::new(NqmRunner), None);
+    let log_path = res.log_path.clone();
     assert!(!res.cancelled);
     assert_eq!(
         (res.trials_done, res.trials_planned, res.trials_run),
@@ -132,14 +122,14 @@ fn nqm_sweep_writes_log_and_events() {
     }
 }
 
-/// A runner that wraps the NQM but cancels the whole sweep after `after` trials started.
-struct Interrupting {
-    started: AtomicUsize,
-    after: usize,
-    control: std::sync::Mutex<Option<scaling_lab::sweep::SweepControl>>,
+/// The NQM runner behind a hook that sees each trial first and may end it (an error, a panic)
+/// or act on the sweep (cancel it).
+struct BeforeNqm<F> {
+    before: F,
+    backend: &'static str,
 }
 
-impl TrialRunner for Interrupting {
+impl<F: Fn(&TrialSpec) -> anyhow::Result<()> + Send + Sync> TrialRunner for BeforeNqm<F> {
     fn run(
         &self,
         w: &Workload,
@@ -147,42 +137,36 @@ impl TrialRunner for Interrupting {
         emit: &mut dyn FnMut(TrialEvent),
         cancel: &CancelToken,
     ) -> anyhow::Result<TrialOutcome> {
-        let n = self.started.fetch_add(1, Ordering::SeqCst);
-        if n == self.after {
-            if let Some(c) = self.control.lock().unwrap().as_ref() {
-                c.cancel();
-            }
-        }
+        (self.before)(spec)?;
         NqmRunner.run(w, spec, emit, cancel)
     }
     fn backend(&self) -> String {
-        "nqm-closed-form".into()
+        self.backend.into()
     }
 }
 
 #[test]
 fn cancel_then_resume_equals_uninterrupted() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config(dir.path(), OptimizerKind::Momentum);
+    let (_dir, mut cfg) = config(OptimizerKind::Momentum);
     // Three trials at once make early-stopping caps depend on timing (S(B) does not, the
     // per-trial outcomes do); this test compares whole analyses, so it runs without them.
     cfg.preset.sweep.early_stopping = false;
     // Uninterrupted reference.
-    let (tx, rx) = sync_channel(4096);
-    let h = start_sweep(cfg.clone(), Arc::new(NqmRunner), tx, None).unwrap();
-    let drainer = std::thread::spawn(move || drain(rx));
-    let full = h.join().unwrap();
-    drainer.join().unwrap();
+    let (full, _) = common::run_sweep(cfg.clone(), Arc::new(NqmRunner), None);
 
-    // Interrupted after ~10 trials, then resumed.
-    let runner = Arc::new(Interrupting {
-        started: AtomicUsize::new(0),
-        after: 10,
-        control: std::sync::Mutex::new(None),
+    // Interrupted (the whole sweep cancelled) when the 11th trial starts, then resumed.
+    let control = scaling_lab::sweep::SweepControl::new();
+    let (started, c) = (AtomicUsize::new(0), control.clone());
+    let runner = Arc::new(BeforeNqm {
+        before: move |_: &TrialSpec| {
+            if started.fetch_add(1, Ordering::SeqCst) == 10 {
+                c.cancel();
+            }
+            Ok(())
+        },
+        backend: "nqm-closed-form",
     });
     let (tx, rx) = sync_channel(4096);
-    let control = scaling_lab::sweep::SweepControl::new();
-    *runner.control.lock().unwrap() = Some(control.clone());
     let h = scaling_lab::sweep::scheduler::start_sweep_with(cfg.clone(), runner, tx, None, control)
         .unwrap();
     let path = h.log_path().to_path_buf();
@@ -195,11 +179,7 @@ fn cancel_then_resume_equals_uninterrupted() {
     assert_eq!(log.status(), scaling_lab::runlog::LogStatus::Interrupted);
     let first = log.trials.len();
 
-    let (tx, rx) = sync_channel(4096);
-    let h = start_sweep(cfg.clone(), Arc::new(NqmRunner), tx, Some(path.clone())).unwrap();
-    let drainer = std::thread::spawn(move || drain(rx));
-    let resumed = h.join().unwrap();
-    let events = drainer.join().unwrap();
+    let (resumed, events) = common::run_sweep(cfg.clone(), Arc::new(NqmRunner), Some(path.clone()));
     assert!(matches!(events[0], SweepEvent::Planned(ref p) if p.already_done == first));
     assert_eq!(resumed.trials_run, 36 - first);
     let log = read_run_log(&path).unwrap();
@@ -216,19 +196,11 @@ fn cancel_then_resume_equals_uninterrupted() {
 
 #[test]
 fn torn_tail_is_cut_on_resume() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config(dir.path(), OptimizerKind::Sgd);
-    cfg.batch_sizes = vec![4, 64];
-    cfg.trials_per_batch = 3;
     // One trial at a time: early-stopping caps (and so the per-trial outcomes this test compares)
     // are then a pure function of the finished trials, as on resume.
-    cfg.concurrency = 1;
-    let (tx, rx) = sync_channel(4096);
-    let h = start_sweep(cfg.clone(), Arc::new(NqmRunner), tx, None).unwrap();
-    let path = h.log_path().to_path_buf();
-    let d = std::thread::spawn(move || drain(rx));
-    let full = h.join().unwrap();
-    d.join().unwrap();
+    let (_dir, cfg) = small_config(&[4, 64], 3, 1);
+    let (full, _) = common::run_sweep(cfg.clone(), Arc::new(NqmRunner), None);
+    let path = full.log_path.clone();
     // Simulate SIGKILL mid-write: drop the summary and the last trial, leave half a line.
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -239,11 +211,7 @@ fn torn_tail_is_cut_on_resume() {
     assert_eq!(log.warnings.len(), 1, "{:?}", log.warnings);
     assert_eq!(log.trials.len(), 5);
     assert_eq!(log.status(), scaling_lab::runlog::LogStatus::Unfinished);
-    let (tx, rx) = sync_channel(4096);
-    let h = start_sweep(cfg, Arc::new(NqmRunner), tx, Some(path.clone())).unwrap();
-    let d = std::thread::spawn(move || drain(rx));
-    let res = h.join().unwrap();
-    d.join().unwrap();
+    let (res, _) = common::run_sweep(cfg, Arc::new(NqmRunner), Some(path.clone()));
     assert_eq!(res.trials_run, 1);
     let log = read_run_log(&path).unwrap();
     assert!(log.warnings.is_empty(), "{:?}", log.warnings);
@@ -251,39 +219,21 @@ fn torn_tail_is_cut_on_resume() {
     assert_eq!(res.analysis, full.analysis);
 }
 
-/// Fails, panics or diverges depending on the trial id; never stops the sweep.
-struct Flaky;
-
-impl TrialRunner for Flaky {
-    fn run(
-        &self,
-        w: &Workload,
-        spec: &TrialSpec,
-        emit: &mut dyn FnMut(TrialEvent),
-        cancel: &CancelToken,
-    ) -> anyhow::Result<TrialOutcome> {
-        match spec.trial_id % 4 {
-            0 => anyhow::bail!("scripted set-up failure"),
-            1 => panic!("scripted panic"),
-            _ => NqmRunner.run(w, spec, emit, cancel),
-        }
-    }
-    fn backend(&self) -> String {
-        "flaky".into()
-    }
-}
-
 #[test]
 fn errors_and_panics_do_not_stop_the_sweep() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config(dir.path(), OptimizerKind::Sgd);
+    let (_dir, mut cfg) = config(OptimizerKind::Sgd);
     cfg.trials_per_batch = 2; // 12 trials: ids 0..12
-    let (tx, rx) = sync_channel(4096);
-    let h = start_sweep(cfg, Arc::new(Flaky), tx, None).unwrap();
-    let path = h.log_path().to_path_buf();
-    let d = std::thread::spawn(move || drain(rx));
-    let res = h.join().unwrap();
-    let events = d.join().unwrap();
+                              // Fails, panics or runs (and maybe diverges) depending on the trial id.
+    let flaky = BeforeNqm {
+        before: |spec: &TrialSpec| match spec.trial_id % 4 {
+            0 => anyhow::bail!("scripted set-up failure"),
+            1 => panic!("scripted panic"),
+            _ => Ok(()),
+        },
+        backend: "flaky",
+    };
+    let (res, events) = common::run_sweep(cfg, Arc::new(flaky), None);
+    let path = res.log_path.clone();
     assert_eq!(res.trial_errors, 6);
     let errors: Vec<&String> = events
         .iter()
@@ -329,17 +279,7 @@ impl TrialRunner for Slow {
                 }));
             }
         }
-        Ok(TrialOutcome {
-            outcome: Outcome::Cancelled { step },
-            steps: step,
-            skipped_steps: 0,
-            final_loss_scale: 1.0,
-            wall_s: 0.0,
-            evals: vec![],
-            noise: NoiseSummary::default(),
-            throughput: Throughput::default(),
-            reason: None,
-        })
+        Ok(TrialOutcome::bare(Outcome::Cancelled { step }, step))
     }
     fn backend(&self) -> String {
         "slow".into()
@@ -348,11 +288,7 @@ impl TrialRunner for Slow {
 
 #[test]
 fn pause_cancel_trial_and_slow_consumer() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config(dir.path(), OptimizerKind::Sgd);
-    cfg.batch_sizes = vec![8, 16];
-    cfg.trials_per_batch = 2;
-    cfg.concurrency = 2;
+    let (_dir, cfg) = small_config(&[8, 16], 2, 2);
     // A tiny channel that nobody reads for a while.
     let (tx, rx) = sync_channel(8);
     let h = start_sweep(cfg, Arc::new(Slow), tx, None).unwrap();
@@ -408,8 +344,7 @@ fn pause_cancel_trial_and_slow_consumer() {
 
 #[test]
 fn bad_config_and_incompatible_resume_are_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config(dir.path(), OptimizerKind::Sgd);
+    let (_dir, mut cfg) = config(OptimizerKind::Sgd);
     cfg.devices = DeviceSpec::Cpu { workers: 3 };
     let (tx, _rx) = sync_channel(16);
     let e = start_sweep(cfg, Arc::new(NqmRunner), tx, None)
@@ -417,15 +352,10 @@ fn bad_config_and_incompatible_resume_are_errors() {
         .unwrap();
     assert!(e.to_string().contains("does not split"), "{e}");
 
-    let mut cfg = config(dir.path(), OptimizerKind::Sgd);
-    cfg.batch_sizes = vec![4];
-    cfg.trials_per_batch = 1;
-    let (tx, rx) = sync_channel(64);
-    let h = start_sweep(cfg.clone(), Arc::new(NqmRunner), tx, None).unwrap();
-    let path = h.log_path().to_path_buf();
-    let d = std::thread::spawn(move || drain(rx));
-    h.join().unwrap();
-    d.join().unwrap();
+    let (_dir2, mut cfg) = small_config(&[4], 1, 3);
+    let path = common::run_sweep(cfg.clone(), Arc::new(NqmRunner), None)
+        .0
+        .log_path;
     cfg.seed = 7;
     let (tx, _rx) = sync_channel(16);
     let e = start_sweep(cfg, Arc::new(NqmRunner), tx, Some(path))
@@ -436,8 +366,7 @@ fn bad_config_and_incompatible_resume_are_errors() {
 
 #[test]
 fn headless_plain_output_ends_with_the_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config(dir.path(), OptimizerKind::Momentum);
+    let (_dir, mut cfg) = config(OptimizerKind::Momentum);
     cfg.trials_per_batch = 2;
     let (tx, rx) = sync_channel(4096);
     let h = start_sweep(cfg, Arc::new(NqmRunner), tx, None).unwrap();
@@ -484,18 +413,12 @@ fn headless_plain_output_ends_with_the_report() {
 #[test]
 fn early_stopping_keeps_steps_to_target() {
     let run = |early: bool| {
-        let dir = tempfile::tempdir().unwrap();
-        let mut cfg = config(dir.path(), OptimizerKind::Momentum);
+        let (_dir, mut cfg) = config(OptimizerKind::Momentum);
         cfg.concurrency = 1;
         cfg.trials_per_batch = 8;
         cfg.preset.sweep.early_stopping = early;
-        let (tx, rx) = sync_channel(4096);
-        let h = start_sweep(cfg, Arc::new(NqmRunner), tx, None).unwrap();
-        let path = h.log_path().to_path_buf();
-        let drainer = std::thread::spawn(move || drain(rx));
-        let res = h.join().unwrap();
-        drainer.join().unwrap();
-        (res.analysis, read_run_log(&path).unwrap())
+        let (res, _) = common::run_sweep(cfg, Arc::new(NqmRunner), None);
+        (res.analysis, read_run_log(&res.log_path).unwrap())
     };
     let (full, full_log) = run(false);
     let (early, early_log) = run(true);
@@ -580,8 +503,7 @@ impl TrialRunner for FakeGpu {
 
 #[test]
 fn packed_gpu_trials_get_one_device_each_and_oom_is_an_outcome() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config(dir.path(), OptimizerKind::Sgd);
+    let (_dir, mut cfg) = config(OptimizerKind::Sgd);
     cfg.trials_per_batch = 4;
     cfg.devices = DeviceSpec::Cuda {
         devices: vec![0, 1],

@@ -6,7 +6,7 @@ mod tui_support;
 use std::path::PathBuf;
 
 use scaling_lab::core::events::{SweepEvent, TrialEvent};
-use scaling_lab::core::trial::{NoiseSummary, Outcome, Throughput, TrialOutcome};
+use scaling_lab::core::trial::{Outcome, TrialOutcome};
 use scaling_lab::tui::app::{update, App, Command, Confirm, Field, LiveView, Msg, Screen, FIELDS};
 use scaling_lab::tui::keymap::{footer_keys, Key, KEYS};
 use tui_support::*;
@@ -15,20 +15,6 @@ const SWEEP_LOG: &str = "runs/2026-01-01T10-00-00-digits-mlp-momentum.jsonl";
 
 fn key(a: &mut App, k: Key) -> Vec<Command> {
     update(a, Msg::Key(k))
-}
-
-/// A run log of the default preset holding the first `n` scripted trials.
-fn log_with(a: &App, path: &str, n: usize) -> scaling_lab::runlog::RunLog {
-    let cfg = config(a);
-    let records = scripted_records(&cfg);
-    scaling_lab::runlog::RunLog {
-        path: PathBuf::from(path),
-        header: scaling_lab::sweep::scheduler::make_header(&cfg, "test"),
-        trials: records[..n].to_vec(),
-        summary: None,
-        warnings: vec![],
-        valid_len: 0,
-    }
 }
 
 fn mid_sweep() -> App {
@@ -169,15 +155,8 @@ fn cancelled(id: u64) -> SweepEvent {
         trial_id: id,
         event: TrialEvent::Finished {
             outcome: Box::new(TrialOutcome {
-                outcome: Outcome::Cancelled { step: 3 },
-                steps: 3,
-                skipped_steps: 0,
-                final_loss_scale: 1.0,
                 wall_s: 0.1,
-                evals: vec![],
-                noise: NoiseSummary::default(),
-                throughput: Throughput::default(),
-                reason: None,
+                ..TrialOutcome::bare(Outcome::Cancelled { step: 3 }, 3)
             }),
         },
     }

@@ -137,20 +137,11 @@ fn runs_fixture() -> Vec<RunEntry> {
             Some(2100.0),
         ),
     ];
-    v.push(RunEntry {
-        path: PathBuf::from("runs/broken.jsonl"),
-        preset: "broken.jsonl".into(),
-        optimizer: String::new(),
-        started: String::new(),
-        status: RunStatus::Unreadable,
-        done: 0,
-        planned: 0,
-        s_min: None,
-        b_crit: None,
-        error: Some("runs/broken.jsonl:1: not a run log header".into()),
-        name: "broken".into(),
-        ..Default::default()
-    });
+    v.push(RunEntry::unreadable(
+        PathBuf::from("runs/broken.jsonl"),
+        "broken".into(),
+        "runs/broken.jsonl:1: not a run log header".into(),
+    ));
     v
 }
 
@@ -272,15 +263,7 @@ fn log_opened_over_a_running_sweep() {
         a.live()
             .is_some_and(|l| l.done_count() == 6 && !l.running.is_empty())
     });
-    let cfg = config(&a);
-    let log = scaling_lab::runlog::RunLog {
-        path: PathBuf::from("runs/2025-12-24T09-00-00-digits-mlp-sgd.jsonl"),
-        header: scaling_lab::sweep::scheduler::make_header(&cfg, "test"),
-        trials: scripted_records(&cfg)[..40].to_vec(),
-        summary: None,
-        warnings: vec![],
-        valid_len: 0,
-    };
+    let log = log_with(&a, "runs/2025-12-24T09-00-00-digits-mlp-sgd.jsonl", 40);
     update(
         &mut a,
         Msg::LogOpened {

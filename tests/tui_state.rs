@@ -95,7 +95,7 @@ fn batch_not_divisible_by_workers_is_explained_and_blocks_launch() {
     let probs = a.setup.problems();
     let p = probs
         .iter()
-        .find(|p| p.field == Some(Field::Devices) && p.blocking)
+        .find(|p| Field::of(p) == Some(Field::Devices) && p.blocking)
         .expect("a devices error");
     assert!(
         p.message.contains("not divisible by 3 workers"),
@@ -114,7 +114,57 @@ fn batch_not_divisible_by_workers_is_explained_and_blocks_launch() {
         .setup
         .problems()
         .iter()
-        .any(|p| p.blocking && p.field == Some(Field::BatchMax)));
+        .any(|p| p.blocking && Field::of(p) == Some(Field::BatchMax)));
+}
+
+/// Setup and `sweep` check their settings with the same `SweepOverrides`: a bad value gets the
+/// same problem (setting, message, blocking) in Setup as the same value given as a flag does in
+/// the CLI, and Setup shows it under the field that holds the value.
+#[test]
+fn a_bad_setup_value_and_the_same_bad_flag_give_the_same_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let cli = |preset: &str, flag: &str, value: &str| -> String {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_scaling-lab"))
+            .args(["sweep", preset, flag, value, "--runs-dir"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        err
+    };
+    type Edit = fn(&mut scaling_lab::tui::App);
+    // (the flag given, its value, the flag the problem names, the Setup field it is shown under)
+    let cases: [(&str, &str, &str, Field, Edit); 2] = [
+        ("--workers", "3", "--batch-sizes", Field::Devices, |a| {
+            a.setup.device_idx = a
+                .setup
+                .devices
+                .iter()
+                .position(|d| *d == DeviceSpec::Cpu { workers: 3 })
+                .unwrap()
+        }),
+        ("--target", "1.5", "--target", Field::Target, |a| {
+            a.setup.target = 1.5
+        }),
+    ];
+    for (flag, value, named, field, edit) in cases {
+        let mut a = app();
+        edit(&mut a);
+        let blocking: Vec<_> = a
+            .setup
+            .problems()
+            .into_iter()
+            .filter(|p| p.blocking)
+            .collect();
+        assert_eq!(blocking.len(), 1, "{blocking:?}");
+        let p = &blocking[0];
+        assert_eq!(p.flag(), named);
+        assert_eq!(Field::of(p), Some(field));
+        let err = cli(&a.setup.preset().unwrap().preset.name, flag, value);
+        assert!(err.ends_with(&p.to_string()), "CLI: {err}\nSetup: {p}");
+    }
 }
 
 #[test]
@@ -251,17 +301,8 @@ fn quitting_while_a_sweep_runs_asks_first() {
 #[test]
 fn read_only_log_ignores_controls_and_follows_appended_lines() {
     let mut a = app();
-    let cfg = config(&a);
-    let records = scripted_records(&cfg);
-    let header = scaling_lab::sweep::scheduler::make_header(&cfg, "test");
-    let log = scaling_lab::runlog::RunLog {
-        path: PathBuf::from("runs/x.jsonl"),
-        header,
-        trials: records[..5].to_vec(),
-        summary: None,
-        warnings: vec![],
-        valid_len: 0,
-    };
+    let records = scripted_records(&config(&a));
+    let log = log_with(&a, "runs/x.jsonl", 5);
     update(
         &mut a,
         Msg::LogOpened {

@@ -2,11 +2,13 @@
 
 28x28x1 input, 5x5 "same" convs with 32 and 64 channels, ReLU and 2x2 max-pool after each, dense 1024 + ReLU,
 dense 10, softmax cross-entropy, SGD momentum 0.9, on random data (8 pre-made batches cycled).
-usage: python jax_cnn_step.py [batch] [steps]
+The timed step is `peer_step.py`'s. usage: python jax_cnn_step.py [batch] [steps]
 Prints one line: 'jax cnn-paper batch=B examples_per_s=X ms_per_step=Y final_loss=L'.
 """
-import sys, time
+import sys
 import jax, jax.numpy as jnp, optax
+
+from peer_step import time_sgd_momentum
 
 B = int(sys.argv[1]) if len(sys.argv) > 1 else 128
 STEPS = int(sys.argv[2]) if len(sys.argv) > 2 else 30
@@ -39,21 +41,4 @@ def loss_fn(p, x, y):
     logits = h @ p["w4"] + p["b4"]
     return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
-opt = optax.sgd(0.05, momentum=0.9)
-state = opt.init(params)
-
-@jax.jit
-def step(p, s, x, y):
-    l, g = jax.value_and_grad(loss_fn)(p, x, y)
-    u, s = opt.update(g, s, p)
-    return optax.apply_updates(p, u), s, l
-
-for i in range(5):
-    params, state, l = step(params, state, xs[i % 8], ys[i % 8])
-l.block_until_ready()
-t0 = time.perf_counter()
-for i in range(STEPS):
-    params, state, l = step(params, state, xs[i % 8], ys[i % 8])
-l.block_until_ready()
-dt = time.perf_counter() - t0
-print(f"jax cnn-paper batch={B} examples_per_s={STEPS*B/dt:.0f} ms_per_step={1000*dt/STEPS:.3f} final_loss={float(l):.4f}")
+time_sgd_momentum("cnn-paper", loss_fn, params, xs, ys, B, STEPS, warmup=5)

@@ -264,6 +264,16 @@ fn log_sse(pts: &[(f64, f64)], ln_bc: f64) -> (f64, f64) {
     (sse, mean)
 }
 
+/// The points a log-space fit can use (B and S finite and > 0); None when fewer than 3.
+fn fittable(pts: &[(f64, f64)]) -> Option<Vec<(f64, f64)>> {
+    let pts: Vec<(f64, f64)> = pts
+        .iter()
+        .copied()
+        .filter(|&(b, s)| b > 0.0 && s > 0.0 && b.is_finite() && s.is_finite())
+        .collect();
+    (pts.len() >= 3).then_some(pts)
+}
+
 /// Least-squares fit in log space of S = S_min·(1 + B_crit/B) to (B, S) points.
 /// B_crit is searched over [B_min/1000, B_max·1000]; a value near either end means the data show
 /// no bend (pure perfect scaling or pure saturation) — see `Fit` users for how it is reported.
@@ -273,14 +283,7 @@ pub fn fit_scaling(pts: &[(f64, f64)]) -> Option<Fit> {
 
 /// The fit on a grid of `n_grid` cells refined by `n_golden` golden-section steps.
 fn fit_core(pts: &[(f64, f64)], n_grid: usize, n_golden: usize) -> Option<Fit> {
-    let pts: Vec<(f64, f64)> = pts
-        .iter()
-        .copied()
-        .filter(|&(b, s)| b > 0.0 && s > 0.0 && b.is_finite() && s.is_finite())
-        .collect();
-    if pts.len() < 3 {
-        return None;
-    }
+    let pts = fittable(pts)?;
     let bmin = pts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
     let bmax = pts.iter().map(|p| p.0).fold(0.0, f64::max);
     let (lo, hi) = ((bmin / 1000.0).ln(), (bmax * 1000.0).ln());
@@ -665,14 +668,7 @@ impl Segmented {
 /// Least-squares segmented fit (breakpoints on a grid of the measured ln B range plus the measured
 /// points) to the isotonic smoothing of ln S. `pts` are (B, S); needs ≥ 3.
 pub fn segmented_fit(pts: &[(f64, f64)]) -> Option<Segmented> {
-    let mut pts: Vec<(f64, f64)> = pts
-        .iter()
-        .copied()
-        .filter(|&(b, s)| b > 0.0 && s > 0.0 && b.is_finite() && s.is_finite())
-        .collect();
-    if pts.len() < 3 {
-        return None;
-    }
+    let mut pts = fittable(pts)?;
     pts.sort_by(|a, b| a.0.total_cmp(&b.0));
     let xs: Vec<f64> = pts.iter().map(|p| p.0.ln()).collect();
     let ys = isotonic_non_increasing(&pts.iter().map(|p| p.1.ln()).collect::<Vec<_>>());
@@ -1152,39 +1148,14 @@ pub(crate) mod tests {
         outcome: Outcome,
         b_simple: Option<f64>,
     ) -> TrialRecord {
-        TrialRecord {
+        let spec = TrialSpec {
             trial_id: id,
-            spec: TrialSpec {
-                trial_id: id,
-                batch_size: b,
-                devices: DeviceSpec::Cpu { workers: 1 },
-                precision: Precision::Fp32,
-                metaparams: Metaparams {
-                    learning_rate: lr,
-                    momentum: 0.9,
-                    beta2: 0.999,
-                    epsilon: 1e-8,
-                    schedule: Schedule::default(),
-                },
-                seed: id,
-                repeat_of: None,
-            },
-            outcome: TrialOutcome {
-                outcome,
-                steps: 0,
-                skipped_steps: 0,
-                final_loss_scale: 1.0,
-                wall_s: 0.0,
-                evals: vec![],
-                noise: NoiseSummary {
-                    b_simple,
-                    trajectory: vec![],
-                },
-                throughput: Throughput::default(),
-                reason: None,
-            },
-            finished: String::new(),
-        }
+            seed: id,
+            ..TrialSpec::cpu(b, Metaparams::new(lr, 0.9))
+        };
+        let mut outcome = TrialOutcome::bare(outcome, 0);
+        outcome.noise.b_simple = b_simple;
+        TrialRecord::new(spec, outcome)
     }
 
     fn target() -> Target {

@@ -716,26 +716,24 @@ mod tests {
         assert!(render_projection(&fast).contains("modelled"));
     }
 
-    /// Trials whose compute time is exactly 1 ms + 10 µs/example: the fit recovers it, the payload
-    /// comes from the parameter count, the G = 1 check agrees, and the table marks nothing measured
-    /// without a measured link.
-    #[test]
-    fn calibrates_from_trials_and_renders_one_table() {
+    /// Reached trials at the given (B, steps), each step timed at exactly 1 ms + 10 µs/example of
+    /// compute, with 25,000 parameters; and their analysis (val error ≤ 0.1, SGD).
+    fn timed_trials(points: &[(usize, u64)]) -> (Vec<crate::core::record::TrialRecord>, Analysis) {
         use crate::analysis::curve::tests::rec;
         use crate::core::trial::Outcome;
-        let mut trials = vec![];
-        for (i, (b, s)) in [(16usize, 400u64), (64, 120), (256, 60), (1024, 50)]
-            .into_iter()
+        let trials: Vec<_> = points
+            .iter()
             .enumerate()
-        {
-            let mut r = rec(i as u64, b, 0.1, Outcome::Reached { step: s }, None);
-            let t = 1e-3 + 1e-5 * b as f64;
-            r.outcome.steps = s;
-            r.outcome.throughput.compute_s = t;
-            r.outcome.throughput.step_s = t;
-            r.outcome.throughput.params = 25_000;
-            trials.push(r);
-        }
+            .map(|(i, &(b, s))| {
+                let mut r = rec(i as u64, b, 0.1, Outcome::Reached { step: s }, None);
+                let t = 1e-3 + 1e-5 * b as f64;
+                r.outcome.steps = s;
+                r.outcome.throughput.compute_s = t;
+                r.outcome.throughput.step_s = t;
+                r.outcome.throughput.params = 25_000;
+                r
+            })
+            .collect();
         let a = crate::analysis::analyze(
             &crate::workload::spec::Target {
                 metric: crate::workload::spec::Metric::ValError,
@@ -744,6 +742,15 @@ mod tests {
             &trials,
             crate::workload::spec::OptimizerKind::Sgd,
         );
+        (trials, a)
+    }
+
+    /// Trials whose compute time is exactly 1 ms + 10 µs/example: the fit recovers it, the payload
+    /// comes from the parameter count, the G = 1 check agrees, and the table marks nothing measured
+    /// without a measured link.
+    #[test]
+    fn calibrates_from_trials_and_renders_one_table() {
+        let (trials, a) = timed_trials(&[(16, 400), (64, 120), (256, 60), (1024, 50)]);
         let c = calibrate_compute(&trials).unwrap();
         assert!((c.overhead_s - 1e-3).abs() < 1e-9, "{c:?}");
         assert!((c.per_example_s - 1e-5).abs() < 1e-12, "{c:?}");
@@ -929,26 +936,7 @@ mod tests {
         assert!(t2.is_some(), "falls back to the parent's table");
         assert!(note.unwrap().contains("not an all-reduce table"));
 
-        use crate::analysis::curve::tests::rec;
-        use crate::core::trial::Outcome;
-        let mut trials = vec![];
-        for (i, (b, s)) in [(16usize, 400u64), (64, 120), (256, 60)]
-            .into_iter()
-            .enumerate()
-        {
-            let mut r = rec(i as u64, b, 0.1, Outcome::Reached { step: s }, None);
-            r.outcome.throughput.compute_s = 1e-3 + 1e-5 * b as f64;
-            r.outcome.throughput.params = 25_000;
-            trials.push(r);
-        }
-        let a = crate::analysis::analyze(
-            &crate::workload::spec::Target {
-                metric: crate::workload::spec::Metric::ValError,
-                value: 0.1,
-            },
-            &trials,
-            crate::workload::spec::OptimizerKind::Sgd,
-        );
+        let (trials, a) = timed_trials(&[(16, 400), (64, 120), (256, 60)]);
         let ps = project_all(&trials, &a, 64, Some(&t)).unwrap();
         assert_eq!(ps.len(), 4, "three datasheet links and the fitted one");
         let m = &ps[3];

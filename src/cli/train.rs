@@ -7,7 +7,9 @@ use scaling_lab::core::{CancelToken, DeviceSpec, Outcome, TrialEvent, TrialSpec}
 use scaling_lab::report::thousands;
 use scaling_lab::train::{self, TrainOptions};
 use scaling_lab::workload::load::find_preset;
-use scaling_lab::workload::overrides::{check_batch_size, training_set_size, SweepOverrides};
+use scaling_lab::workload::overrides::{
+    check_batch_size, check_shards, training_set_size, SweepOverrides,
+};
 use scaling_lab::workload::spec::LrRule;
 
 use super::args::TrainArgs;
@@ -34,7 +36,9 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
     }
     let devices = a.devices.spec()?.unwrap_or(DeviceSpec::Cpu { workers: 1 });
     let n_train = training_set_size(&w).map_err(|e| anyhow::anyhow!("--preset: {e}"))?;
-    if let Some(p) = check_batch_size("batch_size", a.batch_size, n_train, devices.replicas()) {
+    if let Some(p) = check_batch_size("batch_size", a.batch_size, n_train)
+        .or_else(|| check_shards("batch_size", &[a.batch_size], &devices))
+    {
         return Err(usage(p.to_string()));
     }
     let spec = TrialSpec {

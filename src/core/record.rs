@@ -100,6 +100,18 @@ pub struct TrialRecord {
     pub finished: String,
 }
 
+impl TrialRecord {
+    /// The record of `spec`'s trial (its id), with no finish time.
+    pub fn new(spec: TrialSpec, outcome: TrialOutcome) -> Self {
+        TrialRecord {
+            trial_id: spec.trial_id,
+            spec,
+            outcome,
+            finished: String::new(),
+        }
+    }
+}
+
 /// Last line of a complete (or cleanly interrupted) sweep.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Summary {

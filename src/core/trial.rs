@@ -60,6 +60,22 @@ pub struct TrialSpec {
     pub repeat_of: Option<u64>,
 }
 
+impl TrialSpec {
+    /// Trial 0 at batch size `batch_size` on one CPU worker in fp32, seed 0 (callers set the
+    /// fields they vary with struct-update syntax).
+    pub fn cpu(batch_size: usize, metaparams: Metaparams) -> Self {
+        TrialSpec {
+            trial_id: 0,
+            batch_size,
+            devices: DeviceSpec::Cpu { workers: 1 },
+            precision: Precision::Fp32,
+            metaparams,
+            seed: 0,
+            repeat_of: None,
+        }
+    }
+}
+
 /// How a trial ended, measured as Shallue et al. measure it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "status", rename_all = "snake_case")]
@@ -167,6 +183,24 @@ pub struct TrialOutcome {
     /// (diverged: "training loss is NaN", "50 consecutive steps skipped …"). Absent in older logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+impl TrialOutcome {
+    /// An outcome with nothing measured but how it ended and the steps applied: no evaluations,
+    /// noise scale or timing, loss scale 1 (imports, scripted and never-started trials).
+    pub fn bare(outcome: Outcome, steps: u64) -> Self {
+        TrialOutcome {
+            outcome,
+            steps,
+            skipped_steps: 0,
+            final_loss_scale: 1.0,
+            wall_s: 0.0,
+            evals: Vec::new(),
+            noise: NoiseSummary::default(),
+            throughput: Throughput::default(),
+            reason: None,
+        }
+    }
 }
 
 /// Cooperative cancellation flag shared with a running trial.

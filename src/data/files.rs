@@ -14,45 +14,32 @@ pub struct DataFile {
     pub sha256: &'static str,
 }
 
-pub const DIGITS_CSV: DataFile = DataFile {
-    name: "digits.csv.gz",
-    sha256: "09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22",
-};
-pub const MNIST_IMAGES: DataFile = DataFile {
-    name: "mnist10k-images-idx3-ubyte.gz",
-    sha256: "e4fe0d60f60f8f0df0398586d502bc3b12ed90a528a834cda9d327a4f0dd8adb",
-};
-pub const MNIST_LABELS: DataFile = DataFile {
-    name: "mnist10k-labels-idx1-ubyte.gz",
-    sha256: "90a5104fcc3b28740476f5545ec6579a11daed8a4330dc2ede05ea153f69fb98",
-};
-pub const FASHION_IMAGES: DataFile = DataFile {
-    name: "fashion-mnist-t10k-images-idx3-ubyte.gz",
-    sha256: "cc1d090a38ace84dfa1aa66e3ada7c336ef481a96936906477e6dd344da56eaa",
-};
-pub const FASHION_LABELS: DataFile = DataFile {
-    name: "fashion-mnist-t10k-labels-idx1-ubyte.gz",
-    sha256: "8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05",
-};
-pub const SHAKESPEARE: DataFile = DataFile {
-    name: "shakespeare.txt.gz",
-    sha256: "315a122776be4e3f7bb982803c09d14b29e1e47d5544632278c7f2188ebacb20",
-};
-pub const REVIEWS: DataFile = DataFile {
-    name: "movie-review-sentences.tsv.gz",
-    sha256: "203c22d62953b5b59db41afc31dc430a88e08c4e4517c76607b0afdeb59b5597",
-};
+/// Declares each bundled file as a constant and lists them all, in order, in `ALL_FILES` (the same
+/// list as `data/NOTICE`): one line per file, so a file cannot be declared and left out of the list.
+macro_rules! data_files {
+    ($($id:ident = $name:literal, $sha:literal;)+) => {
+        $(pub const $id: DataFile = DataFile { name: $name, sha256: $sha };)+
+        /// Every bundled file (the same list as `data/NOTICE`).
+        pub const ALL_FILES: [DataFile; [$($name),+].len()] = [$($id),+];
+    };
+}
 
-/// Every bundled file (the same list as `data/NOTICE`).
-pub const ALL_FILES: [DataFile; 7] = [
-    DIGITS_CSV,
-    MNIST_IMAGES,
-    MNIST_LABELS,
-    FASHION_IMAGES,
-    FASHION_LABELS,
-    SHAKESPEARE,
-    REVIEWS,
-];
+data_files! {
+    DIGITS_CSV = "digits.csv.gz",
+        "09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22";
+    MNIST_IMAGES = "mnist10k-images-idx3-ubyte.gz",
+        "e4fe0d60f60f8f0df0398586d502bc3b12ed90a528a834cda9d327a4f0dd8adb";
+    MNIST_LABELS = "mnist10k-labels-idx1-ubyte.gz",
+        "90a5104fcc3b28740476f5545ec6579a11daed8a4330dc2ede05ea153f69fb98";
+    FASHION_IMAGES = "fashion-mnist-t10k-images-idx3-ubyte.gz",
+        "cc1d090a38ace84dfa1aa66e3ada7c336ef481a96936906477e6dd344da56eaa";
+    FASHION_LABELS = "fashion-mnist-t10k-labels-idx1-ubyte.gz",
+        "8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05";
+    SHAKESPEARE = "shakespeare.txt.gz",
+        "315a122776be4e3f7bb982803c09d14b29e1e47d5544632278c7f2188ebacb20";
+    REVIEWS = "movie-review-sentences.tsv.gz",
+        "203c22d62953b5b59db41afc31dc430a88e08c4e4517c76607b0afdeb59b5597";
+}
 
 /// Lower-case hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -41,6 +41,19 @@ impl<B: Backend> Batch<B> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Examples `start .. start + len` (along the batch dimension).
+    pub fn narrow(&self, start: usize, len: usize) -> Batch<B> {
+        match self {
+            Batch::Images { x, y } => Batch::Images {
+                x: x.clone().narrow(0, start, len),
+                y: y.clone().narrow(0, start, len),
+            },
+            Batch::Text { x, y } => Batch::Text {
+                x: x.clone().narrow(0, start, len),
+                y: y.clone().narrow(0, start, len),
+            },
+        }
+    }
 }
 
 /// Shape of the input a model is built for.
@@ -53,6 +66,20 @@ pub struct InputShape {
     /// Text: vocabulary (256) and maximum sequence length.
     pub vocab: usize,
     pub seq_len: usize,
+}
+
+impl InputShape {
+    /// Images of `channels` × `height` × `width` in `classes` classes (no text fields).
+    pub fn images(channels: usize, height: usize, width: usize, classes: usize) -> Self {
+        InputShape {
+            channels,
+            height,
+            width,
+            classes,
+            vocab: 0,
+            seq_len: 0,
+        }
+    }
 }
 
 #[derive(Module, Debug)]

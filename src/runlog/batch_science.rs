@@ -18,9 +18,7 @@ use anyhow::Context;
 use serde_json::Value;
 
 use crate::core::record::{Header, ImportInfo, TrialRecord, SCHEMA_VERSION};
-use crate::core::trial::{
-    DeviceSpec, EvalPoint, NoiseSummary, Outcome, Throughput, TrialOutcome, TrialSpec,
-};
+use crate::core::trial::{DeviceSpec, EvalPoint, Outcome, TrialOutcome, TrialSpec};
 use crate::runlog::reader::RunLog;
 use crate::workload::spec::*;
 
@@ -249,40 +247,25 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
                 ),
             };
             let id = trials.len() as u64;
-            trials.push(TrialRecord {
-                trial_id: id,
-                spec: TrialSpec {
+            let metaparams = Metaparams {
+                schedule: Schedule {
+                    warmup_steps: 0,
+                    decay,
+                },
+                ..Metaparams::new(lr, momentum)
+            };
+            trials.push(TrialRecord::new(
+                TrialSpec {
                     trial_id: id,
-                    batch_size: b,
-                    devices: DeviceSpec::Cpu { workers: 1 },
-                    precision: Precision::Fp32,
-                    metaparams: Metaparams {
-                        learning_rate: lr,
-                        momentum,
-                        beta2: 0.999,
-                        epsilon: 1e-8,
-                        schedule: Schedule {
-                            warmup_steps: 0,
-                            decay,
-                        },
-                    },
                     // The study's own trial id.
                     seed: tid,
-                    repeat_of: None,
+                    ..TrialSpec::cpu(b, metaparams)
                 },
-                outcome: TrialOutcome {
-                    outcome,
-                    steps,
-                    skipped_steps: 0,
-                    final_loss_scale: 1.0,
-                    wall_s: 0.0,
+                TrialOutcome {
                     evals,
-                    noise: NoiseSummary::default(),
-                    throughput: Throughput::default(),
-                    reason: None,
+                    ..TrialOutcome::bare(outcome, steps)
                 },
-                finished: String::new(),
-            });
+            ));
             n += 1;
         }
         max_trials = max_trials.max(n);
@@ -308,13 +291,7 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
             step_budget: max_steps,
             max_examples: None,
             precision: Precision::Fp32,
-            defaults: Metaparams {
-                learning_rate: if lr_range[1] > 0.0 { lr_range[0] } else { 0.1 },
-                momentum: 0.9,
-                beta2: 0.999,
-                epsilon: 1e-8,
-                schedule: Schedule::default(),
-            },
+            defaults: Metaparams::new(if lr_range[1] > 0.0 { lr_range[0] } else { 0.1 }, 0.9),
             grad_clip: None,
             divergence_factor: 10.0,
         },

@@ -13,10 +13,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Context};
 use burn::backend::Flex;
-use burn::collective::{
-    all_reduce, finish_collective, register, reset_collective, CollectiveConfig, PeerId,
-    ReduceOperation,
-};
+use burn::collective::{all_reduce, finish_collective, reset_collective, PeerId, ReduceOperation};
 use burn::tensor::{Tensor, TensorData, TensorPrimitive};
 use serde::{Deserialize, Serialize};
 
@@ -255,12 +252,7 @@ fn measure_world(
                 .spawn(move || -> Result<Vec<(usize, f64)>, String> {
                     let peer = PeerId::from(rank);
                     let dev = Default::default();
-                    register::<Flex>(
-                        peer,
-                        dev,
-                        CollectiveConfig::default().with_num_devices(world),
-                    )
-                    .map_err(|e| format!("register: {e:?}"))?;
+                    super::exchange::join_collective::<Flex>(rank, world, None, &dev)?;
                     let mut out = Vec::new();
                     for &bytes in sizes.iter() {
                         let n = (bytes / 4).max(1);

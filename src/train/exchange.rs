@@ -15,7 +15,7 @@
 //! buffers: no second pass over the parameter tensors.
 
 use anyhow::anyhow;
-use burn::collective::{all_reduce, PeerId, ReduceOperation};
+use burn::collective::{all_reduce, register, PeerId, ReduceOperation};
 use burn::module::{AutodiffModule, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
@@ -28,6 +28,21 @@ use super::grads;
 /// at 4 MiB 1.3 ms (3.3 GB/s), but at 16 MiB 16 ms (1.0 GB/s) and 64 MiB 153 ms — large buffers fall
 /// out of cache. 4 MiB buckets keep the fast regime; every small model is one bucket.
 pub const DEFAULT_BUCKET_BYTES: usize = 4 << 20;
+
+/// Registers replica `rank` of `world` (over all nodes) with the collective, on `device` of the
+/// backend that reduces (the one place its config is built): local only, or global (multi-node)
+/// with `cluster`. Every replica thread calls it before its first all-reduce.
+pub fn join_collective<B: Backend>(
+    rank: usize,
+    world: usize,
+    cluster: Option<&crate::cluster::ClusterSpec>,
+    device: &B::Device,
+) -> Result<(), String> {
+    let local = world / cluster.map_or(1, |c| c.nodes);
+    let cfg = crate::cluster::multinode::collective_config(cluster, local);
+    register::<B>(PeerId::from(rank), device.clone(), cfg)
+        .map_err(|e| format!("collective register failed: {e:?}"))
+}
 
 /// The bucket cap of `TrainOptions::default()`: `SCALING_LAB_BUCKET_BYTES` when set to a number
 /// (0 = the per-tensor path; for A/B measurements with one binary), else `DEFAULT_BUCKET_BYTES`.

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
-use burn::collective::{finish_collective, register, reset_collective, PeerId, ReduceOperation};
+use burn::collective::{finish_collective, reset_collective, PeerId, ReduceOperation};
 use burn::module::{AutodiffModule, Module};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
@@ -339,28 +339,7 @@ fn images<B: AutodiffBackend>(
 fn split_half<B: AutodiffBackend>(b: &Batch<B>) -> (Batch<B>, Batch<B>) {
     let n = b.len();
     let h = n / 2;
-    match b {
-        Batch::Images { x, y } => (
-            Batch::Images {
-                x: x.clone().narrow(0, 0, h),
-                y: y.clone().narrow(0, 0, h),
-            },
-            Batch::Images {
-                x: x.clone().narrow(0, h, n - h),
-                y: y.clone().narrow(0, h, n - h),
-            },
-        ),
-        Batch::Text { x, y } => (
-            Batch::Text {
-                x: x.clone().narrow(0, 0, h),
-                y: y.clone().narrow(0, 0, h),
-            },
-            Batch::Text {
-                x: x.clone().narrow(0, h, n - h),
-                y: y.clone().narrow(0, h, n - h),
-            },
-        ),
-    }
+    (b.narrow(0, h), b.narrow(h, n - h))
 }
 
 fn worker_loop<B: AutodiffBackend>(
@@ -369,7 +348,12 @@ fn worker_loop<B: AutodiffBackend>(
     tx: Sender<(usize, Reply)>,
 ) {
     if w.world > 1 {
-        if let Err(e) = join_collective::<B>(w.rank, w.world, w.cluster.as_ref(), &w.device) {
+        if let Err(e) = exchange::join_collective::<B::InnerBackend>(
+            w.rank,
+            w.world,
+            w.cluster.as_ref(),
+            &w.device,
+        ) {
             let _ = tx.send((w.rank, Reply::Failed(e)));
             return;
         }
@@ -416,20 +400,6 @@ fn in_pool<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> R {
     }
 }
 
-/// Registers replica `rank` of `world` (over all nodes) with the collective (the one place its
-/// config is built): local only, or global (multi-node) with `cluster`.
-fn join_collective<B: AutodiffBackend>(
-    rank: usize,
-    world: usize,
-    cluster: Option<&crate::cluster::ClusterSpec>,
-    device: &Device<B>,
-) -> Result<(), String> {
-    let local = world / cluster.map_or(1, |c| c.nodes);
-    let cfg = crate::cluster::multinode::collective_config(cluster, local);
-    register::<B::InnerBackend>(PeerId::from(rank), device.clone(), cfg)
-        .map_err(|e| format!("collective register failed: {e:?}"))
-}
-
 pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         s.to_string()
@@ -443,14 +413,7 @@ pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
 /// Input shape of a dataset for model construction.
 pub fn input_shape(data: &Dataset) -> InputShape {
     match data {
-        Dataset::Images(d) => InputShape {
-            channels: d.channels,
-            height: d.height,
-            width: d.width,
-            classes: d.classes,
-            vocab: 0,
-            seq_len: 0,
-        },
+        Dataset::Images(d) => InputShape::images(d.channels, d.height, d.width, d.classes),
         Dataset::Text(d) => InputShape {
             channels: 0,
             height: 0,

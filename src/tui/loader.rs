@@ -147,23 +147,7 @@ pub fn scan_runs(dir: &Path, active: Option<&Path>) -> Vec<RunEntry> {
             match read {
                 Ok(log) if p.is_dir() => dir_entry(&log, dir_job_state(&log)),
                 Ok(log) => run_entry(&log, active, modified),
-                Err(e) => RunEntry {
-                    name: run_name(&p),
-                    path: p.clone(),
-                    preset: p
-                        .file_name()
-                        .map(|f| f.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                    optimizer: String::new(),
-                    started: String::new(),
-                    status: RunStatus::Unreadable,
-                    done: 0,
-                    planned: 0,
-                    s_min: None,
-                    b_crit: None,
-                    error: Some(e),
-                    ..Default::default()
-                },
+                Err(e) => RunEntry::unreadable(p.clone(), run_name(&p), e),
             }
         })
         .collect()

@@ -343,26 +343,21 @@ fn refine_serde_span(text: &str, span: Option<Range<usize>>, message: &str) -> O
         .find(|(_, l)| l.trim_start().starts_with('['))
         .map_or(text.len(), |(here, _)| here)
         .max(span.end.min(text.len()));
-    let named = ["unknown field `", "duplicate field `"]
-        .iter()
-        .find_map(|p| message.strip_prefix(p))
-        .and_then(|rest| rest.split('`').next());
-    if let Some(key) = named {
-        if let Some(o) = find_key_in(text, start..table_end, key) {
-            return Some(o);
-        }
-    }
+    // What the message names: the text after one of `prefixes`, up to `end`.
+    let named = |prefixes: &[&str], end: &str| {
+        prefixes
+            .iter()
+            .find_map(|p| message.strip_prefix(p))
+            .and_then(|rest| rest.split(end).next())
+    };
+    let by_key = named(&["unknown field `", "duplicate field `"], "`")
+        .and_then(|key| find_key_in(text, start..table_end, key));
     // "invalid type: string \"16\", expected ...": find the assignment with that value.
-    let unexpected = ["invalid type: ", "invalid value: "]
-        .iter()
-        .find_map(|p| message.strip_prefix(p))
-        .and_then(|rest| rest.split(", expected").next());
-    if let Some(u) = unexpected {
-        if let Some(o) = find_value_in(text, start..table_end, u) {
-            return Some(o);
-        }
-    }
-    Some(start)
+    let by_value = || {
+        named(&["invalid type: ", "invalid value: "], ", expected")
+            .and_then(|u| find_value_in(text, start..table_end, u))
+    };
+    Some(by_key.or_else(by_value).unwrap_or(start))
 }
 
 /// (offset, line) pairs of the lines of `text` from `from`.
@@ -487,6 +482,15 @@ fn key(path: &[&'static str]) -> Vec<KeySeg> {
     path.iter().map(|k| KeySeg::Key(k)).collect()
 }
 
+/// The key of element `i` of `sweep.batch_sizes`.
+fn batch_size_key(i: usize) -> Vec<KeySeg> {
+    vec![
+        KeySeg::Key("sweep"),
+        KeySeg::Key("batch_sizes"),
+        KeySeg::Index(i),
+    ]
+}
+
 /// Semantic validation of a deserialised preset; problems in document order of importance.
 pub fn check(p: &Preset) -> Vec<Problem> {
     let mut out = Vec::new();
@@ -571,116 +575,82 @@ pub fn check(p: &Preset) -> Vec<Problem> {
         _ => {}
     }
 
-    // Model sizes.
-    match &w.model {
-        ModelSpec::Mlp { hidden } => {
-            if hidden.contains(&0) {
-                bad(
-                    &["workload", "model", "hidden"],
-                    "hidden layer widths must be > 0".into(),
-                );
-            }
-        }
-        ModelSpec::Cnn { channels, dense } => {
-            if channels.contains(&0) {
-                bad(
-                    &["workload", "model", "channels"],
-                    "conv channels must be > 0".into(),
-                );
-            }
-            if *dense == 0 {
-                bad(
-                    &["workload", "model", "dense"],
-                    "dense width must be > 0".into(),
-                );
-            }
-        }
+    // Model sizes and dataset settings: (key, whether it is wrong, message), in document order.
+    let positive = |k: &'static str, zero: bool| -> (&'static str, bool, String) {
+        (k, zero, format!("{k} must be > 0"))
+    };
+    let model_checks: Vec<(&'static str, bool, String)> = match &w.model {
+        ModelSpec::Mlp { hidden } => vec![(
+            "hidden",
+            hidden.contains(&0),
+            "hidden layer widths must be > 0".into(),
+        )],
+        ModelSpec::Cnn { channels, dense } => vec![
+            (
+                "channels",
+                channels.contains(&0),
+                "conv channels must be > 0".into(),
+            ),
+            ("dense", *dense == 0, "dense width must be > 0".into()),
+        ],
         ModelSpec::CharLstm { embed, hidden } | ModelSpec::Mlstm { embed, hidden } => {
-            if *embed == 0 {
-                bad(&["workload", "model", "embed"], "embed must be > 0".into());
-            }
-            if *hidden == 0 {
-                bad(
-                    &["workload", "model", "hidden"],
-                    "hidden must be > 0".into(),
-                );
-            }
+            vec![
+                positive("embed", *embed == 0),
+                positive("hidden", *hidden == 0),
+            ]
         }
         ModelSpec::Transformer {
             d_model,
             heads,
             layers,
             ff,
-        } => {
-            if *d_model == 0 {
-                bad(
-                    &["workload", "model", "d_model"],
-                    "d_model must be > 0".into(),
-                );
-            }
-            if *heads == 0 || !d_model.is_multiple_of(*heads.max(&1)) {
-                bad(
-                    &["workload", "model", "heads"],
-                    format!("heads {heads} must be > 0 and divide d_model {d_model}"),
-                );
-            }
-            if *layers == 0 {
-                bad(
-                    &["workload", "model", "layers"],
-                    "layers must be > 0".into(),
-                );
-            }
-            if *ff == 0 {
-                bad(&["workload", "model", "ff"], "ff must be > 0".into());
-            }
-        }
+        } => vec![
+            positive("d_model", *d_model == 0),
+            (
+                "heads",
+                *heads == 0 || !d_model.is_multiple_of(*heads.max(&1)),
+                format!("heads {heads} must be > 0 and divide d_model {d_model}"),
+            ),
+            positive("layers", *layers == 0),
+            positive("ff", *ff == 0),
+        ],
         ModelSpec::Nqm {
             dim,
             precondition_power,
-        } => {
-            if *dim == 0 {
-                bad(&["workload", "model", "dim"], "dim must be > 0".into());
-            }
-            if !(0.0..=1.0).contains(precondition_power) {
-                bad(
-                    &["workload", "model", "precondition_power"],
-                    format!("precondition_power {precondition_power} must be in [0, 1]"),
-                );
-            }
+        } => vec![
+            positive("dim", *dim == 0),
+            (
+                "precondition_power",
+                !(0.0..=1.0).contains(precondition_power),
+                format!("precondition_power {precondition_power} must be in [0, 1]"),
+            ),
+        ],
+    };
+    for (k, wrong, message) in model_checks {
+        if wrong {
+            bad(&["workload", "model", k], message);
         }
     }
-
-    // Dataset settings.
     if let Some(d) = &w.dataset {
-        if !in_open_unit(d.val_fraction) {
-            bad(
-                &["workload", "dataset", "val_fraction"],
+        let dataset_checks = [
+            (
+                "val_fraction",
+                !in_open_unit(d.val_fraction),
                 format!("val_fraction {} must be in (0, 1)", d.val_fraction),
-            );
-        }
-        if d.seq_len == 0 {
-            bad(
-                &["workload", "dataset", "seq_len"],
-                "seq_len must be > 0".into(),
-            );
-        }
-        if d.max_bytes == Some(0) {
-            bad(
-                &["workload", "dataset", "max_bytes"],
-                "max_bytes must be > 0".into(),
-            );
-        }
-        if d.downsample == Some(0) {
-            bad(
-                &["workload", "dataset", "downsample"],
+            ),
+            positive("seq_len", d.seq_len == 0),
+            positive("max_bytes", d.max_bytes == Some(0)),
+            (
+                "downsample",
+                d.downsample == Some(0),
                 "downsample must be ≥ 1 (2 = average-pool 2×2 blocks)".into(),
-            );
-        }
-        if d.max_val == Some(0) {
-            bad(
-                &["workload", "dataset", "max_val"],
-                "max_val must be > 0".into(),
-            );
+            ),
+            positive("max_val", d.max_val == Some(0)),
+        ];
+        for (k, wrong, message) in dataset_checks {
+            if wrong {
+                bad(&["workload", "dataset", k], message);
+            }
         }
     }
 
@@ -865,11 +835,7 @@ pub fn check(p: &Preset) -> Vec<Problem> {
         };
         if let Some(message) = msg {
             out.push(Problem {
-                key: vec![
-                    KeySeg::Key("sweep"),
-                    KeySeg::Key("batch_sizes"),
-                    KeySeg::Index(i),
-                ],
+                key: batch_size_key(i),
                 message,
             });
         }
@@ -1106,11 +1072,7 @@ pub fn check_sizes(p: &Preset, memory: Option<u64>) -> Vec<Problem> {
         }
         if let Some(message) = batch_size_problem(w, b, sw.workers) {
             out.push(Problem {
-                key: vec![
-                    KeySeg::Key("sweep"),
-                    KeySeg::Key("batch_sizes"),
-                    KeySeg::Index(i),
-                ],
+                key: batch_size_key(i),
                 message,
             });
         }

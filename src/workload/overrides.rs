@@ -46,9 +46,13 @@ impl Problem {
             blocking: false,
         }
     }
-    /// The CLI flag of the field (`--batch-sizes`).
+    /// The CLI flag of the field (`--batch-sizes`). `shards` (batch sizes that do not split over
+    /// the devices) is given with `--batch-sizes`; Setup shows it under its devices field.
     pub fn flag(&self) -> String {
-        format!("--{}", self.field.replace('_', "-"))
+        match self.field {
+            "shards" => "--batch-sizes".into(),
+            f => format!("--{}", f.replace('_', "-")),
+        }
     }
 }
 
@@ -135,41 +139,55 @@ pub fn training_set_size(w: &Workload) -> Result<Option<usize>, String> {
     }
 }
 
-/// Checks one batch size: ≥ 1, ≤ the training set (or [`MAX_NQM_BATCH`]), splits into
-/// `replicas` equal shards.
-pub fn check_batch_size(
-    field: &'static str,
-    b: usize,
-    n_train: Option<usize>,
-    replicas: usize,
-) -> Option<Problem> {
+/// Checks one batch size: ≥ 1 and ≤ the training set (or [`MAX_NQM_BATCH`]). Whether it splits
+/// over the devices is [`check_shards`].
+pub fn check_batch_size(field: &'static str, b: usize, n_train: Option<usize>) -> Option<Problem> {
     if b == 0 {
         return Some(Problem::error(field, "batch size 0: need at least 1"));
     }
     match n_train {
-        Some(n) if b > n => {
-            return Some(Problem::error(
-                field,
-                format!("batch size {b} is larger than the training set ({n} examples)"),
-            ))
-        }
-        None if b > MAX_NQM_BATCH => {
-            return Some(Problem::error(
-                field,
-                format!("batch size {b} is larger than {MAX_NQM_BATCH}"),
-            ))
-        }
-        _ => {}
-    }
-    if replicas > 0 && !b.is_multiple_of(replicas) {
-        return Some(Problem::error(
+        Some(n) if b > n => Some(Problem::error(
             field,
-            format!(
-                "batch size {b} cannot be split into {replicas} equal shards: use a multiple of {replicas}"
-            ),
-        ));
+            format!("batch size {b} is larger than the training set ({n} examples)"),
+        )),
+        None if b > MAX_NQM_BATCH => Some(Problem::error(
+            field,
+            format!("batch size {b} is larger than {MAX_NQM_BATCH}"),
+        )),
+        _ => None,
     }
-    None
+}
+
+/// Checks that every batch size splits into one equal shard per replica of `devices` (the one
+/// place this rule and its message live: `train`, `sweep`, resume and Setup).
+pub fn check_shards(field: &'static str, sizes: &[usize], devices: &DeviceSpec) -> Option<Problem> {
+    let g = devices.replicas();
+    let bad: Vec<String> = sizes
+        .iter()
+        .filter(|&&b| g > 0 && !b.is_multiple_of(g))
+        .map(|b| b.to_string())
+        .collect();
+    if bad.is_empty() {
+        return None;
+    }
+    let unit = match devices {
+        DeviceSpec::Cpu { .. } => "workers",
+        DeviceSpec::Cuda { .. } => "GPUs",
+    };
+    let message = if sizes.len() == 1 {
+        format!(
+            "batch size {} not divisible by {g} {unit} (each needs an equal shard): use a multiple of {g}",
+            bad[0]
+        )
+    } else {
+        format!(
+            "{} of {} batch sizes not divisible by {g} {unit} (each needs an equal shard): B = {}",
+            bad.len(),
+            sizes.len(),
+            bad.join(", ")
+        )
+    };
+    Some(Problem::error(field, message))
 }
 
 fn check_workers(field: &'static str, devices: &DeviceSpec) -> Option<Problem> {
@@ -234,6 +252,15 @@ impl SweepOverrides {
             } else {
                 w.defaults.momentum = m;
             }
+        }
+        if (self.steps.is_some() || self.eval_every.is_some()) && w.step_budget < w.eval_every {
+            problems.push(Problem::error(
+                "steps",
+                format!(
+                    "a budget of {} steps is shorter than one evaluation interval ({} steps)",
+                    w.step_budget, w.eval_every
+                ),
+            ));
         }
         if let Some(p) = self.precision {
             w.precision = p;
@@ -327,26 +354,21 @@ pub fn check_config(cfg: &SweepConfig) -> Vec<Problem> {
         ));
     }
     // Cheap checks first: only load the dataset when every size is otherwise plausible.
-    let replicas = cfg.devices.replicas();
-    let cheap: Vec<Problem> = cfg
+    let cheap = cfg
         .batch_sizes
         .iter()
-        .filter_map(|&b| check_batch_size("batch_sizes", b, None, replicas))
-        .collect();
-    if !cheap.is_empty() {
-        problems.extend(cheap.into_iter().take(1));
+        .find_map(|&b| check_batch_size("batch_sizes", b, None))
+        .or_else(|| check_shards("shards", &cfg.batch_sizes, &cfg.devices));
+    if let Some(p) = cheap {
+        problems.push(p);
         return problems;
     }
     match training_set_size(w) {
-        Ok(n) => {
-            if let Some(p) = cfg
-                .batch_sizes
+        Ok(n) => problems.extend(
+            cfg.batch_sizes
                 .iter()
-                .find_map(|&b| check_batch_size("batch_sizes", b, n, replicas))
-            {
-                problems.push(p);
-            }
-        }
+                .find_map(|&b| check_batch_size("batch_sizes", b, n)),
+        ),
         Err(e) => problems.push(Problem::error("preset", format!("dataset: {e}"))),
     }
     problems
@@ -371,13 +393,58 @@ mod tests {
 
     #[test]
     fn batch_sizes_are_checked_against_data_and_shards() {
-        assert!(check_batch_size("batch_sizes", 64, Some(1437), 2).is_none());
-        assert!(check_batch_size("batch_sizes", 0, Some(1437), 1).is_some());
-        let p = check_batch_size("batch_sizes", 3000, Some(1437), 1).unwrap();
+        let two = DeviceSpec::Cpu { workers: 2 };
+        assert!(check_batch_size("batch_sizes", 64, Some(1437)).is_none());
+        assert!(check_shards("batch_sizes", &[64], &two).is_none());
+        assert!(check_batch_size("batch_sizes", 0, Some(1437)).is_some());
+        let p = check_batch_size("batch_sizes", 3000, Some(1437)).unwrap();
         assert!(p.message.contains("1437"), "{p}");
-        let p = check_batch_size("batch_sizes", 63, Some(1437), 2).unwrap();
+        let p = check_shards("batch_sizes", &[63], &two).unwrap();
         assert!(p.message.contains("multiple of 2"), "{p}");
-        assert!(check_batch_size("batch_sizes", usize::MAX, None, 1).is_some());
+        assert!(check_batch_size("batch_sizes", usize::MAX, None).is_some());
+        // Several sizes: one problem listing every size that does not split.
+        let p = check_shards("workers", &[2, 3, 4, 6], &DeviceSpec::Cpu { workers: 3 }).unwrap();
+        assert_eq!(
+            p.message,
+            "2 of 4 batch sizes not divisible by 3 workers (each needs an equal shard): B = 2, 4"
+        );
+        let p = check_shards(
+            "workers",
+            &[6, 8],
+            &DeviceSpec::Cuda {
+                devices: vec![0, 1, 2],
+            },
+        )
+        .unwrap();
+        assert!(
+            p.message.contains("by 3 GPUs") && p.message.ends_with("B = 8"),
+            "{p}"
+        );
+    }
+
+    #[test]
+    fn a_budget_shorter_than_the_eval_interval_is_rejected() {
+        let mut w =
+            crate::workload::spec::Workload::nqm(4, crate::workload::spec::OptimizerKind::Sgd, 0.1);
+        w.eval_every = 10;
+        let o = SweepOverrides {
+            steps: Some(5),
+            ..Default::default()
+        };
+        let p = o.apply_to_workload(&mut w);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].field, "steps");
+        assert!(
+            p[0].message
+                .contains("shorter than one evaluation interval (10 steps)"),
+            "{}",
+            p[0]
+        );
+        // the preset's own budget is not re-checked when neither value is overridden
+        w.step_budget = 3;
+        assert!(SweepOverrides::default()
+            .apply_to_workload(&mut w)
+            .is_empty());
     }
 
     #[test]

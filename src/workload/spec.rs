@@ -83,13 +83,7 @@ impl Workload {
             step_budget: 100_000,
             max_examples: None,
             precision: Precision::Fp32,
-            defaults: Metaparams {
-                learning_rate: 0.1,
-                momentum: 0.9,
-                beta2: 0.999,
-                epsilon: 1e-8,
-                schedule: Schedule::default(),
-            },
+            defaults: Metaparams::new(0.1, 0.9),
             grad_clip: None,
             divergence_factor: default_divergence_factor(),
         }
@@ -349,6 +343,18 @@ fn default_eps() -> f64 {
 }
 
 impl Metaparams {
+    /// η and γ (β1 for Adam) with the defaults a preset file gets for the rest: β2 0.999, ε 1e-8,
+    /// a constant schedule.
+    pub fn new(learning_rate: f64, momentum: f64) -> Self {
+        Metaparams {
+            learning_rate,
+            momentum,
+            beta2: default_beta2(),
+            epsilon: default_eps(),
+            schedule: Schedule::default(),
+        }
+    }
+
     /// Effective learning rate η/(1−γ) for momentum optimizers, η otherwise.
     pub fn effective_lr(&self, opt: OptimizerKind) -> f64 {
         if opt.uses_momentum() {

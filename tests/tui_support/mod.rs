@@ -97,6 +97,20 @@ pub fn scripted_outcome(spec: &TrialSpec, k: usize, cfg: &SweepConfig) -> TrialO
     }
 }
 
+/// A run log of the default preset (as `app` launches it) holding the first `n` scripted trials,
+/// at `path`; no summary.
+pub fn log_with(app: &App, path: &str, n: usize) -> scaling_lab::runlog::RunLog {
+    let cfg = config(app);
+    scaling_lab::runlog::RunLog {
+        path: PathBuf::from(path),
+        header: scaling_lab::sweep::scheduler::make_header(&cfg, "test"),
+        trials: scripted_records(&cfg)[..n].to_vec(),
+        summary: None,
+        warnings: vec![],
+        valid_len: 0,
+    }
+}
+
 /// Index of trial `i` among the planned trials of its batch size.
 pub fn rank(specs: &[TrialSpec], i: usize) -> usize {
     specs[..i]

@@ -44,6 +44,21 @@ impl RunEntry {
 }
 
 impl RunEntry {
+    /// A log that could not be read: listed under its file name, with the reason.
+    pub fn unreadable(path: PathBuf, name: String, error: String) -> Self {
+        RunEntry {
+            preset: path
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            name,
+            path,
+            status: RunStatus::Unreadable,
+            error: Some(error),
+            ..Default::default()
+        }
+    }
+
     /// Mean wall seconds per finished trial (for Setup's duration estimate).
     pub fn seconds_per_trial(&self) -> Option<f64> {
         let d = self.duration_s?;

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use super::RunEntry;
 use crate::core::trial::DeviceSpec;
 use crate::sweep::SweepConfig;
-use crate::workload::spec::{Metric, OptimizerKind, Precision, Preset, Target};
+pub use crate::workload::overrides::Problem;
+use crate::workload::overrides::SweepOverrides;
+use crate::workload::spec::{Metric, OptimizerKind, Precision, Preset};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PresetEntry {
@@ -52,21 +54,28 @@ impl Field {
             Field::Budget => "step budget",
         }
     }
+
+    /// The Setup field a problem is shown under, by the setting it names (the same settings the
+    /// CLI flags set); None: shown below the fields.
+    pub fn of(problem: &Problem) -> Option<Field> {
+        Some(match problem.field {
+            "optimizer" => Field::Optimizer,
+            "precision" | "loss_scale" => Field::Precision,
+            "workers" | "devices" | "shards" => Field::Devices,
+            "batch_sizes" => Field::BatchMax,
+            "trials" => Field::Trials,
+            "concurrency" => Field::Concurrency,
+            "target" => Field::Target,
+            "steps" | "eval_every" => Field::Budget,
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SetupFocus {
     Presets,
     Fields,
-}
-
-/// A problem with the current setup, shown inline under the field it concerns.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Problem {
-    pub field: Option<Field>,
-    pub message: String,
-    /// Errors block the launch; notes only inform.
-    pub blocking: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -230,14 +239,31 @@ impl SetupState {
         }
     }
 
-    /// The preset with the edits applied.
+    /// The edited study as settings over the preset: what `sweep` would get from the same values
+    /// as flags. The step budget is only an override once it was changed (an edited budget
+    /// replaces the preset's example budget too, as `--steps` does).
+    pub fn overrides(&self) -> SweepOverrides {
+        let budget_changed = self
+            .preset()
+            .is_some_and(|p| p.preset.workload.step_budget != self.budget);
+        SweepOverrides {
+            batch_sizes: Some(self.batch_sizes()),
+            trials: Some(self.trials),
+            devices: Some(self.device()),
+            concurrency: Some(self.effective_concurrency()),
+            precision: Some(self.precision),
+            target: Some(self.target),
+            steps: budget_changed.then_some(self.budget),
+            ..Default::default()
+        }
+    }
+
+    /// The preset renamed for the edited study with the edited optimizer and sweep defaults (the
+    /// workload settings come from [`Self::overrides`]).
     pub fn edited_preset(&self) -> Option<Preset> {
         let mut p = self.preset()?.preset.clone();
         p.name = self.study_name();
         p.workload.optimizer = self.optimizer;
-        p.workload.precision = self.precision;
-        p.workload.target.value = self.target;
-        p.workload.step_budget = self.budget;
         p.sweep.batch_sizes = self.batch_sizes();
         p.sweep.trials_per_batch = self.trials;
         p.sweep.concurrency = self.effective_concurrency();
@@ -247,43 +273,50 @@ impl SetupState {
         Some(p)
     }
 
-    pub fn config(&self, runs_dir: &std::path::Path) -> Option<SweepConfig> {
+    /// The configuration Setup launches and the problems the shared override check finds in it
+    /// (the same `SweepOverrides::apply` that checks `sweep`'s flags).
+    fn checked_config(&self, runs_dir: &std::path::Path) -> Option<(SweepConfig, Vec<Problem>)> {
         let entry = self.preset()?;
         let preset = self.edited_preset()?;
         let mut cfg = SweepConfig::from_preset(preset, entry.path.clone(), runs_dir.to_path_buf());
-        cfg.devices = self.device();
-        cfg.precision = self.precision;
-        cfg.concurrency = self.effective_concurrency();
-        Some(cfg)
+        let problems = self.overrides().apply(&mut cfg);
+        Some((cfg, problems))
     }
 
-    /// Everything wrong or noteworthy about the current combination, in field order.
+    pub fn config(&self, runs_dir: &std::path::Path) -> Option<SweepConfig> {
+        self.checked_config(runs_dir).map(|(cfg, _)| cfg)
+    }
+
+    /// Everything wrong or noteworthy about the current combination: the problems of the shared
+    /// override check, then Setup's own notes (`Field::of` places each under its field).
     pub fn problems(&self) -> Vec<Problem> {
-        let mut out = Vec::new();
         let Some(entry) = self.preset() else {
-            out.push(Problem {
-                field: None,
-                message: "no presets found: put preset TOML files in the presets directory".into(),
-                blocking: true,
-            });
-            return out;
+            return vec![Problem::error(
+                "preset",
+                "no presets found: put preset TOML files in the presets directory",
+            )];
         };
-        let p = &entry.preset;
+        let mut out = Vec::new();
+        if let Some((cfg, problems)) = self.checked_config(std::path::Path::new(".")) {
+            out = problems;
+            if out.iter().all(|p| !p.blocking) {
+                if let Err(e) = cfg.validate() {
+                    out.push(Problem::error("preset", format!("{e:#}")));
+                }
+            }
+        }
+        out.extend(self.notes(&entry.preset));
+        out
+    }
+
+    /// Advice about the combination that does not block the launch.
+    fn notes(&self, p: &Preset) -> Vec<Problem> {
+        let mut out = Vec::new();
         let w = &p.workload;
-        let err = |field, message: String| Problem {
-            field: Some(field),
-            message,
-            blocking: true,
-        };
-        let note = |field, message: String| Problem {
-            field: Some(field),
-            message,
-            blocking: false,
-        };
         if self.optimizer != w.optimizer {
             let lr = p.search.learning_rate;
-            out.push(note(
-                Field::Optimizer,
+            out.push(Problem::warning(
+                "optimizer",
                 format!(
                     "the η search range [{}, {}] was set for {}; {} may want another range",
                     lr[0],
@@ -294,93 +327,33 @@ impl SetupState {
             ));
         }
         let nqm = matches!(w.model, crate::workload::spec::ModelSpec::Nqm { .. });
-        match (self.precision, &self.device(), nqm) {
-            (Precision::Fp32, _, _) => {}
-            (_, _, true) => out.push(note(
-                Field::Precision,
-                "the noisy quadratic model is closed-form: precision has no effect".into(),
-            )),
-            (Precision::Bf16, DeviceSpec::Cpu { .. }, _) => out.push(note(
-                Field::Precision,
-                "bf16 is emulated on CPU: expect ~2× slower steps than fp32".into(),
-            )),
-            (Precision::Fp16, _, _) => out.push(note(
-                Field::Precision,
-                "fp16 uses dynamic loss scaling; skipped steps show in Live".into(),
-            )),
-            _ => {}
-        }
-        let g = self.device().replicas();
-        let bs = self.batch_sizes();
-        if self.b_min > self.b_max {
-            out.push(err(
-                Field::BatchMax,
-                format!("range is empty: {} > {}", self.b_min, self.b_max),
-            ));
-        }
-        let bad: Vec<String> = bs
-            .iter()
-            .filter(|&&b| b % g != 0)
-            .map(|b| b.to_string())
-            .collect();
-        if !bad.is_empty() {
-            out.push(err(
-                Field::Devices,
-                format!(
-                    "{} of {} batch sizes not divisible by {g} {} (each needs an equal shard): B = {}",
-                    bad.len(),
-                    bs.len(),
-                    if matches!(self.device(), DeviceSpec::Cpu { .. }) { "workers" } else { "GPUs" },
-                    bad.join(", ")
-                ),
-            ));
-        }
+        let precision_note = match (self.precision, &self.device(), nqm) {
+            (Precision::Fp32, _, _) => None,
+            (_, _, true) => {
+                Some("the noisy quadratic model is closed-form: precision has no effect")
+            }
+            (Precision::Bf16, DeviceSpec::Cpu { .. }, _) => {
+                Some("bf16 is emulated on CPU: expect ~2× slower steps than fp32")
+            }
+            (Precision::Fp16, _, _) => {
+                Some("fp16 uses dynamic loss scaling; skipped steps show in Live")
+            }
+            _ => None,
+        };
+        out.extend(precision_note.map(|m| Problem::warning("precision", m)));
         if matches!(self.device(), DeviceSpec::Cpu { workers } if workers > 2) {
-            out.push(note(
-                Field::Devices,
-                "CPU workers share this machine's cores: steps are real, wall time is not a GPU forecast".into(),
+            out.push(Problem::warning(
+                "workers",
+                "CPU workers share this machine's cores: steps are real, wall time is not a GPU forecast",
             ));
         }
         if matches!(self.device(), DeviceSpec::Cuda { .. }) && self.concurrency > 1 {
-            out.push(note(
-                Field::Concurrency,
-                "CUDA sweeps run one trial at a time (each trial owns its GPUs)".into(),
+            out.push(Problem::warning(
+                "concurrency",
+                "CUDA sweeps run one trial at a time (each trial owns its GPUs)",
             ));
-        }
-        if !self.target_valid(&w.target) {
-            out.push(err(
-                Field::Target,
-                format!("{} must be in (0, 1)", w.target.metric.name()),
-            ));
-        }
-        if self.budget < w.eval_every.max(1) {
-            out.push(err(
-                Field::Budget,
-                format!(
-                    "shorter than one evaluation interval ({} steps)",
-                    w.eval_every
-                ),
-            ));
-        }
-        if out.iter().all(|p| !p.blocking) {
-            if let Some(cfg) = self.config(std::path::Path::new(".")) {
-                if let Err(e) = cfg.validate() {
-                    out.push(Problem {
-                        field: None,
-                        message: format!("{e:#}"),
-                        blocking: true,
-                    });
-                }
-            }
         }
         out
-    }
-
-    fn target_valid(&self, t: &Target) -> bool {
-        match t.metric {
-            Metric::ValError => self.target > 0.0 && self.target < 1.0,
-            _ => self.target > 0.0 && self.target.is_finite(),
-        }
     }
 
     pub fn total_trials(&self) -> usize {

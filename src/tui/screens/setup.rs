@@ -135,7 +135,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             Span::styled(extra, th.dim()),
         ]);
         lines.push(l);
-        for pr in problems.iter().filter(|p| p.field == Some(*f)) {
+        for pr in problems.iter().filter(|p| Field::of(p) == Some(*f)) {
             let (tag, style) = if pr.blocking {
                 ("✗ ", th.error())
             } else {
@@ -150,7 +150,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             }
         }
     }
-    for pr in problems.iter().filter(|p| p.field.is_none()) {
+    for pr in problems.iter().filter(|p| Field::of(p).is_none()) {
         for chunk in wrap(&format!("✗ {}", pr.message), desc_w) {
             lines.push(Line::styled(chunk, th.error()));
         }

@@ -1,0 +1,173 @@
+//! Shared set-up of the integration tests (`mod common;` in each file that needs it): the binary
+//! and the run logs it writes, small NQM sweeps run to the end, and the digits workload and trial
+//! the engine tests train. (The TUI tests' scripted sweep is in `tests/tui_support`.)
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::sync_channel;
+use std::sync::Arc;
+
+use scaling_lab::core::{
+    CancelToken, DeviceSpec, SweepEvent, TrialEvent, TrialOutcome, TrialRunner, TrialSpec,
+};
+use scaling_lab::sweep::{start_sweep, SweepConfig, SweepResult};
+use scaling_lab::train::{BurnRunner, TrainOptions};
+use scaling_lab::workload::spec::*;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `scaling-lab ARGS` to its end and returns its stdout; panics with both streams unless it
+/// exits 0.
+pub fn run_ok(args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run scaling-lab");
+    assert!(
+        out.status.success(),
+        "{args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Starts `scaling-lab ARGS` with no stdin and no stdout, stderr to `stderr` (piped: read it
+/// with `wait_with_output`).
+pub fn spawn<S: AsRef<OsStr>>(args: &[S], stderr: Stdio) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("start scaling-lab")
+}
+
+/// The run log (`*.jsonl`) in `dir`, if there is one (yet).
+pub fn find_log(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+}
+
+/// The run log in `dir`; panics when there is none.
+pub fn only_log(dir: &Path) -> PathBuf {
+    find_log(dir).expect("a run log")
+}
+
+/// The NQM preset the sweep tests run: dim 50, target loss 0.1, evaluated every 5 steps for at
+/// most 2000, η searched over [1e-3, 4].
+pub fn nqm_preset(opt: OptimizerKind) -> Preset {
+    Preset {
+        name: format!("nqm-{}", opt.name()),
+        description: "test".into(),
+        workload: Workload {
+            eval_every: 5,
+            step_budget: 2000,
+            ..Workload::nqm(50, opt, 0.1)
+        },
+        search: SearchSpace {
+            learning_rate: [1e-3, 4.0],
+            ..SearchSpace::default()
+        },
+        sweep: SweepDefaults::default(),
+    }
+}
+
+/// A sweep of `preset` into `runs_dir` (one CPU worker, the preset's precision; the caller sets
+/// the plan).
+pub fn sweep_config(preset: Preset, runs_dir: &Path) -> SweepConfig {
+    SweepConfig::from_preset(preset, None, runs_dir.to_path_buf())
+}
+
+/// Runs a sweep (or resumes `resume`) to its end, every event drained on another thread: the
+/// result and the events in order.
+pub fn run_sweep(
+    cfg: SweepConfig,
+    runner: Arc<dyn TrialRunner>,
+    resume: Option<PathBuf>,
+) -> (SweepResult, Vec<SweepEvent>) {
+    let (tx, rx) = sync_channel(4096);
+    let h = start_sweep(cfg, runner, tx, resume).unwrap();
+    let drainer = std::thread::spawn(move || rx.iter().collect::<Vec<_>>());
+    let res = h.join().unwrap();
+    (res, drainer.join().unwrap())
+}
+
+/// The digits MLP [64] the engine tests train: momentum (η 0.05, γ 0.9), val error ≤ 0.06,
+/// evaluated every 5 steps, at most 2000 steps.
+pub fn digits_workload() -> Workload {
+    Workload {
+        dataset: Some(DatasetSpec {
+            name: DatasetKind::Digits,
+            val_fraction: 0.2,
+            split_seed: 0,
+            max_bytes: None,
+            seq_len: 64,
+            max_val: None,
+            downsample: None,
+        }),
+        model: ModelSpec::Mlp { hidden: vec![64] },
+        optimizer: OptimizerKind::Momentum,
+        target: Target {
+            metric: Metric::ValError,
+            value: 0.06,
+        },
+        eval_every: 5,
+        eval_growth: 0.0,
+        step_budget: 2000,
+        max_examples: None,
+        precision: Precision::Fp32,
+        defaults: Metaparams::new(0.05, 0.9),
+        grad_clip: None,
+        divergence_factor: 10.0,
+    }
+}
+
+/// A trial of `w` at its default metaparameters on `workers` CPU workers, seed 7.
+pub fn cpu_trial(
+    w: &Workload,
+    batch_size: usize,
+    workers: usize,
+    precision: Precision,
+) -> TrialSpec {
+    TrialSpec {
+        devices: DeviceSpec::Cpu { workers },
+        precision,
+        seed: 7,
+        ..TrialSpec::cpu(batch_size, w.defaults.clone())
+    }
+}
+
+/// Trains one trial with the Burn runner (a step event every step): its outcome and the training
+/// loss of every step.
+pub fn train(w: &Workload, spec: &TrialSpec, options: TrainOptions) -> (TrialOutcome, Vec<f64>) {
+    let mut losses = vec![];
+    let runner = BurnRunner::new(TrainOptions {
+        step_event_interval: std::time::Duration::ZERO,
+        ..options
+    });
+    let out = runner
+        .run(
+            w,
+            spec,
+            &mut |e| {
+                if let TrialEvent::Step(st) = e {
+                    losses.push(st.loss)
+                }
+            },
+            &CancelToken::new(),
+        )
+        .unwrap();
+    (out, losses)
+}
