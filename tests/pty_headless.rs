@@ -80,15 +80,10 @@ fn sweep_runs_to_completion_in_a_terminal() {
 
 #[test]
 fn train_runs_to_completion_in_a_terminal() {
-    let (text, code) = run_in_pty(&[
-        "train",
-        "--preset",
-        "digits-mlp-sgd",
-        "--batch-size",
-        "64",
-        "--steps",
-        "300",
-    ]);
+    let args: Vec<&str> = "train --preset digits-mlp-sgd --batch-size 64 --steps 300"
+        .split(' ')
+        .collect();
+    let (text, code) = run_in_pty(&args);
     assert!(
         text.contains("reached val_error") || text.contains("did not reach"),
         "{text}"

@@ -139,16 +139,7 @@ fn until_adds_trials_where_the_interval_is_widest_and_resume_reproduces_it() {
     let again = run(resumed_cfg, Some(cut.clone()));
     assert!(!again.cancelled);
     let relog = read_run_log(&cut).unwrap();
-    let key = |l: &scaling_lab::runlog::reader::RunLog| {
-        let mut v: Vec<(u64, TrialSpec, Outcome)> = l
-            .trials
-            .iter()
-            .map(|t| (t.trial_id, t.spec.clone(), t.outcome.outcome.clone()))
-            .collect();
-        v.sort_by_key(|x| x.0);
-        v
-    };
-    assert_eq!(key(&relog), key(&log));
+    assert_eq!(by_trial_id(&relog), by_trial_id(&log));
     assert_eq!(again.analysis.regimes, res.analysis.regimes);
 }
 
@@ -269,14 +260,16 @@ fn widen_recentres_the_range_where_the_best_trial_is_at_its_edge_and_resume_repr
     let again = run(resumed_cfg, Some(cut.clone()));
     assert!(!again.cancelled);
     let relog = read_run_log(&cut).unwrap();
-    let key = |l: &scaling_lab::runlog::reader::RunLog| {
-        let mut v: Vec<(u64, TrialSpec, Outcome)> = l
-            .trials
-            .iter()
-            .map(|t| (t.trial_id, t.spec.clone(), t.outcome.outcome.clone()))
-            .collect();
-        v.sort_by_key(|x| x.0);
-        v
-    };
-    assert_eq!(key(&relog), key(&log));
+    assert_eq!(by_trial_id(&relog), by_trial_id(&log));
+}
+
+/// A log's trials as (id, spec, outcome), sorted by trial id: what a resume must reproduce.
+fn by_trial_id(l: &scaling_lab::runlog::reader::RunLog) -> Vec<(u64, TrialSpec, Outcome)> {
+    let mut v: Vec<(u64, TrialSpec, Outcome)> = l
+        .trials
+        .iter()
+        .map(|t| (t.trial_id, t.spec.clone(), t.outcome.outcome.clone()))
+        .collect();
+    v.sort_by_key(|x| x.0);
+    v
 }

@@ -716,6 +716,18 @@ mod tests {
         assert!(render_projection(&fast).contains("modelled"));
     }
 
+    /// The analysis of SGD trials against val error ≤ 0.1.
+    fn analyze_sgd(trials: &[TrialRecord]) -> Analysis {
+        crate::analysis::analyze(
+            &crate::workload::spec::Target {
+                metric: crate::workload::spec::Metric::ValError,
+                value: 0.1,
+            },
+            trials,
+            crate::workload::spec::OptimizerKind::Sgd,
+        )
+    }
+
     /// Reached trials at the given (B, steps), each step timed at exactly 1 ms + 10 µs/example of
     /// compute, with 25,000 parameters; and their analysis (val error ≤ 0.1, SGD).
     fn timed_trials(points: &[(usize, u64)]) -> (Vec<crate::core::record::TrialRecord>, Analysis) {
@@ -734,14 +746,7 @@ mod tests {
                 r
             })
             .collect();
-        let a = crate::analysis::analyze(
-            &crate::workload::spec::Target {
-                metric: crate::workload::spec::Metric::ValError,
-                value: 0.1,
-            },
-            &trials,
-            crate::workload::spec::OptimizerKind::Sgd,
-        );
+        let a = analyze_sgd(&trials);
         (trials, a)
     }
 
@@ -825,14 +830,7 @@ mod tests {
         let c = calibrate_compute(&trials[..3]).unwrap();
         assert_eq!(c.replicas, 2);
         assert!((c.per_example_s - 1e-5).abs() < 1e-12, "{c:?}");
-        let a = crate::analysis::analyze(
-            &crate::workload::spec::Target {
-                metric: crate::workload::spec::Metric::ValError,
-                value: 0.1,
-            },
-            &trials,
-            crate::workload::spec::OptimizerKind::Sgd,
-        );
+        let a = analyze_sgd(&trials);
         let table = LinkTable {
             path: "in-process".into(),
             rows: ring_table(1e-5, 4e9, 0.0),

@@ -26,10 +26,7 @@ use super::{plan, SweepConfig};
 use crate::core::analysis::Analysis;
 use crate::core::events::{PlanInfo, SweepEvent, TrialEvent};
 use crate::core::record::{Header, Summary, TrialRecord, SCHEMA_VERSION};
-use crate::core::trial::{
-    CancelToken, DeviceSpec, NoiseSummary, Outcome, Throughput, TrialOutcome, TrialRunner,
-    TrialSpec,
-};
+use crate::core::trial::{CancelToken, DeviceSpec, Outcome, TrialOutcome, TrialRunner, TrialSpec};
 use crate::core::widen::{RangeShift, WidenId, WIDEN_ID_BASE};
 use crate::runlog::reader::read_run_log;
 use crate::runlog::writer::RunLogWriter;
@@ -962,15 +959,5 @@ fn mark_early_stop(outcome: &mut Outcome, cap: Option<u64>) {
 }
 
 fn empty_outcome(outcome: Outcome) -> TrialOutcome {
-    TrialOutcome {
-        outcome,
-        steps: 0,
-        skipped_steps: 0,
-        final_loss_scale: 1.0,
-        wall_s: 0.0,
-        evals: Vec::new(),
-        noise: NoiseSummary::default(),
-        throughput: Throughput::default(),
-        reason: None,
-    }
+    TrialOutcome::bare(outcome, 0)
 }

@@ -120,30 +120,33 @@ impl<B: AutodiffBackend> ModuleMapper<B> for SgdMapper<'_, B> {
 }
 
 /// One parameter's update (flat tensors): the new weights and, with momentum, the new velocity.
+/// On Flex one fused pass over the buffers (`fused_flex`); elsewhere, or where that declines,
+/// tensor ops (`sgd_ops`).
 pub fn sgd_update<IB: Backend>(
     w: Tensor<IB, 1>,
     g: Tensor<IB, 1>,
     v: Option<Tensor<IB, 1>>,
     lr: f64,
     momentum: Option<(f64, bool)>,
-) -> (Tensor<IB, 1>, Option<Tensor<IB, 1>>) {
-    if TypeId::of::<IB>() == TypeId::of::<Flex>() {
-        match fused_flex::<IB>(w, g, v, lr, momentum) {
+) -> Updated<IB> {
+    let parts = if TypeId::of::<IB>() == TypeId::of::<Flex>() {
+        match fused_flex::<IB>((w, g, v), lr, momentum) {
             Ok(r) => return r,
-            Err((w, g, v)) => return sgd_ops(w, g, v, lr, momentum),
+            Err(parts) => parts,
         }
-    }
-    sgd_ops(w, g, v, lr, momentum)
+    } else {
+        (w, g, v)
+    };
+    sgd_ops(parts, lr, momentum)
 }
 
-/// The update as tensor ops, exactly Burn's `Sgd` + `Momentum` (dampening 0) operation order.
+/// The update of (weights, gradient, velocity) as tensor ops, exactly Burn's `Sgd` + `Momentum`
+/// (dampening 0) operation order.
 fn sgd_ops<IB: Backend>(
-    w: Tensor<IB, 1>,
-    g: Tensor<IB, 1>,
-    v: Option<Tensor<IB, 1>>,
+    (w, g, v): Parts<IB>,
     lr: f64,
     momentum: Option<(f64, bool)>,
-) -> (Tensor<IB, 1>, Option<Tensor<IB, 1>>) {
+) -> Updated<IB> {
     match momentum {
         None => (w - g.mul_scalar(lr), None),
         Some((m, nesterov)) => {
@@ -186,9 +189,7 @@ fn is_f32<IB: Backend>(t: &Tensor<IB, 1>) -> bool {
 
 /// The one-pass update on Flex f32 tensors; gives the tensors back when a layout does not allow it.
 fn fused_flex<IB: Backend>(
-    w: Tensor<IB, 1>,
-    g: Tensor<IB, 1>,
-    v: Option<Tensor<IB, 1>>,
+    (w, g, v): Parts<IB>,
     lr: f64,
     momentum: Option<(f64, bool)>,
 ) -> Result<Updated<IB>, Parts<IB>> {
@@ -301,7 +302,7 @@ mod tests {
                     vals(keep),
                     if s == 0 { w0.clone() } else { vals(wb.clone()) }
                 );
-                let (w2, v2) = sgd_ops(wb, t::<Flex>(g), vb, lr, momentum);
+                let (w2, v2) = sgd_ops((wb, t::<Flex>(g), vb), lr, momentum);
                 assert_eq!(vals(w.clone()), vals(w2.clone()), "{momentum:?} step {s}");
                 assert_eq!(v.is_some(), v2.is_some());
                 if let (Some(a), Some(b)) = (&v, &v2) {
@@ -315,7 +316,7 @@ mod tests {
         let big: Vec<f32> = (0..2 * n).map(|i| i as f32 / 100.0).collect();
         let g = t::<Flex>(&big).narrow(0, 5, n);
         let (w, _) = sgd_update(t::<Flex>(&w0), g.clone(), None, 0.1, None);
-        let (w2, _) = sgd_ops(t::<Flex>(&w0), g, None, 0.1, None);
+        let (w2, _) = sgd_ops((t::<Flex>(&w0), g, None), 0.1, None);
         assert_eq!(vals(w), vals(w2));
     }
 }
