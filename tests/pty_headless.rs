@@ -159,3 +159,61 @@ fn closed_pipe_is_a_normal_exit() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// `sweep --dry-run` of a GPU-scale preset on the CPU, piped and in a pty: the plan, the layout
+/// and the wall-time bound (after a short calibration, cached in the runs directory), the
+/// warning with that bound, no trial run and no log written.
+#[test]
+fn dry_run_of_a_gpu_scale_preset_warns_with_its_estimate() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/digits-mlp-sgd.toml"),
+    )
+    .unwrap();
+    let text = text
+        .replacen("[sweep]\n", "[sweep]\ngpu_scale = true\n", 1)
+        .replacen("name = \"digits-mlp-sgd\"", "name = \"digits-gpu-sgd\"", 1);
+    let preset = dir.path().join("digits-gpu-sgd.toml");
+    std::fs::write(&preset, text).unwrap();
+    let runs = dir.path().join("runs");
+    let out = Command::new(BIN)
+        .args(["sweep", preset.to_str().unwrap(), "--dry-run", "--runs-dir"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("estimated wall time: ≤"), "{stdout}");
+    assert!(
+        stderr.contains(
+            "warning: digits-gpu-sgd is a GPU-scale preset running on the CPU: estimated ≤"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        runs.join("layout-calibration.json").is_file(),
+        "calibration cached"
+    );
+    assert!(common_log_count(&runs) == 0, "a dry run writes no run log");
+    // the same in a terminal, now from the cached calibration
+    let mut s = pty(&["sweep", preset.to_str().unwrap(), "--dry-run"], &runs);
+    let text = text_until_eof(&mut s, "the dry run ends");
+    assert_eq!(exit_code(&s), 0, "{text}");
+    assert!(
+        text.contains("GPU-scale preset running on the CPU: estimated ≤"),
+        "{text}"
+    );
+}
+
+fn common_log_count(runs: &Path) -> usize {
+    std::fs::read_dir(runs)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+                .count()
+        })
+        .unwrap_or(0)
+}

@@ -413,3 +413,86 @@ fn help_opens_and_returns() {
     key(&mut a, Key::Esc);
     assert_eq!(a.screen, Screen::Setup);
 }
+
+/// Moves Setup's field cursor to `f` (focus on the fields, from the first field).
+fn go_to_field(a: &mut scaling_lab::tui::App, f: Field) {
+    if a.setup.focus != SetupFocus::Fields {
+        key(a, Key::Tab);
+    }
+    while a.setup.field > 0 {
+        key(a, Key::Up);
+    }
+    for _ in 0..FIELDS.iter().position(|x| *x == f).unwrap() {
+        key(a, Key::Down);
+    }
+    assert_eq!(FIELDS[a.setup.field], f);
+}
+
+#[test]
+fn setup_auto_layout_widen_and_the_gpu_scale_warning() {
+    use scaling_lab::sweep::layout::{calibration_key, cores, Calibration};
+    let mut a = app();
+    // a preset that leaves concurrency to the scheduler: Setup launches it that way ...
+    let sel = a.setup.selected;
+    a.setup.presets[sel].preset.sweep.auto_concurrency = true;
+    a.setup.reset_from_preset();
+    assert!(a.setup.auto_layout());
+    assert!(config(&a).preset.sweep.auto_concurrency);
+    // ... until the field is edited: then the user's number wins
+    go_to_field(&mut a, Field::Concurrency);
+    key(&mut a, Key::Right);
+    let cfg = config(&a);
+    assert!(!cfg.preset.sweep.auto_concurrency && !a.setup.auto_layout());
+    assert_eq!(cfg.concurrency, 2);
+    // widen: off by default, then N moves, launched as --widen N
+    assert_eq!(config(&a).widen, 0);
+    go_to_field(&mut a, Field::Widen);
+    key(&mut a, Key::Right);
+    key(&mut a, Key::Right);
+    assert_eq!(config(&a).widen, 2);
+    let cmds = key(&mut a, Key::Enter);
+    let [Command::Launch(launched)] = cmds.as_slice() else {
+        panic!("{cmds:?}")
+    };
+    assert_eq!((launched.widen, launched.concurrency), (2, 2));
+
+    // a GPU-scale preset on the CPU warns (not blocking), first without an estimate ...
+    let mut a = app();
+    let sel = a.setup.selected;
+    a.setup.presets[sel].preset.sweep.gpu_scale = true;
+    let gpu_warning = |a: &scaling_lab::tui::App| {
+        a.setup
+            .problems()
+            .into_iter()
+            .find(|p| p.field == "devices" && p.message.contains("GPU-scale"))
+    };
+    let w = gpu_warning(&a).expect("GPU-scale warning");
+    assert!(!w.blocking);
+    assert!(w.message.contains("--dry-run"), "{}", w.message);
+    assert!(a.setup.calibrated_estimate().is_none());
+    // ... then with the bound from the runs directory's cached calibration of its workload
+    let cfg = config(&a);
+    let k = calibration_key(&cfg.preset.workload, cfg.precision, cores());
+    a.setup.calibrations.insert(
+        k.clone(),
+        Calibration {
+            key: k,
+            cores: cores(),
+            one_trial: vec![(16, 0.002), (1024, 0.02)],
+            batch: 128,
+            one_trial_examples_per_s: 1e4,
+            many_trials_examples_per_s: 1e4,
+            concurrency: 1,
+            measured: String::new(),
+            n_val: 360,
+        },
+    );
+    let e = a
+        .setup
+        .calibrated_estimate()
+        .expect("estimate from the cache");
+    assert!(e.upper_s > 0.0);
+    let w = gpu_warning(&a).unwrap();
+    assert!(w.message.contains("estimated ≤"), "{}", w.message);
+    assert!(a.setup.problems().iter().all(|p| !p.blocking));
+}

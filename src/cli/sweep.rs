@@ -285,6 +285,15 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
     if a.slurm.dry_run {
         return dry_run(&cfg, runner.as_ref(), resume.as_deref());
     }
+    if resume.is_none() && cfg.preset.sweep.gpu_scale && cfg.devices.is_cpu() {
+        announce_gpu_calibration(&cfg);
+        let est = sweep::layout::sweep_estimate(&cfg, runner.as_ref())
+            .ok()
+            .and_then(|(_, e)| e);
+        if let Some(w) = sweep::layout::gpu_scale_warning(&cfg, est.as_ref()) {
+            eprintln!("warning: {w}");
+        }
+    }
     if resume.is_none() && cfg.preset.sweep.auto_concurrency {
         let l = sweep::layout::resolve(&cfg, runner.as_ref())?;
         eprintln!(
@@ -383,6 +392,20 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Says why a GPU-scale preset on the CPU pauses before it starts: its calibration (when none is
+/// cached yet), 2 training steps at the smallest B, which can take a minute there.
+fn announce_gpu_calibration(cfg: &SweepConfig) {
+    if cfg.preset.sweep.gpu_scale
+        && cfg.devices.is_cpu()
+        && sweep::layout::cached_calibration(cfg).is_none()
+    {
+        eprintln!(
+            "{} is a GPU-scale preset: estimating its CPU wall time (2 training steps at the smallest B, then cached)…",
+            cfg.preset.name
+        );
+    }
+}
+
 /// `sweep --dry-run` (without --slurm): the plan, the thread layout the scheduler would use and
 /// the wall-time bound; runs no trial of the sweep (the layout calibration may run, once per
 /// workload, and is cached in the runs directory).
@@ -404,6 +427,7 @@ fn dry_run(
     if resume.is_some() {
         outln("resume: the log's recorded concurrency is kept");
     }
+    announce_gpu_calibration(cfg);
     let (layout, est) = sweep::layout::sweep_estimate(cfg, runner)?;
     outln(&format!(
         "layout: {} trial(s) at once{} ({})",
@@ -413,9 +437,12 @@ fn dry_run(
             .map_or(String::new(), |t| format!(", {t} thread(s) each")),
         layout.why
     ));
-    match est {
+    match &est {
         Some(e) => outln(&format!("estimated wall time: {}", e.line())),
         None => outln("estimated wall time: not available for this device/workload"),
     };
+    if let Some(w) = sweep::layout::gpu_scale_warning(cfg, est.as_ref()) {
+        eprintln!("warning: {w}");
+    }
     Ok(ExitCode::SUCCESS)
 }

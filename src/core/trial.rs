@@ -16,6 +16,9 @@ pub enum DeviceSpec {
 }
 
 impl DeviceSpec {
+    pub fn is_cpu(&self) -> bool {
+        matches!(self, DeviceSpec::Cpu { .. })
+    }
     pub fn replicas(&self) -> usize {
         match self {
             DeviceSpec::Cpu { workers } => *workers,

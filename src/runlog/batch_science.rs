@@ -310,8 +310,7 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
             concurrency: 1,
             seed: 0,
             early_stopping: false,
-            auto_concurrency: false,
-            trials_per_device: 0,
+            ..SweepDefaults::default()
         },
     };
     let header = Header {

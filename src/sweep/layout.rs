@@ -23,6 +23,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::SweepConfig;
@@ -51,6 +52,10 @@ pub struct Calibration {
     /// The faster choice: 1 or `cores`.
     pub concurrency: usize,
     pub measured: String,
+    /// Validation examples per evaluation of the workload (what an evaluation costs in the wall
+    /// time estimate; 0 in caches written before it was recorded).
+    #[serde(default)]
+    pub n_val: usize,
 }
 
 impl Calibration {
@@ -252,6 +257,40 @@ pub fn calibrate(
             1
         },
         measured: chrono::Local::now().to_rfc3339(),
+        n_val: 0,
+    })
+}
+
+/// The calibration of a GPU-scale workload on the CPU, where one step at the largest B can take
+/// a minute: 2 steps at the smallest B on all threads, step time taken ∝ B (one point: see
+/// `Calibration::step_s`), one trial at a time. Seconds, not minutes, and enough for the
+/// warning's wall-time bound.
+pub fn quick_calibration(
+    runner: &dyn TrialRunner,
+    w: &Workload,
+    precision: Precision,
+    batches: &[usize],
+) -> anyhow::Result<Calibration> {
+    let lo = batches
+        .iter()
+        .copied()
+        .min()
+        .context("no batch sizes to calibrate")?;
+    let cores = cores();
+    let t = step_time(runner, w, lo, 2, precision, None)?;
+    Ok(Calibration {
+        key: calibration_key(w, precision, cores),
+        cores,
+        one_trial: vec![(lo, t)],
+        batch: lo,
+        one_trial_examples_per_s: lo as f64 / t,
+        many_trials_examples_per_s: lo as f64 / t,
+        concurrency: 1,
+        measured: format!(
+            "{} (quick: 2 steps at B = {lo})",
+            chrono::Local::now().to_rfc3339()
+        ),
+        n_val: 0,
     })
 }
 
@@ -259,7 +298,8 @@ pub fn cache_path(runs_dir: &Path) -> PathBuf {
     runs_dir.join(CACHE_FILE)
 }
 
-fn read_cache(runs_dir: &Path) -> BTreeMap<String, Calibration> {
+/// Every cached calibration in `runs_dir`, by key (empty when there is no readable cache).
+pub fn read_cache(runs_dir: &Path) -> BTreeMap<String, Calibration> {
     std::fs::read_to_string(cache_path(runs_dir))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
@@ -292,14 +332,24 @@ pub fn calibration(
     if let Some(c) = cached_calibration(cfg) {
         return Ok((c, true));
     }
-    let c = calibrate(
-        runner,
-        &cfg.preset.workload,
-        cfg.precision,
-        &cfg.batch_sizes,
-        cores(),
-        0.4,
-    )?;
+    let mut c = if cfg.preset.sweep.gpu_scale {
+        quick_calibration(
+            runner,
+            &cfg.preset.workload,
+            cfg.precision,
+            &cfg.batch_sizes,
+        )?
+    } else {
+        calibrate(
+            runner,
+            &cfg.preset.workload,
+            cfg.precision,
+            &cfg.batch_sizes,
+            cores(),
+            0.4,
+        )?
+    };
+    c.n_val = n_val(cfg);
     // a cache that cannot be written only costs a re-measurement next time
     let _ = write_cache(&cfg.runs_dir, &c);
     Ok((c, false))
@@ -465,7 +515,23 @@ pub fn sweep_estimate(
 /// `sweep_estimate` without measuring: None when the workload has no cached calibration yet (a
 /// UI can call this on every redraw, and `sweep_estimate` in the background once).
 pub fn cached_sweep_estimate(cfg: &SweepConfig) -> Option<(Layout, WallEstimate)> {
-    let cal = cached_calibration(cfg)?;
+    estimate_from(cfg, &read_cache(&cfg.runs_dir))
+}
+
+/// The layout and wall-time bound of `cfg` from already-read calibrations (`read_cache`): no
+/// IO, no measurement (the Setup screen's estimate). None without a calibration of its workload
+/// on this machine, and for NQM and CUDA sweeps.
+pub fn estimate_from(
+    cfg: &SweepConfig,
+    cals: &BTreeMap<String, Calibration>,
+) -> Option<(Layout, WallEstimate)> {
+    if !matches!(cfg.devices, DeviceSpec::Cpu { .. })
+        || matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. })
+    {
+        return None;
+    }
+    let key = calibration_key(&cfg.preset.workload, cfg.precision, cores());
+    let cal = cals.get(&key)?;
     let concurrency = if cfg.preset.sweep.auto_concurrency && calibrated(cfg) {
         cal.concurrency
     } else {
@@ -476,8 +542,27 @@ pub fn cached_sweep_estimate(cfg: &SweepConfig) -> Option<(Layout, WallEstimate)
         threads_per_trial: threads_per_trial(&cfg.devices, concurrency, cores()),
         why: "cached calibration".into(),
     };
-    let est = estimate_wall_time(cfg, &cal, concurrency, n_val(cfg));
+    let est = estimate_wall_time(cfg, cal, concurrency, cal.n_val);
     Some((layout, est))
+}
+
+/// The warning for a GPU-scale preset (`[sweep] gpu_scale`) swept on the CPU, with its
+/// estimated wall time when one is known; None for other presets and for CUDA sweeps.
+pub fn gpu_scale_warning(cfg: &SweepConfig, est: Option<&WallEstimate>) -> Option<String> {
+    if !cfg.preset.sweep.gpu_scale || !matches!(cfg.devices, DeviceSpec::Cpu { .. }) {
+        return None;
+    }
+    let time = match est {
+        Some(e) => format!("estimated {}", e.line()),
+        None => format!(
+            "no estimate yet (`scaling-lab sweep {} --dry-run` calibrates it, once)",
+            cfg.preset.name
+        ),
+    };
+    Some(format!(
+        "{} is a GPU-scale preset running on the CPU: {time}; build with --features cuda and pass --devices cuda:0 to run it at its scale",
+        cfg.preset.name
+    ))
 }
 
 #[cfg(test)]
@@ -494,6 +579,7 @@ mod tests {
             many_trials_examples_per_s: many,
             concurrency: if many > one * MIN_GAIN { 2 } else { 1 },
             measured: String::new(),
+            n_val: 0,
         }
     }
 
@@ -531,6 +617,59 @@ mod tests {
         assert_eq!(threads_per_trial(&cpu, 2, 8), Some(4));
         let gpu = DeviceSpec::Cuda { devices: vec![0] };
         assert_eq!(threads_per_trial(&gpu, 2, 2), None);
+    }
+
+    #[test]
+    fn the_cached_estimate_and_the_gpu_scale_warning() {
+        let (_, preset) = crate::workload::load::find_preset("digits-mlp-sgd").unwrap();
+        let mut cfg = SweepConfig::from_preset(preset, None, PathBuf::from("runs"));
+        let mut c = cal(
+            vec![(16, 0.001 + 16e-5), (1024, 0.001 + 1024e-5)],
+            1e3,
+            1.5e3,
+        );
+        c.key = calibration_key(&cfg.preset.workload, cfg.precision, cores());
+        let mut cals = BTreeMap::new();
+        assert!(
+            estimate_from(&cfg, &cals).is_none(),
+            "no calibration, no estimate"
+        );
+        cals.insert(c.key.clone(), c.clone());
+        let (layout, e) = estimate_from(&cfg, &cals).unwrap();
+        assert_eq!((layout.concurrency, e.concurrency), (1, 1));
+        assert!(e.upper_s > 0.0 && e.trials == cfg.batch_sizes.len() * cfg.trials_per_batch);
+        // evaluations cost: more validation examples, a longer bound
+        let mut bigger = cals.clone();
+        bigger.get_mut(&c.key).unwrap().n_val = 10_000;
+        assert!(estimate_from(&cfg, &bigger).unwrap().1.upper_s > e.upper_s);
+        // half the trials, half the time
+        let mut half = cfg.clone();
+        half.trials_per_batch /= 2;
+        let h = estimate_from(&half, &cals).unwrap().1.upper_s;
+        assert!(
+            (h - e.upper_s / 2.0).abs() < 1e-9 * e.upper_s,
+            "{h} vs {}",
+            e.upper_s
+        );
+        // 2 at once on a machine where that measured 1.5x: the bound divides by 1.5
+        let mut two = cfg.clone();
+        two.concurrency = 2;
+        let t = estimate_from(&two, &cals).unwrap().1.upper_s;
+        assert!((t - e.upper_s / 1.5).abs() < 1e-9 * e.upper_s);
+        // not a GPU-scale preset: no warning; GPU-scale on the CPU: the bound, or how to get one
+        assert_eq!(gpu_scale_warning(&cfg, Some(&e)), None);
+        cfg.preset.sweep.gpu_scale = true;
+        let w = gpu_scale_warning(&cfg, Some(&e)).unwrap();
+        assert!(
+            w.contains("GPU-scale") && w.contains(&human_s(e.upper_s)),
+            "{w}"
+        );
+        let w = gpu_scale_warning(&cfg, None).unwrap();
+        assert!(w.contains("sweep digits-mlp-sgd --dry-run"), "{w}");
+        // on CUDA neither applies
+        cfg.devices = DeviceSpec::Cuda { devices: vec![0] };
+        assert_eq!(gpu_scale_warning(&cfg, None), None);
+        assert!(estimate_from(&cfg, &cals).is_none());
     }
 
     #[test]

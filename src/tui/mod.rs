@@ -64,12 +64,13 @@ impl TuiOptions {
 /// Builds the initial app state from the options (reads the presets directory).
 pub fn initial_app(opts: &TuiOptions, theme: theme::Theme) -> App {
     let (presets, errors) = loader::load_presets(&opts.presets_dir);
-    let setup = app::SetupState::new(
+    let mut setup = app::SetupState::new(
         presets,
         errors,
         Some(opts.initial_preset.as_deref().unwrap_or(DEFAULT_PRESET)),
         opts.gpu_labels.clone(),
     );
+    setup.calibrations = crate::sweep::layout::read_cache(&opts.runs_dir);
     App::new(setup, opts.runs_dir.clone(), theme)
 }
 

@@ -157,6 +157,10 @@ pub const EMBEDDED_PRESETS: &[(&str, &str)] = &[
         include_str!("../../presets/shakespeare-mlstm-adam.toml"),
     ),
     (
+        "shakespeare-mlstm-paper-adam",
+        include_str!("../../presets/shakespeare-mlstm-paper-adam.toml"),
+    ),
+    (
         "shakespeare-transformer-adam",
         include_str!("../../presets/shakespeare-transformer-adam.toml"),
     ),

@@ -492,6 +492,10 @@ pub struct SweepDefaults {
     /// one device, K trials per device at once (`sweep::devices`).
     #[serde(default, skip_serializing_if = "is_zero_usize")]
     pub trials_per_device: usize,
+    /// A paper-scale preset meant for a GPU (`gpu_scale = true` under `[sweep]`): a sweep of it on
+    /// the CPU (headless or Setup) warns with its estimated wall time (`sweep::layout`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gpu_scale: bool,
 }
 
 fn is_zero_usize(n: &usize) -> bool {
@@ -521,6 +525,7 @@ impl Default for SweepDefaults {
             early_stopping: true,
             auto_concurrency: false,
             trials_per_device: 0,
+            gpu_scale: false,
         }
     }
 }

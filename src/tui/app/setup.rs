@@ -26,9 +26,10 @@ pub enum Field {
     Concurrency,
     Target,
     Budget,
+    Widen,
 }
 
-pub const FIELDS: [Field; 9] = [
+pub const FIELDS: [Field; 10] = [
     Field::Optimizer,
     Field::Precision,
     Field::Devices,
@@ -38,6 +39,7 @@ pub const FIELDS: [Field; 9] = [
     Field::Concurrency,
     Field::Target,
     Field::Budget,
+    Field::Widen,
 ];
 
 impl Field {
@@ -52,6 +54,7 @@ impl Field {
             Field::Concurrency => "trials at once",
             Field::Target => "target",
             Field::Budget => "step budget",
+            Field::Widen => "widen search",
         }
     }
 
@@ -67,6 +70,7 @@ impl Field {
             "concurrency" => Field::Concurrency,
             "target" => Field::Target,
             "steps" | "eval_every" => Field::Budget,
+            "widen" => Field::Widen,
             _ => return None,
         })
     }
@@ -97,8 +101,16 @@ pub struct SetupState {
     pub trials: usize,
     /// Trials run at the same time (CUDA sweeps run one at a time).
     pub concurrency: usize,
+    /// The preset leaves concurrency to the scheduler and the field was not touched: the sweep's
+    /// calibration chooses (`sweep::layout`); editing the field fixes it.
+    pub concurrency_auto: bool,
     pub target: f64,
     pub budget: u64,
+    /// `--widen N`: moves of the search range past an edge per batch size (0 = off).
+    pub widen: usize,
+    /// The runs directory's cached layout calibrations (`sweep::layout::read_cache`, read when
+    /// the app starts): the wall-time bound Setup shows before any run of the study exists.
+    pub calibrations: std::collections::BTreeMap<String, crate::sweep::layout::Calibration>,
 }
 
 /// Highest value the concurrency field offers.
@@ -136,8 +148,11 @@ impl SetupState {
             b_max: 1024,
             trials: 1,
             concurrency: 1,
+            concurrency_auto: false,
             target: 0.0,
             budget: 0,
+            widen: 0,
+            calibrations: Default::default(),
         };
         s.reset_from_preset();
         s
@@ -159,6 +174,8 @@ impl SetupState {
         self.budget = w.step_budget;
         self.trials = p.sweep.trials_per_batch.max(1);
         self.concurrency = p.sweep.concurrency.clamp(1, MAX_CONCURRENCY);
+        self.concurrency_auto = p.sweep.auto_concurrency;
+        self.widen = 0;
         self.b_min = p.sweep.batch_sizes.iter().copied().min().unwrap_or(16);
         self.b_max = p.sweep.batch_sizes.iter().copied().max().unwrap_or(1024);
         let workers = p.sweep.workers.max(1);
@@ -250,7 +267,7 @@ impl SetupState {
             batch_sizes: Some(self.batch_sizes()),
             trials: Some(self.trials),
             devices: Some(self.device()),
-            concurrency: Some(self.effective_concurrency()),
+            concurrency: (!self.auto_layout()).then(|| self.effective_concurrency()),
             precision: Some(self.precision),
             target: Some(self.target),
             steps: budget_changed.then_some(self.budget),
@@ -267,6 +284,7 @@ impl SetupState {
         p.sweep.batch_sizes = self.batch_sizes();
         p.sweep.trials_per_batch = self.trials;
         p.sweep.concurrency = self.effective_concurrency();
+        p.sweep.auto_concurrency = self.auto_layout();
         if let DeviceSpec::Cpu { workers } = self.device() {
             p.sweep.workers = workers;
         }
@@ -280,7 +298,21 @@ impl SetupState {
         let preset = self.edited_preset()?;
         let mut cfg = SweepConfig::from_preset(preset, entry.path.clone(), runs_dir.to_path_buf());
         let problems = self.overrides().apply(&mut cfg);
+        cfg.widen = self.widen;
         Some((cfg, problems))
+    }
+
+    /// Whether the scheduler chooses the concurrency (a CPU sweep of a preset that leaves it
+    /// out, the field untouched).
+    pub fn auto_layout(&self) -> bool {
+        self.concurrency_auto && self.device().is_cpu()
+    }
+
+    /// The wall-time bound of the edited study from the cached calibration of its workload (no
+    /// IO, no measurement), with the concurrency it assumes.
+    pub fn calibrated_estimate(&self) -> Option<crate::sweep::layout::WallEstimate> {
+        let (cfg, _) = self.checked_config(std::path::Path::new("."))?;
+        crate::sweep::layout::estimate_from(&cfg, &self.calibrations).map(|(_, e)| e)
     }
 
     pub fn config(&self, runs_dir: &std::path::Path) -> Option<SweepConfig> {
@@ -306,6 +338,12 @@ impl SetupState {
             }
         }
         out.extend(self.notes(&entry.preset));
+        if let Some((cfg, _)) = self.checked_config(std::path::Path::new(".")) {
+            let est = self.calibrated_estimate();
+            if let Some(w) = crate::sweep::layout::gpu_scale_warning(&cfg, est.as_ref()) {
+                out.push(Problem::warning("devices", w));
+            }
+        }
         out
     }
 
@@ -400,6 +438,7 @@ impl SetupState {
                 self.b_max = self.b_max.min(1 << 20);
             }
             Field::Concurrency => {
+                self.concurrency_auto = false;
                 self.concurrency = if up {
                     (self.concurrency + 1).min(MAX_CONCURRENCY)
                 } else {
@@ -431,6 +470,14 @@ impl SetupState {
             }
             Field::Budget => {
                 self.budget = ladder_125(self.budget, up).max(w.eval_every.max(1));
+            }
+            Field::Widen => {
+                let max = crate::core::widen::WIDEN_MAX_SHIFT as usize;
+                self.widen = if up {
+                    (self.widen + 1).min(max)
+                } else {
+                    self.widen.saturating_sub(1)
+                };
             }
         }
     }

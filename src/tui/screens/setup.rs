@@ -75,7 +75,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let est = s
         .estimate_s(&app.runs.entries)
         .map(|t| format!("  ≈ {} (from earlier runs)", format_duration(t)))
-        .unwrap_or_else(|| "  duration: no earlier run to estimate from".into());
+        .or_else(|| {
+            s.calibrated_estimate().map(|e| {
+                format!(
+                    "  ≤ {} (calibrated, every trial to its budget)",
+                    format_duration(e.upper_s)
+                )
+            })
+        })
+        .unwrap_or_else(|| "  duration: no earlier run or calibration to estimate from".into());
     lines.push(Line::from(vec![
         Span::styled(s.study_name(), th.accent()),
         Span::styled(
@@ -211,9 +219,19 @@ fn field_value(app: &App, f: Field) -> String {
         Field::BatchMin => s.b_min.to_string(),
         Field::BatchMax => s.b_max.to_string(),
         Field::Trials => s.trials.to_string(),
+        Field::Concurrency if s.auto_layout() => match s.calibrated_estimate() {
+            Some(e) => format!("auto ({} by calibration)", e.concurrency),
+            None => "auto (calibrated at launch)".into(),
+        },
         Field::Concurrency => s.effective_concurrency().to_string(),
         Field::Target => format!("{} ≤ {}", p.preset.workload.target.metric.name(), s.target),
         Field::Budget => format!("{} steps", s.budget),
+        Field::Widen if s.widen == 0 => "off".into(),
+        Field::Widen => format!(
+            "{} move{} past an edge",
+            s.widen,
+            if s.widen == 1 { "" } else { "s" }
+        ),
     }
 }
 
