@@ -453,6 +453,10 @@ fn a_dead_node_fails_its_trial_and_the_sweep_resumes() {
         "2",
         "--concurrency",
         "1",
+        // a target hard to reach: every trial runs (most of) its budget, so the kill below lands
+        // well inside the third trial, not between two (early stopping would make them short)
+        "--target",
+        "0.01",
         "--runs-dir",
         runs.to_str().unwrap(),
     ]);
@@ -481,9 +485,9 @@ fn a_dead_node_fails_its_trial_and_the_sweep_resumes() {
     until_both_run(&mut nodes, "two logged trials", &|_| {
         log_path().is_some_and(|p| trials_in(&p) >= 2)
     });
-    // into the third trial (the next one starts within milliseconds; a trial takes ≥ 0.1 s): a
+    // into the third trial (the next one starts within milliseconds; a trial takes ≥ 0.5 s): a
     // kill between two trials fails none, and is covered by the kill tests above
-    std::thread::sleep(Duration::from_millis(60));
+    std::thread::sleep(Duration::from_millis(100));
     let err = kill_and_check(&mut nodes, 1);
     let log = log_path().unwrap();
     assert!(err.contains("multi-node sweep stopped"), "{err}");
