@@ -1057,6 +1057,7 @@ fn mark_search_edges(
     notes: &mut Vec<String>,
 ) {
     let mut flagged = Vec::new();
+    let mut at_gamma_zero = Vec::new();
     let mut moved: Vec<(String, Vec<String>)> = Vec::new();
     for p in per_batch.iter_mut() {
         let shifts: std::collections::BTreeSet<RangeShift> = trials
@@ -1088,6 +1089,15 @@ fn mark_search_edges(
             let what: Vec<&str> = p.search_edges.iter().map(|e| e.label()).collect();
             flagged.push(format!("{} ({})", p.batch_size, what.join(", ")));
         }
+        // 1−γ at the top of its range where one more move would pass 1 (γ < 0): the edge
+        // `widen_step` cannot move
+        let omm_hi = shifts.iter().map(|s| s.omm).max().unwrap_or(0).max(0);
+        let capped = search
+            .one_minus_momentum
+            .is_some_and(|r| shift_range(r, omm_hi + 1)[1] >= 1.0);
+        if capped && p.search_edges.contains(&SearchEdge::OneMinusMomentumHigh) {
+            at_gamma_zero.push(p.batch_size.to_string());
+        }
     }
     if !moved.is_empty() {
         let at: Vec<String> = moved
@@ -1104,6 +1114,13 @@ fn mark_search_edges(
             "best trial at the edge of the search space at B = {}: S(B) there is an upper bound \
              (widen or re-centre the range: sweep --widen N)",
             flagged.join(", ")
+        ));
+    }
+    if !at_gamma_zero.is_empty() {
+        notes.push(format!(
+            "at B = {} the best 1−γ is at the top of its range and cannot move past γ = 0 (--widen \
+             does not try): little or no momentum works best there",
+            at_gamma_zero.join(", ")
         ));
     }
 }
@@ -1631,12 +1648,22 @@ pub(crate) mod tests {
         let mut hi = rec(0, 64, 0.01, Outcome::Reached { step: 10 }, None);
         hi.spec.metaparams.momentum = 0.55;
         assert_eq!(widen_step(&s, o, 64, &[&hi], 2), None);
+        // ... and the report says why that edge stays
+        preset.workload.optimizer = o;
+        let gamma_zero = |t: &TrialRecord| {
+            analyze_preset(&preset, std::slice::from_ref(t))
+                .notes
+                .iter()
+                .any(|n| n.contains("at B = 64 the best 1−γ is at the top of its range and cannot move past γ = 0"))
+        };
+        assert!(gamma_zero(&hi));
         // 1−γ at the bottom (γ = 0.9895) moves down.
         hi.spec.metaparams.momentum = 0.9895;
         assert_eq!(
             widen_step(&s, o, 64, &[&hi], 2),
             Some(RangeShift { lr: 0, omm: -1 })
         );
+        assert!(!gamma_zero(&hi));
     }
 
     #[test]
