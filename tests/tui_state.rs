@@ -495,4 +495,33 @@ fn setup_auto_layout_widen_and_the_gpu_scale_warning() {
     let w = gpu_warning(&a).unwrap();
     assert!(w.message.contains("estimated ≤"), "{}", w.message);
     assert!(a.setup.problems().iter().all(|p| !p.blocking));
+    let cal = a.setup.calibrations.values().next().unwrap().clone();
+
+    // `e` asks the runtime for the calibration (once until it answers); its answer is the bound
+    let mut a = app();
+    let cmds = key(&mut a, Key::Char('e'));
+    let [Command::Calibrate(cfg)] = cmds.as_slice() else {
+        panic!("{cmds:?}")
+    };
+    assert_eq!(cfg.preset.name, a.setup.study_name());
+    assert!(a.setup.calibrating);
+    assert!(
+        key(&mut a, Key::Char('e')).is_empty(),
+        "one calibration at a time"
+    );
+    update(&mut a, Msg::Calibrated(Err("no trainer".into())));
+    assert!(!a.setup.calibrating);
+    assert!(a
+        .flash
+        .as_deref()
+        .unwrap()
+        .contains("calibration failed: no trainer"));
+    key(&mut a, Key::Char('e'));
+    update(&mut a, Msg::Calibrated(Ok(Box::new(cal))));
+    assert!(a.setup.calibrated_estimate().is_some());
+    assert!(
+        a.flash.as_deref().unwrap().starts_with("calibrated: ≤"),
+        "{:?}",
+        a.flash
+    );
 }

@@ -121,6 +121,7 @@ pub const KEYS: &[Binding] = &[
     b("Tab / S-Tab", "everywhere", "next / previous panel", When::Setup, Some(("Tab", "panel"))),
     b("Enter", "Setup", "launch the sweep and go to Live", When::Setup, Some(("Enter", "launch"))),
     b("r", "Setup", "reset the values to the preset's", When::Setup, Some(("r", "reset"))),
+    b("e", "Setup", "estimate the wall time (calibrate the workload, cached)", When::Setup, Some(("e", "estimate"))),
     b(
         "Enter",
         "Runs",

@@ -275,6 +275,17 @@ impl Executor {
                     }
                 });
             }
+            Command::Calibrate(cfg) => {
+                let tx = self.tx.clone();
+                let runner = (self.factory)(&cfg.preset.workload);
+                tokio::task::spawn_blocking(move || {
+                    let r = runner
+                        .and_then(|r| crate::sweep::layout::calibration(&cfg, r.as_ref()))
+                        .map(|(c, _)| Box::new(c))
+                        .map_err(|e| format!("{e:#}"));
+                    let _ = tx.send(Msg::Calibrated(r));
+                });
+            }
             Command::Quit => {}
         }
         Ok(())

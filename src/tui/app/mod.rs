@@ -70,6 +70,9 @@ pub enum Msg {
     /// Lines appended to the run log being followed.
     LogLines(Vec<LogLine>),
     CompareLoaded(Vec<CompareRun>),
+    /// `Command::Calibrate` finished: the workload's layout calibration (cached in the runs
+    /// directory), or why it failed.
+    Calibrated(Result<Box<crate::sweep::layout::Calibration>, String>),
     Error(String),
     /// SIGTERM/SIGHUP: stop the sweep (finished trials are in the log) and quit now.
     Terminate,
@@ -85,6 +88,9 @@ pub enum Command {
     OpenLog(PathBuf),
     Resume(PathBuf),
     LoadCompare(Vec<PathBuf>),
+    /// Measure the layout calibration of this configuration's workload (a few seconds, then
+    /// cached): Setup's wall-time bound (`sweep --dry-run` in the UI).
+    Calibrate(Box<SweepConfig>),
     /// Leave the UI (the runtime stops a running sweep cleanly first).
     Quit,
 }

@@ -111,6 +111,8 @@ pub struct SetupState {
     /// The runs directory's cached layout calibrations (`sweep::layout::read_cache`, read when
     /// the app starts): the wall-time bound Setup shows before any run of the study exists.
     pub calibrations: std::collections::BTreeMap<String, crate::sweep::layout::Calibration>,
+    /// `e` asked for a calibration that has not come back yet.
+    pub calibrating: bool,
 }
 
 /// Highest value the concurrency field offers.
@@ -153,6 +155,7 @@ impl SetupState {
             budget: 0,
             widen: 0,
             calibrations: Default::default(),
+            calibrating: false,
         };
         s.reset_from_preset();
         s

@@ -100,6 +100,19 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             app.compare.runs = runs;
             app.compare.loading = false;
         }
+        Msg::Calibrated(r) => {
+            app.setup.calibrating = false;
+            match r {
+                Ok(c) => {
+                    app.setup.calibrations.insert(c.key.clone(), *c);
+                    app.flash = app
+                        .setup
+                        .calibrated_estimate()
+                        .map(|e| format!("calibrated: {}", e.line()));
+                }
+                Err(e) => app.flash = Some(format!("calibration failed: {e}")),
+            }
+        }
         Msg::Error(e) => app.flash = Some(e),
         Msg::Terminate => {
             if app.sweep_running() {
@@ -304,6 +317,29 @@ fn setup_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
             }
         }
         Key::Char('r') => s.reset_from_preset(),
+        Key::Char('e') => {
+            if running {
+                app.flash = Some(
+                    "not while a sweep runs: the calibration would share its cores and time both wrongly"
+                        .into(),
+                );
+            } else if !s.calibrating {
+                match s.config(&app.runs_dir) {
+                    Some(cfg) if cfg.devices.is_cpu() => {
+                        s.calibrating = true;
+                        app.flash = Some(format!(
+                            "calibrating {} (a few training steps, then cached)…",
+                            cfg.preset.name
+                        ));
+                        cmds.push(Command::Calibrate(Box::new(cfg)));
+                    }
+                    Some(_) => {
+                        app.flash = Some("wall-time bounds are calibrated on the CPU only".into())
+                    }
+                    None => {}
+                }
+            }
+        }
         Key::Enter => {
             if running {
                 app.flash = Some(

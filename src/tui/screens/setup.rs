@@ -83,7 +83,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
                 )
             })
         })
-        .unwrap_or_else(|| "  duration: no earlier run or calibration to estimate from".into());
+        .unwrap_or_else(|| {
+            if s.calibrating {
+                "  duration: calibrating…".into()
+            } else {
+                "  duration: press e to estimate (no earlier run or calibration)".into()
+            }
+        });
     lines.push(Line::from(vec![
         Span::styled(s.study_name(), th.accent()),
         Span::styled(
