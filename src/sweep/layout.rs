@@ -525,9 +525,7 @@ pub fn estimate_from(
     cfg: &SweepConfig,
     cals: &BTreeMap<String, Calibration>,
 ) -> Option<(Layout, WallEstimate)> {
-    if !matches!(cfg.devices, DeviceSpec::Cpu { .. })
-        || matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. })
-    {
+    if !cfg.devices.is_cpu() || matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. }) {
         return None;
     }
     let key = calibration_key(&cfg.preset.workload, cfg.precision, cores());
@@ -549,7 +547,7 @@ pub fn estimate_from(
 /// The warning for a GPU-scale preset (`[sweep] gpu_scale`) swept on the CPU, with its
 /// estimated wall time when one is known; None for other presets and for CUDA sweeps.
 pub fn gpu_scale_warning(cfg: &SweepConfig, est: Option<&WallEstimate>) -> Option<String> {
-    if !cfg.preset.sweep.gpu_scale || !matches!(cfg.devices, DeviceSpec::Cpu { .. }) {
+    if !cfg.preset.sweep.gpu_scale || !cfg.devices.is_cpu() {
         return None;
     }
     let time = match est {

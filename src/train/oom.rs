@@ -27,6 +27,26 @@ pub fn is_out_of_memory(message: &str) -> bool {
     OOM_MARKERS.iter().any(|k| m.contains(k))
 }
 
+/// A step or evaluation result with out-of-memory split off: `Ok(Err(outcome))` when the device
+/// ran out of memory at batch size `b` after `step` applied steps (the trial's outcome), other
+/// errors unchanged.
+pub fn or_oom<T>(
+    r: anyhow::Result<T>,
+    b: usize,
+    step: u64,
+) -> anyhow::Result<Result<T, crate::core::trial::Outcome>> {
+    match r {
+        Ok(v) => Ok(Ok(v)),
+        Err(e) if is_out_of_memory(&format!("{e:#}")) => {
+            Ok(Err(crate::core::trial::Outcome::Oom {
+                batch_size: b,
+                step,
+            }))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,7 +24,7 @@ use super::meter::{MeterOptions, StepSample, TrialMeter};
 use super::noise::NoiseScaleEstimator;
 use super::optim::Opt;
 use super::scaler::{LossScaler, ScaleDecision, ScalerConfig};
-use crate::core::{CancelToken, Outcome, TrialEvent, TrialOutcome, TrialSpec};
+use crate::core::{CancelToken, TrialEvent, TrialOutcome, TrialSpec};
 use crate::data::{self, Dataset, ImageBatcher, TextBatcher};
 use crate::model::{Batch, Ctx, EvalSums, InputShape, Net};
 use crate::workload::spec::{Metric, Precision, Workload};
@@ -760,16 +760,11 @@ fn coordinate(
         let t_step = Instant::now();
         let lr = mp.schedule.lr_at(mp.learning_rate, meter.applied());
         let loss_scale = scaler.scale();
-        let r = match workers.step(sampler.next(b), lr, loss_scale, workload.grad_clip, micro) {
+        let stepped = workers.step(sampler.next(b), lr, loss_scale, workload.grad_clip, micro);
+        // out of device memory at this B: an outcome, not an error (the sweep goes on)
+        let r = match super::oom::or_oom(stepped, b, meter.applied())? {
             Ok(r) => r,
-            // out of device memory at this B: an outcome, not an error (the sweep goes on)
-            Err(e) if super::oom::is_out_of_memory(&format!("{e:#}")) => {
-                break Outcome::Oom {
-                    batch_size: b,
-                    step: meter.applied(),
-                }
-            }
-            Err(e) => return Err(e),
+            Err(oom) => break oom,
         };
         let step_s = t_step.elapsed().as_secs_f64();
         let applied = scaler.update(r.global_sq.is_finite()) == ScaleDecision::Apply;
@@ -793,15 +788,9 @@ fn coordinate(
             meter.set_noise(noise.b_simple());
         }
         if meter.progress(emit) {
-            let sums = match workers.eval() {
+            let sums = match super::oom::or_oom(workers.eval(), b, meter.applied())? {
                 Ok(s) => s,
-                Err(e) if super::oom::is_out_of_memory(&format!("{e:#}")) => {
-                    break Outcome::Oom {
-                        batch_size: b,
-                        step: meter.applied(),
-                    }
-                }
-                Err(e) => return Err(e),
+                Err(oom) => break oom,
             };
             let metric = metric_of(workload, &sums);
             if let Some(o) = meter.eval(metric, emit) {

@@ -332,6 +332,7 @@ impl SetupState {
             )];
         };
         let mut out = Vec::new();
+        let mut gpu_scale = None;
         if let Some((cfg, problems)) = self.checked_config(std::path::Path::new(".")) {
             out = problems;
             if out.iter().all(|p| !p.blocking) {
@@ -339,14 +340,11 @@ impl SetupState {
                     out.push(Problem::error("preset", format!("{e:#}")));
                 }
             }
+            let est = crate::sweep::layout::estimate_from(&cfg, &self.calibrations);
+            gpu_scale = crate::sweep::layout::gpu_scale_warning(&cfg, est.as_ref().map(|e| &e.1));
         }
         out.extend(self.notes(&entry.preset));
-        if let Some((cfg, _)) = self.checked_config(std::path::Path::new(".")) {
-            let est = self.calibrated_estimate();
-            if let Some(w) = crate::sweep::layout::gpu_scale_warning(&cfg, est.as_ref()) {
-                out.push(Problem::warning("devices", w));
-            }
-        }
+        out.extend(gpu_scale.map(|w| Problem::warning("devices", w)));
         out
     }
 
