@@ -8,6 +8,7 @@ pub mod batch_science;
 pub mod compare;
 pub mod export;
 pub mod reader;
+pub mod validate;
 pub mod writer;
 
 pub use reader::{read_run_log, LogStatus, RunLog, RunLogError, RunLogTail};
