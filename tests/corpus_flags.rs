@@ -117,6 +117,7 @@ fn corpus(tmp: &Path) -> Vec<Case> {
         // issue 24: a flag the workload does not use is an error, never recorded as if it ran
         (&["--momentum", "0.5"], "--momentum"),
         (&["--base-batch", "32"], "--base-batch"),
+        (&["--lr-rule", "none", "--base-batch", "32"], "--base-batch"),
         (&["--preset", "nqm-sgd", "--seed", "3"], "--seed"),
         (
             &["--preset", "nqm-sgd", "--precision", "bf16"],

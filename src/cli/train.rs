@@ -31,9 +31,10 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
             (a.no_noise_scale, "--no-noise-scale", Setting::NoNoiseScale),
         ],
     )?;
-    if a.base_batch.is_some() && a.lr_rule.is_none() {
+    let scales = a.lr_rule.is_some_and(|r| LrRule::from(r) != LrRule::None);
+    if a.base_batch.is_some() && !scales {
         return Err(usage(
-            "--base-batch: only with --lr-rule (it is the batch size the rule scales the learning rate from)",
+            "--base-batch: only with --lr-rule linear or sqrt (it is the batch size the rule scales the learning rate from)",
         ));
     }
     let overrides = SweepOverrides {
