@@ -1,8 +1,14 @@
-//! The bad-input corpus (issue 10): generated bad presets (every field × bad value class),
-//! damaged run logs and bad files, each run through the real binary. Every case must end within a
-//! time bound (the child is killed after it) with an exit code other than 0 and 101 (a panic) and
-//! exactly one line on stderr that locates the problem: `file:line:col: ` for presets,
-//! `file:line: ` for run-log content, the file's path for file-level problems.
+//! The bad-input corpus (issues 10 and 24): generated bad presets (every field × bad value class),
+//! keys and values that would not take effect or that a later stage refused (`effect`), damaged
+//! run logs and trial lines with impossible values or self-contradicting outcomes (`values`,
+//! through every log reader: report, compare, export, resume) and bad files, each run through
+//! the real binary. Every case must end within a time bound (the child is killed after it) with
+//! an exit code other than 0 and 101 (a panic) and exactly one line on stderr that locates the
+//! problem: `file:line:col: ` for presets, `file:line: ` for run-log content, the file's path for
+//! file-level problems — or, for a readable log that contradicts itself, exit 0 after a located
+//! `warning: file:line: ` line. Where a case fixes them, the exit code (2 usage, 1 runtime) and
+//! what the line must (not) say are checked too. `CORPUS_BIN=/path/to/old/scaling-lab` runs the
+//! corpus against another build (the before counts).
 //!
 //! The test prints the count of each failure class (hang, panic, silent success, unlocated or
 //! multi-line error) per case group, then fails listing the failing cases.
