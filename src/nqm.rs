@@ -24,8 +24,9 @@
 use std::time::Instant;
 
 use crate::core::events::TrialEvent;
-use crate::core::trial::{CancelToken, TrialOutcome, TrialRunner, TrialSpec};
-use crate::train::meter::{MeterOptions, StepSample, TrialMeter};
+use crate::core::meter::{MeterOptions, StepSample, TrialMeter};
+use crate::core::trial::{CancelToken, TrialOutcome, TrialSpec};
+use crate::core::TrialRunner;
 use crate::workload::spec::{Decay, ModelSpec, OptimizerKind, Workload};
 
 /// Closed-form NQM runner.
@@ -532,7 +533,10 @@ mod tests {
                 }
             }
             let w = workload(opt, d, target);
-            let a = crate::analysis::analyze(&w.target, &records, opt);
+            let a = crate::analysis::analyze(
+                &crate::core::analysis::Study::bare(w.target, opt),
+                &records,
+            );
             assert!(
                 a.per_batch.iter().all(|p| p.steps.is_some()),
                 "{opt:?}: {a:?}"

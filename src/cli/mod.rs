@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use scaling_lab::runlog::{self, RunLog};
-use scaling_lab::workload::overrides::Problem;
+use scaling_lab::sweep::overrides::Problem;
 
 /// What a subcommand ends with.
 pub type CmdResult = anyhow::Result<ExitCode>;

@@ -2,14 +2,18 @@
 //! Keep this module free of Burn and of any UI crate.
 
 pub mod analysis;
+pub mod devices;
 pub mod events;
+pub mod meter;
 pub mod record;
+pub mod runner;
 pub mod trial;
 pub mod widen;
 
 pub use analysis::*;
 pub use events::*;
 pub use record::*;
+pub use runner::*;
 pub use trial::*;
 pub use widen::{RangeShift, WidenId, WIDEN_ID_BASE};
 

@@ -5,8 +5,8 @@
 //! is interrupted cleanly. A resumed sweep appends to the same file (possibly after a summary).
 
 pub mod batch_science;
-pub mod compare;
 pub mod export;
+pub mod link_table;
 pub mod reader;
 pub mod writer;
 

@@ -4,9 +4,10 @@
 //! time-to-target projection live in `crate::analysis`.
 
 pub mod devices;
-pub mod headless;
 pub mod layout;
+pub mod overrides;
 pub mod plan;
+pub mod runners;
 pub mod scheduler;
 
 use std::path::PathBuf;
@@ -15,6 +16,7 @@ use crate::core::record::Header;
 use crate::core::trial::{DeviceSpec, TrialSpec};
 use crate::workload::spec::{Precision, Preset};
 
+pub use runners::runner_for;
 pub use scheduler::{start_sweep, SweepControl, SweepHandle, SweepResult};
 
 /// Everything a sweep needs besides the trial runner.

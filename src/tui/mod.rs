@@ -30,7 +30,7 @@ use std::time::Duration;
 pub use app::{update, App, Command, Msg};
 pub use screenshot::{render_meta_screenshot, render_screenshots};
 
-use crate::core::trial::RunnerFactory;
+use crate::core::RunnerFactory;
 
 /// The preset the Setup screen selects first.
 pub const DEFAULT_PRESET: &str = "digits-mlp-momentum";

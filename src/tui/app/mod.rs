@@ -57,9 +57,11 @@ pub enum Msg {
     /// `Command::Resume` read the log it resumes: its finished trials are on the chart from the
     /// start (sent before the sweep's own `Planned`).
     Resuming(Box<RunLog>),
-    /// The scheduler's threads ended (after `Done`, or after a failure); the coordinator's error.
+    /// The scheduler's threads ended (after `Done`, or after a failure): the joined sweep's
+    /// report (`report::of_sweep`), or the coordinator's error.
     SweepEnded {
         error: Option<String>,
+        report: Option<Box<crate::report::Report>>,
     },
     Runs(Vec<RunEntry>),
     /// A run log opened for viewing (`tailing` = it is still growing and will be followed).

@@ -58,8 +58,12 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             app.goto(Screen::Live);
             app.back = Screen::Runs;
         }
-        Msg::SweepEnded { error } => {
+        Msg::SweepEnded { error, report } => {
             app.sweep_active = false;
+            if let (Some(r), Some(l)) = (report, app.sweep.as_mut()) {
+                // the way every sweep ends: the joined sweep's report
+                l.report = *r;
+            }
             if app.confirm.is_some() {
                 app.confirm = None;
             }
@@ -140,12 +144,7 @@ fn fold_sweep(app: &mut App, ev: SweepEvent) {
     let now = app.now;
     if let SweepEvent::Planned(plan) = &ev {
         if app.sweep.as_ref().is_none_or(|s| s.done) {
-            app.sweep = Some(LiveState::new(
-                super::LiveSource::Sweep,
-                plan.clone(),
-                plan.workload.as_deref().cloned(),
-                now,
-            ));
+            app.sweep = Some(LiveState::new(super::LiveSource::Sweep, plan.clone(), now));
         }
     }
     if let Some(l) = app.sweep.as_mut() {
