@@ -41,8 +41,8 @@
 //! * **Noise prediction**: the median B_simple over the best trials (McCandlish et al.: B_crit ≈
 //!   B_simple).
 //!
-//! Layering: `analysis` imports `core`, `workload` and `data`-free helpers only; it is imported by
-//! `runlog`, `sweep`, `report` and the views.
+//! Layering: imports `workload` and `core` only; imported by `runlog`, `sweep`, `report`,
+//! `cluster` and the views.
 
 pub mod bootstrap;
 pub mod fit;

@@ -1,7 +1,12 @@
 //! The batch-size study of Shallue et al.: plan (quasi-random metaparameters per batch size),
-//! scheduler (runs trials through a `TrialRunner`, writes the run log) and the headless view model
-//! (progress folded from events, no printing). The analysis of the measured curve and the
-//! time-to-target projection live in `crate::analysis`.
+//! scheduler (runs trials through a `TrialRunner`, writes the run log, returns a `SweepResult`
+//! with everything the report needs), the thread layout (`layout`), device slots (`devices`), the
+//! one override path for flags and Setup fields (`overrides`) and the runner factory (`runners`:
+//! the Burn trainer or the NQM). The analysis lives in `crate::analysis`, the report and the
+//! headless view in `crate::report`.
+//!
+//! Layering: imports `data`, `workload`, `core`, `model`, `train`, `nqm`, `analysis` and
+//! `runlog`.
 
 pub mod devices;
 pub mod layout;

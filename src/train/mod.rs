@@ -1,5 +1,10 @@
-//! The Burn trainer: data-parallel workers, mixed precision, loss scaling, noise scale, the
-//! bucketed gradient exchange, and the measurement loop every runner (NQM included) drives.
+//! The Burn trainer: data-parallel workers, mixed precision (`dtype`), loss scaling, noise scale,
+//! the bucketed gradient exchange, what a multi-node trial needs (`multinode`: the collective
+//! configuration and the group's loss), throughput benchmarks; the measurement loop it drives is
+//! `core::meter` (re-exported here).
+//!
+//! Layering: imports `data`, `workload`, `core` and `model` (never `nqm`: the factory that picks
+//! Burn or the NQM is `sweep::runners`).
 
 pub mod allreduce_bench;
 pub mod bench;

@@ -106,6 +106,8 @@ pub enum Screen {
     Help,
     /// The metaparameter picture of the sweep shown in Live (η × 1−γ per batch size).
     Meta,
+    /// The whole report of the sweep shown in Live: what `scaling-lab report` prints.
+    Report,
 }
 
 impl Screen {
@@ -117,6 +119,7 @@ impl Screen {
             Screen::Compare => "Compare",
             Screen::Help => "Help",
             Screen::Meta => "Metaparameters",
+            Screen::Report => "Report",
         }
     }
 }
@@ -178,6 +181,8 @@ pub struct App {
     pub help_scroll: u16,
     /// Selected batch size (index into the plan) of the metaparameter view.
     pub meta_batch: usize,
+    /// First line and column shown by the (scrolling) report screen.
+    pub report_scroll: (u16, u16),
 }
 
 impl App {
@@ -205,6 +210,7 @@ impl App {
             dirty: true,
             help_scroll: 0,
             meta_batch: 0,
+            report_scroll: (0, 0),
         }
     }
 
@@ -231,6 +237,9 @@ impl App {
             if s == Screen::Help {
                 self.back = self.screen;
                 self.help_scroll = 0;
+            }
+            if s == Screen::Report {
+                self.report_scroll = (0, 0);
             }
             self.screen = s;
             self.panel = 0;
