@@ -6,10 +6,10 @@
 use std::path::Path;
 
 use scaling_lab::data::DataError;
+use scaling_lab::sweep::overrides::Problem;
 use scaling_lab::sweep::{self, SweepConfig};
 use scaling_lab::workload::applied::{unused, Setting};
 use scaling_lab::workload::load::{key_path, preset_error_at, KeySeg};
-use scaling_lab::workload::overrides::Problem;
 use scaling_lab::workload::spec::Workload;
 
 use super::usage;

@@ -248,7 +248,8 @@ impl SweepOverrides {
         }
         if let Some(m) = self.momentum {
             // a setting takes effect or is an error (`applied`): SGD has no γ
-            let unused = super::applied::unused(w, super::applied::Setting::Momentum);
+            let unused =
+                crate::workload::applied::unused(w, crate::workload::applied::Setting::Momentum);
             if let Some(why) = unused {
                 problems.push(Problem::error(
                     "momentum",
@@ -270,7 +271,10 @@ impl SweepOverrides {
             ));
         }
         if let Some(p) = self.precision {
-            let unused = super::applied::unused(w, super::applied::Setting::LowPrecision);
+            let unused = crate::workload::applied::unused(
+                w,
+                crate::workload::applied::Setting::LowPrecision,
+            );
             match unused.filter(|_| p != Precision::Fp32) {
                 Some(why) => problems.push(Problem::error(
                     "precision",
