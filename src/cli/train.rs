@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use scaling_lab::core::{CancelToken, DeviceSpec, Outcome, TrialEvent, TrialSpec};
-use scaling_lab::report::thousands;
+use scaling_lab::report::{outcome_text, thousands};
 use scaling_lab::sweep::overrides::{
     check_batch_size, check_shards, training_set_size, SweepOverrides,
 };
@@ -123,21 +123,13 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         outln(&serde_json::to_string(&v)?);
     } else {
         let t = &out.throughput;
-        let what = match out.outcome {
-            Outcome::Reached { step } => format!(
-                "reached {metric}<={} at step {step} (eval every {})",
-                w.target.value, w.eval_every
-            ),
-            Outcome::NotReached { budget, .. } => format!(
-                "did not reach {metric}<={} within {budget} steps",
-                w.target.value
-            ),
-            Outcome::Diverged { step } => format!("diverged at step {step}"),
-            Outcome::Cancelled { step } => format!("cancelled at step {step}"),
-            Outcome::Oom { batch_size, step } => {
-                format!("out of device memory at B = {batch_size} (step {step})")
-            }
-        };
+        // the one outcome wording of every view, with the target it was measured against
+        let what = format!(
+            "{} (target {metric}<={}, eval every {})",
+            outcome_text(&out.outcome),
+            w.target.value,
+            w.eval_every
+        );
         outln(&format!(
             "{what}, {:.1} s, {} ex/s ({}, {}, {})",
             out.wall_s,

@@ -118,20 +118,6 @@ impl RunLog {
     pub fn analysis(&self) -> Analysis {
         crate::analysis::analyze_preset(&self.header.preset, &self.trials)
     }
-
-    pub fn counts(&self) -> (usize, usize, usize, usize) {
-        let mut c = (0, 0, 0, 0);
-        for t in &self.trials {
-            match t.outcome.outcome {
-                Outcome::Reached { .. } => c.0 += 1,
-                Outcome::NotReached { .. } => c.1 += 1,
-                // out of memory counts with diverged here: a trial that failed at its B
-                Outcome::Diverged { .. } | Outcome::Oom { .. } => c.2 += 1,
-                Outcome::Cancelled { .. } => c.3 += 1,
-            }
-        }
-        c
-    }
 }
 
 /// Parses one complete line (already known not to be torn).
@@ -337,10 +323,7 @@ fn outcome_curve_mismatch(h: &Header, t: &TrialRecord) -> Option<String> {
         return None;
     }
     let target = h.preset.workload.target.value;
-    let first = evals
-        .iter()
-        .find(|e| e.metric.is_finite() && e.metric <= target)
-        .map(|e| e.step);
+    let first = crate::analysis::steps::first_meeting(evals, &h.preset.workload.target);
     match (&t.outcome.outcome, first) {
         (Outcome::Reached { step }, Some(f)) if *step != f => Some(format!(
             "trial {}: stored outcome says the target was reached at step {step}, but its eval \
