@@ -418,6 +418,12 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
         }),
         adaptive: None,
     };
+    let mut trials = imp.trials;
+    // As the source's optimizer applied them (no β2/ε without Adam, …): what a reader sees.
+    for t in &mut trials {
+        t.spec.metaparams =
+            crate::workload::applied::as_applied(&header.preset.workload, &t.spec.metaparams);
+    }
     let mut warnings = Vec::new();
     if imp.ignored > 0 {
         warnings.push(format!(
@@ -425,7 +431,6 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
             imp.ignored
         ));
     }
-    let trials = imp.trials;
     let n_trials = trials.len();
     let summary = crate::core::record::Summary {
         finished: chrono::Local::now().to_rfc3339(),
