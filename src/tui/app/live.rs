@@ -38,8 +38,8 @@ pub struct Curve {
     pub trial_id: u64,
     pub batch_size: usize,
     pub points: History,
-    /// None while running; the outcome label once finished.
-    pub ended: Option<&'static str>,
+    /// None while running; the outcome once finished.
+    pub ended: Option<Outcome>,
 }
 
 /// The validation-metric curve of one batch size's best trial (what a finished sweep shows).
@@ -505,7 +505,7 @@ impl LiveState {
         outcome: TrialOutcome,
         loss: Option<History>,
     ) {
-        let label = outcome.outcome.label();
+        let ended = outcome.outcome.clone();
         let batch = spec.batch_size;
         // A short trial sends few step samples: its per-evaluation training loss draws a line.
         let mut curve = loss.unwrap_or_default();
@@ -537,7 +537,7 @@ impl LiveState {
                 trial_id: id,
                 batch_size: batch,
                 points: curve,
-                ended: Some(label),
+                ended: Some(ended),
             });
             self.recent.truncate(RECENT_CURVES);
         }
