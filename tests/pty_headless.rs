@@ -85,7 +85,7 @@ fn train_runs_to_completion_in_a_terminal() {
         .collect();
     let (text, code) = run_in_pty(&args);
     assert!(
-        text.contains("reached val_error") || text.contains("did not reach"),
+        text.contains("reached at step") || text.contains("did not reach"),
         "{text}"
     );
     assert_eq!(code, 0, "{text}");

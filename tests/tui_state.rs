@@ -22,7 +22,7 @@ fn key(a: &mut scaling_lab::tui::App, k: Key) -> Vec<Command> {
 fn history_is_bounded_and_keeps_the_latest_point() {
     let mut h = History::default();
     for i in 0..1_000_000u64 {
-        h.push(i as f64, 1.0 / (1.0 + i as f64));
+        h.push((i as f64, 1.0 / (1.0 + i as f64)));
     }
     assert!(h.len() < HISTORY_CAP, "{}", h.len());
     assert!(h.len() >= HISTORY_CAP / 2 - 1);

@@ -1,7 +1,7 @@
 """Peer anchor for `cargo bench`: the MLP 784-H-10 SGD-momentum training step in JAX (CPU).
 
-The model and data of the shared peer (/work/shared/peers/jax_mlp_step.py), kept here so the bench does
-not depend on that path; the timed step is `peer_step.py`'s. usage: python jax_mlp_step.py [batch] [steps] [hidden]
+The model and data of the lab's shared JAX peer (jax_mlp_step.py), kept here so the bench does
+not depend on another checkout; the timed step is `peer_step.py`'s. usage: python jax_mlp_step.py [batch] [steps] [hidden]
 Prints one line: 'jax mlp784-H-10 batch=B examples_per_s=X ms_per_step=Y final_loss=L'.
 """
 import sys

@@ -4,6 +4,7 @@
 
 use super::fit::fit_core;
 use super::regimes::segmented_fit;
+use super::stats::interval95;
 use super::steps::steps_to_target;
 use crate::core::analysis::{BatchPoint, Fit};
 use crate::core::record::TrialRecord;
@@ -28,30 +29,6 @@ impl Rng {
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
-}
-
-/// Linear-interpolated quantile of sorted values (q in [0, 1]).
-pub(crate) fn quantile_sorted(v: &[f64], q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let x = q.clamp(0.0, 1.0) * (v.len() - 1) as f64;
-    let (i, f) = (x.floor() as usize, x - x.floor());
-    if i + 1 < v.len() {
-        v[i] + f * (v[i + 1] - v[i])
-    } else {
-        v[i]
-    }
-}
-
-/// 2.5 % and 97.5 % quantiles.
-pub(crate) fn interval95(mut v: Vec<f64>) -> Option<[f64; 2]> {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    Some([quantile_sorted(&v, 0.025), quantile_sorted(&v, 0.975)])
 }
 
 /// `BOOTSTRAP_DRAWS` draws of ln S(B) (see the module documentation). `outcomes`: one entry per

@@ -94,7 +94,8 @@ pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
         Some(f) => {
             let boot = bootstrap::bootstrap_fits(&pts, &draws);
             bootstrap::attach_fit_intervals(f, &boot);
-            regimes::regimes(&pts, &boot, Some(f), &mut notes)
+            let bounds: Vec<(f64, f64)> = boot.iter().map(|b| (b.p_end, b.m_start)).collect();
+            regimes::regimes(&pts, &bounds, Some(f), &mut notes)
         }
         None => regimes::regimes(&pts, &[], None, &mut notes),
     };

@@ -4,8 +4,8 @@
 //! bootstrap refits, and the cross-check against the S_min(1 + B_crit/B) fit (a note, never a
 //! second set of regimes).
 
-use super::bootstrap::{interval95, BootFit};
 use super::fit::fittable;
+use super::stats::interval95;
 use crate::core::analysis::{Fit, Note, Regime, RegimeSpan, SpanEnd};
 
 /// A regime boundary whose 95 % interval spans more than this factor in B (3 doublings) is
@@ -251,11 +251,12 @@ impl Partition {
 }
 
 /// The regimes of a sweep as one ordered partition of its measured range (see the module
-/// documentation). `pts`: measured (B, S) sorted by B; `boot`: bootstrap refits (may be empty);
-/// `fit`: the S_min(1 + B_crit/B) fit, for the cross-check. Adds what cannot be supported to `notes`.
+/// documentation). `pts`: measured (B, S) sorted by B; `boot`: (end of perfect scaling, start of
+/// maximal data parallelism) of each bootstrap refit (may be empty); `fit`: the S_min(1 + B_crit/B)
+/// fit, for the cross-check. Adds what cannot be supported to `notes`.
 pub(crate) fn regimes(
     pts: &[(f64, f64)],
-    boot: &[BootFit],
+    boot: &[(f64, f64)],
     fit: Option<&Fit>,
     notes: &mut Vec<Note>,
 ) -> Vec<RegimeSpan> {
@@ -272,8 +273,8 @@ pub(crate) fn regimes(
     let hi_d = if maximal { m_start } else { bmax };
     let part = Partition {
         diminishing: points_in(&bs, lo_d, hi_d) >= 2 && hi_d > lo_d * 1.05,
-        p_ci: interval95(boot.iter().map(|b| b.p_end).collect()),
-        m_ci: interval95(boot.iter().map(|b| b.m_start).collect()),
+        p_ci: interval95(boot.iter().map(|b| b.0).collect()),
+        m_ci: interval95(boot.iter().map(|b| b.1).collect()),
         bs,
         p_end,
         m_start,

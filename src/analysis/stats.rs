@@ -1,4 +1,4 @@
-//! Small statistics shared by the analysis.
+//! Small statistics shared by the analysis: median, quantiles, the 95 % interval of draws.
 
 /// The median (mean of the two middle values for an even count); None for no values.
 pub fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -12,4 +12,28 @@ pub fn median(mut v: Vec<f64>) -> Option<f64> {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     })
+}
+
+/// Linear-interpolated quantile of sorted values (q in [0, 1]).
+pub fn quantile_sorted(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let x = q.clamp(0.0, 1.0) * (v.len() - 1) as f64;
+    let (i, f) = (x.floor() as usize, x - x.floor());
+    if i + 1 < v.len() {
+        v[i] + f * (v[i + 1] - v[i])
+    } else {
+        v[i]
+    }
+}
+
+/// 2.5 % and 97.5 % quantiles.
+pub fn interval95(mut v: Vec<f64>) -> Option<[f64; 2]> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    Some([quantile_sorted(&v, 0.025), quantile_sorted(&v, 0.975)])
 }

@@ -1,6 +1,7 @@
 //! Tests of the analysis (per-B steps, bootstrap, fit, regimes, search edges, LR rules).
 
-use super::bootstrap::{interval95, quantile_sorted, Rng};
+use super::bootstrap::Rng;
+use super::stats::{interval95, quantile_sorted};
 use super::*;
 use crate::core::analysis::*;
 use crate::core::record::TrialRecord;

@@ -3,15 +3,15 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use scaling_lab::core::{CancelToken, DeviceSpec, Outcome, TrialEvent, TrialSpec};
-use scaling_lab::report::thousands;
+use scaling_lab::core::{CancelToken, DeviceSpec, Outcome, TrialEvent, TrialOutcome, TrialSpec};
+use scaling_lab::report::{outcome_text, thousands};
 use scaling_lab::sweep::overrides::{
     check_batch_size, check_shards, training_set_size, SweepOverrides,
 };
 use scaling_lab::train::{self, TrainOptions};
 use scaling_lab::workload::applied::Setting;
 use scaling_lab::workload::load::find_preset;
-use scaling_lab::workload::spec::LrRule;
+use scaling_lab::workload::spec::{LrRule, Workload};
 
 use super::args::TrainArgs;
 use super::{check_problems, on_interrupt, outln, usage, CmdResult};
@@ -135,9 +135,26 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
     if tty {
         let _ = writeln!(std::io::stderr());
     }
-    if a.json {
+    print_outcome(a.json, &preset.name, &spec, &w, &out)?;
+    Ok(match out.outcome {
+        Outcome::Cancelled { .. } => ExitCode::from(130),
+        _ if super::interrupted() => ExitCode::from(130),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// The trial's outcome on stdout: one JSON object, or the outcome line and the step's make-up.
+fn print_outcome(
+    json: bool,
+    preset: &str,
+    spec: &TrialSpec,
+    w: &Workload,
+    out: &TrialOutcome,
+) -> anyhow::Result<()> {
+    let metric = w.target.metric.name();
+    if json {
         let v = serde_json::json!({
-            "preset": preset.name,
+            "preset": preset,
             "spec": spec,
             "target": w.target,
             "eval_every": w.eval_every,
@@ -146,28 +163,20 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         outln(&serde_json::to_string(&v)?);
     } else {
         let t = &out.throughput;
-        let what = match out.outcome {
-            Outcome::Reached { step } => format!(
-                "reached {metric}<={} at step {step} (eval every {})",
-                w.target.value, w.eval_every
-            ),
-            Outcome::NotReached { budget, .. } => format!(
-                "did not reach {metric}<={} within {budget} steps",
-                w.target.value
-            ),
-            Outcome::Diverged { step } => format!("diverged at step {step}"),
-            Outcome::Cancelled { step } => format!("cancelled at step {step}"),
-            Outcome::Oom { batch_size, step } => {
-                format!("out of device memory at B = {batch_size} (step {step})")
-            }
-        };
+        // the one outcome wording of every view, with the target it was measured against
+        let what = format!(
+            "{} (target {metric}<={}, eval every {})",
+            outcome_text(&out.outcome),
+            w.target.value,
+            w.eval_every
+        );
         outln(&format!(
             "{what}, {:.1} s, {} ex/s ({}, {}, {})",
             out.wall_s,
             thousands(t.examples_per_s),
-            devices.label(),
+            spec.devices.label(),
             spec.precision.name(),
-            preset.name
+            preset
         ));
         outln(&format!(
             "  step {:.2} ms = compute {:.2} ms + exchange {:.2} ms; {} params, {} B exchanged/step; loss scale {}, {} skipped; B_simple {}",
@@ -181,9 +190,5 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
             out.noise.b_simple.map(|v| format!("{v:.1}")).unwrap_or_else(|| "n/a".into())
         ));
     }
-    Ok(match out.outcome {
-        Outcome::Cancelled { .. } => ExitCode::from(130),
-        _ if super::interrupted() => ExitCode::from(130),
-        _ => ExitCode::SUCCESS,
-    })
+    Ok(())
 }

@@ -94,10 +94,13 @@ pub enum SweepEvent {
     },
 }
 
+/// Samples a [`BoundedHistory::default`] keeps (a chart's worth of points).
+pub const DEFAULT_HISTORY_CAP: usize = 250;
+
 /// A bounded series: at most `cap` retained samples however long the run, at a resolution that
 /// halves each time it fills up (every 2nd, then every 4th, … sample is kept), so storing and
 /// drawing it never grows. The latest sample is always part of `points()`. The one bounded-history
-/// type of the engine (noise trajectories of the Burn trainer and the NQM).
+/// type (noise trajectories of the Burn trainer and the NQM, the TUI's loss and metric curves).
 #[derive(Clone, Debug, PartialEq)]
 pub struct BoundedHistory<T> {
     pts: Vec<T>,
@@ -134,6 +137,18 @@ impl<T: Clone + PartialEq> BoundedHistory<T> {
     pub fn seen(&self) -> u64 {
         self.seen
     }
+    /// Samples retained (without the latest when it was not retained).
+    pub fn len(&self) -> usize {
+        self.pts.len()
+    }
+    /// One retained sample per `stride` pushed.
+    pub fn stride(&self) -> u64 {
+        self.stride
+    }
+    /// The latest sample.
+    pub fn last(&self) -> Option<&T> {
+        self.last.as_ref()
+    }
     pub fn is_empty(&self) -> bool {
         self.seen == 0
     }
@@ -146,6 +161,12 @@ impl<T: Clone + PartialEq> BoundedHistory<T> {
             }
         }
         v
+    }
+}
+
+impl<T: Clone + PartialEq> Default for BoundedHistory<T> {
+    fn default() -> Self {
+        BoundedHistory::new(DEFAULT_HISTORY_CAP)
     }
 }
 

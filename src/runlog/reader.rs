@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 
 use crate::core::analysis::Analysis;
 use crate::core::record::{Header, LogLine, Summary, TrialRecord, SCHEMA_VERSION};
-use crate::core::trial::Outcome;
 
 pub use super::validate::{header_problem, LogValidator};
 
@@ -119,20 +118,6 @@ impl RunLog {
     /// Recomputes the analysis from the trial records (never trusts a stored summary).
     pub fn analysis(&self) -> Analysis {
         crate::analysis::analyze_preset(&self.header.preset, &self.trials)
-    }
-
-    pub fn counts(&self) -> (usize, usize, usize, usize) {
-        let mut c = (0, 0, 0, 0);
-        for t in &self.trials {
-            match t.outcome.outcome {
-                Outcome::Reached { .. } => c.0 += 1,
-                Outcome::NotReached { .. } => c.1 += 1,
-                // out of memory counts with diverged here: a trial that failed at its B
-                Outcome::Diverged { .. } | Outcome::Oom { .. } => c.2 += 1,
-                Outcome::Cancelled { .. } => c.3 += 1,
-            }
-        }
-        c
     }
 }
 

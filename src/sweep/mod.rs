@@ -12,6 +12,7 @@ pub mod devices;
 pub mod layout;
 pub mod overrides;
 pub mod plan;
+mod resume;
 pub mod runners;
 pub mod scheduler;
 

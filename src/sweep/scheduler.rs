@@ -26,10 +26,9 @@ use super::{plan, SweepConfig};
 use crate::core::analysis::Analysis;
 use crate::core::events::{PlanInfo, SweepEvent, TrialErrorNote, TrialEvent};
 use crate::core::record::{Header, Summary, TrialRecord, SCHEMA_VERSION};
-use crate::core::trial::{CancelToken, DeviceSpec, Outcome, TrialOutcome, TrialSpec};
+use crate::core::trial::{CancelToken, Outcome, TrialOutcome, TrialSpec};
 use crate::core::widen::{RangeShift, WidenId, WIDEN_ID_BASE};
 use crate::core::TrialRunner;
-use crate::runlog::reader::read_run_log;
 use crate::runlog::writer::RunLogWriter;
 
 /// Shared controls of a running sweep (cheap to clone, usable from any thread).
@@ -183,31 +182,7 @@ pub fn start_sweep_with(
     }
     let plan = plan(&cfg);
     let (writer, previous, header) = match &resume_from {
-        Some(path) => {
-            let log = read_run_log(path)?;
-            check_compatible(&cfg, &log.header, path)?;
-            for t in &log.trials {
-                let planned =
-                    expected_spec(&cfg, &plan, &log.trials, &t.spec).with_context(|| {
-                        format!(
-                            "{}: trial {} is not in the re-derived plan of {} trials (nor a \
-                         --until/--repeats trial of it)",
-                            path.display(),
-                            t.trial_id,
-                            plan.len()
-                        )
-                    })?;
-                anyhow::ensure!(
-                    same_trial(&planned, &assigned_as_planned(&cfg, &planned, &t.spec)),
-                    "{}: trial {} in the log differs from the re-derived plan (batch size, seed or \
-                     metaparameters): the log was not written by this plan",
-                    path.display(),
-                    t.trial_id
-                );
-            }
-            let writer = RunLogWriter::open_append(path, log.valid_len)?;
-            (writer, log.trials, log.header)
-        }
+        Some(path) => super::resume::open_resumed(&cfg, &plan, path)?,
         None => {
             let header = make_header(&cfg, &runner.backend_on(&cfg.devices));
             (
@@ -254,53 +229,6 @@ pub fn make_header(cfg: &SweepConfig, backend: &str) -> Header {
     }
 }
 
-/// The spec a logged trial must have: its plan entry, the Halton continuation for `--until`
-/// trials beyond the plan, the re-centred draw its id encodes (`--widen`), or its base trial's
-/// metaparameters for a repeat.
-fn expected_spec(
-    cfg: &SweepConfig,
-    plan: &[TrialSpec],
-    logged: &[TrialRecord],
-    spec: &TrialSpec,
-) -> Option<TrialSpec> {
-    if let Some(base_id) = spec.repeat_of {
-        let base = logged
-            .iter()
-            .find(|r| r.trial_id == base_id && r.spec.repeat_of.is_none())?;
-        return (spec.trial_id >= super::plan::REPEAT_ID_BASE)
-            .then(|| super::plan::repeat_of(&base.spec, spec.trial_id, cfg.seed));
-    }
-    if let Some(p) = plan.get(spec.trial_id as usize) {
-        return Some(p.clone());
-    }
-    if (WIDEN_ID_BASE..super::plan::REPEAT_ID_BASE).contains(&spec.trial_id) {
-        return (cfg.widen > 0)
-            .then(|| {
-                super::plan::widen_trial(
-                    &cfg.preset,
-                    &cfg.batch_sizes,
-                    spec.trial_id,
-                    &cfg.trial_devices(),
-                    cfg.precision,
-                    cfg.seed,
-                )
-            })
-            .flatten();
-    }
-    let n = cfg.batch_sizes.len() as u64;
-    (spec.trial_id < super::plan::REPEAT_ID_BASE && n > 0).then(|| {
-        super::plan::trial_at(
-            &cfg.preset,
-            &cfg.batch_sizes,
-            (spec.trial_id / n) as usize,
-            (spec.trial_id % n) as usize,
-            &cfg.trial_devices(),
-            cfg.precision,
-            cfg.seed,
-        )
-    })
-}
-
 /// The build's git revision: `SCALING_LAB_GIT_REV` at compile time, else `git rev-parse` in the
 /// source tree, else "unknown".
 pub fn git_revision() -> String {
@@ -318,84 +246,6 @@ pub fn git_revision() -> String {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "unknown".into())
-}
-
-fn approx_json_eq(a: &serde_json::Value, b: &serde_json::Value) -> bool {
-    use serde_json::Value as V;
-    match (a, b) {
-        (V::Number(x), V::Number(y)) => match (x.as_f64(), y.as_f64()) {
-            (Some(x), Some(y)) => x == y || (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
-            _ => x == y,
-        },
-        (V::Array(x), V::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| approx_json_eq(a, b))
-        }
-        (V::Object(x), V::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| approx_json_eq(v, w)))
-        }
-        _ => a == b,
-    }
-}
-
-fn to_json<T: serde::Serialize>(t: &T) -> serde_json::Value {
-    serde_json::to_value(t).unwrap_or(serde_json::Value::Null)
-}
-
-/// Planned and logged trial are the same (floats compared to 1e-12: JSON round trips).
-fn same_trial(a: &TrialSpec, b: &TrialSpec) -> bool {
-    approx_json_eq(&to_json(a), &to_json(b))
-}
-
-/// A logged trial with the device it was assigned (one of the sweep's, `trials_per_device`)
-/// replaced by the planned one: which device ran a trial is not part of its identity.
-fn assigned_as_planned(cfg: &SweepConfig, planned: &TrialSpec, logged: &TrialSpec) -> TrialSpec {
-    let mut t = logged.clone();
-    if let (DeviceSpec::Cuda { devices: all }, DeviceSpec::Cuda { devices: one }, true) = (
-        &cfg.devices,
-        &logged.devices,
-        cfg.preset.sweep.trials_per_device >= 1,
-    ) {
-        if one.len() == 1 && all.contains(&one[0]) {
-            t.devices = planned.devices.clone();
-        }
-    }
-    t
-}
-
-fn check_compatible(cfg: &SweepConfig, h: &Header, path: &Path) -> anyhow::Result<()> {
-    let p = path.display();
-    anyhow::ensure!(
-        h.source == "scaling-lab",
-        "{p}: this log was imported ({}) and cannot be resumed",
-        h.source
-    );
-    anyhow::ensure!(
-        h.seed == cfg.seed,
-        "{p}: the log's seed is {}, not {}",
-        h.seed,
-        cfg.seed
-    );
-    anyhow::ensure!(
-        h.batch_sizes == cfg.batch_sizes && h.trials_per_batch == cfg.trials_per_batch,
-        "{p}: the log plans batch sizes {:?} × {} trials, not {:?} × {}",
-        h.batch_sizes,
-        h.trials_per_batch,
-        cfg.batch_sizes,
-        cfg.trials_per_batch
-    );
-    anyhow::ensure!(
-        h.devices == cfg.devices,
-        "{p}: the log's trials ran on {}, not {}",
-        h.devices.label(),
-        cfg.devices.label()
-    );
-    anyhow::ensure!(
-        approx_json_eq(&to_json(&h.preset), &to_json(&cfg.preset)),
-        "{p}: the preset differs from the one recorded in the log (resume with the log's own preset)"
-    );
-    Ok(())
 }
 
 type TrialResult = std::thread::Result<anyhow::Result<TrialOutcome>>;
@@ -475,22 +325,7 @@ impl Coordinator {
             .filter(|t| !lock(&self.control.others).contains(&t.trial_id))
             .cloned()
             .collect();
-        self.emit(SweepEvent::Planned(PlanInfo {
-            preset: self.cfg.preset.name.clone(),
-            batch_sizes: self.cfg.batch_sizes.clone(),
-            trials_per_batch: self.cfg.trials_per_batch,
-            total_trials: self.plan.len(),
-            already_done: done.len(),
-            devices: self.cfg.devices.label(),
-            run_log: Some(self.writer.path().display().to_string()),
-            header: Some(Box::new(header.clone())),
-        }));
-        for t in &queue {
-            self.emit(SweepEvent::Queued {
-                trial_id: t.trial_id,
-                batch_size: t.batch_size,
-            });
-        }
+        self.announce(&header, &queue, done.len());
         let (res_tx, res_rx) = mpsc::channel::<(TrialSpec, TrialResult, f64)>();
         let mut running: HashMap<u64, JoinHandle<()>> = HashMap::new();
         // Specs of the running trials (what `next_extra` must not duplicate).
@@ -596,6 +431,40 @@ impl Coordinator {
                 }
             }
         }
+        self.finish(header, t0, queue, fatal, trials_run, trial_errors)
+    }
+
+    /// Tells the views the plan (with the log's header) and every queued trial.
+    fn announce(&self, header: &Header, queue: &VecDeque<TrialSpec>, already_done: usize) {
+        self.emit(SweepEvent::Planned(PlanInfo {
+            preset: self.cfg.preset.name.clone(),
+            batch_sizes: self.cfg.batch_sizes.clone(),
+            trials_per_batch: self.cfg.trials_per_batch,
+            total_trials: self.plan.len(),
+            already_done,
+            devices: self.cfg.devices.label(),
+            run_log: Some(self.writer.path().display().to_string()),
+            header: Some(Box::new(header.clone())),
+        }));
+        for t in queue {
+            self.emit(SweepEvent::Queued {
+                trial_id: t.trial_id,
+                batch_size: t.batch_size,
+            });
+        }
+    }
+
+    /// After the last trial: records the trials skipped while queued, writes the summary, emits
+    /// `Done` and returns the result (or the error that stopped the sweep).
+    fn finish(
+        mut self,
+        header: Header,
+        t0: Instant,
+        queue: VecDeque<TrialSpec>,
+        mut fatal: Option<anyhow::Error>,
+        trials_run: usize,
+        trial_errors: usize,
+    ) -> anyhow::Result<SweepResult> {
         // Trials the user skipped while they were still queued are recorded too.
         if fatal.is_none() {
             for spec in queue {

@@ -32,7 +32,7 @@ pub struct BenchArgs {
     /// Print one JSON object (BenchReport) instead of the tables.
     #[arg(long)]
     pub json: bool,
-    /// Also run the JAX peers (python from $SCALING_LAB_JAX_PYTHON or /work/venv-jax) and print ratios.
+    /// Also run the JAX peers (python from $SCALING_LAB_JAX_PYTHON, else a python3 on PATH that imports jax) and print ratios.
     #[arg(long)]
     pub peer: bool,
     /// Rounds per measurement (ours and the peer interleaved); the best round is reported.
@@ -249,13 +249,28 @@ pub fn cnn_paper_spec() -> ModelSpec {
     }
 }
 
-/// The python that runs the JAX peers: $SCALING_LAB_JAX_PYTHON, else /work/venv-jax/bin/python if present.
+/// The python that runs the JAX peers: $SCALING_LAB_JAX_PYTHON, else the first `python3` on
+/// `PATH` that imports jax.
 pub fn peer_python() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("SCALING_LAB_JAX_PYTHON") {
         return Some(PathBuf::from(p));
     }
-    let p = PathBuf::from("/work/venv-jax/bin/python");
-    p.exists().then_some(p)
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("python3"))
+        .filter(|p| p.is_file())
+        .find(|p| imports_jax(p))
+}
+
+fn imports_jax(python: &std::path::Path) -> bool {
+    use std::process::{Command, Stdio};
+    Command::new(python)
+        .args(["-c", "import jax, optax"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Directory of the peer scripts (`benches/peers`), from the crate root or the working directory.
@@ -304,7 +319,7 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
     let python = if args.peer { peer_python() } else { None };
     let peer_note = match (args.peer, &python) {
         (true, None) => Some(
-            "no JAX python: set SCALING_LAB_JAX_PYTHON or create /work/venv-jax (pip install jax optax)"
+            "no JAX python: set SCALING_LAB_JAX_PYTHON, or put a python3 with jax and optax on PATH"
                 .to_string(),
         ),
         _ => None,

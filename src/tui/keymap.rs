@@ -1,63 +1,8 @@
 //! Keyboard map: arrows and vi keys, Tab between panels, Enter, Esc back, `q` quit.
 //! `KEYS` is the single table the help screen prints, so help never disagrees with the code.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-
 use super::app::{App, Screen};
-
-/// A key press, normalised (vi keys folded into arrows, release events dropped).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Key {
-    Up,
-    Down,
-    Left,
-    Right,
-    PageUp,
-    PageDown,
-    Home,
-    End,
-    Enter,
-    Esc,
-    Tab,
-    BackTab,
-    Space,
-    /// ctrl-c (treated like `q`; a second one while confirming forces the quit).
-    Interrupt,
-    Char(char),
-}
-
-/// Maps a crossterm key event; `None` for releases/repeats we ignore and unmapped keys.
-pub fn map_key(ev: &KeyEvent) -> Option<Key> {
-    if ev.kind == KeyEventKind::Release {
-        return None;
-    }
-    if ev.modifiers.contains(KeyModifiers::CONTROL) {
-        return match ev.code {
-            KeyCode::Char('c') | KeyCode::Char('C') => Some(Key::Interrupt),
-            KeyCode::Char('d') => Some(Key::PageDown),
-            KeyCode::Char('u') => Some(Key::PageUp),
-            _ => None,
-        };
-    }
-    Some(match ev.code {
-        KeyCode::Up | KeyCode::Char('k') => Key::Up,
-        KeyCode::Down | KeyCode::Char('j') => Key::Down,
-        KeyCode::Left | KeyCode::Char('h') => Key::Left,
-        KeyCode::Right | KeyCode::Char('l') => Key::Right,
-        KeyCode::PageUp => Key::PageUp,
-        KeyCode::PageDown => Key::PageDown,
-        KeyCode::Home | KeyCode::Char('g') => Key::Home,
-        KeyCode::End | KeyCode::Char('G') => Key::End,
-        KeyCode::Enter => Key::Enter,
-        KeyCode::Esc => Key::Esc,
-        KeyCode::Tab => Key::Tab,
-        KeyCode::BackTab => Key::BackTab,
-        KeyCode::Char(' ') => Key::Space,
-        KeyCode::Char(c) => Key::Char(c),
-        KeyCode::F(5) => Key::Char('R'),
-        _ => return None,
-    })
-}
+pub use super::key::{map_key, Key};
 
 /// When a binding applies (and is offered in the footer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,8 +60,8 @@ const fn b(
 /// The single key table: the help screen prints all of it and the footer offers the entries that
 /// apply, so the two cannot disagree. Footer order follows the table.
 pub const KEYS: &[Binding] = &[
-    b("y / Enter", "dialogs", "confirm", When::Dialog, Some(("y", "yes"))),
-    b("n / Esc", "dialogs", "keep going (close the dialog)", When::Dialog, Some(("n", "no"))),
+    b("y Y / Enter", "dialogs", "confirm", When::Dialog, Some(("y", "yes"))),
+    b("n N q / Esc", "dialogs", "keep going (close the dialog)", When::Dialog, Some(("n", "no"))),
     b("↑↓ / j k", "everywhere", "move the selection / scroll", When::Always, None),
     b("↑↓", "Setup", "select a preset or a field", When::Setup, Some(("↑↓", "select"))),
     b("← → / h l", "Setup", "change the selected value", When::Setup, Some(("←→", "change"))),
@@ -246,39 +191,4 @@ pub fn footer_keys(app: &App, width: usize) -> Vec<(&'static str, &'static str)>
         .chain(always)
         .map(|(k, d, _)| (k, d))
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn vi_keys_fold_into_arrows() {
-        assert_eq!(
-            map_key(&KeyEvent::from(KeyCode::Char('j'))),
-            Some(Key::Down)
-        );
-        assert_eq!(map_key(&KeyEvent::from(KeyCode::Char('k'))), Some(Key::Up));
-        assert_eq!(
-            map_key(&KeyEvent::from(KeyCode::Char('h'))),
-            Some(Key::Left)
-        );
-        assert_eq!(
-            map_key(&KeyEvent::from(KeyCode::Char('l'))),
-            Some(Key::Right)
-        );
-        assert_eq!(
-            map_key(&KeyEvent::from(KeyCode::Char('p'))),
-            Some(Key::Char('p'))
-        );
-    }
-
-    #[test]
-    fn ctrl_c_is_interrupt_and_releases_are_ignored() {
-        let ev = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        assert_eq!(map_key(&ev), Some(Key::Interrupt));
-        let mut rel = KeyEvent::from(KeyCode::Enter);
-        rel.kind = KeyEventKind::Release;
-        assert_eq!(map_key(&rel), None);
-    }
 }

@@ -5,7 +5,8 @@
 //! * `runtime` — the tokio `select!` loop (input, engine events, tick, frame deadline); it
 //!   executes `Command`s and reports their results as `Msg`s
 //! * `loader` — reads presets and run logs into the app's types
-//! * `keymap` — key normalisation and the one key table (help and footer)
+//! * `key` — key normalisation; `keymap` — the one key table (help, footer; a test proves
+//!   `update` handles every entry and nothing else)
 //! * `screens` — Setup, Live, Report, Runs, Compare, Help, Meta; `widgets` — log axes, charts,
 //!   progress
 //! * `svg` / `screenshot` — render a frame to SVG (README pictures, `screenshot` subcommand)
@@ -14,6 +15,7 @@
 //! `report::Report` (built by `report::build`, the entry `scaling-lab report` uses).
 
 pub mod app;
+pub mod key;
 pub mod keymap;
 pub mod loader;
 pub mod runtime;

@@ -18,7 +18,7 @@ use ratatui::Terminal;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::app::{update, App, Command, Msg};
-use super::keymap::map_key;
+use super::key::map_key;
 use super::loader;
 use crate::core::events::{SweepEvent, TrialEvent};
 use crate::core::record::LogLine;

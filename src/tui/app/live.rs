@@ -38,8 +38,8 @@ pub struct Curve {
     pub trial_id: u64,
     pub batch_size: usize,
     pub points: History,
-    /// None while running; the outcome label once finished.
-    pub ended: Option<&'static str>,
+    /// None while running; the outcome once finished.
+    pub ended: Option<Outcome>,
 }
 
 /// The validation-metric curve of one batch size's best trial (what a finished sweep shows).
@@ -447,8 +447,8 @@ impl LiveState {
                 let eps = s.examples_per_s;
                 if let Some(r) = self.running.get_mut(&id) {
                     // step samples and evaluations both add points, in step order
-                    if r.loss.last().is_none_or(|(x, _)| x < s.step as f64) {
-                        r.loss.push(s.step as f64, s.loss);
+                    if r.loss.last().is_none_or(|&(x, _)| x < s.step as f64) {
+                        r.loss.push((s.step as f64, s.loss));
                     }
                     if eps.is_finite() && eps > 0.0 {
                         r.examples_per_s = Some(eps);
@@ -465,10 +465,10 @@ impl LiveState {
             }
             TrialEvent::Eval(p) => {
                 if let Some(r) = self.running.get_mut(&id) {
-                    r.metric.push(p.step as f64, p.metric);
+                    r.metric.push((p.step as f64, p.metric));
                     let step = p.step as f64;
-                    if p.train_loss.is_finite() && r.loss.last().is_none_or(|(x, _)| x < step) {
-                        r.loss.push(step, p.train_loss);
+                    if p.train_loss.is_finite() && r.loss.last().is_none_or(|&(x, _)| x < step) {
+                        r.loss.push((step, p.train_loss));
                     }
                 }
             }
@@ -505,7 +505,7 @@ impl LiveState {
         outcome: TrialOutcome,
         loss: Option<History>,
     ) {
-        let label = outcome.outcome.label();
+        let ended = outcome.outcome.clone();
         let batch = spec.batch_size;
         // A short trial sends few step samples: its per-evaluation training loss draws a line.
         let mut curve = loss.unwrap_or_default();
@@ -513,7 +513,7 @@ impl LiveState {
             let mut h = History::default();
             for e in &outcome.evals {
                 if e.train_loss.is_finite() {
-                    h.push(e.step as f64, e.train_loss);
+                    h.push((e.step as f64, e.train_loss));
                 }
             }
             if !h.is_empty() {
@@ -537,7 +537,7 @@ impl LiveState {
                 trial_id: id,
                 batch_size: batch,
                 points: curve,
-                ended: Some(label),
+                ended: Some(ended),
             });
             self.recent.truncate(RECENT_CURVES);
         }

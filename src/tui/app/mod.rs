@@ -4,13 +4,11 @@
 //! file) is returned as a `Command`; the runtime executes it and reports back with a `Msg`. Every
 //! state transition is therefore unit-testable.
 //!
-//! * `history` — bounded time series for the loss curves
 //! * `setup` — the Setup screen's editable study and its validation
 //! * `live` — the state of one sweep (run here or read from a log)
 //! * `runs` — the Runs and Compare screens' state
 //! * `update` — `update` and the key handlers
 
-mod history;
 mod live;
 mod runs;
 mod setup;
@@ -18,22 +16,24 @@ mod update;
 
 use std::path::PathBuf;
 
-pub use history::History;
+/// A loss or metric curve: (step, value) in the engine's one bounded history (at most
+/// `HISTORY_CAP` points, halving its resolution when full).
+pub type History = crate::core::BoundedHistory<(f64, f64)>;
 pub use live::{regime_spans, BestCurve, Curve, LiveSource, LiveState, RunningTrial};
 pub use runs::{CompareRun, CompareState, RunEntry, RunStatus, RunsState};
 pub use setup::{ladder_125, Field, PresetEntry, Problem, SetupFocus, SetupState, FIELDS};
-pub use update::{format_duration, outcome_text, update};
+pub use update::{format_duration, update};
 
 use crate::core::events::SweepEvent;
 use crate::core::record::LogLine;
 use crate::runlog::RunLog;
 use crate::sweep::SweepConfig;
 
-use super::keymap::Key;
+use super::key::Key;
 use super::theme::Theme;
 
 /// Points kept per curve; when full, every other point is dropped and the sampling stride doubles.
-pub const HISTORY_CAP: usize = 250;
+pub const HISTORY_CAP: usize = crate::core::events::DEFAULT_HISTORY_CAP;
 /// Finished trials whose loss curves stay on the chart after they end.
 pub const RECENT_CURVES: usize = 4;
 /// Curves drawn at most.

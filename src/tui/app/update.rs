@@ -8,8 +8,7 @@ use super::{
     SetupFocus, FIELDS,
 };
 use crate::core::events::SweepEvent;
-use crate::core::trial::Outcome;
-use crate::tui::keymap::Key;
+use crate::tui::key::Key;
 
 /// Folds one message into the state; returns what the runtime must do.
 pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
@@ -567,20 +566,5 @@ pub fn format_duration(s: f64) -> String {
         format!("{}m {:02}s", s / 60, s % 60)
     } else {
         format!("{s}s")
-    }
-}
-
-/// The outcome text for a finished trial in lists.
-pub fn outcome_text(o: &Outcome) -> String {
-    match o {
-        Outcome::Reached { step } => format!("reached at {step}"),
-        Outcome::NotReached {
-            budget,
-            early_stopped: false,
-        } => format!("not reached in {budget}"),
-        Outcome::NotReached { budget, .. } => format!("stopped early at {budget}"),
-        Outcome::Diverged { step } => format!("diverged at {step}"),
-        Outcome::Cancelled { step } => format!("cancelled at {step}"),
-        Outcome::Oom { batch_size, .. } => format!("out of memory at B = {batch_size}"),
     }
 }

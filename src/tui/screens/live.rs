@@ -9,6 +9,7 @@ use ratatui::Frame;
 
 use super::panel;
 use crate::core::analysis::Analysis;
+use crate::core::trial::Outcome;
 use crate::tui::app::{App, Charts, LiveState};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::log_axis::format_pow2;
@@ -168,7 +169,7 @@ fn loss(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
         .zip(pts.iter())
         .enumerate()
         .map(|(i, (c, p))| LossSeries {
-            label: match c.ended {
+            label: match &c.ended {
                 None => format!("B={}", format_pow2(c.batch_size as u64)),
                 Some(e) => format!("B={} {}", format_pow2(c.batch_size as u64), ended_mark(e)),
             },
@@ -192,11 +193,11 @@ fn loss(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
 }
 
 /// Short mark of a finished trial's outcome in the loss legend.
-fn ended_mark(label: &str) -> &'static str {
-    match label {
-        "reached" => "✓",
-        "diverged" => "×",
-        "not reached" => "↑",
-        _ => "–",
+fn ended_mark(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Reached { .. } => "✓",
+        Outcome::Diverged { .. } => "×",
+        Outcome::NotReached { .. } => "↑",
+        Outcome::Cancelled { .. } | Outcome::Oom { .. } => "–",
     }
 }

@@ -22,8 +22,22 @@ pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th:
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let w = inner.width as usize;
-    let report = &l.report;
-    let mut lines: Vec<Line> = Vec::new();
+    let height = inner.height as usize;
+    let mut lines: Vec<Line> = vec![state_line(app, l, th)];
+    progress_lines(&mut lines, app, l, inner.width, th);
+    number_lines(&mut lines, l, w, th);
+    running_lines(&mut lines, l, w, th);
+    per_batch_lines(&mut lines, l, height, th);
+    footer_lines(&mut lines, l, w, height, th);
+    let lines: Vec<Line> = lines
+        .into_iter()
+        .map(|x| x.patch_style(Style::default()))
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The sweep's state: running, paused, complete, stopped early, following a log.
+fn state_line(app: &App, l: &LiveState, th: &Theme) -> Line<'static> {
     let (state, style) = if l.done {
         if l.cancelled {
             ("■ stopped early (resumable)", th.warn())
@@ -40,13 +54,17 @@ pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th:
             LiveSource::Log { .. } => ("○ log (no summary yet)", th.dim()),
         }
     };
-    lines.push(Line::styled(state, style));
+    Line::styled(state, style)
+}
+
+/// What finished, the progress bar, running/queued, elapsed and ETA, throughput and loss scale.
+fn progress_lines(lines: &mut Vec<Line>, app: &App, l: &LiveState, width: u16, th: &Theme) {
     lines.push(Line::styled(l.finished_text(), th.title()));
     lines.push(progress_line(
         l.done_count(),
         l.running.len(),
         l.plan.total_trials,
-        inner.width,
+        width,
         th,
     ));
     lines.push(Line::styled(
@@ -89,6 +107,11 @@ pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th:
         lines.push(kv("took", format_duration(elapsed), th, th.text()));
     }
     lines.push(kv("devices", l.plan.devices.clone(), th, th.text()));
+}
+
+/// The report's numbers: fit, B_simple (live and of the best trials), perfect scaling, projection.
+fn number_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
+    let report = &l.report;
     match report.fit_numbers() {
         Some((s_min, b_crit, r2)) => {
             lines.push(kv(
@@ -141,7 +164,10 @@ pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th:
             lines.push(kv("projected", brief, th, th.text()));
         }
     }
-    // running trials (selectable)
+}
+
+/// The running trials (selectable).
+fn running_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
     if !l.running.is_empty() {
         lines.push(Line::styled("running", th.dim()));
         let sel = l.selected_trial();
@@ -165,8 +191,12 @@ pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th:
             lines.push(line);
         }
     }
-    // per batch size
-    let room = (inner.height as usize).saturating_sub(lines.len() + 2);
+}
+
+/// The per-B table, as many rows as fit in `height`.
+fn per_batch_lines(lines: &mut Vec<Line>, l: &LiveState, height: usize, th: &Theme) {
+    let report = &l.report;
+    let room = height.saturating_sub(lines.len() + 2);
     if room >= 2 && !report.per_batch.is_empty() {
         lines.push(Line::styled(
             format!(
@@ -204,7 +234,12 @@ pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th:
             ]));
         }
     }
-    if !report.analysis.notes.is_empty() && lines.len() + 1 < inner.height as usize {
+}
+
+/// How many notes (r shows them), the latest errors, the run's name.
+fn footer_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, height: usize, th: &Theme) {
+    let report = &l.report;
+    if !report.analysis.notes.is_empty() && lines.len() + 1 < height {
         let n = report.analysis.notes.len();
         lines.push(Line::styled(
             ellipsize(
@@ -226,9 +261,4 @@ pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th:
             th.dim(),
         ));
     }
-    let lines: Vec<Line> = lines
-        .into_iter()
-        .map(|x| x.patch_style(Style::default()))
-        .collect();
-    frame.render_widget(Paragraph::new(lines), inner);
 }

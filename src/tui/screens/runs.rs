@@ -42,56 +42,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     // The Slurm job column appears when a sweep directory is listed.
     let jobs = r.entries.iter().any(|e| e.job.is_some());
     let mut lines: Vec<Line> = Vec::new();
-    let preset_w = if wide { 26 } else { 18 };
-    let head = if wide {
-        format!(
-            "  {:<16} {:<pw$} {:<9} {:<5} {:<6} {:<11}{} {:>9} {:>9} {:>8} {:>7} {:>7}",
-            "started",
-            "preset",
-            "optimizer",
-            "prec",
-            "devs",
-            "status",
-            if jobs {
-                format!(" {:<9}", "job")
-            } else {
-                String::new()
-            },
-            "trials",
-            "B",
-            "took",
-            "S_min",
-            "B_crit",
-            pw = preset_w
-        )
-    } else if jobs {
-        format!(
-            "  {:<11} {:<pw$} {:<11} {:<9} {:>7} {:>9} {:>6} {:>6}",
-            "started",
-            "preset",
-            "status",
-            "job",
-            "trials",
-            "B",
-            "took",
-            "B_crit",
-            pw = preset_w
-        )
-    } else {
-        format!(
-            "  {:<11} {:<pw$} {:<11} {:>7} {:>9} {:>6} {:>6}",
-            "started",
-            "preset",
-            "status",
-            "trials",
-            "B",
-            "took",
-            "B_crit",
-            pw = preset_w
-        )
+    let cols = Columns {
+        wide,
+        jobs,
+        preset_w: if wide { 26 } else { 18 },
     };
     lines.push(Line::styled(
-        ellipsize(&head, inner.width as usize),
+        ellipsize(&cols.head(), inner.width as usize),
         th.dim(),
     ));
     if r.entries.is_empty() {
@@ -107,6 +64,84 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let rows = (inner.height as usize).saturating_sub(1);
     let first = r.selected.saturating_sub(rows.saturating_sub(1));
     for (i, e) in r.entries.iter().enumerate().skip(first).take(rows) {
+        lines.push(cols.row(app, i, e));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+
+    let block = panel("Selected", false, th);
+    let inner = block.inner(detail);
+    frame.render_widget(block, detail);
+    frame.render_widget(
+        Paragraph::new(detail_lines(app, inner.width as usize)),
+        inner,
+    );
+}
+
+/// The list's columns: wide (optimizer, precision, devices, S_min), the Slurm job column, the
+/// preset column's width.
+struct Columns {
+    wide: bool,
+    jobs: bool,
+    preset_w: usize,
+}
+
+impl Columns {
+    /// The header line.
+    fn head(&self) -> String {
+        let (wide, jobs, preset_w) = (self.wide, self.jobs, self.preset_w);
+        if wide {
+            format!(
+                "  {:<16} {:<pw$} {:<9} {:<5} {:<6} {:<11}{} {:>9} {:>9} {:>8} {:>7} {:>7}",
+                "started",
+                "preset",
+                "optimizer",
+                "prec",
+                "devs",
+                "status",
+                if jobs {
+                    format!(" {:<9}", "job")
+                } else {
+                    String::new()
+                },
+                "trials",
+                "B",
+                "took",
+                "S_min",
+                "B_crit",
+                pw = preset_w
+            )
+        } else if jobs {
+            format!(
+                "  {:<11} {:<pw$} {:<11} {:<9} {:>7} {:>9} {:>6} {:>6}",
+                "started",
+                "preset",
+                "status",
+                "job",
+                "trials",
+                "B",
+                "took",
+                "B_crit",
+                pw = preset_w
+            )
+        } else {
+            format!(
+                "  {:<11} {:<pw$} {:<11} {:>7} {:>9} {:>6} {:>6}",
+                "started",
+                "preset",
+                "status",
+                "trials",
+                "B",
+                "took",
+                "B_crit",
+                pw = preset_w
+            )
+        }
+    }
+
+    /// The row of entry `i`.
+    fn row(&self, app: &App, i: usize, e: &RunEntry) -> Line<'static> {
+        let (th, r) = (&app.theme, &app.runs);
+        let (wide, jobs, preset_w) = (self.wide, self.jobs, self.preset_w);
         let mark = if r.marked.contains(&e.path) {
             "✓ "
         } else {
@@ -172,14 +207,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         if i == r.selected {
             l = l.style(th.selected());
         }
-        lines.push(l);
+        l
     }
-    frame.render_widget(Paragraph::new(lines), inner);
+}
 
-    let block = panel("Selected", false, th);
-    let inner = block.inner(detail);
-    frame.render_widget(block, detail);
-    let w = inner.width as usize;
+/// The selected run: name, settings, what Enter/r/c do with it (or why it cannot be read).
+fn detail_lines(app: &App, w: usize) -> Vec<Line<'static>> {
+    let (th, r) = (&app.theme, &app.runs);
     let mut d: Vec<Line> = Vec::new();
     if let Some(e) = r.entries.get(r.selected) {
         d.push(Line::from(vec![Span::styled(
@@ -235,5 +269,5 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         };
         d.push(Line::styled(ellipsize(&hint, w), style));
     }
-    frame.render_widget(Paragraph::new(d), inner);
+    d
 }

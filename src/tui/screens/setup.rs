@@ -6,13 +6,11 @@ use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::{ellipsize, panel};
-use crate::tui::app::{format_duration, App, Field, SetupFocus, FIELDS};
+use crate::tui::app::{format_duration, App, Field, Problem, SetupFocus, FIELDS};
 use crate::tui::widgets::log_axis::format_pow2;
 use crate::workload::spec::{DatasetSpec, ModelSpec};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
-    let th = &app.theme;
-    let s = &app.setup;
     let left_w = if area.width >= 120 {
         area.width * 2 / 5
     } else {
@@ -20,8 +18,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     };
     let [left, right] =
         Layout::horizontal([Constraint::Length(left_w), Constraint::Min(0)]).areas(area);
+    draw_presets(frame, left, app);
+    draw_study(frame, right, app);
+}
 
-    // Preset list: name and a one-line description.
+/// Preset list: name and a one-line description.
+fn draw_presets(frame: &mut Frame, left: Rect, app: &App) {
+    let th = &app.theme;
+    let s = &app.setup;
     let block = panel("Presets", s.focus == SetupFocus::Presets, th);
     let inner = block.inner(left);
     frame.render_widget(block, left);
@@ -55,8 +59,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         lines.push(Line::styled(ellipsize(e, w), th.error()));
     }
     frame.render_widget(Paragraph::new(lines), inner);
+}
 
-    // Study parameters.
+/// Study parameters: name and estimated duration, description, the editable fields with their
+/// problems, the batch sizes, what Enter launches.
+fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
+    let th = &app.theme;
+    let s = &app.setup;
     let block = panel("Study", s.focus == SetupFocus::Fields, th);
     let inner = block.inner(right);
     frame.render_widget(block, right);
@@ -72,24 +81,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let p = &entry.preset;
     let w = &p.workload;
     // the study's name follows the edits (optimizer), with the estimated wall time
-    let est = s
-        .estimate_s(&app.runs.entries)
-        .map(|t| format!("  ≈ {} (from earlier runs)", format_duration(t)))
-        .or_else(|| {
-            s.calibrated_estimate().map(|e| {
-                format!(
-                    "  ≤ {} (calibrated, every trial to its budget)",
-                    format_duration(e.upper_s)
-                )
-            })
-        })
-        .unwrap_or_else(|| {
-            if s.calibrating {
-                "  duration: calibrating…".into()
-            } else {
-                "  duration: press e to estimate (no earlier run or calibration)".into()
-            }
-        });
+    let est = estimate_text(app);
     lines.push(Line::from(vec![
         Span::styled(s.study_name(), th.accent()),
         Span::styled(
@@ -122,6 +114,61 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     ));
     lines.push(Line::raw(""));
     let problems = s.problems();
+    field_lines(&mut lines, app, &problems, desc_w);
+    lines.push(Line::raw(""));
+    let blocked = problems.iter().any(|p| p.blocking);
+    let bs = s.batch_sizes();
+    let grid = bs
+        .iter()
+        .map(|b| format_pow2(*b as u64))
+        .collect::<Vec<_>>()
+        .join(" ");
+    lines.push(Line::styled(
+        ellipsize(&format!("B: {grid}"), desc_w),
+        th.dim(),
+    ));
+    lines.push(if blocked {
+        Line::styled("fix the ✗ above to launch", th.error())
+    } else {
+        Line::from(vec![
+            Span::styled("Enter", th.key()),
+            Span::raw(format!(
+                " launch {} trial{} → Live",
+                s.total_trials(),
+                if s.total_trials() == 1 { "" } else { "s" }
+            )),
+        ])
+    });
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The estimated wall time: from earlier runs, else calibrated, else how to get one.
+fn estimate_text(app: &App) -> String {
+    let s = &app.setup;
+    s.estimate_s(&app.runs.entries)
+        .map(|t| format!("  ≈ {} (from earlier runs)", format_duration(t)))
+        .or_else(|| {
+            s.calibrated_estimate().map(|e| {
+                format!(
+                    "  ≤ {} (calibrated, every trial to its budget)",
+                    format_duration(e.upper_s)
+                )
+            })
+        })
+        .unwrap_or_else(|| {
+            if s.calibrating {
+                "  duration: calibrating…".into()
+            } else {
+                "  duration: press e to estimate (no earlier run or calibration)".into()
+            }
+        })
+}
+
+/// One line per field (its value, ◀ ▶ when selected), its problems under it, then the problems
+/// of no field.
+fn field_lines(lines: &mut Vec<Line>, app: &App, problems: &[Problem], desc_w: usize) {
+    let th = &app.theme;
+    let s = &app.setup;
     let fields_focus = s.focus == SetupFocus::Fields;
     for (i, f) in FIELDS.iter().enumerate() {
         let sel = fields_focus && i == s.field;
@@ -169,31 +216,6 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             lines.push(Line::styled(chunk, th.error()));
         }
     }
-    lines.push(Line::raw(""));
-    let blocked = problems.iter().any(|p| p.blocking);
-    let bs = s.batch_sizes();
-    let grid = bs
-        .iter()
-        .map(|b| format_pow2(*b as u64))
-        .collect::<Vec<_>>()
-        .join(" ");
-    lines.push(Line::styled(
-        ellipsize(&format!("B: {grid}"), desc_w),
-        th.dim(),
-    ));
-    lines.push(if blocked {
-        Line::styled("fix the ✗ above to launch", th.error())
-    } else {
-        Line::from(vec![
-            Span::styled("Enter", th.key()),
-            Span::raw(format!(
-                " launch {} trial{} → Live",
-                s.total_trials(),
-                if s.total_trials() == 1 { "" } else { "s" }
-            )),
-        ])
-    });
-    frame.render_widget(Paragraph::new(lines), inner);
 }
 
 fn field_value(app: &App, f: Field) -> String {

@@ -264,33 +264,37 @@ impl Widget for ScalingChartWith<'_> {
                 }
             });
         canvas.render(pa.rect, buf);
-        // Points and failure marks on top, in cells.
-        for s in &this.series {
-            for p in &s.analysis.per_batch {
-                let x = lx(p.batch_size as f64);
-                let style = Style::default()
-                    .fg(s.color)
-                    .add_modifier(ratatui::style::Modifier::BOLD);
-                match p.steps {
-                    Some(st) => {
-                        if let Some((c, r)) = pa.cell(x, ly(st as f64)) {
-                            buf.set_string(c, r, s.marker, style);
-                        }
+        draw_marks(buf, &pa, &this.series, &th);
+        draw_legend(buf, &pa, &this, &extras, th);
+    }
+}
+
+/// Points and failure marks (↑ not reached, × failed) on top of the canvas, in cells.
+fn draw_marks(buf: &mut Buffer, pa: &PlotArea, series: &[ScalingSeries<'_>], th: &Theme) {
+    for s in series {
+        for p in &s.analysis.per_batch {
+            let x = lx(p.batch_size as f64);
+            let style = Style::default()
+                .fg(s.color)
+                .add_modifier(ratatui::style::Modifier::BOLD);
+            match p.steps {
+                Some(st) => {
+                    if let Some((c, r)) = pa.cell(x, ly(st as f64)) {
+                        buf.set_string(c, r, s.marker, style);
                     }
-                    None if p.counts.trials > p.counts.cancelled => {
-                        let mark = if p.counts.not_reached > 0 {
-                            "↑"
-                        } else {
-                            "×"
-                        };
-                        let c = pa.col(x);
-                        buf.set_string(c, pa.rect.y, mark, th.error());
-                    }
-                    None => {}
                 }
+                None if p.counts.trials > p.counts.cancelled => {
+                    let mark = if p.counts.not_reached > 0 {
+                        "↑"
+                    } else {
+                        "×"
+                    };
+                    let c = pa.col(x);
+                    buf.set_string(c, pa.rect.y, mark, th.error());
+                }
+                None => {}
             }
         }
-        draw_legend(buf, &pa, &this, &extras, th);
     }
 }
 
