@@ -239,10 +239,14 @@ pub enum Tail {
 }
 
 impl Tail {
-    fn poll(&mut self) -> anyhow::Result<Vec<LogLine>> {
+    /// The lines appended since the last poll, and the validator's warnings about them.
+    fn poll(&mut self) -> (anyhow::Result<Vec<LogLine>>, Vec<String>) {
         match self {
-            Tail::File(t) => Ok(t.poll()?),
-            Tail::Dir(t) => t.poll(),
+            Tail::File(t) => {
+                let r = t.poll().map_err(|e| anyhow::anyhow!("{e}"));
+                (r, t.take_warnings())
+            }
+            Tail::Dir(t) => (t.poll(), Vec::new()),
         }
     }
 }
@@ -442,9 +446,14 @@ impl Executor {
             });
             let mut slot = shared.lock().unwrap_or_else(|e| e.into_inner());
             slot.polling = false;
-            let Some((t, r)) = polled else { return };
+            let Some((t, (r, warnings))) = polled else {
+                return;
+            };
             if slot.epoch != epoch {
                 return; // another log is followed now
+            }
+            if let Some(w) = warnings.first() {
+                let _ = tx.send(Msg::Error(format!("warning: {w}")));
             }
             match r {
                 Ok(lines) if !lines.is_empty() => {
@@ -624,11 +633,7 @@ fn handle(app: &mut App, exec: &mut Executor, m: Msg) {
                 if log.path.is_dir() {
                     Tail::Dir(loader::DirTail::new(log))
                 } else {
-                    Tail::File(RunLogTail::from_offset(
-                        &log.path,
-                        log.valid_len,
-                        log.trials.len() + 1,
-                    ))
+                    Tail::File(RunLogTail::after(log))
                 }
             }));
         }
