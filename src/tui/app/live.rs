@@ -353,7 +353,11 @@ impl LiveState {
             self.provisional = None;
             return;
         }
-        if self.provisional.as_ref().is_some_and(|(g, _)| *g == self.generation) {
+        if self
+            .provisional
+            .as_ref()
+            .is_some_and(|(g, _)| *g == self.generation)
+        {
             return;
         }
         let Some(h) = &self.header else { return };
@@ -362,16 +366,12 @@ impl LiveState {
         // a B whose trials are those the last analysis saw keeps its interval and edge marks
         let per_batch: Vec<_> = raw
             .into_iter()
-            .map(|p| {
-                match last
-                    .per_batch
-                    .iter()
-                    .find(|q| q.batch_size == p.batch_size)
-                {
+            .map(
+                |p| match last.per_batch.iter().find(|q| q.batch_size == p.batch_size) {
                     Some(q) if q.counts == p.counts && q.best_trial == p.best_trial => q.clone(),
                     _ => p,
-                }
-            })
+                },
+            )
             .collect();
         let perfect_anchor = per_batch
             .iter()
@@ -458,7 +458,8 @@ impl LiveState {
     /// Each batch size's best trial: its validation metric at every evaluation (ascending B).
     pub fn best_curves(&self) -> Vec<BestCurve> {
         let mut out = Vec::new();
-        for p in &self.report.analysis.per_batch {
+        // the current data's best trials, at once (as the scaling chart's points)
+        for p in &self.chart().per_batch {
             let Some(id) = p.best_trial else { continue };
             let Some(r) = self.finished.iter().find(|r| r.trial_id == id) else {
                 continue;
