@@ -15,7 +15,7 @@ mod tui_pty;
 
 use std::time::{Duration, Instant};
 
-use tui_pty::{finished_trials, find_log, header_progress, Pty};
+use tui_pty::{find_log, finished_trials, header_progress, Pty};
 
 const PRESET: &str = "nqm-sgd";
 

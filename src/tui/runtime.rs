@@ -511,7 +511,10 @@ impl Executor {
 }
 
 /// Reads a run log or a sweep directory; whether it is still growing (to be followed).
-fn open_log(path: &std::path::Path, active: Option<&std::path::Path>) -> anyhow::Result<(RunLog, bool)> {
+fn open_log(
+    path: &std::path::Path,
+    active: Option<&std::path::Path>,
+) -> anyhow::Result<(RunLog, bool)> {
     if path.is_dir() {
         // A Slurm sweep directory: every shard, merged, followed while its job runs.
         let log = crate::cluster::open_log_or_dir(path)?;
