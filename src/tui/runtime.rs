@@ -136,8 +136,12 @@ pub const FRAME: Duration = Duration::from_millis(1000 / 15);
 pub const TICK: Duration = Duration::from_secs(1);
 /// Longest the loop folds queued messages before it yields to input and drawing.
 const DRAIN: Duration = Duration::from_millis(15);
-/// Longest pause the analysis worker takes between two analyses of a burst (see `AnalysisWorker`).
-const MAX_REST: Duration = Duration::from_millis(250);
+/// Pacing of the analysis worker (see `AnalysisWorker`): after an analysis of a Live state that
+/// took d, the next one of that state starts no sooner than `ANALYSIS_DUTY` × d later, and at
+/// least `ANALYSIS_GAP` and at most `ANALYSIS_MAX_GAP` later.
+const ANALYSIS_GAP: Duration = Duration::from_secs(2);
+const ANALYSIS_MAX_GAP: Duration = Duration::from_secs(10);
+const ANALYSIS_DUTY: u32 = 20;
 
 /// The requests waiting for the analysis worker: the latest per Live state.
 #[derive(Default)]
@@ -148,9 +152,10 @@ struct AnalysisQueue {
 
 /// One thread that runs the analysis requests (`Command::Analyze`) and answers with
 /// `Msg::Analyzed`. A request replaces a queued one for the same Live state (the latest data
-/// wins). Paced: after an analysis that took d, the next one starts no sooner than d (at most
-/// `MAX_REST`) later, so a burst of landings (a closed-form sweep) costs at most about half a core
-/// and leaves the rest to training.
+/// wins). Paced per Live state: while trials keep landing, a state is re-analysed at most every
+/// 2 s (and at most 1/20 of the time: 1 core-% for a 50 ms analysis) — the chart shows the new
+/// trials' points at once, their intervals, fit and regimes when the analysis lands. An urgent
+/// request (a state never analysed: a log just opened, a resumed sweep) is not paced.
 pub struct AnalysisWorker {
     queue: Arc<(Mutex<AnalysisQueue>, Condvar)>,
 }
@@ -184,41 +189,58 @@ impl Drop for AnalysisWorker {
     }
 }
 
+/// How long after an analysis that took `took` the next one of the same state may start.
+fn analysis_gap(took: Duration) -> Duration {
+    (took * ANALYSIS_DUTY).clamp(ANALYSIS_GAP, ANALYSIS_MAX_GAP)
+}
+
+/// Which of the pending requests (their state and urgency, in order) the worker may run now, or
+/// how long to wait for one to become runnable (None: until one is submitted). `ready` says when
+/// each state may be analysed again; an urgent request may run at once.
+fn runnable(
+    pending: &[(LiveView, bool)],
+    ready: &[(LiveView, Instant)],
+    now: Instant,
+) -> Result<usize, Option<Duration>> {
+    let ready_at = |&(view, urgent): &(LiveView, bool)| {
+        ready
+            .iter()
+            .find(|(v, _)| *v == view && !urgent)
+            .map_or(now, |(_, t)| *t)
+    };
+    if let Some(i) = pending.iter().position(|p| ready_at(p) <= now) {
+        return Ok(i);
+    }
+    Err(pending.iter().map(|p| ready_at(p) - now).min())
+}
+
 fn analysis_worker(queue: &(Mutex<AnalysisQueue>, Condvar), tx: &UnboundedSender<Msg>) {
     let (m, cv) = queue;
-    let mut rest_until: Option<Instant> = None;
+    // when each Live state may be analysed again
+    let mut ready: Vec<(LiveView, Instant)> = Vec::new();
     loop {
-        // wait for work (blocking: no wake-ups while nothing is asked)
-        {
-            let mut q = m.lock().unwrap_or_else(|e| e.into_inner());
-            while q.pending.is_empty() && !q.closed {
-                q = cv.wait(q).unwrap_or_else(|e| e.into_inner());
-            }
-            if q.closed {
-                return;
-            }
-        }
-        if let Some(t) = rest_until {
-            let now = Instant::now();
-            if t > now {
-                std::thread::sleep(t - now);
-            }
-        }
-        // the latest request (a newer one may have replaced it while resting)
+        // wait for a request that may run (blocking: no wake-ups while nothing is asked)
         let r = {
             let mut q = m.lock().unwrap_or_else(|e| e.into_inner());
-            if q.closed {
-                return;
+            loop {
+                if q.closed {
+                    return;
+                }
+                let keys: Vec<_> = q.pending.iter().map(|r| (r.for_.view, r.urgent)).collect();
+                match runnable(&keys, &ready, Instant::now()) {
+                    Ok(i) => break q.pending.remove(i),
+                    Err(None) => q = cv.wait(q).unwrap_or_else(|e| e.into_inner()),
+                    Err(Some(d)) => {
+                        q = cv.wait_timeout(q, d).unwrap_or_else(|e| e.into_inner()).0;
+                    }
+                }
             }
-            if q.pending.is_empty() {
-                continue;
-            }
-            q.pending.remove(0)
         };
         let t0 = Instant::now();
         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.run()));
-        let took = t0.elapsed();
-        rest_until = Some(Instant::now() + took.min(MAX_REST));
+        let next = Instant::now() + analysis_gap(t0.elapsed());
+        ready.retain(|(v, _)| *v != r.for_.view);
+        ready.push((r.for_.view, next));
         let msg = match out {
             Ok(a) => Msg::Analyzed(Box::new(a)),
             Err(p) => Msg::Error(format!(
@@ -699,5 +721,42 @@ mod tests {
         assert!(c.flush().is_empty());
         c.push(step(3, 5));
         assert_eq!(c.flush(), vec![step(3, 5)]);
+    }
+
+    #[test]
+    fn analyses_of_a_state_are_paced_and_urgent_ones_are_not() {
+        let now = Instant::now();
+        let s = Duration::from_secs(1);
+        // nothing pending: wait for a submission
+        assert_eq!(runnable(&[], &[], now), Err(None));
+        // a state never analysed runs at once
+        assert_eq!(runnable(&[(LiveView::Sweep, false)], &[], now), Ok(0));
+        // a state analysed recently waits until it is ready; another state does not
+        let ready = [(LiveView::Sweep, now + s)];
+        assert_eq!(
+            runnable(&[(LiveView::Sweep, false)], &ready, now),
+            Err(Some(s))
+        );
+        assert_eq!(
+            runnable(
+                &[(LiveView::Sweep, false), (LiveView::Log, false)],
+                &ready,
+                now
+            ),
+            Ok(1)
+        );
+        assert_eq!(
+            runnable(&[(LiveView::Sweep, false)], &ready, now + s),
+            Ok(0)
+        );
+        // urgent: at once
+        assert_eq!(runnable(&[(LiveView::Sweep, true)], &ready, now), Ok(0));
+        // the gap: 20 × the analysis' time, within [2 s, 10 s]
+        assert_eq!(analysis_gap(Duration::from_millis(10)), ANALYSIS_GAP);
+        assert_eq!(
+            analysis_gap(Duration::from_millis(200)),
+            Duration::from_secs(4)
+        );
+        assert_eq!(analysis_gap(Duration::from_secs(3)), ANALYSIS_MAX_GAP);
     }
 }

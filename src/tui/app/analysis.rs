@@ -6,6 +6,9 @@
 //! waiting for it (its request id) and only if it is newer than what is shown — then, if the data
 //! moved on meanwhile, the next request goes out. So at most one analysis per state is in flight,
 //! the latest data wins, and a burst of landings costs one analysis per result, not one per trial.
+//! The runtime paces a state's analyses while its trials keep landing (at most one every 2 s,
+//! see `runtime::AnalysisWorker`) unless the request is `urgent` (the state shows no analysis
+//! yet); meanwhile the chart draws the current data's points (`LiveState::chart`).
 //!
 //! A request carries everything it reads (owned: it crosses threads); its result carries what it
 //! was computed for (`AnalysisFor`: the request id, the state, the data generation, the target).
@@ -51,6 +54,10 @@ pub struct AnalysisInputs {
 pub struct AnalysisRequest {
     pub for_: AnalysisFor,
     pub inputs: AnalysisInputs,
+    /// Run as soon as possible: the state shows no analysis yet (a log just opened, a resumed
+    /// sweep) or the user asked for it. Otherwise the runtime paces a state's analyses while its
+    /// trials keep landing (the chart draws the new points meanwhile).
+    pub urgent: bool,
 }
 
 /// What the views draw of a report, rendered once when it lands (never per frame).

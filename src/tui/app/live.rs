@@ -290,6 +290,7 @@ impl LiveState {
         let header = self.header.clone()?;
         self.in_flight = Some(id);
         Some(AnalysisRequest {
+            urgent: self.shown.is_none(),
             for_: AnalysisFor {
                 id,
                 view,
