@@ -146,7 +146,7 @@ const ANALYSIS_DUTY: u32 = 20;
 /// The requests waiting for the analysis worker: the latest per Live state.
 #[derive(Default)]
 struct AnalysisQueue {
-    pending: Vec<Box<AnalysisRequest>>,
+    pending: Vec<AnalysisRequest>,
     closed: bool,
 }
 
@@ -176,7 +176,7 @@ impl AnalysisWorker {
         let mut q = m.lock().unwrap_or_else(|e| e.into_inner());
         let view: LiveView = r.for_.view;
         q.pending.retain(|p| p.for_.view != view);
-        q.pending.push(r);
+        q.pending.push(*r);
         cv.notify_one();
     }
 }
@@ -255,8 +255,8 @@ fn analysis_worker(queue: &(Mutex<AnalysisQueue>, Condvar), tx: &UnboundedSender
 }
 
 /// A followed run log or sweep directory.
-pub enum Tail {
-    File(RunLogTail),
+enum Tail {
+    File(Box<RunLogTail>),
     Dir(loader::DirTail),
 }
 
@@ -658,7 +658,7 @@ fn handle(app: &mut App, exec: &mut Executor, m: Msg) {
                 if log.path.is_dir() {
                     Tail::Dir(loader::DirTail::new(log))
                 } else {
-                    Tail::File(RunLogTail::after(log))
+                    Tail::File(Box::new(RunLogTail::after(log)))
                 }
             }));
         }
