@@ -100,10 +100,12 @@ fn resume_starts_with_the_logged_trials_on_the_chart() {
     assert_eq!(a.screen, Screen::Live);
     let l = a.live().unwrap();
     assert_eq!(l.done_count(), 20);
+    // at once: the raw points (the analysis of them runs off the UI task and lands later)
     assert!(
-        !l.analysis().per_batch.is_empty(),
+        !l.chart().per_batch.is_empty(),
         "chart holds the logged trials"
     );
+    assert!(l.updating());
     assert_eq!(
         l.eta(10.0),
         None,

@@ -16,7 +16,7 @@ use scaling_lab::runlog::reader::read_run_log;
 use scaling_lab::runlog::RunLog;
 use scaling_lab::sweep::runner_for;
 use scaling_lab::train::TrainOptions;
-use scaling_lab::tui::app::{update, App, LiveState, LiveView, Msg, Screen};
+use scaling_lab::tui::app::{update, update_settled, App, LiveState, LiveView, Msg, Screen};
 use scaling_lab::tui::keymap::Key;
 use scaling_lab::tui::theme::Theme;
 use scaling_lab::tui::{initial_app, TuiOptions};
@@ -164,7 +164,8 @@ fn fold_sweep(
     let h = scaling_lab::sweep::start_sweep(cfg, runner, tx, None).unwrap();
     let path = h.log_path().to_path_buf();
     for ev in rx.iter() {
-        update(&mut a, Msg::Sweep(ev));
+        // the analyses it asks for run at once (the runtime runs them on its worker)
+        update_settled(&mut a, Msg::Sweep(ev));
     }
     let result = h.join().unwrap();
     // the folded report (no wall time yet: the events do not carry it) reads like the log

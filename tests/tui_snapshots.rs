@@ -5,7 +5,7 @@ mod tui_support;
 
 use std::path::PathBuf;
 
-use scaling_lab::tui::app::{update, App, CompareRun, Msg, RunEntry, RunStatus};
+use scaling_lab::tui::app::{update, update_settled, App, CompareRun, Msg, RunEntry, RunStatus};
 use scaling_lab::tui::keymap::Key;
 use scaling_lab::workload::spec::OptimizerKind;
 use tui_support::*;
@@ -263,7 +263,8 @@ fn log_opened_over_a_running_sweep() {
             .is_some_and(|l| l.done_count() == 6 && !l.running.is_empty())
     });
     let log = log_with(&a, "runs/2025-12-24T09-00-00-digits-mlp-sgd.jsonl", 40);
-    update(
+    // once its analysis landed (the runtime runs it on its worker)
+    update_settled(
         &mut a,
         Msg::LogOpened {
             log: Box::new(log),

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use scaling_lab::core::events::{SweepEvent, TrialEvent};
 use scaling_lab::core::trial::DeviceSpec;
 use scaling_lab::tui::app::{
-    update, Command, Confirm, Field, History, LiveSource, Msg, RunEntry, RunStatus, Screen,
-    SetupFocus, FIELDS, HISTORY_CAP,
+    update, update_settled, Command, Confirm, Field, History, LiveSource, Msg, RunEntry, RunStatus,
+    Screen, SetupFocus, FIELDS, HISTORY_CAP,
 };
 use scaling_lab::tui::keymap::Key;
 use scaling_lab::workload::spec::Precision;
@@ -194,17 +194,19 @@ fn events_fold_into_live_state() {
     let cfg = config(&a);
     launch(&mut a);
     let events = scripted_events(&cfg);
+    // the analyses asked for (one in flight at a time)
+    let mut pending = Vec::new();
     // Planned + queued
     let n_queued = cfg.batch_sizes.len() * cfg.trials_per_batch;
     for ev in events.iter().take(1 + n_queued) {
-        update(&mut a, Msg::Sweep(ev.clone()));
+        pending.extend(update(&mut a, Msg::Sweep(ev.clone())));
     }
     let l = a.live().unwrap();
     assert_eq!(l.plan.total_trials, n_queued);
     assert_eq!(l.queued.len(), n_queued);
     // first trial: started, steps, finished
     let mut i = 1 + n_queued;
-    update(&mut a, Msg::Sweep(events[i].clone()));
+    pending.extend(update(&mut a, Msg::Sweep(events[i].clone())));
     assert_eq!(a.live().unwrap().running.len(), 1);
     i += 1;
     while !matches!(
@@ -214,7 +216,7 @@ fn events_fold_into_live_state() {
             ..
         }
     ) {
-        update(&mut a, Msg::Sweep(events[i].clone()));
+        pending.extend(update(&mut a, Msg::Sweep(events[i].clone())));
         i += 1;
     }
     let l = a.live().unwrap();
@@ -224,14 +226,15 @@ fn events_fold_into_live_state() {
         r.loss.last().unwrap().0 as u64
     );
     assert!(l.b_simple_live.is_some());
-    update(&mut a, Msg::Sweep(events[i].clone()));
+    pending.extend(update(&mut a, Msg::Sweep(events[i].clone())));
     let l = a.live().unwrap();
     assert!(l.running.is_empty());
     assert_eq!(l.finished.len(), 1);
     assert_eq!(l.done_count(), 1);
-    assert_eq!(l.analysis().per_batch.len(), 1);
+    // the chart's point at once; the analysis of it runs off the UI task
+    assert_eq!(l.chart().per_batch.len(), 1);
     assert_eq!(
-        l.analysis().per_batch[0].steps,
+        l.chart().per_batch[0].steps,
         Some(scripted_steps(cfg.batch_sizes[0], 5))
     );
     assert_eq!(
@@ -239,9 +242,15 @@ fn events_fold_into_live_state() {
         1,
         "the finished trial's curve stays on the loss chart"
     );
-    // the rest
+    // the one in flight lands; then the rest, each analysis landing as the runtime's worker
+    // would send it
+    for c in pending {
+        if let Command::Analyze(r) = c {
+            update_settled(&mut a, Msg::Analyzed(Box::new(r.run())));
+        }
+    }
     for ev in &events[i + 1..] {
-        update(&mut a, Msg::Sweep(ev.clone()));
+        update_settled(&mut a, Msg::Sweep(ev.clone()));
     }
     let l = a.live().unwrap();
     assert!(l.done && !l.cancelled);
@@ -534,4 +543,92 @@ fn setup_auto_layout_widen_and_the_gpu_scale_warning() {
         "{:?}",
         a.flash
     );
+}
+
+/// The analyses `update` asked for (`Command::Analyze`), in order.
+fn analyses(cmds: Vec<Command>) -> Vec<scaling_lab::tui::app::AnalysisRequest> {
+    cmds.into_iter()
+        .filter_map(|c| match c {
+            Command::Analyze(r) => Some(*r),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn analysis_is_asked_for_coalesced_and_a_stale_result_is_dropped() {
+    let mut a = app();
+    let cfg = config(&a);
+    launch(&mut a);
+    let events = scripted_events(&cfg);
+    let finished = |ev: &SweepEvent| {
+        matches!(
+            ev,
+            SweepEvent::Trial {
+                event: TrialEvent::Finished { .. },
+                ..
+            }
+        )
+    };
+    let first = events.iter().position(finished).unwrap();
+    // the plan (header) alone asks for one analysis; trials landing meanwhile ask for none more
+    let mut asked = Vec::new();
+    for ev in &events[..=first] {
+        asked.extend(analyses(update(&mut a, Msg::Sweep(ev.clone()))));
+    }
+    assert_eq!(asked.len(), 1, "one analysis in flight at a time");
+    let second = first + 1 + events[first + 1..].iter().position(finished).unwrap();
+    for ev in &events[first + 1..=second] {
+        assert!(analyses(update(&mut a, Msg::Sweep(ev.clone()))).is_empty());
+    }
+    // folding analysed nothing: the report is the empty one, the chart shows the raw points now
+    let l = a.live().unwrap();
+    assert_eq!(l.finished.len(), 2);
+    assert!(l.updating());
+    assert!(l.analysis().per_batch.is_empty());
+    let raw: usize = l.chart().per_batch.iter().map(|p| p.counts.trials).sum();
+    assert_eq!(raw, 2, "the chart's points are the current data's");
+    assert_eq!(
+        l.chart().per_batch[0].steps,
+        Some(scripted_steps(cfg.batch_sizes[0], 5))
+    );
+
+    // the result the state waits for lands (it was computed for older data): adopted, and the
+    // next request goes out at once, for the latest data
+    let r = asked.pop().unwrap();
+    assert!(r.inputs.trials.is_empty());
+    let next = analyses(update(&mut a, Msg::Analyzed(Box::new(r.run()))));
+    assert_eq!(next.len(), 1);
+    let r2 = &next[0];
+    assert_eq!(r2.inputs.trials.len(), 2);
+    assert_eq!(r2.for_.generation, a.live().unwrap().generation);
+    assert_eq!(Some(r2.for_.target), a.live().unwrap().analysis_target());
+    assert!(a.live().unwrap().updating());
+
+    // a result nobody waits for (another id), or computed at another target, is dropped
+    a.dirty = false;
+    let mut stale = r2.run();
+    stale.for_.id += 100;
+    assert!(analyses(update(&mut a, Msg::Analyzed(Box::new(stale)))).is_empty());
+    assert!(!a.dirty, "a dropped result redraws nothing");
+    let mut retargeted = r2.clone();
+    retargeted.for_.target.value /= 2.0;
+    let out = analyses(update(&mut a, Msg::Analyzed(Box::new(retargeted.run()))));
+    assert!(a.live().unwrap().analysis().per_batch.is_empty());
+    assert!(a.live().unwrap().updating());
+    // ... and the state asks again, for its own target
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        Some(out[0].for_.target),
+        a.live().unwrap().analysis_target()
+    );
+
+    // the current one lands: the report is the analysis of both trials, nothing pending
+    let done = analyses(update(&mut a, Msg::Analyzed(Box::new(out[0].run()))));
+    assert!(done.is_empty());
+    let l = a.live().unwrap();
+    assert!(!l.updating());
+    assert_eq!(l.analysis().per_batch, l.chart().per_batch);
+    let n: usize = l.analysis().per_batch.iter().map(|p| p.counts.trials).sum();
+    assert_eq!(n, 2);
 }

@@ -1,13 +1,16 @@
 //! The UI task: one `tokio::select!` loop over terminal input (crossterm `EventStream`), engine
 //! events (the scheduler's std channel, bridged by a forwarding thread), a 1 Hz tick (clock, run-log
 //! tail) and a frame deadline that exists only while the state is dirty (≤ 15 fps). Training runs
-//! on the scheduler's own threads; file reads run on the blocking pool; this loop only folds
-//! messages and draws. The runtime never writes UI state: every IO result (a sweep started or
-//! failed to, a log read, lines appended) becomes a `Msg` that `update` applies.
+//! on the scheduler's own threads; the analysis on one worker thread (`AnalysisWorker`: the latest
+//! request per Live state wins); file reads and joining a finished sweep on the blocking pool; this
+//! loop only folds messages and draws. Nothing here polls: every thread blocks until it has work.
+//! The runtime never writes UI state: every IO result (a sweep started or failed to, a log read,
+//! lines appended, an analysis) becomes a `Msg` that `update` applies.
 
-use crate::report::{Report, ReportOptions};
+use crate::report::ReportOptions;
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, RecvTimeoutError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -17,13 +20,13 @@ use ratatui::backend::Backend;
 use ratatui::Terminal;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use super::app::{update, App, Command, Msg};
+use super::app::{update, AnalysisRequest, App, Command, LiveView, Msg};
 use super::key::map_key;
 use super::loader;
 use crate::core::events::{SweepEvent, TrialEvent};
 use crate::core::record::LogLine;
 use crate::core::RunnerFactory;
-use crate::runlog::{read_run_log, RunLogTail};
+use crate::runlog::{read_run_log, RunLog, RunLogTail};
 use crate::sweep::{start_sweep, SweepConfig, SweepControl, SweepHandle};
 
 /// How often the bridge forwards coalesced progress events.
@@ -79,12 +82,25 @@ impl Coalescer {
     }
 }
 
-/// Forwards the scheduler's events (std channel) into the UI's tokio channel, coalesced.
+impl Coalescer {
+    /// Progress events are waiting for the next flush.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+}
+
+/// Forwards the scheduler's events (std channel) into the UI's tokio channel, coalesced. Blocks
+/// while nothing is pending (no wake-ups between trials' progress).
 fn bridge(srx: std::sync::mpsc::Receiver<SweepEvent>, tx: UnboundedSender<Msg>) {
     let mut c = Coalescer::default();
     let mut last = Instant::now();
     loop {
-        let out = match srx.recv_timeout(COALESCE) {
+        let got = if c.has_pending() {
+            srx.recv_timeout(COALESCE.saturating_sub(last.elapsed()))
+        } else {
+            srx.recv().map_err(|_| RecvTimeoutError::Disconnected)
+        };
+        let out = match got {
             Ok(ev) => {
                 let mut out = c.push(ev);
                 if last.elapsed() >= COALESCE {
@@ -118,18 +134,163 @@ fn bridge(srx: std::sync::mpsc::Receiver<SweepEvent>, tx: UnboundedSender<Msg>) 
 pub const FRAME: Duration = Duration::from_millis(1000 / 15);
 /// Clock tick: ETA refresh and run-log tail polling.
 pub const TICK: Duration = Duration::from_secs(1);
-/// Engine messages folded per wake-up before the loop yields to input and drawing.
-const DRAIN: usize = 4096;
+/// Longest the loop folds queued messages before it yields to input and drawing.
+const DRAIN: Duration = Duration::from_millis(15);
+/// Pacing of the analysis worker (see `AnalysisWorker`): after an analysis of a Live state that
+/// took d, the next one of that state starts no sooner than `ANALYSIS_DUTY` × d later, and at
+/// least `ANALYSIS_GAP` and at most `ANALYSIS_MAX_GAP` later.
+const ANALYSIS_GAP: Duration = Duration::from_secs(2);
+const ANALYSIS_MAX_GAP: Duration = Duration::from_secs(10);
+const ANALYSIS_DUTY: u32 = 20;
 
-/// What the runtime holds besides UI state: the sweep's handle and the log being followed.
+/// The requests waiting for the analysis worker: the latest per Live state.
+#[derive(Default)]
+struct AnalysisQueue {
+    pending: Vec<AnalysisRequest>,
+    closed: bool,
+}
+
+/// One thread that runs the analysis requests (`Command::Analyze`) and answers with
+/// `Msg::Analyzed`. A request replaces a queued one for the same Live state (the latest data
+/// wins). Paced per Live state: while trials keep landing, a state is re-analysed at most every
+/// 2 s (and at most 1/20 of the time: 1 core-% for a 50 ms analysis) — the chart shows the new
+/// trials' points at once, their intervals, fit and regimes when the analysis lands. An urgent
+/// request (a state never analysed: a log just opened, a resumed sweep) is not paced.
+pub struct AnalysisWorker {
+    queue: Arc<(Mutex<AnalysisQueue>, Condvar)>,
+}
+
+impl AnalysisWorker {
+    pub fn spawn(tx: UnboundedSender<Msg>) -> std::io::Result<Self> {
+        let queue: Arc<(Mutex<AnalysisQueue>, Condvar)> = Arc::default();
+        let q = Arc::clone(&queue);
+        std::thread::Builder::new()
+            .name("tui-analysis".into())
+            .spawn(move || analysis_worker(&q, &tx))?;
+        Ok(AnalysisWorker { queue })
+    }
+
+    /// Queues `r`, replacing a request for the same state that has not started.
+    pub fn submit(&self, r: Box<AnalysisRequest>) {
+        let (m, cv) = &*self.queue;
+        let mut q = m.lock().unwrap_or_else(|e| e.into_inner());
+        let view: LiveView = r.for_.view;
+        q.pending.retain(|p| p.for_.view != view);
+        q.pending.push(*r);
+        cv.notify_one();
+    }
+}
+
+impl Drop for AnalysisWorker {
+    fn drop(&mut self) {
+        let (m, cv) = &*self.queue;
+        m.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        cv.notify_one();
+    }
+}
+
+/// How long after an analysis that took `took` the next one of the same state may start.
+fn analysis_gap(took: Duration) -> Duration {
+    (took * ANALYSIS_DUTY).clamp(ANALYSIS_GAP, ANALYSIS_MAX_GAP)
+}
+
+/// Which of the pending requests (their state and urgency, in order) the worker may run now, or
+/// how long to wait for one to become runnable (None: until one is submitted). `ready` says when
+/// each state may be analysed again; an urgent request may run at once.
+fn runnable(
+    pending: &[(LiveView, bool)],
+    ready: &[(LiveView, Instant)],
+    now: Instant,
+) -> Result<usize, Option<Duration>> {
+    let ready_at = |&(view, urgent): &(LiveView, bool)| {
+        ready
+            .iter()
+            .find(|(v, _)| *v == view && !urgent)
+            .map_or(now, |(_, t)| *t)
+    };
+    if let Some(i) = pending.iter().position(|p| ready_at(p) <= now) {
+        return Ok(i);
+    }
+    Err(pending.iter().map(|p| ready_at(p) - now).min())
+}
+
+fn analysis_worker(queue: &(Mutex<AnalysisQueue>, Condvar), tx: &UnboundedSender<Msg>) {
+    let (m, cv) = queue;
+    // when each Live state may be analysed again
+    let mut ready: Vec<(LiveView, Instant)> = Vec::new();
+    loop {
+        // wait for a request that may run (blocking: no wake-ups while nothing is asked)
+        let r = {
+            let mut q = m.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                if q.closed {
+                    return;
+                }
+                let keys: Vec<_> = q.pending.iter().map(|r| (r.for_.view, r.urgent)).collect();
+                match runnable(&keys, &ready, Instant::now()) {
+                    Ok(i) => break q.pending.remove(i),
+                    Err(None) => q = cv.wait(q).unwrap_or_else(|e| e.into_inner()),
+                    Err(Some(d)) => {
+                        q = cv.wait_timeout(q, d).unwrap_or_else(|e| e.into_inner()).0;
+                    }
+                }
+            }
+        };
+        let t0 = Instant::now();
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.run()));
+        let next = Instant::now() + analysis_gap(t0.elapsed());
+        ready.retain(|(v, _)| *v != r.for_.view);
+        ready.push((r.for_.view, next));
+        let msg = match out {
+            Ok(a) => Msg::Analyzed(Box::new(a)),
+            Err(p) => Msg::Error(format!(
+                "the analysis failed: {}",
+                crate::core::panic_message(&p)
+            )),
+        };
+        if tx.send(msg).is_err() {
+            return;
+        }
+    }
+}
+
+/// A followed run log or sweep directory.
+enum Tail {
+    File(Box<RunLogTail>),
+    Dir(loader::DirTail),
+}
+
+impl Tail {
+    /// The lines appended since the last poll, and the validator's warnings about them.
+    fn poll(&mut self) -> (anyhow::Result<Vec<LogLine>>, Vec<String>) {
+        match self {
+            Tail::File(t) => {
+                let r = t.poll().map_err(|e| anyhow::anyhow!("{e}"));
+                (r, t.take_warnings())
+            }
+            Tail::Dir(t) => (t.poll(), Vec::new()),
+        }
+    }
+}
+
+/// The followed log, shared with the poll running on the blocking pool; `epoch` changes whenever
+/// another log is followed, so lines of the old one are never folded into the new one.
+#[derive(Default)]
+struct TailSlot {
+    tail: Option<Tail>,
+    epoch: u64,
+    polling: bool,
+}
+
+/// What the runtime holds besides UI state: the sweep's handle, the analysis worker and the log
+/// being followed.
 pub struct Executor {
     pub factory: RunnerFactory,
     pub tx: UnboundedSender<Msg>,
     pub runs_dir: PathBuf,
     pub sweep: Option<(SweepHandle, SweepControl)>,
-    pub tail: Option<RunLogTail>,
-    /// A sweep directory being followed (all its shards, merged).
-    pub dir_tail: Option<loader::DirTail>,
+    analysis: Option<AnalysisWorker>,
+    tail: Arc<Mutex<TailSlot>>,
 }
 
 impl Executor {
@@ -139,8 +300,8 @@ impl Executor {
             tx,
             runs_dir,
             sweep: None,
-            tail: None,
-            dir_tail: None,
+            analysis: None,
+            tail: Arc::default(),
         }
     }
 
@@ -150,6 +311,13 @@ impl Executor {
 
     fn send(&self, m: Msg) {
         let _ = self.tx.send(m);
+    }
+
+    /// Follows `t` from now on (None: nothing).
+    fn follow(&self, t: Option<Tail>) {
+        let mut slot = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+        slot.tail = t;
+        slot.epoch += 1;
     }
 
     /// Starts (or resumes) a sweep on the scheduler's threads and bridges its events.
@@ -191,26 +359,17 @@ impl Executor {
                 ))),
             },
             Command::Resume(path) => {
-                let log = match read_run_log(&path) {
-                    Ok(l) => l,
-                    Err(e) => {
-                        self.send(Msg::LaunchFailed(format!(
+                // read on the blocking pool; `handle` starts the sweep when `Resuming` arrives
+                let tx = self.tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let _ = tx.send(match read_run_log(&path) {
+                        Ok(log) => Msg::Resuming(Box::new(log)),
+                        Err(e) => Msg::LaunchFailed(format!(
                             "{:#}",
                             anyhow::Error::from(e).context("the sweep did not resume")
-                        )));
-                        return Ok(());
-                    }
-                };
-                let cfg = SweepConfig::from_header(&log.header, self.runs_dir.clone());
-                // the logged trials go on the chart before the sweep's own events
-                self.send(Msg::Resuming(Box::new(log)));
-                match self.start(cfg, Some(path)) {
-                    Ok(p) => self.send(Msg::SweepStarted { run_log: Some(p) }),
-                    Err(e) => self.send(Msg::LaunchFailed(format!(
-                        "{:#}",
-                        e.context("the sweep did not resume")
-                    ))),
-                }
+                        )),
+                    });
+                });
             }
             Command::Pause(p) => {
                 if let Some((_, ctl)) = &self.sweep {
@@ -235,37 +394,18 @@ impl Executor {
                     let _ = tx.send(Msg::Runs(loader::scan_runs(&dir, active.as_deref())));
                 });
             }
-            Command::OpenLog(path) if path.is_dir() => {
-                // A Slurm sweep directory: every shard, merged, followed while its job runs.
-                let log = crate::cluster::open_log_or_dir(&path)?;
-                let entry = loader::dir_entry(&log, loader::dir_job_state(&log));
-                let tailing = entry.status == super::app::RunStatus::Running;
-                self.tail = None;
-                self.dir_tail = tailing.then(|| loader::DirTail::new(&log));
-                self.send(Msg::LogOpened {
-                    log: Box::new(log),
-                    tailing,
-                });
-            }
             Command::OpenLog(path) => {
-                let log = read_run_log(&path)?;
+                // read on the blocking pool; `handle` follows it when `LogOpened` arrives
+                let tx = self.tx.clone();
                 let active = self.active_log();
-                if active.as_deref() == Some(path.as_path()) {
-                    // the sweep's own log: `update` shows the live sweep; nothing to follow
-                    self.send(Msg::LogOpened {
-                        log: Box::new(log),
-                        tailing: false,
+                tokio::task::spawn_blocking(move || {
+                    let _ = tx.send(match open_log(&path, active.as_deref()) {
+                        Ok((log, tailing)) => Msg::LogOpened {
+                            log: Box::new(log),
+                            tailing,
+                        },
+                        Err(e) => Msg::Error(format!("{e:#}")),
                     });
-                    return Ok(());
-                }
-                let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
-                let status = loader::run_status(&log, active.as_deref(), modified);
-                let tailing = status == super::app::RunStatus::Running;
-                self.dir_tail = None;
-                self.tail = tailing.then(|| RunLogTail::after(&log));
-                self.send(Msg::LogOpened {
-                    log: Box::new(log),
-                    tailing,
                 });
             }
             Command::LoadCompare(paths) => {
@@ -289,64 +429,91 @@ impl Executor {
                     let _ = tx.send(Msg::Calibrated(r));
                 });
             }
+            Command::Analyze(r) => {
+                if self.analysis.is_none() {
+                    self.analysis = Some(
+                        AnalysisWorker::spawn(self.tx.clone())
+                            .context("cannot start the analysis thread")?,
+                    );
+                }
+                if let Some(w) = &self.analysis {
+                    w.submit(r);
+                }
+            }
             Command::Quit => {}
         }
         Ok(())
     }
 
-    /// Polls the followed log (or sweep directory); stops following once its summary arrived.
-    fn poll_tail(&mut self) {
-        if let Some(t) = self.dir_tail.as_mut() {
-            match t.poll() {
+    /// Polls the followed log (or sweep directory) on the blocking pool (one poll at a time);
+    /// stops following once its summary arrived or it failed.
+    fn poll_tail(&self) {
+        {
+            let mut slot = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+            if slot.polling || slot.tail.is_none() {
+                return;
+            }
+            slot.polling = true;
+        }
+        let shared = Arc::clone(&self.tail);
+        let tx = self.tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let (tail, epoch) = {
+                let mut slot = shared.lock().unwrap_or_else(|e| e.into_inner());
+                (slot.tail.take(), slot.epoch)
+            };
+            let polled = tail.map(|mut t| {
+                let r = t.poll();
+                (t, r)
+            });
+            let mut slot = shared.lock().unwrap_or_else(|e| e.into_inner());
+            slot.polling = false;
+            let Some((t, (r, warnings))) = polled else {
+                return;
+            };
+            if slot.epoch != epoch {
+                return; // another log is followed now
+            }
+            if let Some(w) = warnings.first() {
+                let _ = tx.send(Msg::Error(format!("warning: {w}")));
+            }
+            match r {
                 Ok(lines) if !lines.is_empty() => {
-                    if lines.iter().any(|l| matches!(l, LogLine::Summary(_))) {
-                        self.dir_tail = None;
+                    let ended = lines.iter().any(|l| matches!(l, LogLine::Summary(_)));
+                    if !ended {
+                        slot.tail = Some(t);
                     }
-                    self.send(Msg::LogLines(lines));
+                    let _ = tx.send(Msg::LogLines(lines));
                 }
-                Ok(_) => {}
+                Ok(_) => slot.tail = Some(t),
                 Err(e) => {
-                    self.send(Msg::Error(format!("{e:#}")));
-                    self.dir_tail = None;
+                    let _ = tx.send(Msg::Error(format!("{e:#}")));
                 }
             }
-        }
-        let Some(t) = self.tail.as_mut() else { return };
-        let polled = t.poll();
-        if let Some(w) = t.take_warnings().first() {
-            self.send(Msg::Error(format!("warning: {w}")));
-        }
-        match polled {
-            Ok(lines) if !lines.is_empty() => {
-                if lines.iter().any(|l| matches!(l, LogLine::Summary(_))) {
-                    self.tail = None;
-                }
-                self.send(Msg::LogLines(lines));
-            }
-            Ok(_) => {}
-            Err(e) => {
-                self.send(Msg::Error(e.to_string()));
-                self.tail = None;
-            }
-        }
+        });
     }
 
-    /// After the bridge reports the end: join the coordinator (it has finished): the sweep's
-    /// report (`report::of_sweep`, the way every sweep ends) or its error.
-    fn reap(&mut self) -> (Option<Box<Report>>, Option<String>) {
+    /// After the bridge reports the end: join the coordinator (it has finished) on the blocking
+    /// pool and build the sweep's report there (`report::of_sweep`, the way every sweep ends);
+    /// it arrives as `Msg::SweepEnded` with the report (or the coordinator's error).
+    fn reap(&mut self) {
         let Some((h, _)) = self.sweep.take() else {
-            return (None, None);
+            return;
         };
-        match h.join() {
-            Ok(r) => (
-                Some(Box::new(crate::report::of_sweep(
-                    &r,
-                    &ReportOptions::default(),
-                ))),
-                None,
-            ),
-            Err(e) => (None, Some(format!("sweep stopped with an error: {e:#}"))),
-        }
+        let tx = self.tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let (report, error) = match h.join() {
+                Ok(r) => (
+                    Some(Box::new(crate::report::of_sweep(
+                        &r,
+                        &ReportOptions::default(),
+                    ))),
+                    None,
+                ),
+                Err(e) => (None, Some(format!("sweep stopped with an error: {e:#}"))),
+            };
+            let _ = tx.send(Msg::SweepEnded { error, report });
+        });
     }
 
     /// On quit: stop a running sweep and wait (bounded) for its coordinator to write the log.
@@ -361,7 +528,30 @@ impl Executor {
                 let _ = h.join();
             }
         }
+        self.analysis = None;
     }
+}
+
+/// Reads a run log or a sweep directory; whether it is still growing (to be followed).
+fn open_log(
+    path: &std::path::Path,
+    active: Option<&std::path::Path>,
+) -> anyhow::Result<(RunLog, bool)> {
+    if path.is_dir() {
+        // A Slurm sweep directory: every shard, merged, followed while its job runs.
+        let log = crate::cluster::open_log_or_dir(path)?;
+        let entry = loader::dir_entry(&log, loader::dir_job_state(&log));
+        let tailing = entry.status == super::app::RunStatus::Running;
+        return Ok((log, tailing));
+    }
+    let log = read_run_log(path)?;
+    if active == Some(path) {
+        // the sweep's own log: `update` shows the live sweep; nothing to follow
+        return Ok((log, false));
+    }
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let status = loader::run_status(&log, active, modified);
+    Ok((log, status == super::app::RunStatus::Running))
 }
 
 /// The UI loop. Returns when the user quits (or on SIGTERM/SIGHUP).
@@ -406,6 +596,19 @@ where
         #[cfg(not(unix))]
         let term_sig = std::future::pending::<()>();
         let msg: Option<Msg> = tokio::select! {
+            // input first: a key is answered before queued engine messages
+            biased;
+            ev = input.next() => match ev {
+                Some(Ok(Event::Key(k))) => map_key(&k).map(Msg::Key),
+                Some(Ok(Event::Resize(w, h))) => {
+                    // ratatui resizes its buffers on the next draw
+                    Some(Msg::Resize(w, h))
+                }
+                Some(Ok(_)) => None,
+                Some(Err(e)) => return Err(anyhow::anyhow!("terminal input failed: {e}")),
+                None => Some(Msg::Terminate),
+            },
+            _ = term_sig => Some(Msg::Terminate),
             _ = async {
                 match deadline {
                     Some(d) => tokio::time::sleep_until(d.into()).await,
@@ -417,27 +620,17 @@ where
                 last_draw = Some(Instant::now());
                 None
             }
-            ev = input.next() => match ev {
-                Some(Ok(Event::Key(k))) => map_key(&k).map(Msg::Key),
-                Some(Ok(Event::Resize(w, h))) => {
-                    // ratatui resizes its buffers on the next draw
-                    Some(Msg::Resize(w, h))
-                }
-                Some(Ok(_)) => None,
-                Some(Err(e)) => return Err(anyhow::anyhow!("terminal input failed: {e}")),
-                None => Some(Msg::Terminate),
-            },
             m = rx.recv() => m,
             _ = tick.tick() => {
                 exec.poll_tail();
                 Some(Msg::Tick(t0.elapsed().as_secs_f64()))
             }
-            _ = term_sig => Some(Msg::Terminate),
         };
         if let Some(m) = msg {
             handle(app, exec, m);
-            // fold whatever else is queued before drawing again
-            for _ in 0..DRAIN {
+            // fold whatever else is queued (for a bounded time) before drawing again
+            let t = Instant::now();
+            while t.elapsed() < DRAIN {
                 match rx.try_recv() {
                     Ok(m) => handle(app, exec, m),
                     Err(_) => break,
@@ -449,19 +642,47 @@ where
 }
 
 fn handle(app: &mut App, exec: &mut Executor, m: Msg) {
-    // the coordinator's result is IO too: it travels in the message
-    let m = match m {
-        Msg::SweepEnded { error, report } => {
-            let (joined, failed) = exec.reap();
-            Msg::SweepEnded {
-                error: error.or(failed),
-                report: report.or(joined),
-            }
+    match &m {
+        // The bridge's end (no report yet): join the sweep off the UI task; its report comes
+        // back as another `SweepEnded` (then `exec.sweep` is None and it goes to `update`).
+        Msg::SweepEnded {
+            error: None,
+            report: None,
+        } if exec.sweep.is_some() => {
+            exec.reap();
+            return;
         }
-        m => m,
+        // A log read for viewing: follow it while it grows (the sweep's own log excepted).
+        Msg::LogOpened { log, tailing } if exec.active_log().as_deref() != Some(&log.path) => {
+            exec.follow(tailing.then(|| {
+                if log.path.is_dir() {
+                    Tail::Dir(loader::DirTail::new(log))
+                } else {
+                    Tail::File(Box::new(RunLogTail::after(log)))
+                }
+            }));
+        }
+        _ => {}
+    }
+    // A resumed log read: its trials go on the chart (`update`), then its sweep starts.
+    let resume = match &m {
+        Msg::Resuming(log) => Some((
+            SweepConfig::from_header(&log.header, exec.runs_dir.clone()),
+            log.path.clone(),
+        )),
+        _ => None,
     };
     let cmds = update(app, m);
     exec.execute(cmds);
+    if let Some((cfg, path)) = resume {
+        match exec.start(cfg, Some(path)) {
+            Ok(p) => exec.send(Msg::SweepStarted { run_log: Some(p) }),
+            Err(e) => exec.send(Msg::LaunchFailed(format!(
+                "{:#}",
+                e.context("the sweep did not resume")
+            ))),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -500,5 +721,42 @@ mod tests {
         assert!(c.flush().is_empty());
         c.push(step(3, 5));
         assert_eq!(c.flush(), vec![step(3, 5)]);
+    }
+
+    #[test]
+    fn analyses_of_a_state_are_paced_and_urgent_ones_are_not() {
+        let now = Instant::now();
+        let s = Duration::from_secs(1);
+        // nothing pending: wait for a submission
+        assert_eq!(runnable(&[], &[], now), Err(None));
+        // a state never analysed runs at once
+        assert_eq!(runnable(&[(LiveView::Sweep, false)], &[], now), Ok(0));
+        // a state analysed recently waits until it is ready; another state does not
+        let ready = [(LiveView::Sweep, now + s)];
+        assert_eq!(
+            runnable(&[(LiveView::Sweep, false)], &ready, now),
+            Err(Some(s))
+        );
+        assert_eq!(
+            runnable(
+                &[(LiveView::Sweep, false), (LiveView::Log, false)],
+                &ready,
+                now
+            ),
+            Ok(1)
+        );
+        assert_eq!(
+            runnable(&[(LiveView::Sweep, false)], &ready, now + s),
+            Ok(0)
+        );
+        // urgent: at once
+        assert_eq!(runnable(&[(LiveView::Sweep, true)], &ready, now), Ok(0));
+        // the gap: 20 × the analysis' time, within [2 s, 10 s]
+        assert_eq!(analysis_gap(Duration::from_millis(10)), ANALYSIS_GAP);
+        assert_eq!(
+            analysis_gap(Duration::from_millis(200)),
+            Duration::from_secs(4)
+        );
+        assert_eq!(analysis_gap(Duration::from_secs(3)), ANALYSIS_MAX_GAP);
     }
 }

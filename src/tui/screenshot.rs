@@ -18,7 +18,7 @@ use anyhow::Context;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-use super::app::{update, App, Charts, LiveState, LiveView, Msg, Screen};
+use super::app::{update, update_settled, App, Charts, LiveState, LiveView, Msg, Screen};
 use super::keymap::Key;
 use super::loader;
 use super::theme::Theme;
@@ -140,7 +140,7 @@ pub fn render_screenshots_with(
     let mut mid: Option<App> = None;
     let (_, result) = run_sweep_with(preset, Some(path), runs_dir, runner.clone(), |ev| {
         update(&mut live_app, Msg::Tick(t0.elapsed().as_secs_f64()));
-        update(&mut live_app, Msg::Sweep(ev));
+        update_settled(&mut live_app, Msg::Sweep(ev));
         let (done, running) = live_app
             .live()
             .map(|l| (l.done_count(), l.running.len()))

@@ -11,7 +11,7 @@ use scaling_lab::core::trial::{
     EvalPoint, NoiseSummary, Outcome, Throughput, TrialOutcome, TrialSpec,
 };
 use scaling_lab::sweep::SweepConfig;
-use scaling_lab::tui::app::{update, App, Msg};
+use scaling_lab::tui::app::{update, update_settled, App, Msg};
 use scaling_lab::tui::keymap::Key;
 use scaling_lab::tui::theme::Theme;
 use scaling_lab::tui::{initial_app, TuiOptions};
@@ -233,7 +233,8 @@ pub fn launch(a: &mut App) {
 }
 
 /// Launches the default preset (as Enter on Setup does, without starting threads) and folds the
-/// scripted events until `stop` says so. Each event advances the clock by 50 ms.
+/// scripted events until `stop` says so, each one's analysis landing before the next event. Each
+/// event advances the clock by 50 ms.
 pub fn live_app(stop: impl Fn(&App) -> bool) -> App {
     let mut a = app();
     let cfg = config(&a);
@@ -243,7 +244,8 @@ pub fn live_app(stop: impl Fn(&App) -> bool) -> App {
     for ev in scripted_events(&cfg) {
         t += 0.05;
         update(&mut a, Msg::Tick(t));
-        update(&mut a, Msg::Sweep(ev));
+        // the analyses it asks for run at once (the runtime runs them on its worker)
+        update_settled(&mut a, Msg::Sweep(ev));
         if stop(&a) {
             break;
         }

@@ -1,22 +1,27 @@
 //! The state of one sweep as Live shows it: run by this TUI (folded from engine events) or read
 //! from a run log (folded from its lines). Both end in the same fields, so every view draws them
 //! the same way. The numbers have one source: the cached `Report` (`report::build` over the run's
-//! header and records, the same entry `scaling-lab report` uses), rebuilt only when a trial lands
-//! or the run's header or state changes (`rebuild_report`); when the sweep run here ends, the
-//! report of the joined sweep (`report::of_sweep`) replaces it.
+//! header and records, the same entry `scaling-lab report` uses). Folding never analyses: a
+//! change of the data bumps `generation`, and the analysis runs off the UI task
+//! (`super::analysis`: one request in flight, the latest data wins) and lands as a message; until
+//! it lands the chart and the per-B table draw the raw per-B points of the current data
+//! (`provisional`, cheap) with the last analysis's fit and regimes, marked "updating". When the
+//! sweep run here ends, the report of the joined sweep (`report::of_sweep`) replaces it.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use super::{History, MAX_CURVES, RECENT_CURVES};
+use super::analysis::{AnalysisFor, AnalysisInputs, AnalysisRequest, Analyzed, Rendered};
+use super::{History, LiveView, MAX_CURVES, RECENT_CURVES};
 use crate::core::analysis::{Analysis, Regime};
 use crate::core::events::{PlanInfo, StepStats, SweepEvent, TrialEvent};
 use crate::core::record::{Header, LogLine, TrialRecord};
 use crate::core::trial::{Outcome, TrialOutcome, TrialSpec};
-use crate::report::{Progress, Report, ReportOptions, Run};
+use crate::report::{Progress, Report};
 use crate::runlog::RunLog;
 use crate::sweep::SweepConfig;
-use crate::workload::spec::Workload;
+use crate::workload::spec::{Target, Workload};
 
 /// Weight of a new examples/s sample in the smoothed sweep throughput.
 const EPS_SMOOTHING: f64 = 0.3;
@@ -69,13 +74,27 @@ pub struct LiveState {
     pub queued: BTreeMap<u64, usize>,
     pub running: BTreeMap<u64, RunningTrial>,
     /// Every finished trial known: for a log all of its trials; for a resumed sweep the logged
-    /// ones (`prior` of them, first) and then this session's.
-    pub finished: Vec<TrialRecord>,
+    /// ones (`prior` of them, first) and then this session's. Shared with an analysis in flight
+    /// (copied on write only while one reads it).
+    pub finished: Arc<Vec<TrialRecord>>,
     /// Of `finished`: records that were already in the log when this view started.
     pub prior: usize,
     pub recent: VecDeque<Curve>,
-    /// The report of the finished trials (cached; see the module documentation).
+    /// The report of the finished trials as last analysed (cached; see the module documentation).
     pub report: Report,
+    /// `report` rendered for the views (its text, the projection brief).
+    pub rendered: Rendered,
+    /// Version of the data the report is built from (header, finished trials, progress): bumped
+    /// by every change.
+    pub generation: u64,
+    /// The generation `report` was built at (None: never analysed).
+    pub shown: Option<u64>,
+    /// The id of the analysis request this state waits for.
+    pub in_flight: Option<u64>,
+    /// While `report` is older than the data: the raw per-B points of the current data (best
+    /// steps and counts, no intervals) over the last analysis's fit and regimes, and the
+    /// generation they were taken at. None when the report is current.
+    pub provisional: Option<(u64, Analysis)>,
     pub saved: usize,
     pub paused: bool,
     pub done: bool,
@@ -111,10 +130,15 @@ impl LiveState {
             plan,
             queued: BTreeMap::new(),
             running: BTreeMap::new(),
-            finished: Vec::new(),
+            finished: Arc::new(Vec::new()),
             prior: 0,
             recent: VecDeque::new(),
             report: Report::default(),
+            rendered: Rendered::default(),
+            generation: 0,
+            shown: None,
+            in_flight: None,
+            provisional: None,
             saved: 0,
             paused: false,
             done: false,
@@ -149,8 +173,9 @@ impl LiveState {
         LiveState::new(LiveSource::Sweep, plan, now)
     }
 
-    /// A run log shown read-only: the same state a live sweep would have after its trials.
-    pub fn from_log(log: &RunLog, tailing: bool, now: f64) -> Self {
+    /// A run log shown read-only: the same state a live sweep would have after its trials. Not
+    /// analysed yet: `update` asks for the analysis (see [`LiveState::from_log`]).
+    pub fn opened(log: &RunLog, tailing: bool, now: f64) -> Self {
         let mut s = LiveState::resuming(log, now);
         s.source = LiveSource::Log {
             path: log.path.clone(),
@@ -161,11 +186,20 @@ impl LiveState {
             s.cancelled = !sum.complete;
             s.wall_s = Some(sum.wall_s);
         }
-        s.rebuild_report();
+        s.touch();
         s
     }
 
-    /// The sweep this TUI resumes from `log`: its logged trials are on the chart from the start.
+    /// [`LiveState::opened`], analysed at once on this thread: for screenshots and tests (the UI
+    /// never analyses on its task).
+    pub fn from_log(log: &RunLog, tailing: bool, now: f64) -> Self {
+        let mut s = LiveState::opened(log, tailing, now);
+        s.analyze_now();
+        s
+    }
+
+    /// The sweep this TUI resumes from `log`: its logged trials are on the chart from the start
+    /// (analysed off the UI task, as every change).
     pub fn resuming(log: &RunLog, now: f64) -> Self {
         let h = &log.header;
         let plan = PlanInfo {
@@ -179,11 +213,11 @@ impl LiveState {
             header: Some(Box::new(h.clone())),
         };
         let mut s = LiveState::new(LiveSource::Sweep, plan, now);
-        s.finished = log.trials.clone();
+        s.finished = Arc::new(log.trials.clone());
         s.prior = s.finished.len();
         s.saved = s.finished.len();
         s.warnings = log.warnings.clone();
-        s.rebuild_report();
+        s.touch();
         s
     }
 
@@ -208,28 +242,148 @@ impl LiveState {
         self.header.as_ref().map(|h| &h.preset.workload)
     }
 
-    /// The analysis of the finished trials (the cached report's).
+    /// The analysis of the finished trials (the cached report's: the last one that landed).
     pub fn analysis(&self) -> &Analysis {
         &self.report.analysis
     }
 
-    /// Rebuilds the cached report from the header and the finished trials: what
-    /// `scaling-lab report` prints for the same records (same entry, same options).
-    pub fn rebuild_report(&mut self) {
-        let Some(header) = &self.header else { return };
-        let run = Run {
-            header,
-            trials: &self.finished,
-            path: self.plan.run_log.as_deref().map(std::path::Path::new),
-            progress: Progress {
-                trials_done: self.done_count(),
-                trials_planned: self.plan.total_trials,
-                wall_s: self.wall_s,
-                cancelled: self.cancelled,
+    /// What the scaling chart and the per-B table draw: the provisional points of the current
+    /// data while an analysis is pending, else the report's analysis.
+    pub fn chart(&self) -> &Analysis {
+        match &self.provisional {
+            Some((_, a)) => a,
+            None => &self.report.analysis,
+        }
+    }
+
+    /// The data changed since the shown report was built (an analysis is pending).
+    pub fn updating(&self) -> bool {
+        self.header.is_some() && self.shown != Some(self.generation)
+    }
+
+    /// The target the state shows its reading at (the header's; issue 22 moves it).
+    pub fn analysis_target(&self) -> Option<Target> {
+        self.header.as_ref().map(|h| h.preset.workload.target)
+    }
+
+    /// Marks the data changed: the report is now older than the data.
+    pub(crate) fn touch(&mut self) {
+        self.generation += 1;
+    }
+
+    fn progress(&self) -> Progress {
+        Progress {
+            trials_done: self.done_count(),
+            trials_planned: self.plan.total_trials,
+            wall_s: self.wall_s,
+            cancelled: self.cancelled,
+        }
+    }
+
+    /// The request for an analysis of the current data, if one is due: the data are newer than
+    /// the report and no request is in flight. Marks `id` as in flight.
+    pub fn request(&mut self, id: u64, view: LiveView) -> Option<AnalysisRequest> {
+        if !self.updating() || self.in_flight.is_some() {
+            return None;
+        }
+        let target = self.analysis_target()?;
+        let header = self.header.clone()?;
+        self.in_flight = Some(id);
+        Some(AnalysisRequest {
+            urgent: self.shown.is_none(),
+            for_: AnalysisFor {
+                id,
+                view,
+                generation: self.generation,
+                target,
             },
-            warnings: &self.warnings,
+            inputs: AnalysisInputs {
+                header,
+                trials: Arc::clone(&self.finished),
+                path: self.plan.run_log.as_deref().map(PathBuf::from),
+                progress: self.progress(),
+                warnings: self.warnings.clone(),
+            },
+        })
+    }
+
+    /// Folds an analysis result: adopted if this state waits for it, it is for the target shown
+    /// and newer than the report; otherwise dropped (stale). Whether it was adopted.
+    pub fn adopt(&mut self, a: Analyzed) -> bool {
+        if self.in_flight != Some(a.for_.id) {
+            return false;
+        }
+        self.in_flight = None;
+        let newer = self.shown.is_none_or(|g| a.for_.generation > g);
+        if !newer || self.analysis_target() != Some(a.for_.target) {
+            return false;
+        }
+        self.report = a.report;
+        self.rendered = a.rendered;
+        self.shown = Some(a.for_.generation);
+        if !self.updating() {
+            self.provisional = None;
+        }
+        true
+    }
+
+    /// The report of the finished sweep (`report::of_sweep` of the joined sweep): the final
+    /// reading of the current data (an analysis still in flight is older and will be dropped).
+    pub fn adopt_final(&mut self, report: Report) {
+        self.rendered = Rendered::of(&report);
+        self.report = report;
+        self.shown = Some(self.generation);
+        self.provisional = None;
+    }
+
+    /// Analyses the current data on this thread (screenshots, tests; never the UI task).
+    pub fn analyze_now(&mut self) {
+        let id = u64::MAX;
+        let saved = self.in_flight.take();
+        match self.request(id, LiveView::Sweep) {
+            Some(r) => {
+                self.adopt(r.run());
+            }
+            None => self.in_flight = saved,
+        }
+    }
+
+    /// Refreshes the provisional chart points if the data moved past them (once per `update`).
+    pub fn refresh_provisional(&mut self) {
+        if !self.updating() {
+            self.provisional = None;
+            return;
+        }
+        if self
+            .provisional
+            .as_ref()
+            .is_some_and(|(g, _)| *g == self.generation)
+        {
+            return;
+        }
+        let Some(h) = &self.header else { return };
+        let raw = crate::analysis::per_batch(&self.finished, h.preset.workload.optimizer);
+        let last = &self.report.analysis;
+        // a B whose trials are those the last analysis saw keeps its interval and edge marks
+        let per_batch: Vec<_> = raw
+            .into_iter()
+            .map(
+                |p| match last.per_batch.iter().find(|q| q.batch_size == p.batch_size) {
+                    Some(q) if q.counts == p.counts && q.best_trial == p.best_trial => q.clone(),
+                    _ => p,
+                },
+            )
+            .collect();
+        let perfect_anchor = per_batch
+            .iter()
+            .find_map(|p| p.steps.map(|s| (p.batch_size, s)));
+        let a = Analysis {
+            target: self.analysis_target(),
+            per_batch,
+            perfect_anchor,
+            ..last.clone()
         };
-        self.report = crate::report::build(&run, &ReportOptions::default());
+        self.provisional = Some((self.generation, a));
     }
 
     /// Trials recorded in the run log (resumed ones included).
@@ -305,7 +459,8 @@ impl LiveState {
     /// Each batch size's best trial: its validation metric at every evaluation (ascending B).
     pub fn best_curves(&self) -> Vec<BestCurve> {
         let mut out = Vec::new();
-        for p in &self.report.analysis.per_batch {
+        // the current data's best trials, at once (as the scaling chart's points)
+        for p in &self.chart().per_batch {
             let Some(id) = p.best_trial else { continue };
             let Some(r) = self.finished.iter().find(|r| r.trial_id == id) else {
                 continue;
@@ -365,7 +520,7 @@ impl LiveState {
                     self.header = Some((**h).clone());
                 }
                 self.plan = plan;
-                self.rebuild_report();
+                self.touch();
             }
             SweepEvent::Queued {
                 trial_id,
@@ -401,7 +556,7 @@ impl LiveState {
                 self.queued.clear();
                 self.ended_at = Some(now);
                 self.b_simple_live = None;
-                self.rebuild_report();
+                self.touch();
             }
         }
     }
@@ -526,7 +681,7 @@ impl LiveState {
         {
             self.examples_per_s_smooth = Some(outcome.throughput.examples_per_s);
         }
-        self.finished.push(TrialRecord {
+        Arc::make_mut(&mut self.finished).push(TrialRecord {
             trial_id: id,
             spec,
             outcome,
@@ -541,7 +696,7 @@ impl LiveState {
             });
             self.recent.truncate(RECENT_CURVES);
         }
-        self.rebuild_report();
+        self.touch();
     }
 
     /// Folds one line appended to the followed run log.
@@ -551,9 +706,9 @@ impl LiveState {
             LogLine::Trial(t) => {
                 let t = *t;
                 if !self.finished.iter().any(|f| f.trial_id == t.trial_id) {
-                    self.finished.push(t);
+                    Arc::make_mut(&mut self.finished).push(t);
                     self.saved = self.finished.len();
-                    self.rebuild_report();
+                    self.touch();
                 }
             }
             LogLine::Summary(s) => {
@@ -564,7 +719,7 @@ impl LiveState {
                 if let LiveSource::Log { tailing, .. } = &mut self.source {
                     *tailing = false;
                 }
-                self.rebuild_report();
+                self.touch();
             }
         }
     }

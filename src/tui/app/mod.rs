@@ -4,11 +4,13 @@
 //! file) is returned as a `Command`; the runtime executes it and reports back with a `Msg`. Every
 //! state transition is therefore unit-testable.
 //!
+//! * `analysis` — the analysis requests and results (the analysis runs off the UI task)
 //! * `setup` — the Setup screen's editable study and its validation
 //! * `live` — the state of one sweep (run here or read from a log)
 //! * `runs` — the Runs and Compare screens' state
 //! * `update` — `update` and the key handlers
 
+mod analysis;
 mod live;
 mod runs;
 mod setup;
@@ -19,6 +21,7 @@ use std::path::PathBuf;
 /// A loss or metric curve: (step, value) in the engine's one bounded history (at most
 /// `HISTORY_CAP` points, halving its resolution when full).
 pub type History = crate::core::BoundedHistory<(f64, f64)>;
+pub use analysis::{AnalysisFor, AnalysisInputs, AnalysisRequest, Analyzed, Rendered};
 pub use live::{regime_spans, BestCurve, Curve, LiveSource, LiveState, RunningTrial};
 pub use runs::{CompareRun, CompareState, RunEntry, RunStatus, RunsState};
 pub use setup::{ladder_125, Field, PresetEntry, Problem, SetupFocus, SetupState, FIELDS};
@@ -75,6 +78,8 @@ pub enum Msg {
     /// `Command::Calibrate` finished: the workload's layout calibration (cached in the runs
     /// directory), or why it failed.
     Calibrated(Result<Box<crate::sweep::layout::Calibration>, String>),
+    /// An analysis asked for with `Command::Analyze` finished (on the runtime's worker).
+    Analyzed(Box<Analyzed>),
     Error(String),
     /// SIGTERM/SIGHUP: stop the sweep (finished trials are in the log) and quit now.
     Terminate,
@@ -93,6 +98,9 @@ pub enum Command {
     /// Measure the layout calibration of this configuration's workload (a few seconds, then
     /// cached): Setup's wall-time bound (`sweep --dry-run` in the UI).
     Calibrate(Box<SweepConfig>),
+    /// Run this analysis off the UI task and answer with `Msg::Analyzed` (`update` keeps at most
+    /// one in flight per Live state; the runtime's worker keeps only the latest per state).
+    Analyze(Box<AnalysisRequest>),
     /// Leave the UI (the runtime stops a running sweep cleanly first).
     Quit,
 }
@@ -183,6 +191,8 @@ pub struct App {
     pub meta_batch: usize,
     /// First line and column shown by the (scrolling) report screen.
     pub report_scroll: (u16, u16),
+    /// The id of the next analysis request.
+    pub next_request: u64,
 }
 
 impl App {
@@ -211,6 +221,7 @@ impl App {
             help_scroll: 0,
             meta_batch: 0,
             report_scroll: (0, 0),
+            next_request: 0,
         }
     }
 
@@ -232,6 +243,24 @@ impl App {
         self.sweep_active && self.sweep.as_ref().is_some_and(|l| !l.done)
     }
 
+    /// Asks for the analyses that are due (a Live state whose data are newer than its report and
+    /// that waits for none) and refreshes the provisional chart points: the end of every `update`.
+    pub(crate) fn request_analyses(&mut self, cmds: &mut Vec<Command>) {
+        for view in [LiveView::Sweep, LiveView::Log] {
+            let id = self.next_request;
+            let state = match view {
+                LiveView::Sweep => self.sweep.as_mut(),
+                LiveView::Log => self.log.as_mut(),
+            };
+            let Some(l) = state else { continue };
+            l.refresh_provisional();
+            if let Some(r) = l.request(id, view) {
+                self.next_request += 1;
+                cmds.push(Command::Analyze(Box::new(r)));
+            }
+        }
+    }
+
     pub(crate) fn goto(&mut self, s: Screen) {
         if s != self.screen {
             if s == Screen::Help {
@@ -245,4 +274,23 @@ impl App {
             self.panel = 0;
         }
     }
+}
+
+/// [`update`], then every analysis it asked for run on this thread and folded back — what the
+/// runtime does with its worker thread. For folds that are not interactive: screenshots, tests,
+/// replaying a log. Returns the other commands.
+pub fn update_settled(app: &mut App, msg: Msg) -> Vec<Command> {
+    let mut out = Vec::new();
+    let mut todo = update(app, msg);
+    while !todo.is_empty() {
+        let mut next = Vec::new();
+        for c in todo {
+            match c {
+                Command::Analyze(r) => next.extend(update(app, Msg::Analyzed(Box::new(r.run())))),
+                c => out.push(c),
+            }
+        }
+        todo = next;
+    }
+    out
 }

@@ -61,7 +61,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             app.sweep_active = false;
             if let (Some(r), Some(l)) = (report, app.sweep.as_mut()) {
                 // the way every sweep ends: the joined sweep's report
-                l.report = *r;
+                l.adopt_final(*r);
             }
             if app.confirm.is_some() {
                 app.confirm = None;
@@ -85,7 +85,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
                 // the sweep's own log: show the live, controllable sweep
                 app.view = LiveView::Sweep;
             } else {
-                app.log = Some(LiveState::from_log(&log, tailing, app.now));
+                app.log = Some(LiveState::opened(&log, tailing, app.now));
                 app.view = LiveView::Log;
             }
             app.goto(Screen::Live);
@@ -125,6 +125,18 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
                 Err(e) => app.flash = Some(format!("calibration failed: {e}")),
             }
         }
+        Msg::Analyzed(a) => {
+            let state = match a.for_.view {
+                LiveView::Sweep => app.sweep.as_mut(),
+                LiveView::Log => app.log.as_mut(),
+            };
+            let adopted = state.is_some_and(|l| l.adopt(*a));
+            // a dropped (stale) result changes nothing on screen
+            if !adopted {
+                app.request_analyses(&mut cmds);
+                return cmds;
+            }
+        }
         Msg::Error(e) => app.flash = Some(e),
         Msg::Terminate => {
             if app.sweep_running() {
@@ -137,6 +149,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
     if redraw {
         app.dirty = true;
     }
+    app.request_analyses(&mut cmds);
     cmds
 }
 
@@ -366,7 +379,8 @@ fn setup_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
             }
         }
         Key::Enter => {
-            if running {
+            // (`sweep_active` until the last sweep's threads are joined: one sweep at a time)
+            if running || app.sweep_active {
                 app.flash = Some(
                     "a sweep is already running: watch it in Live (s) or cancel it there (C)"
                         .into(),

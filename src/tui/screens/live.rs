@@ -48,13 +48,19 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
 
 fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
     let th = app.theme;
-    let title = match &l.analysis().target {
+    // the raw points of the current data at once; intervals, fit and regimes of the last analysis
+    // until the next one lands (a quiet mark meanwhile)
+    let a = l.chart();
+    let mut title = match &a.target {
         Some(t) => format!(
             "steps to {} vs batch size (log-log)",
             crate::core::analysis::target_text(t).replace("<=", "≤")
         ),
         None => "steps to target vs batch size (log-log)".to_string(),
     };
+    if l.updating() && !l.finished.is_empty() {
+        title.push_str(" · updating");
+    }
     let block = panel(&title, app.panel == 0, &th);
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -64,7 +70,7 @@ fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
     let chart = ScalingChart {
         series: vec![ScalingSeries {
             name: l.plan.preset.clone(),
-            analysis: l.analysis(),
+            analysis: a,
             color: th.color(ratatui::style::Color::Reset),
             marker: "●",
         }],
@@ -76,11 +82,11 @@ fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
     }
     .with_extras(vec![SeriesExtras {
         // whiskers: the bootstrap interval of each batch size's best-of-K steps
-        intervals: l.analysis().per_batch.iter().map(|p| p.steps_ci).collect(),
-        fit_uncertain: l.analysis().fit.as_ref().is_some_and(fit_uncertain),
+        intervals: a.per_batch.iter().map(|p| p.steps_ci).collect(),
+        fit_uncertain: a.fit.as_ref().is_some_and(fit_uncertain),
     }]);
     frame.render_widget(chart, chart_area);
-    frame.render_widget(regime_line(l.analysis(), &th, regime_row.width), regime_row);
+    frame.render_widget(regime_line(a, &th, regime_row.width), regime_row);
 }
 
 /// "perfect 16–64 · diminishing 64–512 · maximal 512–2K", each in its regime colour.

@@ -332,8 +332,9 @@ pub fn draw_grid(buf: &mut Buffer, area: Rect, l: &LiveState, selected: usize, t
             .iter()
             .filter(|p| matches!(p.kind, PointKind::Best | PointKind::Reached(_)))
             .count();
+        // the current data's best steps (as the points), before the analysis lands
         let best = l
-            .analysis()
+            .chart()
             .per_batch
             .iter()
             .find(|p| p.batch_size == bs[i])

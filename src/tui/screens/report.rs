@@ -17,23 +17,27 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         frame.render_widget(Paragraph::new("No run to report yet."), area);
         return;
     };
-    let text = l.report.text();
-    let lines: Vec<Line> = text.lines().map(|s| Line::raw(s.to_string())).collect();
+    // rendered once when the report landed (`LiveState::rendered`), never per frame
+    let lines: Vec<Line> = l.rendered.text.lines().map(Line::raw).collect();
     let visible = area.height.saturating_sub(2) as usize;
     let max_scroll = lines.len().saturating_sub(visible);
     let (y, x) = app.report_scroll;
     let scroll = (y as usize).min(max_scroll);
+    let name = if l.updating() && !l.finished.is_empty() {
+        format!("{} · updating", l.run_name())
+    } else {
+        l.run_name()
+    };
     let title = if max_scroll == 0 {
-        format!("Report · {}", l.run_name())
+        format!("Report · {name}")
     } else if scroll < max_scroll {
         format!(
-            "Report · {} · {}/{} · ↓ PgDn for more",
-            l.run_name(),
+            "Report · {name} · {}/{} · ↓ PgDn for more",
             scroll + visible,
             lines.len()
         )
     } else {
-        format!("Report · {} · end · ↑ PgUp", l.run_name())
+        format!("Report · {name} · end · ↑ PgUp")
     };
     frame.render_widget(
         Paragraph::new(lines)

@@ -1,7 +1,9 @@
 //! The Live screen's status panel: sweep state and progress, then the report's numbers — fit,
 //! noise-scale prediction, projection brief, the per-B table (with the search-edge mark †) and the
 //! notes — drawn from the Live state's cached `report::Report`, the one `scaling-lab report`
-//! prints (same values, same number formatting: `report::num`; `r` shows it whole).
+//! prints (same values, same number formatting: `report::num`; `r` shows it whole). The per-B
+//! table shows the current data's steps and counts at once (`LiveState::chart`); nothing here
+//! analyses or renders a report (`LiveState::rendered` holds the projection brief).
 
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -159,8 +161,8 @@ fn number_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
         lines.push(kv("perfect ≤", p.to_string(), th, th.text()));
     }
     if l.done && !matches!(l.workload().map(|w| &w.model), Some(ModelSpec::Nqm { .. })) {
-        if let Some(brief) = crate::report::projection::brief(report) {
-            let brief = ellipsize(&brief, w.saturating_sub(10));
+        if let Some(brief) = &l.rendered.projection_brief {
+            let brief = ellipsize(brief, w.saturating_sub(10));
             lines.push(kv("projected", brief, th, th.text()));
         }
     }
@@ -193,11 +195,12 @@ fn running_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
     }
 }
 
-/// The per-B table, as many rows as fit in `height`.
+/// The per-B table, as many rows as fit in `height`: the current data's steps and counts (at
+/// once, before the analysis lands).
 fn per_batch_lines(lines: &mut Vec<Line>, l: &LiveState, height: usize, th: &Theme) {
-    let report = &l.report;
+    let per_batch = &l.chart().per_batch;
     let room = height.saturating_sub(lines.len() + 2);
-    if room >= 2 && !report.per_batch.is_empty() {
+    if room >= 2 && !per_batch.is_empty() {
         lines.push(Line::styled(
             format!(
                 "{:>5} {:>7} {:>4} {:>4} {:>4}",
@@ -205,10 +208,9 @@ fn per_batch_lines(lines: &mut Vec<Line>, l: &LiveState, height: usize, th: &The
             ),
             th.dim(),
         ));
-        let edges = &report.analysis.per_batch;
-        for (i, p) in report.per_batch.iter().take(room - 1).enumerate() {
+        for p in per_batch.iter().take(room - 1) {
             // † as in the text report: the best trial sits at the edge of the search space
-            let edge = edges.get(i).is_some_and(|e| e.at_search_edge);
+            let edge = p.at_search_edge;
             let c = &p.counts;
             lines.push(Line::from(vec![
                 Span::raw(format!(
