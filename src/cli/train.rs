@@ -54,6 +54,9 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         noise_scale: !a.no_noise_scale,
         ..Default::default()
     };
+    if a.noise_every.is_some() {
+        options.noise_every = a.noise_every;
+    }
     if let Some(s) = a.loss_scale {
         let mut c = train::scaler::ScalerConfig::fp16();
         c.init_scale = s;

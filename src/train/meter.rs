@@ -110,6 +110,12 @@ pub struct TrialMeter<'w> {
     evals: Vec<EvalPoint>,
     noise: Option<f64>,
     noise_at_target: Option<f64>,
+    noise_samples: u64,
+    noise_every: u64,
+    /// Blocking device reads of the training steps (all local replicas) and of the evaluations.
+    step_reads: u64,
+    replicas: u64,
+    eval_reads: u64,
     trajectory: BoundedHistory<(u64, f64)>,
     train_time: f64,
     sum_compute: f64,
@@ -139,6 +145,11 @@ impl<'w> TrialMeter<'w> {
             evals: Vec::new(),
             noise: None,
             noise_at_target: None,
+            noise_samples: 0,
+            noise_every: 0,
+            step_reads: 0,
+            replicas: 1,
+            eval_reads: 0,
             trajectory: BoundedHistory::new(TRAJECTORY_CAP),
             train_time: 0.0,
             sum_compute: 0.0,
@@ -231,6 +242,23 @@ impl<'w> TrialMeter<'w> {
         self.noise = b_simple.filter(|v| v.is_finite());
     }
 
+    /// How the noise scale was sampled so far: tr(Σ) samples and the steps between two.
+    pub fn set_noise_sampling(&mut self, samples: u64, every: u64) {
+        self.noise_samples = samples;
+        self.noise_every = every;
+    }
+
+    /// Books `reads` blocking device→host reads: of a training step over `replicas` replicas, or
+    /// of an evaluation.
+    pub fn add_reads(&mut self, reads: u64, replicas: u64, eval: bool) {
+        if eval {
+            self.eval_reads += reads;
+        } else {
+            self.step_reads += reads;
+            self.replicas = replicas.max(1);
+        }
+    }
+
     /// Emits a Step (and NoiseScale) event when the throttle interval has passed; returns whether
     /// an evaluation is due now.
     pub fn progress(&mut self, emit: &mut dyn FnMut(TrialEvent)) -> bool {
@@ -306,6 +334,7 @@ impl<'w> TrialMeter<'w> {
             self.emit_step(emit);
         }
         let n = self.attempts.max(1) as f64;
+        let n_evals = self.evals.len().max(1) as f64;
         let out = TrialOutcome {
             outcome,
             steps: self.applied,
@@ -315,6 +344,8 @@ impl<'w> TrialMeter<'w> {
             noise: NoiseSummary {
                 b_simple: self.noise_at_target.or(self.noise),
                 trajectory: self.trajectory.points(),
+                samples: self.noise_samples,
+                sample_every: self.noise_every,
             },
             throughput: Throughput {
                 examples_per_s: self.examples_per_s(),
@@ -325,6 +356,8 @@ impl<'w> TrialMeter<'w> {
                 exchanged_bytes_per_step: self.opts.exchanged_bytes_per_step,
                 nodes: self.opts.nodes,
                 loopback: self.opts.loopback,
+                reads_per_step: self.step_reads as f64 / (n * self.replicas as f64),
+                reads_per_eval: self.eval_reads as f64 / n_evals,
             },
             evals: std::mem::take(&mut self.evals),
             reason: self.reason.take(),
