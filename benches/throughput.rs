@@ -1,6 +1,6 @@
 //! `cargo bench`: the same measurements as `scaling-lab bench` (MLP 784-256-10 step at B = 32, 128, 1024,
 //! the paper-size MNIST CNN at B = 128, every preset model at B = 128) and, when a JAX python exists
-//! ($SCALING_LAB_JAX_PYTHON or /work/venv-jax), the JAX peers in `benches/peers/` in the same run,
+//! ($SCALING_LAB_JAX_PYTHON, else python3 on PATH), the JAX peers in `benches/peers/` in the same run,
 //! interleaved with ours (3 rounds, best of each), with the ratios.
 //! Env: SCALING_LAB_BENCH_ROUNDS (default 3), SCALING_LAB_BENCH_JSON=1 for JSON,
 //! SCALING_LAB_BENCH_CONCURRENCY=1 to add the 1-vs-2-trials measurement, SCALING_LAB_BENCH_NO_PRESETS=1

@@ -265,6 +265,11 @@ pub struct NoiseSummary {
     pub median_b_simple: f64,
     /// median B_simple / fitted B_crit.
     pub ratio_to_b_crit: Option<f64>,
+    /// How often the best trials measured tr(Σ): one step in this many (median; 1 = every
+    /// step, as at G ≥ 2; at G = 1 the cadence follows the cost of a sample). Absent where the
+    /// log does not say (older logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled_every: Option<f64>,
 }
 
 /// Trials kept in the log that did not reach the target.
@@ -410,6 +415,7 @@ impl Report {
         let noise = a.noise_prediction.map(|n| NoiseSummary {
             median_b_simple: n,
             ratio_to_b_crit: a.fit.as_ref().map(|f| n / f.b_crit),
+            sampled_every: None,
         });
         let kept = KeptCounts {
             diverged: a.per_batch.iter().map(|p| p.diverged).sum(),
@@ -467,7 +473,11 @@ impl Report {
         table: Option<&projection::LinkTable>,
     ) -> Report {
         let a = log.analysis();
+        let sampled_every = noise_sampling(&log.trials, &a);
         let mut r = Report::new(a, &ReportInfo::from_log(log));
+        if let Some(n) = r.noise.as_mut() {
+            n.sampled_every = sampled_every;
+        }
         r.backend = Some(log.header.backend.clone());
         r.warnings = log.warnings.clone();
         r.add_projection(log, max_devices, table);
@@ -663,6 +673,16 @@ impl Report {
             _ => {
                 let _ = writeln!(s, "noise scale: not measured");
             }
+        }
+        if let Some(k) = self.noise.as_ref().and_then(|n| n.sampled_every) {
+            let _ = if k <= 1.0 {
+                writeln!(s, "  tr(Σ) measured on every step of the best trials")
+            } else {
+                writeln!(
+                    s,
+                    "  tr(Σ) measured on one step in {k:.0} of the best trials (median; the cadence follows the measured cost of a sample)"
+                )
+            };
         }
         if let Some(k) = self.lr_exponent {
             let _ = writeln!(
@@ -916,6 +936,24 @@ fn truncate(s: &str, n: usize) -> String {
         let t: String = s.chars().take(n - 1).collect();
         format!("{t}…")
     }
+}
+
+/// Median over the best trials (per batch size) of steps per tr(Σ) sample; None when no best
+/// trial recorded its samples (older logs, imports, the NQM).
+fn noise_sampling(trials: &[crate::core::TrialRecord], a: &crate::core::Analysis) -> Option<f64> {
+    let mut v: Vec<f64> = a
+        .per_batch
+        .iter()
+        .filter_map(|p| p.best_trial)
+        .filter_map(|id| trials.iter().find(|t| t.trial_id == id))
+        .filter(|t| t.outcome.noise.samples > 0)
+        .map(|t| t.outcome.steps.max(1) as f64 / t.outcome.noise.samples as f64)
+        .collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
 }
 
 #[cfg(test)]

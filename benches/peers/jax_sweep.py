@@ -9,14 +9,17 @@ trial, in the lab's order) to a directory, and this script trains every trial wi
 * the same data order rule (a fresh permutation each epoch, batches taken in order across epochs);
 * the same stopping rule: evaluate at the lab's evaluation steps (every `eval_every` steps, growing by
   `eval_growth`, and the last step of the budget), stop when the validation error <= target, when the
-  training loss is non-finite or above `divergence_factor` x the first loss, or at the step budget.
+  training loss is non-finite or above `divergence_factor` x the first loss, or at the step budget;
+  and the lab's early stopping: a trial at batch size B runs at most as many steps as the best
+  steps-to-target already measured at B (it can no longer be the best one).
 Written the way a JAX user would: one jitted train step per batch size (the learning rate is an argument,
 so no recompilation per trial), the training set on the device, indices drawn on the host, losses read
 back once per evaluation interval (asynchronous dispatch in between).
 
 usage: python jax_sweep.py DIR      (DIR holds plan.json and the split as raw little-endian arrays)
 Prints one JSON line per trial and a last line
-'jax sweep trials=N wall_s=W compile_s=C' (W: from the first trial's start, imports excluded).
+'jax sweep trials=N wall_s=W compile_s=C' (W: from the first trial's start, imports excluded;
+C: the first step of each new jitted shape, compilation included).
 """
 import json
 import math
@@ -115,12 +118,16 @@ def main(d):
     n_train, n_val = len(ytr), len(yva)
     t0 = time.perf_counter()
     compile_s = 0.0
+    best = {}
     for t in plan["trials"]:
         b = t["batch_size"]
         budget = t["budget"]
+        if plan["early_stopping"] and b in best and best[b] < budget:
+            budget = best[b]
         rng = np.random.default_rng(t["seed"])
         perm, pos = rng.permutation(n_train), 0
         params = init(t["seed"] & 0x7FFFFFFF)
+        new_shape = (t["batch_size"], t["momentum"], t["beta2"], t["epsilon"]) not in steps
         tx, step = step_fn(t)
         state = tx.init(params)
         applied, first, outcome, losses = 0, None, None, []
@@ -140,7 +147,7 @@ def main(d):
                     k += take
                 c0 = time.perf_counter()
                 params, state, l = step(params, state, idx, lr_at(t, applied))
-                if applied == 0:
+                if applied == 0 and new_shape:
                     l.block_until_ready()
                     compile_s += time.perf_counter() - c0
                 losses.append(l)
@@ -160,6 +167,8 @@ def main(d):
             elif applied >= budget:
                 outcome = ("not_reached", applied)
             nxt = next_eval(applied)
+        if outcome[0] == "reached":
+            best[b] = min(best.get(b, outcome[1]), outcome[1])
         print(json.dumps({"trial_id": t["trial_id"], "batch_size": b, "outcome": outcome[0],
                           "steps": outcome[1]}), flush=True)
     wall = time.perf_counter() - t0

@@ -149,8 +149,13 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
             spec.precision.name(),
             preset.name
         ));
+        let sampled = match (out.noise.samples, out.noise.sample_every) {
+            (0, _) => String::new(),
+            (_, 1) => " (tr Σ every step)".into(),
+            (n, k) => format!(" (tr Σ on {n} steps, every {k} at the end)"),
+        };
         outln(&format!(
-            "  step {:.2} ms = compute {:.2} ms + exchange {:.2} ms; {} params, {} B exchanged/step; loss scale {}, {} skipped; B_simple {}",
+            "  step {:.2} ms = compute {:.2} ms + exchange {:.2} ms; {} params, {} B exchanged/step; loss scale {}, {} skipped; B_simple {}{sampled}; device reads {:.2}/step, {:.2}/eval",
             t.step_s * 1e3,
             t.compute_s * 1e3,
             t.exchange_s * 1e3,
@@ -158,7 +163,9 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
             t.exchanged_bytes_per_step,
             out.final_loss_scale,
             out.skipped_steps,
-            out.noise.b_simple.map(|v| format!("{v:.1}")).unwrap_or_else(|| "n/a".into())
+            out.noise.b_simple.map(|v| format!("{v:.1}")).unwrap_or_else(|| "n/a".into()),
+            t.reads_per_step,
+            t.reads_per_eval,
         ));
     }
     Ok(match out.outcome {

@@ -32,7 +32,8 @@ pub struct BenchArgs {
     /// Print one JSON object (BenchReport) instead of the tables.
     #[arg(long)]
     pub json: bool,
-    /// Also run the JAX peers (python from $SCALING_LAB_JAX_PYTHON or /work/venv-jax) and print ratios.
+    /// Also run the JAX peers (python from $SCALING_LAB_JAX_PYTHON, else python3 on PATH) and
+    /// print ratios.
     #[arg(long)]
     pub peer: bool,
     /// Rounds per measurement (ours and the peer interleaved); the best round is reported.
@@ -253,14 +254,29 @@ pub fn cnn_paper_spec() -> ModelSpec {
     }
 }
 
-/// The python that runs the JAX peers: $SCALING_LAB_JAX_PYTHON, else /work/venv-jax/bin/python if present.
+/// The python that runs the JAX peers: `$SCALING_LAB_JAX_PYTHON`, else the first `python3` /
+/// `python` on `PATH` that imports jax and optax (e.g. an activated virtual environment).
 pub fn peer_python() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("SCALING_LAB_JAX_PYTHON") {
         return Some(PathBuf::from(p));
     }
-    let p = PathBuf::from("/work/venv-jax/bin/python");
-    p.exists().then_some(p)
+    ["python3", "python"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|py| {
+            std::process::Command::new(py)
+                .args(["-c", "import jax, optax"])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
 }
+
+/// Where to look for the JAX python, for messages.
+pub const PEER_PYTHON_HINT: &str = "no python with jax: set SCALING_LAB_JAX_PYTHON to one \
+     (python3 -m venv ENV && ENV/bin/pip install jax optax) or put it first on PATH";
 
 /// Directory of the peer scripts (`benches/peers`), from the crate root or the working directory.
 pub fn peers_dir() -> PathBuf {
@@ -307,10 +323,7 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
     let rounds = args.rounds.max(1);
     let python = if args.peer { peer_python() } else { None };
     let peer_note = match (args.peer, &python) {
-        (true, None) => Some(
-            "no JAX python: set SCALING_LAB_JAX_PYTHON or create /work/venv-jax (pip install jax optax)"
-                .to_string(),
-        ),
+        (true, None) => Some(PEER_PYTHON_HINT.to_string()),
         _ => None,
     };
     let mut peers = Vec::new();

@@ -391,27 +391,8 @@ fn worker_loop<B: AutodiffBackend>(
     }
     while let Ok(cmd) = rx.recv() {
         let reply = match cmd {
-            Cmd::Step {
-                shard,
-                lr,
-                loss_scale,
-                clip,
-                sample,
-            } => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                w.step(shard, lr, loss_scale, clip, sample)
-            })) {
-                Ok(Ok(r)) => Reply::Step(r),
-                Ok(Err(e)) => Reply::Failed(format!("{e:#}")),
-                Err(p) => Reply::Failed(panic_message(&p)),
-            },
-            Cmd::Eval => {
-                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.eval())) {
-                    Ok(Ok(s)) => Reply::Eval(s, std::mem::take(&mut w.reads)),
-                    Ok(Err(e)) => Reply::Failed(format!("{e:#}")),
-                    Err(p) => Reply::Failed(panic_message(&p)),
-                }
-            }
             Cmd::Stop => break,
+            cmd => handle(&mut w, cmd),
         };
         let failed = matches!(reply, Reply::Failed(_));
         if tx.send((w.rank, reply)).is_err() || failed {
@@ -420,6 +401,31 @@ fn worker_loop<B: AutodiffBackend>(
     }
     if w.world > 1 {
         let _ = finish_collective::<B::InnerBackend>(PeerId::from(w.rank));
+    }
+}
+
+/// Runs a step or an evaluation on `w`: a panic or an error is a `Failed` reply.
+fn handle<B: AutodiffBackend>(w: &mut Worker<B>, cmd: Cmd) -> Reply {
+    match cmd {
+        Cmd::Step {
+            shard,
+            lr,
+            loss_scale,
+            clip,
+            sample,
+        } => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            w.step(shard, lr, loss_scale, clip, sample)
+        })) {
+            Ok(Ok(r)) => Reply::Step(r),
+            Ok(Err(e)) => Reply::Failed(format!("{e:#}")),
+            Err(p) => Reply::Failed(panic_message(&p)),
+        },
+        Cmd::Eval => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.eval())) {
+            Ok(Ok(s)) => Reply::Eval(s, std::mem::take(&mut w.reads)),
+            Ok(Err(e)) => Reply::Failed(format!("{e:#}")),
+            Err(p) => Reply::Failed(panic_message(&p)),
+        },
+        Cmd::Stop => Reply::Failed("stopped".into()),
     }
 }
 
@@ -503,6 +509,10 @@ pub fn run_trial<B: AutodiffBackend>(
     let (reply_tx, reply_rx) = channel::<(usize, Reply)>();
     let mut cmd_txs = Vec::with_capacity(world);
     let mut handles = Vec::with_capacity(world);
+    // One replica in one process, no thread budget: it runs on this thread (no hand-over to a
+    // worker thread and back, twice a step); otherwise one thread per replica.
+    let inline = world * nodes == 1 && pool_threads.is_none();
+    let mut inline_worker = None;
     for (rank, dev) in devices.iter().enumerate() {
         let replica = if rank == 0 {
             model.clone()
@@ -523,6 +533,10 @@ pub fn run_trial<B: AutodiffBackend>(
             noise: opts.noise_scale,
             reads: 0,
         };
+        if inline {
+            inline_worker = Some(std::cell::RefCell::new(w));
+            continue;
+        }
         let (ctx_tx, ctx_rx) = channel::<Cmd>();
         cmd_txs.push(ctx_tx);
         let rtx = reply_tx.clone();
@@ -552,6 +566,7 @@ pub fn run_trial<B: AutodiffBackend>(
     let workers = Workers {
         cmd: &cmd_txs,
         replies: &reply_rx,
+        inline: inline_worker,
     };
     let trial = Trial {
         workload,
@@ -603,14 +618,20 @@ pub fn scaler_config(
 }
 
 /// The coordinator's handles on its worker threads.
-struct Workers<'a> {
+struct Workers<'a, B: AutodiffBackend> {
     cmd: &'a [Sender<Cmd>],
     replies: &'a Receiver<(usize, Reply)>,
+    /// The one replica, on the coordinator's thread (then `cmd` is empty).
+    inline: Option<std::cell::RefCell<Worker<B>>>,
 }
 
-impl Workers<'_> {
+impl<B: AutodiffBackend> Workers<'_, B> {
     fn world(&self) -> usize {
-        self.cmd.len()
+        if self.inline.is_some() {
+            1
+        } else {
+            self.cmd.len()
+        }
     }
 
     /// Sends one step's shards and folds the replies: mean loss, mean |g_shard|², |mean g|²,
@@ -626,6 +647,21 @@ impl Workers<'_> {
         sample: bool,
     ) -> anyhow::Result<Report> {
         let world = self.world();
+        if let Some(w) = &self.inline {
+            let shard = shards.into_iter().next().expect("one shard");
+            let cmd = Cmd::Step {
+                shard,
+                lr,
+                loss_scale,
+                clip,
+                sample,
+            };
+            return match handle(&mut w.borrow_mut(), cmd) {
+                Reply::Step(r) => Ok(r),
+                Reply::Failed(m) => anyhow::bail!("worker 0 failed: {m}"),
+                Reply::Eval(..) => unreachable!("no evaluation was asked for"),
+            };
+        }
         for (tx, shard) in self.cmd.iter().zip(shards) {
             tx.send(Cmd::Step {
                 shard,
@@ -671,6 +707,13 @@ impl Workers<'_> {
 
     /// Evaluates worker 0's replica on the validation set; with the reads it took.
     fn eval(&self) -> anyhow::Result<(EvalSums, u64)> {
+        if let Some(w) = &self.inline {
+            return match handle(&mut w.borrow_mut(), Cmd::Eval) {
+                Reply::Eval(s, reads) => Ok((s, reads)),
+                Reply::Failed(m) => anyhow::bail!("worker 0 failed during evaluation: {m}"),
+                Reply::Step(_) => unreachable!("no step was asked for"),
+            };
+        }
         self.cmd[0]
             .send(Cmd::Eval)
             .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?;
@@ -763,11 +806,11 @@ struct Trial<'a> {
 
 /// The trial loop: data order, LR schedule, loss scaler and noise scale here; budget, cadence,
 /// divergence, target, events and the outcome in the meter.
-fn coordinate(
+fn coordinate<B: AutodiffBackend>(
     trial: &Trial<'_>,
     mut scaler: LossScaler,
     mut meter: TrialMeter<'_>,
-    workers: &Workers<'_>,
+    workers: &Workers<'_, B>,
     emit: &mut dyn FnMut(TrialEvent),
     cancel: &CancelToken,
 ) -> anyhow::Result<TrialOutcome> {
