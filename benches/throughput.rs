@@ -5,6 +5,10 @@
 //! Env: SCALING_LAB_BENCH_ROUNDS (default 3), SCALING_LAB_BENCH_JSON=1 for JSON,
 //! SCALING_LAB_BENCH_CONCURRENCY=1 to add the 1-vs-2-trials measurement, SCALING_LAB_BENCH_NO_PRESETS=1
 //! to skip the preset models.
+/// The allocator of the `scaling-lab` binary, so both measure the same thing.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let env = |k: &str| std::env::var(k).ok();
     let args = scaling_lab::train::bench::BenchArgs {

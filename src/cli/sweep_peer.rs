@@ -45,6 +45,10 @@ pub struct SweepPeerReport {
     /// Whole-process wall seconds of every round.
     pub ours_wall_s: Vec<f64>,
     pub jax_wall_s: Vec<f64>,
+    /// Whole-process CPU seconds (user + system, all threads) of every round: on a loaded
+    /// machine the fairer figure (the scheduler shares cores per thread, not per process).
+    pub ours_cpu_s: Vec<f64>,
+    pub jax_cpu_s: Vec<f64>,
     /// JAX's own time from the first trial (imports excluded) and its compilations, per round.
     pub jax_inner_wall_s: Vec<f64>,
     pub jax_compile_s: Vec<f64>,
@@ -52,6 +56,8 @@ pub struct SweepPeerReport {
     pub speedup_median: f64,
     /// Best round against best round.
     pub speedup_best: f64,
+    /// Median over rounds of jax / ours in CPU seconds.
+    pub cpu_ratio_median: f64,
     pub rows: Vec<SweepPeerRow>,
 }
 
@@ -63,6 +69,17 @@ fn median(v: &[f64]) -> f64 {
         n if n % 2 == 1 => s[n / 2],
         n => 0.5 * (s[n / 2 - 1] + s[n / 2]),
     }
+}
+
+/// CPU seconds (user + system) of every child process waited for so far.
+fn children_cpu_s() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) } != 0 {
+        return f64::NAN;
+    }
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    s(u.ru_utime) + s(u.ru_stime)
 }
 
 fn write_f32(path: &Path, v: &[f32]) -> anyhow::Result<()> {
@@ -250,21 +267,35 @@ pub fn sweep_peer(a: &SweepPeerArgs) -> anyhow::Result<SweepPeerReport> {
         trials_per_batch: a.trials,
         ours_wall_s: vec![],
         jax_wall_s: vec![],
+        ours_cpu_s: vec![],
+        jax_cpu_s: vec![],
         jax_inner_wall_s: vec![],
         jax_compile_s: vec![],
         speedup_median: f64::NAN,
         speedup_best: f64::NAN,
+        cpu_ratio_median: f64::NAN,
         rows: vec![],
     };
-    let mut ratios = vec![];
+    let (mut ratios, mut cpu_ratios) = (vec![], vec![]);
     let (mut ours_rows, mut jax_rows) = (vec![], vec![]);
     for round in 0..a.rounds.max(1) {
         let runs = tmp.join(format!("runs-{round}"));
+        let c0 = children_cpu_s();
         let (ow, orows) = run_ours(a, &bs, &runs)?;
+        let c1 = children_cpu_s();
         let (jw, inner, compile, jrows) = run_jax(&python, &proto)?;
-        eprintln!("round {}: lab {ow:.2} s, jax {jw:.2} s", round + 1);
+        let c2 = children_cpu_s();
+        eprintln!(
+            "round {}: lab {ow:.2} s ({:.2} s CPU), jax {jw:.2} s ({:.2} s CPU)",
+            round + 1,
+            c1 - c0,
+            c2 - c1
+        );
         rep.ours_wall_s.push(ow);
         rep.jax_wall_s.push(jw);
+        rep.ours_cpu_s.push(c1 - c0);
+        rep.jax_cpu_s.push(c2 - c1);
+        cpu_ratios.push((c2 - c1) / (c1 - c0));
         rep.jax_inner_wall_s.push(inner);
         rep.jax_compile_s.push(compile);
         ratios.push(jw / ow);
@@ -273,6 +304,7 @@ pub fn sweep_peer(a: &SweepPeerArgs) -> anyhow::Result<SweepPeerReport> {
     }
     let _ = std::fs::remove_dir_all(&tmp);
     rep.speedup_median = median(&ratios);
+    rep.cpu_ratio_median = median(&cpu_ratios);
     let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     rep.speedup_best = min(&rep.jax_wall_s) / min(&rep.ours_wall_s);
     rep.rows = bs
@@ -312,22 +344,24 @@ pub fn render(r: &SweepPeerReport) -> String {
     };
     let _ = writeln!(
         out,
-        "  lab  wall s: {} (median {:.2})",
+        "  lab  wall s: {} (median {:.2}); CPU s: {}",
         f(&r.ours_wall_s),
-        median(&r.ours_wall_s)
+        median(&r.ours_wall_s),
+        f(&r.ours_cpu_s)
     );
     let _ = writeln!(
         out,
-        "  jax  wall s: {} (median {:.2}; in-script {:.2}, of which compiling {:.2})",
+        "  jax  wall s: {} (median {:.2}; in-script {:.2}, of which compiling {:.2}); CPU s: {}",
         f(&r.jax_wall_s),
         median(&r.jax_wall_s),
         median(&r.jax_inner_wall_s),
-        median(&r.jax_compile_s)
+        median(&r.jax_compile_s),
+        f(&r.jax_cpu_s)
     );
     let _ = writeln!(
         out,
-        "  jax / lab: {:.2}x (median of rounds), {:.2}x (best against best)",
-        r.speedup_median, r.speedup_best
+        "  jax / lab: {:.2}x wall (median of rounds), {:.2}x (best against best), {:.2}x CPU (median)",
+        r.speedup_median, r.speedup_best, r.cpu_ratio_median
     );
     let _ = writeln!(out, "{:>8} {:>10} {:>10}", "batch", "lab S(B)", "jax S(B)");
     for row in &r.rows {

@@ -23,7 +23,8 @@ use crate::workload::spec::{Metaparams, ModelSpec, OptimizerKind, Precision, Sch
 /// `scaling-lab bench` flags (flatten into the CLI's `Bench` subcommand).
 #[derive(clap::Args, Clone, Debug)]
 pub struct BenchArgs {
-    /// Timed steps per MLP measurement (the CNN uses a tenth, at least 5).
+    /// Timed steps per MLP measurement, at every batch size and for the peer (the CNN uses a
+    /// tenth, at least 5).
     #[arg(long, default_value_t = 200, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub steps: usize,
     /// Compute precision of the forward pass: fp32, bf16 or fp16.
@@ -99,6 +100,10 @@ pub struct PresetPoint {
     pub examples_per_s: f64,
     pub ms_per_step: f64,
     pub params: u64,
+    /// Blocking device→host reads per training step (1: loss, norms and the finite check in one
+    /// read; a figure that must not grow unnoticed).
+    #[serde(default)]
+    pub reads_per_step: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -337,12 +342,9 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
 
     let mut mlp = Vec::new();
     for b in [32usize, 128, 1024] {
-        let n = if b >= 1024 {
-            args.steps / 4
-        } else {
-            args.steps
-        }
-        .max(10);
+        // the same timed steps at every B and for the peer (≥ 1,500 a round for the issue's
+        // figures: shorter rounds are dominated by a shared machine's noise)
+        let n = args.steps.max(10);
         let (mut ours, mut peer) = (0.0f64, 0.0f64);
         for _ in 0..rounds {
             ours = ours.max(mlp_step_examples_per_s::<CpuTrain>(
@@ -350,7 +352,7 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
             ));
             peer_once(
                 "jax_mlp_step.py",
-                vec![b.to_string(), (n * 2).to_string(), "256".into()],
+                vec![b.to_string(), n.to_string(), "256".into()],
                 &mut peer,
             );
         }
@@ -494,6 +496,7 @@ fn preset_points(precision: Precision) -> Vec<PresetPoint> {
                 examples_per_s: t.examples_per_s,
                 ms_per_step: t.step_s * 1e3,
                 params: t.params,
+                reads_per_step: t.reads_per_step,
                 error: None,
             },
             Err(e) => PresetPoint {
@@ -502,6 +505,7 @@ fn preset_points(precision: Precision) -> Vec<PresetPoint> {
                 examples_per_s: 0.0,
                 ms_per_step: 0.0,
                 params: 0,
+                reads_per_step: 0.0,
                 error: Some(format!("{e:#}")),
             },
         })
@@ -622,16 +626,16 @@ pub fn render_tables(r: &BenchReport) -> String {
         );
         let _ = writeln!(
             out,
-            "{:<32} {:>14} {:>12} {:>10}",
-            "preset", "examples/s", "ms/step", "params"
+            "{:<32} {:>14} {:>12} {:>10} {:>11}",
+            "preset", "examples/s", "ms/step", "params", "reads/step"
         );
         for p in &r.presets {
             match &p.error {
                 None => {
                     let _ = writeln!(
                         out,
-                        "{:<32} {:>14.0} {:>12.2} {:>10}",
-                        p.preset, p.examples_per_s, p.ms_per_step, p.params
+                        "{:<32} {:>14.0} {:>12.2} {:>10} {:>11.2}",
+                        p.preset, p.examples_per_s, p.ms_per_step, p.params, p.reads_per_step
                     );
                 }
                 Some(e) => {

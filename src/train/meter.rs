@@ -99,6 +99,9 @@ pub struct TrialMeter<'w> {
     started: Instant,
     last_emit: Option<Instant>,
     emitted_at: Option<u64>,
+    /// When the last Eval event went out, and whether a later evaluation is not yet shown.
+    last_eval_emit: Option<Instant>,
+    eval_unsent: bool,
     applied: u64,
     attempts: u64,
     skipped: u64,
@@ -134,6 +137,8 @@ impl<'w> TrialMeter<'w> {
             started: Instant::now(),
             last_emit: None,
             emitted_at: None,
+            last_eval_emit: None,
+            eval_unsent: false,
             applied: 0,
             attempts: 0,
             skipped: 0,
@@ -316,7 +321,21 @@ impl<'w> TrialMeter<'w> {
         if let Some(v) = self.noise {
             self.trajectory.push((step, v));
         }
-        emit(TrialEvent::Eval(p));
+        // Eval events are throttled like Step events (every evaluation is in the outcome): a
+        // small model evaluates every few hundred µs, and an event per evaluation woke the
+        // consumer's thread each time. The one that decides the trial always goes out.
+        let decides = !metric.is_finite() || self.workload.target.is_met(metric);
+        if decides
+            || self
+                .last_eval_emit
+                .is_none_or(|t| t.elapsed() >= self.opts.step_event_interval)
+        {
+            self.last_eval_emit = Some(Instant::now());
+            self.eval_unsent = false;
+            emit(TrialEvent::Eval(p));
+        } else {
+            self.eval_unsent = true;
+        }
         if !metric.is_finite() {
             return self.diverged(format!("validation metric is {metric}"));
         }
@@ -330,6 +349,9 @@ impl<'w> TrialMeter<'w> {
     /// Assembles the trial's outcome (emitting a last Step event if the final state was not
     /// shown yet, then `Finished`).
     pub fn finish(mut self, outcome: Outcome, emit: &mut dyn FnMut(TrialEvent)) -> TrialOutcome {
+        if let (true, Some(p)) = (self.eval_unsent, self.evals.last()) {
+            emit(TrialEvent::Eval(*p));
+        }
         if self.attempts > 0 && self.emitted_at != Some(self.attempts) {
             self.emit_step(emit);
         }

@@ -148,6 +148,8 @@ struct Worker<B: AutodiffBackend> {
     noise: bool,
     /// Blocking device→host reads since the last reply.
     reads: u64,
+    /// The validation batches on the device, after the first evaluation.
+    val: Option<Vec<(Batch<B::InnerBackend>, usize)>>,
 }
 
 impl<B: AutodiffBackend> Worker<B> {
@@ -279,6 +281,44 @@ impl<B: AutodiffBackend> Worker<B> {
         })
     }
 
+    /// The validation set as device batches of at most `eval_batch` examples, with the number of
+    /// predictions each scores; built once per trial (every evaluation reuses them).
+    fn val_batches(&self) -> Vec<(Batch<B::InnerBackend>, usize)> {
+        let dev = &self.device;
+        match &*self.data {
+            Dataset::Images(d) => d
+                .val_batches(self.eval_batch)
+                .map(|(x, y)| {
+                    let n = y.len();
+                    let xb = Tensor::<B::InnerBackend, 4>::from_data(
+                        TensorData::new(x, [n, d.channels, d.height, d.width]),
+                        dev,
+                    );
+                    let yb =
+                        Tensor::<B::InnerBackend, 1, Int>::from_data(TensorData::new(y, [n]), dev);
+                    (Batch::Images { x: xb, y: yb }, n)
+                })
+                .collect(),
+            Dataset::Text(d) => {
+                let per = (self.eval_batch / d.seq_len).max(1);
+                d.val_batches(per)
+                    .map(|(x, y)| {
+                        let n = x.len() / d.seq_len;
+                        let xb = Tensor::<B::InnerBackend, 2, Int>::from_data(
+                            TensorData::new(x, [n, d.seq_len]),
+                            dev,
+                        );
+                        let yb = Tensor::<B::InnerBackend, 2, Int>::from_data(
+                            TensorData::new(y, [n, d.seq_len]),
+                            dev,
+                        );
+                        (Batch::Text { x: xb, y: yb }, n * d.seq_len)
+                    })
+                    .collect()
+            }
+        }
+    }
+
     /// A blocking read of a small tensor back to the host (counted).
     fn read(&mut self, t: Tensor<B::InnerBackend, 1>) -> anyhow::Result<Vec<f64>> {
         self.reads += 1;
@@ -308,40 +348,15 @@ impl<B: AutodiffBackend> Worker<B> {
     /// one read at the end (summed on the host in f64, in batch order, as before).
     fn eval(&mut self) -> anyhow::Result<EvalSums> {
         let model = self.net().valid();
-        let dev = &self.device;
-        let mut stats = Vec::new();
-        let mut sizes = Vec::new();
-        match &*self.data {
-            Dataset::Images(d) => {
-                for (x, y) in d.val_batches(self.eval_batch) {
-                    let n = y.len();
-                    let xb = Tensor::<B::InnerBackend, 4>::from_data(
-                        TensorData::new(x, [n, d.channels, d.height, d.width]),
-                        dev,
-                    );
-                    let yb =
-                        Tensor::<B::InnerBackend, 1, Int>::from_data(TensorData::new(y, [n]), dev);
-                    sizes.push(n);
-                    stats.push(model.eval_stats(&Batch::Images { x: xb, y: yb }, &self.ctx));
-                }
-            }
-            Dataset::Text(d) => {
-                let per = (self.eval_batch / d.seq_len).max(1);
-                for (x, y) in d.val_batches(per) {
-                    let n = x.len() / d.seq_len;
-                    let xb = Tensor::<B::InnerBackend, 2, Int>::from_data(
-                        TensorData::new(x, [n, d.seq_len]),
-                        dev,
-                    );
-                    let yb = Tensor::<B::InnerBackend, 2, Int>::from_data(
-                        TensorData::new(y, [n, d.seq_len]),
-                        dev,
-                    );
-                    sizes.push(n * d.seq_len);
-                    stats.push(model.eval_stats(&Batch::Text { x: xb, y: yb }, &self.ctx));
-                }
-            }
+        if self.val.is_none() {
+            self.val = Some(self.val_batches());
         }
+        let val = self.val.as_ref().expect("built above");
+        let stats: Vec<_> = val
+            .iter()
+            .map(|(batch, _)| model.eval_stats(batch, &self.ctx))
+            .collect();
+        let sizes: Vec<usize> = val.iter().map(|(_, n)| *n).collect();
         let mut sums = EvalSums::default();
         if stats.is_empty() {
             return Ok(sums);
@@ -532,6 +547,7 @@ pub fn run_trial<B: AutodiffBackend>(
             bucket_bytes: opts.bucket_bytes,
             noise: opts.noise_scale,
             reads: 0,
+            val: None,
         };
         if inline {
             inline_worker = Some(std::cell::RefCell::new(w));
