@@ -885,8 +885,7 @@ fn coordinate<B: AutodiffBackend>(
             break o;
         }
         if let Some(c) = cadence.as_mut() {
-            let wall_per_step = started.elapsed().as_secs_f64() / (before + 1) as f64;
-            c.record(before, sampled, step_s, wall_per_step);
+            c.record(before, sampled, step_s, started.elapsed().as_secs_f64());
         }
         if applied && noise_scale {
             let s2 = loss_scale * loss_scale;
