@@ -222,9 +222,9 @@ fn events_fold_into_live_state() {
     assert!(l.running.is_empty());
     assert_eq!(l.finished.len(), 1);
     assert_eq!(l.done_count(), 1);
-    assert_eq!(l.analysis.per_batch.len(), 1);
+    assert_eq!(l.analysis().per_batch.len(), 1);
     assert_eq!(
-        l.analysis.per_batch[0].steps,
+        l.analysis().per_batch[0].steps,
         Some(scripted_steps(cfg.batch_sizes[0], 5))
     );
     assert_eq!(
@@ -245,8 +245,11 @@ fn events_fold_into_live_state() {
     assert_eq!(regimes.first(), Some(&Perfect));
     assert!(regimes.contains(&Diminishing));
     assert_eq!(regimes.last(), Some(&Maximal));
-    let top = l.analysis.per_batch.last().unwrap();
-    assert_eq!((top.steps, top.diverged), (None, cfg.trials_per_batch));
+    let top = l.analysis().per_batch.last().unwrap();
+    assert_eq!(
+        (top.steps, top.counts.diverged),
+        (None, cfg.trials_per_batch)
+    );
 }
 
 #[test]

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 
 use scaling_lab::core::DeviceSpec;
+use scaling_lab::sweep::overrides::MAX_WORKERS;
 use scaling_lab::train;
-use scaling_lab::workload::overrides::MAX_WORKERS;
 use scaling_lab::workload::spec::{LrRule, Precision};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -161,12 +161,12 @@ pub struct SweepArgs {
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = positive(u64::MAX))]
     pub batch_sizes: Option<Vec<usize>>,
     /// Trials per batch size (default: the preset's).
-    #[arg(long, allow_negative_numbers = true, value_parser = positive(scaling_lab::workload::overrides::MAX_TRIALS as u64))]
+    #[arg(long, allow_negative_numbers = true, value_parser = positive(scaling_lab::sweep::overrides::MAX_TRIALS as u64))]
     pub trials: Option<usize>,
     #[command(flatten)]
     pub devices: DeviceArgs,
     /// Trials run at once (default: the preset's).
-    #[arg(long, allow_negative_numbers = true, value_parser = positive(scaling_lab::workload::overrides::MAX_CONCURRENCY as u64))]
+    #[arg(long, allow_negative_numbers = true, value_parser = positive(scaling_lab::sweep::overrides::MAX_CONCURRENCY as u64))]
     pub concurrency: Option<usize>,
     /// GPU sweeps: every trial on one device, K trials per device at once (0: one trial spans
     /// all the devices, the default).
@@ -193,7 +193,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "REL", allow_negative_numbers = true)]
     pub until: Option<f64>,
     /// Trial budget of --until (default 4× the plan).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = positive(scaling_lab::workload::overrides::MAX_TRIALS as u64 * 64))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = positive(scaling_lab::sweep::overrides::MAX_TRIALS as u64 * 64))]
     pub max_trials: Option<usize>,
     /// Where a batch size's best trial sits at the edge of the η or 1−γ range, add trials there in
     /// the range moved half a width past that edge, up to N moves each way (e.g. 2).

@@ -2,6 +2,9 @@
 //! error is one line naming the flag; exit 2 for usage, 1 for runtime, 130 after ctrl-c, never a
 //! panic), stdout writes that never hold the lock and treat a closed pipe as a normal end, the
 //! read-a-log-and-print-its-warnings step, and the ctrl-c/SIGTERM policy.
+//!
+//! Layering: the top, beside `tui` (the binary's module); imports the library, never prints
+//! anything the library did not render (`report` renders, `cli` writes).
 
 pub mod args;
 pub mod export;
@@ -17,7 +20,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use scaling_lab::runlog::{self, RunLog};
-use scaling_lab::workload::overrides::Problem;
+use scaling_lab::sweep::overrides::Problem;
 
 /// What a subcommand ends with.
 pub type CmdResult = anyhow::Result<ExitCode>;

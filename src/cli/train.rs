@@ -5,11 +5,11 @@ use std::process::ExitCode;
 
 use scaling_lab::core::{CancelToken, DeviceSpec, Outcome, TrialEvent, TrialSpec};
 use scaling_lab::report::thousands;
-use scaling_lab::train::{self, TrainOptions};
-use scaling_lab::workload::load::find_preset;
-use scaling_lab::workload::overrides::{
+use scaling_lab::sweep::overrides::{
     check_batch_size, check_shards, training_set_size, SweepOverrides,
 };
+use scaling_lab::train::{self, TrainOptions};
+use scaling_lab::workload::load::find_preset;
 use scaling_lab::workload::spec::LrRule;
 
 use super::args::TrainArgs;
@@ -65,7 +65,7 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
     // One node of a multi-node trial (src/cluster).
     let node = scaling_lab::cluster::node_session(&a.nodes)?;
     options.cluster = node.as_ref().map(|n| n.spec.clone());
-    let runner = train::runner_for(&w, &options)?;
+    let runner = scaling_lab::sweep::runner_for(&w, &options)?;
     let tty = std::io::stderr().is_terminal();
     let cancel = CancelToken::new();
     {

@@ -1,5 +1,7 @@
 //! The bundled datasets: verified loading, seeded train/validation splits, batching, sharding.
 //!
+//! Layering: the bottom layer (imports no other module of the crate).
+//!
 //! Files live in `data/` (see `data/NOTICE` for provenance and licences). Every file's SHA-256 is
 //! checked when it is read; a missing or modified file is an error naming it (never a panic).
 //!

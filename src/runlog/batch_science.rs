@@ -352,7 +352,8 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
         trials_planned: n_trials,
         complete: true,
         wall_s: 0.0,
-        analysis: crate::analysis::analyze(&header.preset.workload.target, &trials, optimizer),
+        analysis: serde_json::to_value(crate::analysis::analyze_preset(&header.preset, &trials))
+            .unwrap_or_default(),
     };
     Ok(RunLog {
         path: PathBuf::from(format!("{name}.jsonl")),

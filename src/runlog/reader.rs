@@ -192,9 +192,8 @@ pub fn read_run_log(path: &Path) -> Result<RunLog, RunLogError> {
 pub fn header_problem(h: &Header) -> Option<String> {
     use crate::workload::load as l;
     // replicas of one trial (one device each with `trials_per_device`)
-    let workers =
-        crate::sweep::devices::trial_devices(&h.devices, h.preset.sweep.trials_per_device)
-            .replicas();
+    let workers = crate::core::devices::trial_devices(&h.devices, h.preset.sweep.trials_per_device)
+        .replicas();
     if h.batch_sizes.is_empty() {
         return Some("header: batch_sizes is empty".into());
     }
@@ -289,7 +288,7 @@ fn trial_problem(
             .saturating_mul(h.batch_sizes.len() as u64),
         _ => planned,
     };
-    let base = crate::sweep::plan::REPEAT_ID_BASE;
+    let base = crate::core::widen::REPEAT_ID_BASE;
     if (crate::core::widen::WIDEN_ID_BASE..base).contains(&t.trial_id) {
         let rounds = adaptive.and_then(|ad| ad.widen).unwrap_or(0) as i32;
         let w = crate::core::widen::WidenId::decode(t.trial_id);

@@ -84,18 +84,7 @@ impl SlotPool {
     }
 }
 
-/// The devices of one trial of a sweep on `devices` (what the plan records and the batch split
-/// uses): all of them, or one when trials get a device each.
-pub fn trial_devices(devices: &DeviceSpec, trials_per_device: usize) -> DeviceSpec {
-    match devices {
-        DeviceSpec::Cuda { devices: ids } if trials_per_device >= 1 && !ids.is_empty() => {
-            DeviceSpec::Cuda {
-                devices: vec![ids[0]],
-            }
-        }
-        other => other.clone(),
-    }
-}
+pub use crate::core::devices::trial_devices;
 
 #[cfg(test)]
 mod tests {

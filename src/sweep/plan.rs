@@ -98,8 +98,7 @@ pub fn widen_trial(
     })
 }
 
-/// Ids of repeats (`--repeats`) start here, far above any search trial's id.
-pub const REPEAT_ID_BASE: u64 = 1_000_000_000;
+pub use crate::core::widen::REPEAT_ID_BASE;
 
 /// Repeat `id` of a search trial: the same batch size and metaparameters, the seed of `id`.
 pub fn repeat_of(base: &TrialSpec, id: u64, sweep_seed: u64) -> TrialSpec {
