@@ -282,7 +282,7 @@ pub struct BenchArgs {
     #[arg(long, requires = "sweep_peer", default_value = "digits-mlp-sgd")]
     pub sweep_preset: String,
     /// With --sweep-peer: trials per batch size.
-    #[arg(long, requires = "sweep_peer", default_value_t = 8, value_parser = positive(scaling_lab::workload::overrides::MAX_TRIALS as u64))]
+    #[arg(long, requires = "sweep_peer", default_value_t = 8, value_parser = positive(scaling_lab::sweep::overrides::MAX_TRIALS as u64))]
     pub sweep_trials: usize,
     /// With --sweep-peer: batch sizes (default: the preset's first 8).
     #[arg(long, requires = "sweep_peer", value_delimiter = ',', value_parser = positive(u64::MAX))]

@@ -163,12 +163,11 @@ fn write_protocol(preset: &Preset, bs: &[usize], trials: usize, dir: &Path) -> a
     Ok(())
 }
 
+/// S(B) per batch size (None: no trial reached the target).
+type StepsPerB = Vec<(usize, Option<u64>)>;
+
 /// One round of ours: the sweep as its own process; (wall seconds, S(B) per batch size).
-fn run_ours(
-    a: &SweepPeerArgs,
-    bs: &[usize],
-    runs: &Path,
-) -> anyhow::Result<(f64, Vec<(usize, Option<u64>)>)> {
+fn run_ours(a: &SweepPeerArgs, bs: &[usize], runs: &Path) -> anyhow::Result<(f64, StepsPerB)> {
     let exe = std::env::current_exe().context("the scaling-lab executable")?;
     let list = bs
         .iter()
@@ -205,7 +204,7 @@ fn run_ours(
 }
 
 /// JAX's round: (whole-process wall, its own wall, compile seconds, S(B) per batch size).
-type JaxRound = (f64, f64, f64, Vec<(usize, Option<u64>)>);
+type JaxRound = (f64, f64, f64, StepsPerB);
 
 fn run_jax(python: &Path, dir: &Path) -> anyhow::Result<JaxRound> {
     let t0 = Instant::now();

@@ -31,6 +31,9 @@ use crate::data::{self, Dataset, ImageBatcher, TextBatcher};
 use crate::model::{Batch, Ctx, EvalSums, InputShape, Net};
 use crate::workload::spec::{Metric, Precision, Workload};
 
+/// A one-element tensor on the inner (non-autodiff) backend: a value the step reads back.
+type InnerScalar<B> = Tensor<<B as AutodiffBackend>::InnerBackend, 1>;
+
 /// Options that are not part of a trial's identity.
 #[derive(Clone, Debug)]
 pub struct TrainOptions {
@@ -325,7 +328,7 @@ impl<B: AutodiffBackend> Worker<B> {
         &self,
         loss: Tensor<B::InnerBackend, 1>,
         local_sq: Tensor<B::InnerBackend, 1>,
-    ) -> anyhow::Result<(Tensor<B::InnerBackend, 1>, Tensor<B::InnerBackend, 1>)> {
+    ) -> anyhow::Result<(InnerScalar<B>, InnerScalar<B>)> {
         let t = Tensor::cat(vec![loss, local_sq], 0);
         let r = burn::collective::all_reduce::<B::InnerBackend>(
             PeerId::from(self.rank),
