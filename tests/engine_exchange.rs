@@ -108,7 +108,12 @@ fn train_both(
                     let gb = grads(&b);
                     let ra = all_reduce_mean(&a, ga, rank, bucket_bytes, true).unwrap();
                     let rb = all_reduce_mean(&b, gb, rank, 0, true).unwrap();
-                    norms.push((ra.local_sq, rb.local_sq, ra.global_sq, rb.global_sq));
+                    // the norms stay on the device until the trainer's one read a step
+                    let sc = |t: &burn::tensor::Tensor<Flex, 1>| t.clone().into_scalar() as f64;
+                    let opt =
+                        |t: &Option<burn::tensor::Tensor<Flex, 1>>| t.as_ref().map_or(f64::NAN, sc);
+                    let (gsa, gsb) = (sc(&ra.global_sq), sc(&rb.global_sq));
+                    norms.push((opt(&ra.local_sq), opt(&rb.local_sq), gsa, gsb));
                     let factor = |sq: f64| {
                         let norm = sq.sqrt() / loss_scale;
                         let c = match clip {
@@ -117,7 +122,7 @@ fn train_both(
                         };
                         c / loss_scale
                     };
-                    let (fa, fb) = (factor(ra.global_sq), factor(rb.global_sq));
+                    let (fa, fb) = (factor(gsa), factor(gsb));
                     a = oa.step(mp.learning_rate, a.clone(), ra.into_grads(&a, fa));
                     b = ob.step(mp.learning_rate, b.clone(), rb.into_grads(&b, fb));
                 }

@@ -99,3 +99,71 @@ fn fp16_overflow_is_skipped_and_the_scale_halves() {
         2f64.powi(40) / 2f64.powi(out.skipped_steps as i32)
     );
 }
+
+#[test]
+fn the_noise_scale_never_changes_the_trajectory_and_says_how_often_it_sampled() {
+    // One worker: tr(Σ) comes from an extra half-batch gradient on the sampled steps; the update
+    // is always the whole batch's, so every cadence (and no estimate at all) trains the same.
+    let mut w = digits_workload();
+    w.step_budget = 50;
+    w.target.value = 0.0; // run the whole budget
+    let s = spec(&w, 64, 1, Precision::Fp32);
+    let with = |noise_scale: bool, noise_every: Option<u64>| {
+        train(
+            &w,
+            &s,
+            TrainOptions {
+                noise_scale,
+                noise_every,
+                ..Default::default()
+            },
+        )
+    };
+    let (off, l_off) = with(false, None);
+    assert_eq!(off.noise.b_simple, None);
+    assert_eq!(off.noise.samples, 0);
+    for every in [Some(1), Some(7), None] {
+        let (on, l_on) = with(true, every);
+        assert_eq!(l_on, l_off, "every {every:?}: the losses moved");
+        assert_eq!(
+            on.evals, off.evals,
+            "every {every:?}: the evaluations moved"
+        );
+        assert_eq!(on.outcome, off.outcome);
+        assert!(on.noise.b_simple.is_some_and(|b| b > 0.0), "{:?}", on.noise);
+        match every {
+            Some(k) => {
+                assert_eq!(on.noise.sample_every, k);
+                assert_eq!(on.noise.samples, 50u64.div_ceil(k));
+            }
+            None => {
+                let k = on.noise.sample_every;
+                assert!(k.is_power_of_two(), "{k}");
+                assert!(on.noise.samples >= 2 && on.noise.samples <= 50);
+            }
+        }
+    }
+}
+
+#[test]
+fn one_device_read_per_step_and_per_evaluation() {
+    // The loss, the norms and the loss scaler's finite check come back in one read a step (and
+    // one per evaluation): every extra read drains a GPU's queue. Counted, not timed.
+    let mut w = digits_workload();
+    w.step_budget = 20;
+    w.target.value = 0.0;
+    for (workers, precision) in [
+        (1, Precision::Fp32),
+        (1, Precision::Fp16),
+        (2, Precision::Fp32),
+        (2, Precision::Bf16),
+    ] {
+        let (out, _) = run(&w, &spec(&w, 32, workers, precision));
+        let t = &out.throughput;
+        assert_eq!(
+            (t.reads_per_step, t.reads_per_eval),
+            (1.0, 1.0),
+            "{workers} worker(s), {precision:?}"
+        );
+    }
+}

@@ -143,6 +143,10 @@ pub struct TrainArgs {
     /// Skip the gradient-noise-scale estimate.
     #[arg(long)]
     pub no_noise_scale: bool,
+    /// One worker: measure tr(Σ) for the noise scale every K steps (1 = every step; default: the
+    /// cadence follows the measured cost of a sample, ≤ 3% of the trial's time).
+    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = positive_u64(), conflicts_with = "no_noise_scale")]
+    pub noise_every: Option<u64>,
     /// Print the outcome as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -271,6 +275,20 @@ pub struct BenchArgs {
     /// With --allreduce: the largest message in bytes (1 KiB … this, ×4 steps; default 64 MiB).
     #[arg(long, requires = "allreduce", value_parser = clap::value_parser!(u64).range(1024..=(1u64 << 30)))]
     pub max_message: Option<u64>,
+    /// Instead: a whole sweep of an MLP preset against the same protocol in JAX
+    /// (benches/peers/jax_sweep.py: same plan, split and stopping rule), both as whole processes,
+    /// --rounds interleaved rounds; prints both wall times and S(B) side by side.
+    #[arg(long, conflicts_with = "allreduce")]
+    pub sweep_peer: bool,
+    /// With --sweep-peer: the preset (an MLP image preset).
+    #[arg(long, requires = "sweep_peer", default_value = "digits-mlp-sgd")]
+    pub sweep_preset: String,
+    /// With --sweep-peer: trials per batch size.
+    #[arg(long, requires = "sweep_peer", default_value_t = 8, value_parser = positive(scaling_lab::sweep::overrides::MAX_TRIALS as u64))]
+    pub sweep_trials: usize,
+    /// With --sweep-peer: batch sizes (default: the preset's first 8).
+    #[arg(long, requires = "sweep_peer", value_delimiter = ',', value_parser = positive(u64::MAX))]
+    pub sweep_batch_sizes: Option<Vec<usize>>,
 }
 
 #[derive(Subcommand)]

@@ -135,6 +135,20 @@ pub fn cmd_bench(a: BenchArgs, runs_dir: PathBuf) -> CmdResult {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    if a.sweep_peer {
+        let r = super::sweep_peer::sweep_peer(&super::sweep_peer::SweepPeerArgs {
+            preset: a.sweep_preset,
+            trials: a.sweep_trials,
+            batch_sizes: a.sweep_batch_sizes,
+            rounds: a.bench.rounds,
+        })?;
+        if a.bench.json {
+            outln(&serde_json::to_string_pretty(&r)?);
+        } else {
+            out(&super::sweep_peer::render(&r));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     out(&scaling_lab::train::bench::bench_main(&a.bench)?);
     Ok(ExitCode::SUCCESS)
 }

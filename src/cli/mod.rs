@@ -12,6 +12,7 @@ pub mod export;
 pub mod misc;
 pub mod report;
 pub mod sweep;
+pub mod sweep_peer;
 pub mod train;
 
 use std::io::Write;

@@ -77,6 +77,9 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         noise_scale: !a.no_noise_scale,
         ..Default::default()
     };
+    if a.noise_every.is_some() {
+        options.noise_every = a.noise_every;
+    }
     if let Some(s) = a.loss_scale {
         let mut c = train::scaler::ScalerConfig::fp16();
         c.init_scale = s;
@@ -178,8 +181,13 @@ fn print_outcome(
             spec.precision.name(),
             preset
         ));
+        let sampled = match (out.noise.samples, out.noise.sample_every) {
+            (0, _) => String::new(),
+            (_, 1) => " (tr Σ every step)".into(),
+            (n, k) => format!(" (tr Σ on {n} steps, every {k} at the end)"),
+        };
         outln(&format!(
-            "  step {:.2} ms = compute {:.2} ms + exchange {:.2} ms; {} params, {} B exchanged/step; loss scale {}, {} skipped; B_simple {}",
+            "  step {:.2} ms = compute {:.2} ms + exchange {:.2} ms; {} params, {} B exchanged/step; loss scale {}, {} skipped; B_simple {}{sampled}; device reads {:.2}/step, {:.2}/eval",
             t.step_s * 1e3,
             t.compute_s * 1e3,
             t.exchange_s * 1e3,
@@ -187,7 +195,9 @@ fn print_outcome(
             t.exchanged_bytes_per_step,
             out.final_loss_scale,
             out.skipped_steps,
-            out.noise.b_simple.map(|v| format!("{v:.1}")).unwrap_or_else(|| "n/a".into())
+            out.noise.b_simple.map(|v| format!("{v:.1}")).unwrap_or_else(|| "n/a".into()),
+            t.reads_per_step,
+            t.reads_per_eval,
         ));
     }
     Ok(())

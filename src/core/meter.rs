@@ -99,6 +99,9 @@ pub struct TrialMeter<'w> {
     started: Instant,
     last_emit: Option<Instant>,
     emitted_at: Option<u64>,
+    /// When the last Eval event went out, and whether a later evaluation is not yet shown.
+    last_eval_emit: Option<Instant>,
+    eval_unsent: bool,
     applied: u64,
     attempts: u64,
     skipped: u64,
@@ -110,6 +113,12 @@ pub struct TrialMeter<'w> {
     evals: Vec<EvalPoint>,
     noise: Option<f64>,
     noise_at_target: Option<f64>,
+    noise_samples: u64,
+    noise_every: u64,
+    /// Blocking device reads of the training steps (all local replicas) and of the evaluations.
+    step_reads: u64,
+    replicas: u64,
+    eval_reads: u64,
     trajectory: BoundedHistory<(u64, f64)>,
     train_time: f64,
     sum_compute: f64,
@@ -128,6 +137,8 @@ impl<'w> TrialMeter<'w> {
             started: Instant::now(),
             last_emit: None,
             emitted_at: None,
+            last_eval_emit: None,
+            eval_unsent: false,
             applied: 0,
             attempts: 0,
             skipped: 0,
@@ -139,6 +150,11 @@ impl<'w> TrialMeter<'w> {
             evals: Vec::new(),
             noise: None,
             noise_at_target: None,
+            noise_samples: 0,
+            noise_every: 0,
+            step_reads: 0,
+            replicas: 1,
+            eval_reads: 0,
             trajectory: BoundedHistory::new(TRAJECTORY_CAP),
             train_time: 0.0,
             sum_compute: 0.0,
@@ -231,6 +247,23 @@ impl<'w> TrialMeter<'w> {
         self.noise = b_simple.filter(|v| v.is_finite());
     }
 
+    /// How the noise scale was sampled so far: tr(Σ) samples and the steps between two.
+    pub fn set_noise_sampling(&mut self, samples: u64, every: u64) {
+        self.noise_samples = samples;
+        self.noise_every = every;
+    }
+
+    /// Books `reads` blocking device→host reads: of a training step over `replicas` replicas, or
+    /// of an evaluation.
+    pub fn add_reads(&mut self, reads: u64, replicas: u64, eval: bool) {
+        if eval {
+            self.eval_reads += reads;
+        } else {
+            self.step_reads += reads;
+            self.replicas = replicas.max(1);
+        }
+    }
+
     /// Emits a Step (and NoiseScale) event when the throttle interval has passed; returns whether
     /// an evaluation is due now.
     pub fn progress(&mut self, emit: &mut dyn FnMut(TrialEvent)) -> bool {
@@ -288,7 +321,21 @@ impl<'w> TrialMeter<'w> {
         if let Some(v) = self.noise {
             self.trajectory.push((step, v));
         }
-        emit(TrialEvent::Eval(p));
+        // Eval events are throttled like Step events (every evaluation is in the outcome): a
+        // small model evaluates every few hundred µs, and an event per evaluation woke the
+        // consumer's thread each time. The one that decides the trial always goes out.
+        let decides = !metric.is_finite() || self.workload.target.is_met(metric);
+        if decides
+            || self
+                .last_eval_emit
+                .is_none_or(|t| t.elapsed() >= self.opts.step_event_interval)
+        {
+            self.last_eval_emit = Some(Instant::now());
+            self.eval_unsent = false;
+            emit(TrialEvent::Eval(p));
+        } else {
+            self.eval_unsent = true;
+        }
         if !metric.is_finite() {
             return self.diverged(format!("validation metric is {metric}"));
         }
@@ -302,10 +349,14 @@ impl<'w> TrialMeter<'w> {
     /// Assembles the trial's outcome (emitting a last Step event if the final state was not
     /// shown yet, then `Finished`).
     pub fn finish(mut self, outcome: Outcome, emit: &mut dyn FnMut(TrialEvent)) -> TrialOutcome {
+        if let (true, Some(p)) = (self.eval_unsent, self.evals.last()) {
+            emit(TrialEvent::Eval(*p));
+        }
         if self.attempts > 0 && self.emitted_at != Some(self.attempts) {
             self.emit_step(emit);
         }
         let n = self.attempts.max(1) as f64;
+        let n_evals = self.evals.len().max(1) as f64;
         let out = TrialOutcome {
             outcome,
             steps: self.applied,
@@ -315,6 +366,8 @@ impl<'w> TrialMeter<'w> {
             noise: NoiseSummary {
                 b_simple: self.noise_at_target.or(self.noise),
                 trajectory: self.trajectory.points(),
+                samples: self.noise_samples,
+                sample_every: self.noise_every,
             },
             throughput: Throughput {
                 examples_per_s: self.examples_per_s(),
@@ -325,6 +378,8 @@ impl<'w> TrialMeter<'w> {
                 exchanged_bytes_per_step: self.opts.exchanged_bytes_per_step,
                 nodes: self.opts.nodes,
                 loopback: self.opts.loopback,
+                reads_per_step: self.step_reads as f64 / (n * self.replicas as f64),
+                reads_per_eval: self.eval_reads as f64 / n_evals,
             },
             evals: std::mem::take(&mut self.evals),
             reason: self.reason.take(),

@@ -134,6 +134,22 @@ pub struct NoiseSummary {
     pub b_simple: Option<f64>,
     /// (step, B_simple) samples, bounded in length.
     pub trajectory: Vec<(u64, f64)>,
+    /// Steps that measured tr(Σ) (every step at G ≥ 2; at G = 1 one step in `sample_every`).
+    /// Absent (0) in older logs and where no estimate ran.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub samples: u64,
+    /// Steps between two tr(Σ) samples at the end of the trial (1 = every step; at G = 1 chosen
+    /// from the measured cost of a sample unless `--noise-every` fixed it).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub sample_every: u64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Throughput of a trial; the inputs of the time-to-target projection.
@@ -157,6 +173,13 @@ pub struct Throughput {
     /// The multi-node exchange ran over loopback (every node on this machine's 127.0.0.1).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub loopback: bool,
+    /// Blocking device→host reads per training step and replica (the loss, the norms and the
+    /// loss scaler's finite check come back together: 1). Absent (0) in older logs.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub reads_per_step: f64,
+    /// Blocking device→host reads per evaluation (every validation batch's sums in one: 1).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub reads_per_eval: f64,
 }
 
 fn is_one_or_zero(n: &u64) -> bool {

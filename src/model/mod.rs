@@ -239,28 +239,34 @@ impl<B: Backend> Net<B> {
 
     /// Sums for validation metrics (no gradient needed: call on `model.valid()`).
     pub fn eval_sums(&self, batch: &Batch<B>, c: &Ctx) -> EvalSums {
+        let n = batch.len();
+        let v = self.eval_stats(batch, c).into_data();
+        let v = v.iter::<f64>().collect::<Vec<_>>();
+        EvalSums::from_stats(n, v[0], v[1])
+    }
+
+    /// [Σ −log p(y), correct predictions] of the batch on the device (fp32; counts are exact up to
+    /// 2^24 examples a batch), for one read-back of many batches.
+    pub fn eval_stats(&self, batch: &Batch<B>, c: &Ctx) -> Tensor<B, 1> {
         let (logits, y) = self.logits(batch, c);
         let n = y.dims()[0];
         let logp = activation::log_softmax(logits, 1);
         let picked = logp.clone().gather(1, y.clone().reshape([n, 1]));
-        let nll: f64 = -picked.sum().into_scalar().to_f64();
+        let nll = picked.sum().neg();
         let pred = logp.argmax(1).reshape([n]);
-        let correct: f64 = pred.equal(y).int().sum().into_scalar().to_f64();
+        let correct = pred.equal(y).int().sum().float();
+        Tensor::cat(vec![nll, correct], 0)
+    }
+}
+
+impl EvalSums {
+    /// The sums of a batch of `n` examples from its [`Net::eval_stats`] values.
+    pub fn from_stats(n: usize, nll: f64, correct: f64) -> Self {
         EvalSums {
             nll,
             errors: n as f64 - correct,
             count: n as f64,
         }
-    }
-}
-
-use burn::tensor::ElementConversion;
-trait ToF64 {
-    fn to_f64(self) -> f64;
-}
-impl<E: ElementConversion> ToF64 for E {
-    fn to_f64(self) -> f64 {
-        self.elem::<f64>()
     }
 }
 

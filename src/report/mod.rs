@@ -134,6 +134,11 @@ pub struct NoiseSummary {
     pub median_b_simple: f64,
     /// median B_simple / fitted B_crit.
     pub ratio_to_b_crit: Option<f64>,
+    /// How often the best trials measured tr(Σ): one step in this many (median; 1 = every
+    /// step, as at G ≥ 2; at G = 1 the cadence follows the cost of a sample). Absent where the
+    /// log does not say (older logs, imports, the NQM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled_every: Option<f64>,
 }
 
 /// The G = (measured devices) check of the projection model against the best trial's own time.
@@ -257,6 +262,24 @@ pub fn maximal_from(a: &Analysis) -> Option<usize> {
         .map(|r| r.0)
 }
 
+/// Median over the best trials (per batch size) of steps per tr(Σ) sample; None when no best
+/// trial recorded its samples (older logs, imports, the NQM).
+fn noise_sampling(trials: &[TrialRecord], a: &Analysis) -> Option<f64> {
+    let mut v: Vec<f64> = a
+        .per_batch
+        .iter()
+        .filter_map(|p| p.best_trial)
+        .filter_map(|id| trials.iter().find(|t| t.trial_id == id))
+        .filter(|t| t.outcome.noise.samples > 0)
+        .map(|t| t.outcome.steps.max(1) as f64 / t.outcome.noise.samples as f64)
+        .collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
 fn rows(a: &Analysis) -> Vec<ReportRow> {
     a.per_batch
         .iter()
@@ -293,6 +316,7 @@ fn from_analysis(analysis: Analysis, run: &Run) -> Report {
     let noise = a.noise_prediction.map(|n| NoiseSummary {
         median_b_simple: n,
         ratio_to_b_crit: a.fit.as_ref().map(|f| n / f.b_crit),
+        sampled_every: noise_sampling(run.trials, a),
     });
     let h = run.header;
     Report {

@@ -233,6 +233,16 @@ impl Report {
                 let _ = writeln!(s, "noise scale: not measured");
             }
         }
+        if let Some(k) = self.noise.as_ref().and_then(|n| n.sampled_every) {
+            let _ = if k <= 1.0 {
+                writeln!(s, "  tr(Σ) measured on every step of the best trials")
+            } else {
+                writeln!(
+                    s,
+                    "  tr(Σ) measured on one step in {k:.0} of the best trials (median; the cadence follows the measured cost of a sample)"
+                )
+            };
+        }
         s
     }
 

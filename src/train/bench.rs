@@ -273,6 +273,10 @@ fn imports_jax(python: &std::path::Path) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// What to do when no JAX python is found.
+pub const PEER_PYTHON_HINT: &str = "no python with jax: set SCALING_LAB_JAX_PYTHON to one \
+     (python3 -m venv ENV && ENV/bin/pip install jax optax) or put it first on PATH";
+
 /// Directory of the peer scripts (`benches/peers`), from the crate root or the working directory.
 pub fn peers_dir() -> PathBuf {
     let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/peers");

@@ -12,14 +12,15 @@
 //! Element by element both paths compute the same sum in the same order and divide by G, so the
 //! reduced gradients are bitwise equal. The squared norms the noise-scale estimate needs (the
 //! replica's shard gradient before, the mean gradient after the reduce) are taken on the flat
-//! buffers: no second pass over the parameter tensors.
+//! buffers the exchange holds anyway — no extra backward, no second pass over the parameter
+//! tensors — and stay on the device: the trainer reads them with the step's loss in one transfer.
 
 use anyhow::anyhow;
 use burn::collective::{all_reduce, register, PeerId, ReduceOperation};
 use burn::module::{AutodiffModule, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::{ElementConversion, Tensor, TensorPrimitive};
+use burn::tensor::{Tensor, TensorPrimitive};
 
 use super::grads;
 
@@ -102,7 +103,7 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Put<'_, B::InnerBackend> {
     }
 }
 
-fn sq_sum<IB: Backend>(buckets: &[Tensor<IB, 1>]) -> f64 {
+fn sq_sum<IB: Backend>(buckets: &[Tensor<IB, 1>]) -> Option<Tensor<IB, 1>> {
     let mut acc: Option<Tensor<IB, 1>> = None;
     for b in buckets {
         let s = b.clone().powi_scalar(2).sum();
@@ -111,7 +112,7 @@ fn sq_sum<IB: Backend>(buckets: &[Tensor<IB, 1>]) -> f64 {
             None => s,
         });
     }
-    acc.map(|t| t.into_scalar().elem::<f64>()).unwrap_or(0.0)
+    acc
 }
 
 /// All-reduces (mean over the `world` replicas) this replica's gradients. `local_norm`: also
@@ -125,11 +126,7 @@ pub fn all_reduce_mean<B: AutodiffBackend, M: AutodiffModule<B>>(
 ) -> anyhow::Result<Reduced<B>> {
     let peer = PeerId::from(rank);
     if bucket_bytes == 0 {
-        let local_sq = if local_norm {
-            grads::sq_norm(model, &g)
-        } else {
-            f64::NAN
-        };
+        let local_sq = local_norm.then(|| grads::sq_norm(model, &g));
         let g = g
             .all_reduce::<B::InnerBackend>(peer, ReduceOperation::Mean)
             .map_err(|e| anyhow!("all-reduce failed on worker {rank}: {e:?}"))?;
@@ -179,11 +176,7 @@ pub fn all_reduce_mean<B: AutodiffBackend, M: AutodiffModule<B>>(
             }
         })
         .collect();
-    let local_sq = if local_norm {
-        sq_sum(&buckets)
-    } else {
-        f64::NAN
-    };
+    let local_sq = if local_norm { sq_sum(&buckets) } else { None };
     let mut reduced = Vec::with_capacity(buckets.len());
     for b in buckets {
         let p =
@@ -193,7 +186,7 @@ pub fn all_reduce_mean<B: AutodiffBackend, M: AutodiffModule<B>>(
             TensorPrimitive::Float(p),
         ));
     }
-    let global_sq = sq_sum(&reduced);
+    let global_sq = sq_sum(&reduced).unwrap_or_else(|| grads::sq_norm(model, &g));
     Ok(Reduced {
         grads: g,
         local_sq,
@@ -209,10 +202,10 @@ pub fn all_reduce_mean<B: AutodiffBackend, M: AutodiffModule<B>>(
 pub struct Reduced<B: AutodiffBackend> {
     grads: GradientsParams,
     /// |g_replica|² of this replica's shard gradient before the reduce (scaled by the loss
-    /// scale²; NaN when not asked for).
-    pub local_sq: f64,
-    /// |mean g|² after the reduce (scaled).
-    pub global_sq: f64,
+    /// scale²; None when not asked for), on the device.
+    pub local_sq: Option<Tensor<B::InnerBackend, 1>>,
+    /// |mean g|² after the reduce (scaled), on the device.
+    pub global_sq: Tensor<B::InnerBackend, 1>,
     /// The flat reduced buffers (bucketed path), scaled in one op per bucket before unflattening.
     flat: Option<FlatOf<B::InnerBackend>>,
 }
@@ -228,7 +221,7 @@ impl<B: AutodiffBackend> Reduced<B> {
         let global_sq = grads::sq_norm(model, &g);
         Reduced {
             grads: g,
-            local_sq: f64::NAN,
+            local_sq: None,
             global_sq,
             flat: None,
         }

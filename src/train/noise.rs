@@ -10,16 +10,46 @@ pub fn unbiased_estimates(b_small: f64, g2_small: f64, b_big: f64, g2_big: f64) 
     (g2, tr)
 }
 
-/// Keeps separate EMAs of |G|² and tr(Σ) and reports their ratio (the ratio of single-step
-/// estimates is biased).
+/// A running mean over a window that grows from the first sample: the first `n` samples get
+/// weight 1/n (an exact mean, no start-up bias), then an EMA over the last ~`window` samples.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+struct WindowMean {
+    value: f64,
+    n: u64,
+}
+
+impl WindowMean {
+    fn push(&mut self, x: f64, window: f64) {
+        self.n += 1;
+        let w = (self.n as f64).min(window.max(1.0));
+        self.value += (x - self.value) / w;
+    }
+}
+
+/// Samples the trace of Σ is averaged over at least (then over the last half of the samples).
+pub const MIN_TRACE_WINDOW: f64 = 20.0;
+
+/// The gradient noise scale B_simple = tr(Σ)/|G|² of a trial, from two kinds of measurements:
+///
+/// * **every applied step**: |g_B|², the squared norm of the step's (mean) gradient at batch B —
+///   the step computes it anyway (clipping, the loss scaler's finite check). E|g_B|² = |G|² + tr(Σ)/B.
+/// * **sampled steps**: an unbiased tr(Σ) from two gradients of the same step at two batch sizes
+///   (the replicas' shard gradients against their mean at G ≥ 2, free: the exchange holds them;
+///   at G = 1 the gradient of half the batch against the whole one, one extra half-batch backward).
+///
+/// |G|² = mean(|g_B|²) − mean(tr)/B over the last ~`1/(1−decay)` steps (20 at 0.95, as McCandlish
+/// et al.'s EMA); tr(Σ) over at least the last [`MIN_TRACE_WINDOW`] samples, then the last half of
+/// them (it changes slowly: the longer average keeps the subtraction precise when samples are
+/// sparse). Sampled every step with equal windows this is the ratio of the EMAs of the two unbiased
+/// single-step estimates (McCandlish et al. 2018, App. A.1).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct NoiseScaleEstimator {
-    /// EMA decay per step (e.g. 0.95).
+    /// EMA decay per step of |g_B|² (e.g. 0.95).
     pub decay: f64,
-    ema_g2: f64,
-    ema_tr: f64,
-    /// Bias correction weight (1 − decay^n).
-    weight: f64,
+    big: WindowMean,
+    trace: WindowMean,
+    b_big: f64,
+    /// tr(Σ) samples taken.
     pub samples: u64,
 }
 
@@ -27,39 +57,184 @@ impl NoiseScaleEstimator {
     pub fn new(decay: f64) -> Self {
         NoiseScaleEstimator {
             decay,
-            ema_g2: 0.0,
-            ema_tr: 0.0,
-            weight: 0.0,
+            big: WindowMean::default(),
+            trace: WindowMean::default(),
+            b_big: 0.0,
             samples: 0,
         }
     }
 
-    /// `g2_small`: mean over shards of each shard gradient's squared norm (batch `b_small` each);
-    /// `g2_big`: squared norm of the averaged gradient (batch `b_big`). Norms must be unscaled.
+    /// Every applied step: the squared norm (unscaled) of the gradient at batch `b_big`.
+    pub fn observe_step(&mut self, b_big: f64, g2_big: f64) {
+        if !g2_big.is_finite() || b_big <= 0.0 {
+            return;
+        }
+        self.b_big = b_big;
+        self.big.push(g2_big, 1.0 / (1.0 - self.decay).max(1e-9));
+    }
+
+    /// A sampled step: an unbiased single-step estimate of tr(Σ).
+    pub fn observe_trace(&mut self, trace: f64) {
+        if !trace.is_finite() {
+            return;
+        }
+        let window = MIN_TRACE_WINDOW.max(self.samples as f64 / 2.0);
+        self.trace.push(trace, window);
+        self.samples += 1;
+    }
+
+    /// A step that measured both batch sizes: `g2_small` the mean over shards of each shard
+    /// gradient's squared norm (batch `b_small` each), `g2_big` the squared norm of their mean
+    /// (batch `b_big`). Norms must be unscaled.
     pub fn update(&mut self, b_small: f64, g2_small: f64, b_big: f64, g2_big: f64) {
         if !(g2_small.is_finite() && g2_big.is_finite()) || b_big <= b_small {
             return;
         }
-        let (g2, tr) = unbiased_estimates(b_small, g2_small, b_big, g2_big);
-        self.ema_g2 = self.decay * self.ema_g2 + (1.0 - self.decay) * g2;
-        self.ema_tr = self.decay * self.ema_tr + (1.0 - self.decay) * tr;
-        self.weight = self.decay * self.weight + (1.0 - self.decay);
-        self.samples += 1;
+        let (_, tr) = unbiased_estimates(b_small, g2_small, b_big, g2_big);
+        self.observe_step(b_big, g2_big);
+        self.observe_trace(tr);
     }
 
-    /// EMA(tr Σ) / EMA(|G|²), once the EMA of |G|² is positive.
+    /// tr(Σ) / |G|², once both are measured and the |G|² estimate is positive.
     pub fn b_simple(&self) -> Option<f64> {
-        if self.samples == 0 || self.ema_g2 <= 0.0 {
+        let g2 = self.g2();
+        if self.samples == 0 || self.big.n == 0 || g2 <= 0.0 {
             return None;
         }
-        let v = self.ema_tr / self.ema_g2;
+        let v = self.trace() / g2;
         (v.is_finite() && v > 0.0).then_some(v)
     }
+    /// The estimate of |G|².
     pub fn g2(&self) -> f64 {
-        self.ema_g2 / self.weight.max(1e-300)
+        self.big.value - self.trace.value / self.b_big.max(1.0)
     }
+    /// The estimate of tr(Σ).
     pub fn trace(&self) -> f64 {
-        self.ema_tr / self.weight.max(1e-300)
+        self.trace.value
+    }
+}
+
+/// tr(Σ) from one step at G = 1: `diff_sq` = |g_n − g_h|², the squared distance between the
+/// gradient of the whole batch (n examples) and that of its first `h` examples (both unscaled).
+/// With g_r the gradient of the other n − h: g_n − g_h = ((n−h)/n)(g_r − g_h), and
+/// E|g_r − g_h|² = tr(Σ)(1/h + 1/(n−h)).
+pub fn trace_from_half(n: usize, h: usize, diff_sq: f64) -> f64 {
+    let (n, h) = (n as f64, h as f64);
+    let r = n - h;
+    (n / r).powi(2) * diff_sq / (1.0 / h + 1.0 / r)
+}
+
+/// When a one-worker trial samples tr(Σ): every `every` applied steps, the first sample at step 0.
+/// The cadence follows the measured cost (`Auto`): a sampled step's extra wall time (its time
+/// minus an unsampled step's) against the trial's wall time per step since the last sample
+/// (evaluations included) is kept at most [`NOISE_COST_FRACTION`], with `every` a power of two
+/// (so a small change in timing does not move the sampled steps). Step times are medians of the
+/// recent steps: a step that the OS preempted (a loaded machine) does not move the cadence.
+#[derive(Clone, Debug)]
+pub struct Cadence {
+    fixed: Option<u64>,
+    every: u64,
+    next: u64,
+    plain_s: Recent,
+    extra_s: Recent,
+    /// (applied steps, trial seconds) at the last sample, and the wall seconds per step of the
+    /// recent intervals between samples.
+    last_sample: Option<(u64, f64)>,
+    per_step_s: Recent,
+}
+
+/// The share of a trial's wall time the one-worker noise-scale samples may take.
+pub const NOISE_COST_FRACTION: f64 = 0.03;
+/// Steps between the first sample (step 0, cold) and the first one that is timed.
+pub const FIRST_INTERVAL: u64 = 8;
+/// The longest interval between two samples.
+pub const MAX_EVERY: u64 = 1024;
+
+/// The last few values and their median.
+#[derive(Clone, Debug)]
+struct Recent {
+    values: std::collections::VecDeque<f64>,
+    cap: usize,
+}
+
+impl Recent {
+    fn new(cap: usize) -> Self {
+        Recent {
+            values: std::collections::VecDeque::with_capacity(cap),
+            cap,
+        }
+    }
+    fn push(&mut self, x: f64) {
+        if self.values.len() == self.cap {
+            self.values.pop_front();
+        }
+        self.values.push_back(x);
+    }
+    fn median(&self) -> Option<f64> {
+        if self.values.is_empty() {
+            return None;
+        }
+        let mut v: Vec<f64> = self.values.iter().copied().collect();
+        v.sort_by(f64::total_cmp);
+        Some(v[v.len() / 2])
+    }
+}
+
+impl Cadence {
+    /// `fixed`: sample every that many steps (1 = every step) instead of following the cost.
+    pub fn new(fixed: Option<u64>) -> Self {
+        let every = fixed.unwrap_or(FIRST_INTERVAL).max(1);
+        Cadence {
+            fixed,
+            every,
+            next: 0,
+            plain_s: Recent::new(15),
+            extra_s: Recent::new(5),
+            last_sample: None,
+            per_step_s: Recent::new(5),
+        }
+    }
+
+    /// Whether the step attempted after `applied` applied steps samples.
+    pub fn due(&self, applied: u64) -> bool {
+        applied >= self.next
+    }
+
+    /// The current interval between samples.
+    pub fn every(&self) -> u64 {
+        self.every
+    }
+
+    /// Books an attempted step, attempted after `applied` applied steps: `sampled` or not, its
+    /// wall seconds, and the trial's wall clock (seconds since it started) after it.
+    pub fn record(&mut self, applied: u64, sampled: bool, step_s: f64, elapsed_s: f64) {
+        // the first step is cold (allocations, first touch of every buffer): not timed
+        let cold = applied == 0;
+        if !sampled {
+            if !cold {
+                self.plain_s.push(step_s);
+            }
+            return;
+        }
+        if let (false, Some(p)) = (cold, self.plain_s.median()) {
+            self.extra_s.push((step_s - p).max(0.0));
+        }
+        // the trial's wall time per step between samples, evaluations included
+        if let Some((a, t)) = self.last_sample.filter(|&(a, _)| applied > a) {
+            self.per_step_s.push((elapsed_s - t) / (applied - a) as f64);
+        }
+        self.last_sample = Some((applied, elapsed_s));
+        let per_step = self.per_step_s.median();
+        if let (None, Some(extra), Some(per_step)) = (self.fixed, self.extra_s.median(), per_step) {
+            let budget = NOISE_COST_FRACTION * per_step;
+            let k = if budget > 0.0 {
+                (extra / budget).ceil().clamp(1.0, MAX_EVERY as f64)
+            } else {
+                1.0
+            };
+            self.every = (k as u64).next_power_of_two();
+        }
+        self.next = applied + self.every;
     }
 }
 
@@ -130,5 +305,168 @@ mod tests {
         let big = g2 + tr / 64.0;
         let (eg, et) = unbiased_estimates(8.0, small, 64.0, big);
         assert!((eg - g2).abs() < 1e-9 && (et - tr).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_half_batch_trace_is_unbiased_for_even_and_odd_batches() {
+        // per-example gradients G + ε, ε ~ N(0, diag σ²): tr Σ = Σ σ²
+        let d = 40;
+        let sig: Vec<f64> = (0..d).map(|i| 0.3 + 0.05 * i as f64).collect();
+        let tr: f64 = sig.iter().map(|s| s * s).sum();
+        let n01 = Normal::new(0.0, 1.0).unwrap();
+        for n in [2usize, 7, 64] {
+            let h = n / 2;
+            let mut rng = StdRng::seed_from_u64(n as u64);
+            let reps = 4000;
+            let mut mean = 0.0;
+            for _ in 0..reps {
+                let ex: Vec<Vec<f64>> = (0..n)
+                    .map(|_| sig.iter().map(|s| 1.0 + s * n01.sample(&mut rng)).collect())
+                    .collect();
+                let avg = |r: &[Vec<f64>]| -> Vec<f64> {
+                    (0..d)
+                        .map(|k| r.iter().map(|e| e[k]).sum::<f64>() / r.len() as f64)
+                        .collect()
+                };
+                let (gn, gh) = (avg(&ex), avg(&ex[..h]));
+                let diff: f64 = gn.iter().zip(&gh).map(|(a, b)| (a - b) * (a - b)).sum();
+                mean += trace_from_half(n, h, diff) / reps as f64;
+            }
+            assert!((mean / tr - 1.0).abs() < 0.05, "n = {n}: {mean} vs {tr}");
+        }
+    }
+
+    #[test]
+    fn the_cadence_follows_the_measured_cost_in_powers_of_two() {
+        // a sample costs 1 ms more than a 2 ms step: 3% of ~2 ms is ~61 µs → every 32 steps
+        let mut c = Cadence::new(None);
+        let mut samples = vec![];
+        let mut clock = 0.0;
+        for applied in 0..2000u64 {
+            let sampled = c.due(applied);
+            let mut step_s = if sampled { 3e-3 } else { 2e-3 };
+            if applied % 101 == 50 {
+                step_s *= 20.0; // the OS preempted this step: the medians ignore it
+            }
+            clock += step_s;
+            c.record(applied, sampled, step_s, clock);
+            if sampled {
+                samples.push(applied);
+            }
+        }
+        assert_eq!(&samples[..2], &[0, FIRST_INTERVAL]);
+        assert_eq!(c.every(), 32);
+        let gaps: Vec<u64> = samples.windows(2).skip(4).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.iter().all(|g| g.is_power_of_two()), "{gaps:?}");
+        let at_32 = gaps.iter().filter(|&&g| g == 32).count();
+        assert!(at_32 * 10 >= gaps.len() * 9, "{gaps:?}");
+        // a fixed cadence stays fixed
+        let mut f = Cadence::new(Some(1));
+        for applied in 0..10 {
+            assert!(f.due(applied));
+            f.record(applied, true, 1.0, applied as f64);
+        }
+        assert_eq!(f.every(), 1);
+    }
+
+    /// Today's (before sampling) estimator: EMAs of the two unbiased single-step estimates from
+    /// two micro-batches every step.
+    struct EveryStep {
+        g2: f64,
+        tr: f64,
+    }
+
+    impl EveryStep {
+        fn update(&mut self, b_small: f64, g2_small: f64, b_big: f64, g2_big: f64) {
+            let (g2, tr) = unbiased_estimates(b_small, g2_small, b_big, g2_big);
+            self.g2 = 0.95 * self.g2 + 0.05 * g2;
+            self.tr = 0.95 * self.tr + 0.05 * tr;
+        }
+        fn b_simple(&self) -> Option<f64> {
+            let v = self.tr / self.g2;
+            (self.g2 > 0.0 && v.is_finite()).then_some(v)
+        }
+    }
+
+    /// SGD on the noisy quadratic model (Zhang et al. 2019: curvature h_i = 1/i, per-example
+    /// gradient covariance H, so the true B_simple = Σh / Σ h²x² in closed form) with sampled
+    /// gradients, run to its target (expected loss ≤ 0.1, checked every 10 steps). Returns the mean
+    /// |ln(estimate / truth)| at the target over `seeds` trials (3 where there is no estimate) of
+    /// the every-step estimator and of the sampled ones (tr(Σ) every `every[j]` steps from the
+    /// half batch, |g_B|² every step), all on the same trajectories.
+    fn nqm_errors(batch: usize, lr: f64, every: &[u64], seeds: u64) -> (f64, Vec<f64>) {
+        let d = 1000;
+        let h: Vec<f64> = (1..=d).map(|i| 1.0 / i as f64).collect();
+        let tr: f64 = h.iter().sum();
+        let half = batch / 2;
+        let sd: Vec<f64> = h.iter().map(|h| (h / half as f64).sqrt()).collect();
+        let n01 = Normal::new(0.0, 1.0).unwrap();
+        let err = |v: Option<f64>, truth: f64| v.map_or(3.0, |v| (v / truth).ln().abs().min(3.0));
+        let (mut e_old, mut e_new) = (0.0, vec![0.0; every.len()]);
+        for seed in 0..seeds {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let mut x = vec![1.0; d];
+            let mut old = EveryStep { g2: 0.0, tr: 0.0 };
+            let mut new = vec![NoiseScaleEstimator::new(0.95); every.len()];
+            let (mut ga, mut gb, mut g) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
+            for t in 0..50_000u64 {
+                let (mut sa, mut sb, mut sg, mut diff) = (0.0, 0.0, 0.0, 0.0);
+                for i in 0..d {
+                    let hx = h[i] * x[i];
+                    ga[i] = hx + sd[i] * n01.sample(&mut rng);
+                    gb[i] = hx + sd[i] * n01.sample(&mut rng);
+                    g[i] = 0.5 * (ga[i] + gb[i]);
+                    sa += ga[i] * ga[i];
+                    sb += gb[i] * gb[i];
+                    sg += g[i] * g[i];
+                    diff += (g[i] - ga[i]) * (g[i] - ga[i]);
+                }
+                old.update(half as f64, 0.5 * (sa + sb), batch as f64, sg);
+                for (est, &k) in new.iter_mut().zip(every) {
+                    est.observe_step(batch as f64, sg);
+                    if t % k == 0 {
+                        est.observe_trace(trace_from_half(batch, half, diff));
+                    }
+                }
+                for i in 0..d {
+                    x[i] -= lr * g[i];
+                }
+                let loss: f64 = 0.5 * h.iter().zip(&x).map(|(h, x)| h * x * x).sum::<f64>();
+                if t % 10 == 9 && loss <= 0.1 {
+                    break;
+                }
+            }
+            let truth = tr / h.iter().zip(&x).map(|(h, x)| (h * x).powi(2)).sum::<f64>();
+            e_old += err(old.b_simple(), truth) / seeds as f64;
+            for (e, est) in e_new.iter_mut().zip(&new) {
+                *e += err(est.b_simple(), truth) / seeds as f64;
+            }
+        }
+        (e_old, e_new)
+    }
+
+    #[test]
+    fn on_the_nqm_sampling_does_not_grow_the_error() {
+        // B from deep in the noise-dominated regime (B_simple ≈ 10³ at the target) to near it;
+        // cadences as the cost rule picks them on the presets (every 8 to 32 steps).
+        let every = [8, 16, 32];
+        let mut total_old = 0.0;
+        let mut total = [0.0; 3];
+        for (batch, lr) in [(8, 0.3), (32, 0.6), (128, 1.0), (512, 1.5)] {
+            let (old, new) = nqm_errors(batch, lr, &every, 40);
+            eprintln!(
+                "B {batch}: |ln error| every step {old:.3}, sampled every {every:?}: {new:.3?}"
+            );
+            total_old += old;
+            for (t, e) in total.iter_mut().zip(new) {
+                *t += e;
+            }
+        }
+        for (every, t) in every.iter().zip(total) {
+            assert!(
+                t <= total_old,
+                "sampling every {every} steps: mean |ln error| {t:.3} > every step {total_old:.3}"
+            );
+        }
     }
 }

@@ -22,7 +22,7 @@ use super::dtype::compute_dtype;
 use super::exchange::{self, Reduced};
 use super::grads;
 use super::meter::{MeterOptions, StepSample, TrialMeter};
-use super::noise::NoiseScaleEstimator;
+use super::noise::{Cadence, NoiseScaleEstimator};
 use super::optim::Opt;
 use super::scaler::{LossScaler, ScaleDecision, ScalerConfig};
 use crate::core::panic_message;
@@ -31,11 +31,17 @@ use crate::data::{self, Dataset, ImageBatcher, TextBatcher};
 use crate::model::{Batch, Ctx, EvalSums, InputShape, Net};
 use crate::workload::spec::{Metric, Precision, Workload};
 
+/// A one-element tensor on the inner (non-autodiff) backend: a value the step reads back.
+type InnerScalar<B> = Tensor<<B as AutodiffBackend>::InnerBackend, 1>;
+
 /// Options that are not part of a trial's identity.
 #[derive(Clone, Debug)]
 pub struct TrainOptions {
-    /// Estimate the gradient noise scale every step.
+    /// Estimate the gradient noise scale (free at G ≥ 2; sampled at G = 1, see `noise_every`).
     pub noise_scale: bool,
+    /// One worker: sample tr(Σ) every this many steps (1 = every step). `None`: the cadence
+    /// follows the measured cost (`noise::Cadence`), the default.
+    pub noise_every: Option<u64>,
     /// Override of the fp16 loss scaler (default: 2^16, ×0.5, ×2 after 2000). Only fp16 scales
     /// the loss: fp32 and bf16 keep scale 1 (and skip non-finite steps) whatever is given here.
     pub scaler: Option<ScalerConfig>,
@@ -56,6 +62,7 @@ impl Default for TrainOptions {
     fn default() -> Self {
         TrainOptions {
             noise_scale: true,
+            noise_every: default_noise_every(),
             scaler: None,
             step_event_interval: Duration::from_millis(100),
             eval_batch: 1000,
@@ -64,6 +71,16 @@ impl Default for TrainOptions {
             cluster: None,
         }
     }
+}
+
+/// `noise_every` of `TrainOptions::default()`: `SCALING_LAB_NOISE_EVERY` when set to a number ≥ 1
+/// (for A/B measurements of the cadence with one binary, e.g. 1 = every step), else `None`
+/// (the cadence follows the measured cost).
+pub fn default_noise_every() -> Option<u64> {
+    std::env::var("SCALING_LAB_NOISE_EVERY")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&k| k >= 1)
 }
 
 /// Only one multi-replica trial at a time may use the process-wide collective server.
@@ -82,8 +99,8 @@ enum Cmd {
         lr: f64,
         loss_scale: f64,
         clip: Option<f64>,
-        /// One worker: split into two micro-batches for the noise scale.
-        micro: bool,
+        /// One worker: also the gradient of the first half of the batch, for a tr(Σ) sample.
+        sample: bool,
     },
     Eval,
     Stop,
@@ -91,18 +108,22 @@ enum Cmd {
 
 struct Report {
     loss: f64,
-    /// |g_shard|² (unscaled by the caller) — or mean of the two micro-batches with one worker;
-    /// NaN when the noise scale is off.
+    /// |g_shard|² (scaled by the loss scale²); NaN when the noise scale is off or G = 1.
     local_sq: f64,
     /// |mean g|² after the all-reduce (scaled).
     global_sq: f64,
+    /// One worker, sampled step: tr(Σ) from the half-batch gradient (scaled); NaN otherwise.
+    trace: f64,
     compute_s: f64,
     exchange_s: f64,
+    /// Blocking device→host reads this step took.
+    reads: u64,
 }
 
 enum Reply {
     Step(Report),
-    Eval(EvalSums),
+    /// The sums and the blocking reads the evaluation took.
+    Eval(EvalSums, u64),
     Failed(String),
 }
 
@@ -122,6 +143,10 @@ struct Worker<B: AutodiffBackend> {
     bucket_bytes: usize,
     /// Measure |g_shard|² for the noise scale.
     noise: bool,
+    /// Blocking device→host reads since the last reply.
+    reads: u64,
+    /// The validation batches on the device, after the first evaluation.
+    val: Option<Vec<(Batch<B::InnerBackend>, usize)>>,
 }
 
 impl<B: AutodiffBackend> Worker<B> {
@@ -146,39 +171,45 @@ impl<B: AutodiffBackend> Worker<B> {
         }
     }
 
-    fn backward(&self, batch: &Batch<B>, loss_scale: f64) -> (f64, GradientsParams) {
+    /// The batch's mean loss (on the device, not read) and the gradients of loss × `loss_scale`.
+    fn backward(
+        &self,
+        batch: &Batch<B>,
+        loss_scale: f64,
+    ) -> (Tensor<B::InnerBackend, 1>, GradientsParams) {
         let loss = self.net().loss(batch, &self.ctx);
-        let loss_val: f64 = loss.clone().into_scalar().elem_f64();
+        let value = loss.clone().inner();
         let scaled = if loss_scale != 1.0 {
             loss.mul_scalar(loss_scale)
         } else {
             loss
         };
         let g = scaled.backward();
-        (loss_val, GradientsParams::from_grads(g, self.net()))
+        (value, GradientsParams::from_grads(g, self.net()))
     }
 
+    /// One training step. Everything the coordinator needs (loss, norms, the finite check) comes
+    /// back from the device in **one** read at the end of the step.
     fn step(
         &mut self,
         shard: HostBatch,
         lr: f64,
         loss_scale: f64,
         clip: Option<f64>,
-        micro: bool,
+        sample: bool,
     ) -> anyhow::Result<Report> {
         let t0 = Instant::now();
         let batch = self.batch(&shard);
-        let (loss, g, micro_sq) = if micro && batch.len() >= 2 {
-            let (a, b) = split_half(&batch);
-            let (la, mut ga) = self.backward(&a, loss_scale);
-            let (lb, gb) = self.backward(&b, loss_scale);
-            let sa = grads::sq_norm(self.net(), &ga);
-            let sb = grads::sq_norm(self.net(), &gb);
-            grads::mean_into(self.net(), &mut ga, &gb);
-            ((la + lb) / 2.0, ga, Some((sa + sb) / 2.0))
+        let (loss, g) = self.backward(&batch, loss_scale);
+        // One worker, sampled step: the gradient of the first half of the batch beside the whole
+        // one's, |g − g_half|² for tr(Σ). The update uses the whole batch's gradient either way,
+        // so sampling never changes the trajectory.
+        let half = if sample && self.world == 1 && batch.len() >= 2 {
+            let (n, h) = (batch.len(), batch.len() / 2);
+            let (_, gh) = self.backward(&batch.narrow(0, h), loss_scale);
+            Some((n, h, grads::sq_dist(self.net(), &g, &gh)))
         } else {
-            let (l, g) = self.backward(&batch, loss_scale);
-            (l, g, None)
+            None
         };
         let compute_s = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
@@ -194,30 +225,36 @@ impl<B: AutodiffBackend> Worker<B> {
                 } else {
                     self.bucket_bytes
                 },
-                self.noise && micro_sq.is_none(),
+                self.noise,
             )?
         } else {
             Reduced::single(self.net(), g)
         };
+        let dev = &self.device;
+        let nan = || Tensor::<B::InnerBackend, 1>::from_data(TensorData::from([f32::NAN]), dev);
+        let local = reduced.local_sq.clone().unwrap_or_else(nan);
+        // Across nodes every node needs the global mean loss and local |g|², so that divergence
+        // and noise-scale decisions agree on every node: all-reduced on the device, read below.
+        let (loss, local) = if self.cluster.is_some() {
+            self.mean_over_nodes(loss, local)?
+        } else {
+            (loss, local)
+        };
+        let mut parts = vec![loss, reduced.global_sq.clone(), local];
+        if let Some((_, _, d)) = &half {
+            parts.push(d.clone());
+        }
+        let v = self.read(Tensor::cat(parts, 0))?;
         let exchange_s = if self.world > 1 {
             t1.elapsed().as_secs_f64()
         } else {
             0.0
         };
-        let local_sq = micro_sq.unwrap_or(reduced.local_sq);
-        // Across nodes every node needs the global mean loss and local |g|², so that divergence
-        // and noise-scale decisions agree on every node.
-        let (loss, local_sq) = if self.cluster.is_some() {
-            self.mean_over_nodes(loss, local_sq)?
-        } else {
-            (loss, local_sq)
+        let (loss, global_sq, local_sq) = (v[0], v[1], v[2]);
+        let trace = match half {
+            Some((n, h, _)) => super::noise::trace_from_half(n, h, v[3]),
+            None => f64::NAN,
         };
-        let exchange_s = if self.cluster.is_some() {
-            t1.elapsed().as_secs_f64()
-        } else {
-            exchange_s
-        };
-        let global_sq = reduced.global_sq;
         // Every replica sees bit-identical reduced gradients, so every replica makes the same
         // skip/apply decision as the coordinator's scaler.
         if global_sq.is_finite() {
@@ -234,38 +271,21 @@ impl<B: AutodiffBackend> Worker<B> {
             loss,
             local_sq,
             global_sq,
+            trace,
             compute_s,
             exchange_s,
+            reads: std::mem::take(&mut self.reads),
         })
     }
 
-    /// The mean of (loss, local |g|²) over every replica of every node.
-    fn mean_over_nodes(&self, loss: f64, local_sq: f64) -> anyhow::Result<(f64, f64)> {
-        let t = Tensor::<B::InnerBackend, 1>::from_data(
-            TensorData::new(vec![loss as f32, local_sq as f32], [2]),
-            &self.device,
-        );
-        let r = burn::collective::all_reduce::<B::InnerBackend>(
-            PeerId::from(self.rank),
-            t.into_primitive().tensor(),
-            ReduceOperation::Mean,
-        )
-        .map_err(|e| anyhow!("loss all-reduce failed on worker {}: {e:?}", self.rank))?;
-        let v: Vec<f32> =
-            Tensor::<B::InnerBackend, 1>::from_primitive(burn::tensor::TensorPrimitive::Float(r))
-                .into_data()
-                .to_vec()
-                .map_err(|e| anyhow!("loss all-reduce: {e:?}"))?;
-        Ok((v[0] as f64, v[1] as f64))
-    }
-
-    fn eval(&self) -> EvalSums {
-        let model = self.net().valid();
-        let mut sums = EvalSums::default();
+    /// The validation set as device batches of at most `eval_batch` examples, with the number of
+    /// predictions each scores; built once per trial (every evaluation reuses them).
+    fn val_batches(&self) -> Vec<(Batch<B::InnerBackend>, usize)> {
         let dev = &self.device;
         match &*self.data {
-            Dataset::Images(d) => {
-                for (x, y) in d.val_batches(self.eval_batch) {
+            Dataset::Images(d) => d
+                .val_batches(self.eval_batch)
+                .map(|(x, y)| {
                     let n = y.len();
                     let xb = Tensor::<B::InnerBackend, 4>::from_data(
                         TensorData::new(x, [n, d.channels, d.height, d.width]),
@@ -273,32 +293,76 @@ impl<B: AutodiffBackend> Worker<B> {
                     );
                     let yb =
                         Tensor::<B::InnerBackend, 1, Int>::from_data(TensorData::new(y, [n]), dev);
-                    add(
-                        &mut sums,
-                        model.eval_sums(&Batch::Images { x: xb, y: yb }, &self.ctx),
-                    );
-                }
-            }
+                    (Batch::Images { x: xb, y: yb }, n)
+                })
+                .collect(),
             Dataset::Text(d) => {
                 let per = (self.eval_batch / d.seq_len).max(1);
-                for (x, y) in d.val_batches(per) {
-                    let n = x.len() / d.seq_len;
-                    let xb = Tensor::<B::InnerBackend, 2, Int>::from_data(
-                        TensorData::new(x, [n, d.seq_len]),
-                        dev,
-                    );
-                    let yb = Tensor::<B::InnerBackend, 2, Int>::from_data(
-                        TensorData::new(y, [n, d.seq_len]),
-                        dev,
-                    );
-                    add(
-                        &mut sums,
-                        model.eval_sums(&Batch::Text { x: xb, y: yb }, &self.ctx),
-                    );
-                }
+                d.val_batches(per)
+                    .map(|(x, y)| {
+                        let n = x.len() / d.seq_len;
+                        let xb = Tensor::<B::InnerBackend, 2, Int>::from_data(
+                            TensorData::new(x, [n, d.seq_len]),
+                            dev,
+                        );
+                        let yb = Tensor::<B::InnerBackend, 2, Int>::from_data(
+                            TensorData::new(y, [n, d.seq_len]),
+                            dev,
+                        );
+                        (Batch::Text { x: xb, y: yb }, n * d.seq_len)
+                    })
+                    .collect()
             }
         }
-        sums
+    }
+
+    /// A blocking read of a small tensor back to the host (counted).
+    fn read(&mut self, t: Tensor<B::InnerBackend, 1>) -> anyhow::Result<Vec<f64>> {
+        self.reads += 1;
+        let d = t.into_data();
+        Ok(d.iter::<f64>().collect())
+    }
+
+    /// The mean of (loss, local |g|²) over every replica of every node, on the device.
+    fn mean_over_nodes(
+        &self,
+        loss: Tensor<B::InnerBackend, 1>,
+        local_sq: Tensor<B::InnerBackend, 1>,
+    ) -> anyhow::Result<(InnerScalar<B>, InnerScalar<B>)> {
+        let t = Tensor::cat(vec![loss, local_sq], 0);
+        let r = burn::collective::all_reduce::<B::InnerBackend>(
+            PeerId::from(self.rank),
+            t.into_primitive().tensor(),
+            ReduceOperation::Mean,
+        )
+        .map_err(|e| anyhow!("loss all-reduce failed on worker {}: {e:?}", self.rank))?;
+        let r =
+            Tensor::<B::InnerBackend, 1>::from_primitive(burn::tensor::TensorPrimitive::Float(r));
+        Ok((r.clone().narrow(0, 0, 1), r.narrow(0, 1, 1)))
+    }
+
+    /// Evaluates the replica on the validation set: every batch's sums stay on the device until
+    /// one read at the end (summed on the host in f64, in batch order, as before).
+    fn eval(&mut self) -> anyhow::Result<EvalSums> {
+        let model = self.net().valid();
+        if self.val.is_none() {
+            self.val = Some(self.val_batches());
+        }
+        let val = self.val.as_ref().expect("built above");
+        let stats: Vec<_> = val
+            .iter()
+            .map(|(batch, _)| model.eval_stats(batch, &self.ctx))
+            .collect();
+        let sizes: Vec<usize> = val.iter().map(|(_, n)| *n).collect();
+        let mut sums = EvalSums::default();
+        if stats.is_empty() {
+            return Ok(sums);
+        }
+        let v = self.read(Tensor::cat(stats, 0))?;
+        for (i, n) in sizes.into_iter().enumerate() {
+            add(&mut sums, EvalSums::from_stats(n, v[2 * i], v[2 * i + 1]));
+        }
+        Ok(sums)
     }
 }
 
@@ -306,15 +370,6 @@ fn add(a: &mut EvalSums, b: EvalSums) {
     a.nll += b.nll;
     a.errors += b.errors;
     a.count += b.count;
-}
-
-trait ElemF64 {
-    fn elem_f64(self) -> f64;
-}
-impl<E: burn::tensor::ElementConversion> ElemF64 for E {
-    fn elem_f64(self) -> f64 {
-        self.elem::<f64>()
-    }
 }
 
 fn images<B: AutodiffBackend>(
@@ -328,12 +383,6 @@ fn images<B: AutodiffBackend>(
         x: Tensor::from_data(TensorData::new(x, [n, d.channels, d.height, d.width]), dev),
         y: Tensor::from_data(TensorData::new(y, [n]), dev),
     }
-}
-
-fn split_half<B: AutodiffBackend>(b: &Batch<B>) -> (Batch<B>, Batch<B>) {
-    let n = b.len();
-    let h = n / 2;
-    (b.narrow(0, h), b.narrow(h, n - h))
 }
 
 fn worker_loop<B: AutodiffBackend>(
@@ -354,26 +403,8 @@ fn worker_loop<B: AutodiffBackend>(
     }
     while let Ok(cmd) = rx.recv() {
         let reply = match cmd {
-            Cmd::Step {
-                shard,
-                lr,
-                loss_scale,
-                clip,
-                micro,
-            } => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                w.step(shard, lr, loss_scale, clip, micro)
-            })) {
-                Ok(Ok(r)) => Reply::Step(r),
-                Ok(Err(e)) => Reply::Failed(format!("{e:#}")),
-                Err(p) => Reply::Failed(panic_message(&p)),
-            },
-            Cmd::Eval => {
-                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.eval())) {
-                    Ok(s) => Reply::Eval(s),
-                    Err(p) => Reply::Failed(panic_message(&p)),
-                }
-            }
             Cmd::Stop => break,
+            cmd => handle(&mut w, cmd),
         };
         let failed = matches!(reply, Reply::Failed(_));
         if tx.send((w.rank, reply)).is_err() || failed {
@@ -382,6 +413,31 @@ fn worker_loop<B: AutodiffBackend>(
     }
     if w.world > 1 {
         let _ = finish_collective::<B::InnerBackend>(PeerId::from(w.rank));
+    }
+}
+
+/// Runs a step or an evaluation on `w`: a panic or an error is a `Failed` reply.
+fn handle<B: AutodiffBackend>(w: &mut Worker<B>, cmd: Cmd) -> Reply {
+    match cmd {
+        Cmd::Step {
+            shard,
+            lr,
+            loss_scale,
+            clip,
+            sample,
+        } => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            w.step(shard, lr, loss_scale, clip, sample)
+        })) {
+            Ok(Ok(r)) => Reply::Step(r),
+            Ok(Err(e)) => Reply::Failed(format!("{e:#}")),
+            Err(p) => Reply::Failed(panic_message(&p)),
+        },
+        Cmd::Eval => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.eval())) {
+            Ok(Ok(s)) => Reply::Eval(s, std::mem::take(&mut w.reads)),
+            Ok(Err(e)) => Reply::Failed(format!("{e:#}")),
+            Err(p) => Reply::Failed(panic_message(&p)),
+        },
+        Cmd::Stop => Reply::Failed("stopped".into()),
     }
 }
 
@@ -455,6 +511,10 @@ pub fn run_trial<B: AutodiffBackend>(
     let (reply_tx, reply_rx) = channel::<(usize, Reply)>();
     let mut cmd_txs = Vec::with_capacity(world);
     let mut handles = Vec::with_capacity(world);
+    // One replica in one process, no thread budget: it runs on this thread (no hand-over to a
+    // worker thread and back, twice a step); otherwise one thread per replica.
+    let inline = world * nodes == 1 && pool_threads.is_none();
+    let mut inline_worker = None;
     for (rank, dev) in devices.iter().enumerate() {
         let replica = if rank == 0 {
             model.clone()
@@ -473,7 +533,13 @@ pub fn run_trial<B: AutodiffBackend>(
             eval_batch: opts.eval_batch,
             bucket_bytes: opts.bucket_bytes,
             noise: opts.noise_scale,
+            reads: 0,
+            val: None,
         };
+        if inline {
+            inline_worker = Some(std::cell::RefCell::new(w));
+            continue;
+        }
         let (ctx_tx, ctx_rx) = channel::<Cmd>();
         cmd_txs.push(ctx_tx);
         let rtx = reply_tx.clone();
@@ -503,6 +569,7 @@ pub fn run_trial<B: AutodiffBackend>(
     let workers = Workers {
         cmd: &cmd_txs,
         replies: &reply_rx,
+        inline: inline_worker,
     };
     let trial = Trial {
         workload,
@@ -510,6 +577,7 @@ pub fn run_trial<B: AutodiffBackend>(
         dataset: &dataset,
         shards: &shards,
         noise_scale: opts.noise_scale,
+        noise_every: opts.noise_every,
         nodes,
     };
     let result = coordinate(
@@ -553,14 +621,20 @@ pub fn scaler_config(
 }
 
 /// The coordinator's handles on its worker threads.
-struct Workers<'a> {
+struct Workers<'a, B: AutodiffBackend> {
     cmd: &'a [Sender<Cmd>],
     replies: &'a Receiver<(usize, Reply)>,
+    /// The one replica, on the coordinator's thread (then `cmd` is empty).
+    inline: Option<std::cell::RefCell<Worker<B>>>,
 }
 
-impl Workers<'_> {
+impl<B: AutodiffBackend> Workers<'_, B> {
     fn world(&self) -> usize {
-        self.cmd.len()
+        if self.inline.is_some() {
+            1
+        } else {
+            self.cmd.len()
+        }
     }
 
     /// Sends one step's shards and folds the replies: mean loss, mean |g_shard|², |mean g|²,
@@ -573,16 +647,31 @@ impl Workers<'_> {
         lr: f64,
         loss_scale: f64,
         clip: Option<f64>,
-        micro: bool,
+        sample: bool,
     ) -> anyhow::Result<Report> {
         let world = self.world();
+        if let Some(w) = &self.inline {
+            let shard = shards.into_iter().next().expect("one shard");
+            let cmd = Cmd::Step {
+                shard,
+                lr,
+                loss_scale,
+                clip,
+                sample,
+            };
+            return match handle(&mut w.borrow_mut(), cmd) {
+                Reply::Step(r) => Ok(r),
+                Reply::Failed(m) => anyhow::bail!("worker 0 failed: {m}"),
+                Reply::Eval(..) => unreachable!("no evaluation was asked for"),
+            };
+        }
         for (tx, shard) in self.cmd.iter().zip(shards) {
             tx.send(Cmd::Step {
                 shard,
                 lr,
                 loss_scale,
                 clip,
-                micro,
+                sample,
             })
             .map_err(|_| anyhow!("a worker stopped unexpectedly"))?;
         }
@@ -590,8 +679,10 @@ impl Workers<'_> {
             loss: 0.0,
             local_sq: 0.0,
             global_sq: f64::NAN,
+            trace: f64::NAN,
             compute_s: 0.0,
             exchange_s: f64::INFINITY,
+            reads: 0,
         };
         for _ in 0..world {
             let (rank, r) = self
@@ -604,19 +695,28 @@ impl Workers<'_> {
                     sum.local_sq += r.local_sq / world as f64;
                     if rank == 0 {
                         sum.global_sq = r.global_sq;
+                        sum.trace = r.trace;
                     }
+                    sum.reads += r.reads;
                     sum.compute_s = sum.compute_s.max(r.compute_s);
                     sum.exchange_s = sum.exchange_s.min(r.exchange_s);
                 }
                 Reply::Failed(m) => anyhow::bail!("worker {rank} failed: {m}"),
-                Reply::Eval(_) => unreachable!("no evaluation was asked for"),
+                Reply::Eval(..) => unreachable!("no evaluation was asked for"),
             }
         }
         Ok(sum)
     }
 
-    /// Evaluates worker 0's replica on the validation set.
-    fn eval(&self) -> anyhow::Result<EvalSums> {
+    /// Evaluates worker 0's replica on the validation set; with the reads it took.
+    fn eval(&self) -> anyhow::Result<(EvalSums, u64)> {
+        if let Some(w) = &self.inline {
+            return match handle(&mut w.borrow_mut(), Cmd::Eval) {
+                Reply::Eval(s, reads) => Ok((s, reads)),
+                Reply::Failed(m) => anyhow::bail!("worker 0 failed during evaluation: {m}"),
+                Reply::Step(_) => unreachable!("no step was asked for"),
+            };
+        }
         self.cmd[0]
             .send(Cmd::Eval)
             .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?;
@@ -626,7 +726,7 @@ impl Workers<'_> {
                 .recv()
                 .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?
             {
-                (_, Reply::Eval(s)) => return Ok(s),
+                (_, Reply::Eval(s, reads)) => return Ok((s, reads)),
                 (r, Reply::Failed(m)) => {
                     anyhow::bail!("worker {r} failed during evaluation: {m}")
                 }
@@ -702,17 +802,18 @@ struct Trial<'a> {
     /// The replicas' rows of a global batch.
     shards: &'a [std::ops::Range<usize>],
     noise_scale: bool,
+    noise_every: Option<u64>,
     /// Processes (nodes) the trial spans; `world` replicas per node.
     nodes: usize,
 }
 
 /// The trial loop: data order, LR schedule, loss scaler and noise scale here; budget, cadence,
 /// divergence, target, events and the outcome in the meter.
-fn coordinate(
+fn coordinate<B: AutodiffBackend>(
     trial: &Trial<'_>,
     mut scaler: LossScaler,
     mut meter: TrialMeter<'_>,
-    workers: &Workers<'_>,
+    workers: &Workers<'_, B>,
     emit: &mut dyn FnMut(TrialEvent),
     cancel: &CancelToken,
 ) -> anyhow::Result<TrialOutcome> {
@@ -722,19 +823,20 @@ fn coordinate(
         dataset,
         shards,
         noise_scale,
+        noise_every,
         nodes,
     } = *trial;
-    let world = workers.world() * nodes;
+    let local = workers.world();
+    let world = local * nodes;
     let b = spec.batch_size;
     let mp = &spec.metaparams;
     let mut noise = NoiseScaleEstimator::new(0.95);
-    let micro = noise_scale && world == 1 && b >= 2;
-    let b_small = if world > 1 {
-        (b / world) as f64
-    } else {
-        (b / 2) as f64
-    };
+    // G ≥ 2: every step, from the exchange's buffers. G = 1: a half-batch gradient on the steps
+    // the cadence picks (from the measured cost, or every `noise_every` steps).
+    let mut cadence = (noise_scale && world == 1 && b >= 2).then(|| Cadence::new(noise_every));
+    let b_small = (b / world.max(1)) as f64;
     let mut sampler = Sampler::new(dataset, shards, spec.seed);
+    let started = Instant::now();
 
     meter.start(emit);
     let outcome = loop {
@@ -742,16 +844,19 @@ fn coordinate(
             break o;
         }
         let t_step = Instant::now();
-        let lr = mp.schedule.lr_at(mp.learning_rate, meter.applied());
+        let before = meter.applied();
+        let lr = mp.schedule.lr_at(mp.learning_rate, before);
         let loss_scale = scaler.scale();
-        let stepped = workers.step(sampler.next(b), lr, loss_scale, workload.grad_clip, micro);
+        let sampled = cadence.as_ref().is_some_and(|c| c.due(before));
+        let stepped = workers.step(sampler.next(b), lr, loss_scale, workload.grad_clip, sampled);
         // out of device memory at this B: an outcome, not an error (the sweep goes on)
-        let r = match super::oom::or_oom(stepped, b, meter.applied())? {
+        let r = match super::oom::or_oom(stepped, b, before)? {
             Ok(r) => r,
             Err(oom) => break oom,
         };
         let step_s = t_step.elapsed().as_secs_f64();
         let applied = scaler.update(r.global_sq.is_finite()) == ScaleDecision::Apply;
+        meter.add_reads(r.reads, local as u64, false);
         let sample = StepSample {
             applied: applied as u64,
             attempted: 1,
@@ -766,16 +871,28 @@ fn coordinate(
         if let Some(o) = meter.record(sample) {
             break o;
         }
-        if applied && noise_scale && (world > 1 || micro) {
+        if let Some(c) = cadence.as_mut() {
+            c.record(before, sampled, step_s, started.elapsed().as_secs_f64());
+        }
+        if applied && noise_scale {
             let s2 = loss_scale * loss_scale;
-            noise.update(b_small, r.local_sq / s2, b as f64, r.global_sq / s2);
+            if world > 1 {
+                noise.update(b_small, r.local_sq / s2, b as f64, r.global_sq / s2);
+            } else if b >= 2 {
+                noise.observe_step(b as f64, r.global_sq / s2);
+                if sampled {
+                    noise.observe_trace(r.trace / s2);
+                }
+            }
             meter.set_noise(noise.b_simple());
+            meter.set_noise_sampling(noise.samples, cadence.as_ref().map_or(1, |c| c.every()));
         }
         if meter.progress(emit) {
-            let sums = match super::oom::or_oom(workers.eval(), b, meter.applied())? {
+            let (sums, reads) = match super::oom::or_oom(workers.eval(), b, meter.applied())? {
                 Ok(s) => s,
                 Err(oom) => break oom,
             };
+            meter.add_reads(reads, 1, true);
             let metric = metric_of(workload, &sums);
             if let Some(o) = meter.eval(metric, emit) {
                 break o;

@@ -86,7 +86,7 @@ pub fn scripted_outcome(spec: &TrialSpec, k: usize, cfg: &SweepConfig) -> TrialO
         evals,
         noise: NoiseSummary {
             b_simple: Some(150.0 + spec.batch_size as f64 / 64.0),
-            trajectory: vec![],
+            ..Default::default()
         },
         throughput: Throughput {
             examples_per_s: 50_000.0,
