@@ -286,6 +286,7 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
                 metric,
                 value: target * scale,
             },
+            targets: Vec::new(),
             eval_every: 1,
             eval_growth: 0.0,
             step_budget: max_steps,

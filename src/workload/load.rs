@@ -579,6 +579,41 @@ pub fn check(p: &Preset) -> Vec<Problem> {
         _ => {}
     }
 
+    // The ladder (issue 22): looser rungs read from the same trials; the goal is the strictest.
+    if w.targets.len() > MAX_TARGETS {
+        bad(
+            &["workload", "targets"],
+            format!("{} targets: at most {MAX_TARGETS}", w.targets.len()),
+        );
+    }
+    for (i, &t) in w.targets.iter().enumerate() {
+        let in_range = match w.target.metric {
+            Metric::ValError => in_open_unit(t),
+            Metric::ValBpc => t > 0.0 && t < 8.0,
+            Metric::NqmLoss => pos(t),
+        };
+        if !in_range {
+            bad(
+                &["workload", "targets"],
+                format!(
+                    "targets: {t} is out of range for {}",
+                    w.target.metric.name()
+                ),
+            );
+        } else if t <= v {
+            bad(
+                &["workload", "targets"],
+                format!(
+                    "targets: {t} is not looser than the goal {v}: target.value is the strictest \
+                     rung (trials run until they meet it), so set it to the strictest value and list \
+                     the looser ones in targets"
+                ),
+            );
+        } else if w.targets[..i].contains(&t) {
+            bad(&["workload", "targets"], format!("targets: {t} is listed twice"));
+        }
+    }
+
     // Model sizes and dataset settings: (key, whether it is wrong, message), in document order.
     let positive = |k: &'static str, zero: bool| -> (&'static str, bool, String) {
         (k, zero, format!("{k} must be > 0"))
@@ -855,6 +890,8 @@ pub const MAX_BATCH_SIZES: usize = 4_096;
 pub const MAX_WORKERS: usize = 1_024;
 pub const MAX_CONCURRENCY: usize = 1_024;
 pub const MAX_BATCH_SIZE: usize = 1 << 30;
+/// Largest number of rungs in a ladder of targets (`workload.targets`).
+pub const MAX_TARGETS: usize = 32;
 /// Smallest validation set whose error rate is worth a target (one image = 0 % or 100 %).
 pub const MIN_VAL_EXAMPLES: usize = 10;
 
