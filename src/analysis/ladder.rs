@@ -304,3 +304,187 @@ pub fn s_min_trend(curve: &[BcritPoint]) -> Option<Trend> {
         .collect();
     trend(&pts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::steps::{censoring_hides_best, observe, Observation, Reading};
+    use crate::core::trial::{EvalPoint, Outcome, TrialOutcome, TrialSpec};
+    use crate::workload::spec::{Metaparams, Metric, Target};
+
+    fn curve(id: u64, b: usize, pts: &[(u64, f64)], outcome: Outcome) -> TrialRecord {
+        let spec = TrialSpec {
+            trial_id: id,
+            ..TrialSpec::cpu(b, Metaparams::new(0.1, 0.9))
+        };
+        let steps = pts.last().map(|p| p.0).unwrap_or(0);
+        let mut o = TrialOutcome::bare(outcome, steps);
+        o.evals = pts
+            .iter()
+            .map(|&(step, metric)| EvalPoint {
+                step,
+                metric,
+                train_loss: 0.0,
+            })
+            .collect();
+        TrialRecord::new(spec, o)
+    }
+
+    fn at(v: f64) -> Reading {
+        Reading::At(Target {
+            metric: Metric::ValError,
+            value: v,
+        })
+    }
+
+    #[test]
+    fn observations_read_the_curve_and_why_it_ends() {
+        let pts = [(10, 0.5), (20, 0.2), (30, 0.08)];
+        // reached the goal 0.08 at 30: a looser 0.2 at 20; a stricter 0.05 censored at 30
+        let t = curve(0, 8, &pts, Outcome::Reached { step: 30 });
+        assert_eq!(observe(&t, &Reading::Goal), Observation::Reached { step: 30 });
+        assert_eq!(observe(&t, &at(0.2)), Observation::Reached { step: 20 });
+        assert_eq!(observe(&t, &at(0.3)), Observation::Reached { step: 20 });
+        assert_eq!(
+            observe(&t, &at(0.05)),
+            Observation::Censored {
+                at: 30,
+                early_stopped: false
+            }
+        );
+        // met 0.2 and diverged later: it did meet it
+        let d = curve(1, 8, &[(10, 0.3), (20, 0.15), (30, f64::NAN)], Outcome::Diverged {
+            step: 30,
+        });
+        assert_eq!(observe(&d, &at(0.2)), Observation::Reached { step: 20 });
+        assert_eq!(observe(&d, &at(0.1)), Observation::Diverged { step: 30 });
+        // cut by early stopping at 20
+        let e = curve(
+            2,
+            8,
+            &[(10, 0.6), (20, 0.3)],
+            Outcome::NotReached {
+                budget: 20,
+                early_stopped: true,
+            },
+        );
+        assert_eq!(
+            observe(&e, &at(0.2)),
+            Observation::Censored {
+                at: 20,
+                early_stopped: true
+            }
+        );
+        assert_eq!(observe(&e, &at(0.4)), Observation::Reached { step: 20 });
+        // ran its budget: not reached, whatever the target
+        let n = curve(
+            3,
+            8,
+            &[(10, 0.6), (20, 0.5)],
+            Outcome::NotReached {
+                budget: 20,
+                early_stopped: false,
+            },
+        );
+        assert_eq!(observe(&n, &at(0.2)), Observation::NotReached { budget: 20 });
+        // an imported trial that went on past the goal: not censored at a stricter target
+        let mut imp = curve(4, 8, &[(10, 0.1), (20, 0.09), (30, 0.07)], Outcome::Reached { step: 10 });
+        imp.outcome.steps = 30;
+        assert_eq!(observe(&imp, &at(0.08)), Observation::Reached { step: 30 });
+        assert_eq!(observe(&imp, &at(0.05)), Observation::NotReached { budget: 30 });
+        let c = curve(5, 8, &[(10, 0.01)], Outcome::Cancelled { step: 10 });
+        assert_eq!(observe(&c, &at(0.2)), Observation::Cancelled);
+    }
+
+    #[test]
+    fn a_censored_trial_hides_the_best_only_below_it() {
+        let r = |s| Observation::Reached { step: s };
+        let c = |a| Observation::Censored {
+            at: a,
+            early_stopped: true,
+        };
+        assert!(!censoring_hides_best(&[r(30), c(30), c(40)]));
+        assert!(censoring_hides_best(&[r(30), c(20)]));
+        assert!(censoring_hides_best(&[c(20), Observation::NotReached { budget: 50 }]));
+        assert!(!censoring_hides_best(&[Observation::NotReached { budget: 50 }]));
+    }
+
+    #[test]
+    fn a_stricter_target_is_not_measured_and_not_fitted() {
+        // goal 0.1: trial 0 stops at 20 (0.09), trial 1 at 30 (0.05: met 0.06 at 30, after 0 stopped)
+        let trials: Vec<TrialRecord> = [8usize, 16, 32]
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &b)| {
+                let k = i as u64 * 100;
+                vec![
+                    curve(k, b, &[(10, 0.5), (20, 0.09)], Outcome::Reached { step: 20 }),
+                    curve(k + 1, b, &[(10, 0.5), (20, 0.3), (30, 0.05)], Outcome::Reached {
+                        step: 30,
+                    }),
+                ]
+            })
+            .collect();
+        let study = crate::core::analysis::Study::bare(
+            Target {
+                metric: Metric::ValError,
+                value: 0.1,
+            },
+            crate::workload::spec::OptimizerKind::Sgd,
+        );
+        let goal = crate::analysis::analyze(&study, &trials);
+        assert!(goal.per_batch.iter().all(|p| p.steps == Some(20)));
+        let strict = crate::analysis::analyze(&study.at(0.06), &trials);
+        assert!(strict
+            .per_batch
+            .iter()
+            .all(|p| p.not_measured && p.steps.is_none()));
+        assert!(strict.fit.is_none() && strict.regimes.is_empty());
+        assert!(matches!(
+            strict.notes.first(),
+            Some(crate::core::analysis::Note::NotMeasured { goal, .. }) if *goal == 0.1
+        ));
+        assert_eq!(strict.goal, Some(study.goal));
+        let loose = crate::analysis::analyze(&study.at(0.4), &trials);
+        assert!(loose
+            .per_batch
+            .iter()
+            .all(|p| !p.not_measured && p.steps == Some(20)));
+        assert_eq!(loose.per_batch[0].counts.reached, 2);
+    }
+
+    #[test]
+    fn trend_recovers_a_power_law_and_says_when_it_cannot() {
+        // B_crit = 3 · T^-0.5 with ±10 % intervals
+        let pts: Vec<(f64, f64, Option<[f64; 2]>)> = [0.4, 0.2, 0.1, 0.05, 0.025]
+            .iter()
+            .map(|&t: &f64| {
+                let y = 3.0 * t.powf(-0.5);
+                (t, y, Some([y / 1.1, y * 1.1]))
+            })
+            .collect();
+        let tr = trend(&pts).unwrap();
+        assert!((tr.exponent + 0.5).abs() < 1e-9, "{tr:?}");
+        assert!((tr.prefactor - 3.0).abs() < 1e-6);
+        assert_eq!(tr.verdict, TrendVerdict::Grows);
+        assert!((tr.at(0.1) - 3.0 * 0.1f64.powf(-0.5)).abs() < 1e-6);
+        // flat within wide intervals: unresolved
+        let flat: Vec<(f64, f64, Option<[f64; 2]>)> = [(0.4, 10.0), (0.2, 12.0), (0.1, 9.0)]
+            .iter()
+            .map(|&(t, y)| (t, y, Some([y / 4.0, y * 4.0])))
+            .collect();
+        assert_eq!(trend(&flat).unwrap().verdict, TrendVerdict::Unresolved);
+        assert!(trend(&pts[..1]).is_none());
+    }
+
+    #[test]
+    fn ladders_are_loosest_first_and_geometric_above_a_single_goal() {
+        assert_eq!(order_loosest_first(&[0.04, 0.2, 0.1, 0.2]), vec![0.2, 0.1, 0.04]);
+        assert_eq!(round_sig(0.0565685, 2), 0.057);
+        // first evaluations at 0.9: ceiling 0.45
+        let t = curve(0, 8, &[(2, 0.9), (4, 0.03)], Outcome::Reached { step: 4 });
+        let l = geometric_ladder(0.04, &[t.clone(), t]);
+        assert_eq!(l, vec![0.32, 0.23, 0.16, 0.11, 0.08, 0.057, 0.04]);
+        assert_eq!(geometric_ladder(0.04, &[]), vec![0.04]);
+    }
+}

@@ -78,12 +78,14 @@ pub fn of_trials(
 /// "B_crit ∝ target^−0.62 [−0.95, −0.29] over 5 rungs: grows as the target tightens".
 pub fn trend_text(what: &str, t: &Trend) -> String {
     let verdict = match t.verdict {
-        TrendVerdict::Grows => "grows as the target tightens",
-        TrendVerdict::Shrinks => "shrinks as the target tightens",
-        TrendVerdict::Unresolved => "no trend resolved (the interval contains 0)",
+        TrendVerdict::Grows => format!("{what} grows as the target tightens"),
+        TrendVerdict::Shrinks => format!("{what} shrinks as the target tightens"),
+        TrendVerdict::Unresolved => {
+            format!("no trend in {what} resolved (the exponent's interval contains 0)")
+        }
     };
     format!(
-        "{what} ∝ target^{:.2} [{:.2}, {:.2}] over {} rungs: {what} {verdict}",
+        "{what} ∝ target^{:.2} [{:.2}, {:.2}] over {} rungs: {verdict}",
         t.exponent, t.exponent_ci[0], t.exponent_ci[1], t.rungs
     )
 }
