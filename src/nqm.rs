@@ -165,6 +165,11 @@ impl NqmState {
         }
     }
 
+    /// The momentum γ (β1 of the "adam") this state applies: 0 for SGD.
+    pub fn momentum(&self) -> f64 {
+        self.update.gamma
+    }
+
     /// Expected loss ½·Σ h_i·E x_i².
     pub fn loss(&self) -> f64 {
         0.5 * self

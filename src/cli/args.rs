@@ -121,12 +121,14 @@ pub struct TrainArgs {
     /// Scale the learning rate from --base-batch to --batch-size.
     #[arg(long, value_enum)]
     pub lr_rule: Option<LrRuleArg>,
-    #[arg(long, default_value_t = 128, allow_negative_numbers = true, value_parser = positive(u64::MAX))]
-    pub base_batch: usize,
+    /// The batch size --lr-rule scales from (default: the preset's `search.base_batch`).
+    #[arg(long, allow_negative_numbers = true, value_parser = positive(u64::MAX))]
+    pub base_batch: Option<usize>,
     #[arg(long, value_enum)]
     pub precision: Option<PrecisionArg>,
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-    pub seed: u64,
+    /// Seed of initialisation and data order (default 0).
+    #[arg(long, allow_negative_numbers = true)]
+    pub seed: Option<u64>,
     /// Step budget (default: the preset's).
     #[arg(long, allow_negative_numbers = true, value_parser = positive_u64())]
     pub steps: Option<u64>,

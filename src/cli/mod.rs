@@ -7,6 +7,7 @@
 //! anything the library did not render (`report` renders, `cli` writes).
 
 pub mod args;
+pub mod checks;
 pub mod export;
 pub mod misc;
 pub mod report;
@@ -74,7 +75,17 @@ pub fn clap_error(e: clap::Error) -> ExitCode {
         .lines()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("error: bad arguments");
-    eprintln!("{}", first.trim_end());
+    let mut line = first.trim_end().to_string();
+    // "the following required arguments were not provided:" lists them on the next lines: name
+    // them on this one.
+    if e.kind() == clap::error::ErrorKind::MissingRequiredArgument {
+        if let Some(clap::error::ContextValue::Strings(args)) =
+            e.get(clap::error::ContextKind::InvalidArg)
+        {
+            line = format!("{line} {}", args.join(", "));
+        }
+    }
+    eprintln!("{line}");
     ExitCode::from(2)
 }
 

@@ -18,10 +18,11 @@ use scaling_lab::runlog::link_table::find_link_table;
 use scaling_lab::sweep::overrides::{check_config, SweepOverrides};
 use scaling_lab::sweep::{self, SweepConfig, SweepControl};
 use scaling_lab::train::TrainOptions;
+use scaling_lab::workload::applied::Setting;
 use scaling_lab::workload::load::find_preset;
 
 use super::args::SweepArgs;
-use super::{check_problems, on_interrupt, out, outln, read_log, stdout_closed, usage, CmdResult};
+use super::{on_interrupt, out, outln, read_log, stdout_closed, usage, CmdResult};
 
 /// Largest device count of the projection printed after a sweep.
 const SWEEP_MAX_DEVICES: usize = 1024;
@@ -200,7 +201,10 @@ pub fn sweep_config(
         .clone()
         .ok_or_else(|| usage("give a preset (e.g. digits-mlp-momentum) or --resume LOG"))?;
     let (path, preset) = find_preset(&name).map_err(|e| usage(format!("preset: {e}")))?;
-    let mut cfg = SweepConfig::from_preset(preset, Some(path), runs_dir);
+    let many = a.devices.workers.is_some_and(|n| n > 1);
+    super::checks::refuse_unused_flags(&preset.workload, &[(many, "--workers", Setting::Workers)])?;
+    super::checks::preflight_data(&preset.workload, &path)?;
+    let mut cfg = SweepConfig::from_preset(preset, Some(path.clone()), runs_dir);
     let overrides = SweepOverrides {
         batch_sizes: a.batch_sizes.clone(),
         trials: a.trials,
@@ -212,7 +216,19 @@ pub fn sweep_config(
         targets: a.targets.clone(),
         ..Default::default()
     };
-    check_problems(&overrides.apply(&mut cfg))?;
+    // A problem with a setting no flag gave is the preset's (file:line:col), not a flag's.
+    let given = |field: &str| match field {
+        "batch_sizes" => a.batch_sizes.is_some(),
+        "shards" => a.batch_sizes.is_some() || overrides.devices.is_some(),
+        "trials" => a.trials.is_some(),
+        "workers" => overrides.devices.is_some(),
+        "concurrency" => a.concurrency.is_some(),
+        "precision" => a.precision.is_some(),
+        "target" => a.target.is_some(),
+        _ => true,
+    };
+    let problems = overrides.apply(&mut cfg);
+    super::checks::check_blamed(&problems, &given, &path, &cfg.batch_sizes)?;
     if a.concurrency.is_some() {
         // an explicit --concurrency wins over the scheduler's choice
         cfg.preset.sweep.auto_concurrency = false;
@@ -287,6 +303,12 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
             .ok()
             .and_then(|(_, e)| e);
         if let Some(w) = sweep::layout::gpu_scale_warning(&cfg, est.as_ref()) {
+            eprintln!("warning: {w}");
+        }
+    }
+    if resume.is_none() {
+        // say the bound before a sweep that long starts
+        if let Some(w) = super::checks::long_sweep_warning(&cfg, runner.as_ref()) {
             eprintln!("warning: {w}");
         }
     }

@@ -585,10 +585,10 @@ fn text_data(
     let need = spec.seq_len + 1;
     if train.len() < need || val.len() < need {
         return Err(DataError::Spec(format!(
-            "{name}: {} training and {} validation bytes (max_bytes {:?}, val_fraction {}) — each needs at least seq_len + 1 = {need}",
+            "{name}: {} training and {} validation bytes (max_bytes {}, val_fraction {}) — each needs at least seq_len + 1 = {need}",
             train.len(),
             val.len(),
-            spec.max_bytes,
+            spec.max_bytes.map_or("unset".to_string(), |m| m.to_string()),
             spec.val_fraction
         )));
     }

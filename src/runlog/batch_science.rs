@@ -340,6 +340,11 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
         }),
         adaptive: None,
     };
+    // As the source's optimizer applied them (no β2/ε without Adam, …): what a reader sees.
+    for t in &mut trials {
+        t.spec.metaparams =
+            crate::workload::applied::as_applied(&header.preset.workload, &t.spec.metaparams);
+    }
     let mut warnings = Vec::new();
     if ignored > 0 {
         warnings.push(format!(

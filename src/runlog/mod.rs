@@ -14,6 +14,7 @@ pub mod batch_science;
 pub mod export;
 pub mod link_table;
 pub mod reader;
+pub mod validate;
 pub mod writer;
 
 pub use reader::{read_run_log, LogStatus, RunLog, RunLogError, RunLogTail};

@@ -178,16 +178,20 @@ pub fn metaparams_at(preset: &Preset, b: usize, u: [f64; 4]) -> Metaparams {
     } else {
         d.schedule.warmup_steps
     };
-    Metaparams {
-        learning_rate,
-        momentum,
-        beta2: d.beta2,
-        epsilon: d.epsilon,
-        schedule: Schedule {
-            warmup_steps,
-            decay,
+    // As the optimizer applies them: the record states only what ran (no γ for SGD, …).
+    crate::workload::applied::as_applied(
+        w,
+        &Metaparams {
+            learning_rate,
+            momentum,
+            beta2: d.beta2,
+            epsilon: d.epsilon,
+            schedule: Schedule {
+                warmup_steps,
+                decay,
+            },
         },
-    }
+    )
 }
 
 /// Rejects search spaces the plan cannot sample (clear message instead of NaN metaparameters).

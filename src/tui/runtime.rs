@@ -262,8 +262,7 @@ impl Executor {
                 let status = loader::run_status(&log, active.as_deref(), modified);
                 let tailing = status == super::app::RunStatus::Running;
                 self.dir_tail = None;
-                self.tail = tailing
-                    .then(|| RunLogTail::from_offset(&path, log.valid_len, log.trials.len() + 1));
+                self.tail = tailing.then(|| RunLogTail::after(&log));
                 self.send(Msg::LogOpened {
                     log: Box::new(log),
                     tailing,
@@ -313,7 +312,11 @@ impl Executor {
             }
         }
         let Some(t) = self.tail.as_mut() else { return };
-        match t.poll() {
+        let polled = t.poll();
+        if let Some(w) = t.take_warnings().first() {
+            self.send(Msg::Error(format!("warning: {w}")));
+        }
+        match polled {
             Ok(lines) if !lines.is_empty() => {
                 if lines.iter().any(|l| matches!(l, LogLine::Summary(_))) {
                     self.tail = None;

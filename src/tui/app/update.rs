@@ -91,6 +91,15 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             }
             app.goto(Screen::Live);
             app.back = Screen::Runs;
+            // The run-log validator's warnings (file:line), as `report` prints them.
+            if let Some(w) = log.warnings.first() {
+                let more = log.warnings.len() - 1;
+                app.flash = Some(if more > 0 {
+                    format!("warning: {w} (+{more} more: `scaling-lab report` lists them)")
+                } else {
+                    format!("warning: {w}")
+                });
+            }
         }
         Msg::LogLines(lines) => {
             let now = app.now;
