@@ -58,7 +58,10 @@ fn fails(args: &[&str]) -> (i32, String) {
 fn report_at_a_looser_target_is_the_same_report_read_there() {
     let log = golden("digits-momentum-2workers.jsonl");
     let goal = json(&["report", &log, "--json"]);
-    assert!(goal.get("goal").is_none(), "the goal reading has no goal field");
+    assert!(
+        goal.get("goal").is_none(),
+        "the goal reading has no goal field"
+    );
     let at = json(&["report", &log, "--json", "--target", "0.1"]);
     assert_valid(&schema(), &at, "report --target --json");
     assert_eq!(at["target"], "val_error <= 0.1");
@@ -83,7 +86,10 @@ fn report_at_a_looser_target_is_the_same_report_read_there() {
     }
     let text = run(&["report", &log, "--target", "0.1"]);
     assert!(text.contains("target val_error <= 0.1"), "{text}");
-    assert!(text.contains("the sweep ran to its goal val_error <= 0.04"), "{text}");
+    assert!(
+        text.contains("the sweep ran to its goal val_error <= 0.04"),
+        "{text}"
+    );
     assert!(text.contains("fit S = S_min"), "{text}");
     // the goal itself, named explicitly: byte for byte today's report
     assert_eq!(
@@ -170,7 +176,10 @@ fn compare_and_an_import_read_other_targets() {
     let c = run(&["compare", &a, &imported, "--target", "0.05"]);
     assert!(c.contains("val_error <= 0.05"), "{c}");
     let c = run(&["compare", &a, &imported, "--targets", "0.2,0.1,0.05"]);
-    assert!(c.contains("#1 B_crit [95%]") && c.contains("#2 B_crit [95%]"), "{c}");
+    assert!(
+        c.contains("#1 B_crit [95%]") && c.contains("#2 B_crit [95%]"),
+        "{c}"
+    );
     assert_eq!(
         c.lines()
             .filter(|l| l.trim_start().starts_with("0.1 "))
@@ -198,7 +207,14 @@ fn export_bcrit_svg_plots_the_ladder() {
         assert!(text.contains(needle), "missing {needle}");
     }
     let svg2 = dir.path().join("b2.svg").display().to_string();
-    run(&["export", &log, "--bcrit-svg", &svg2, "--targets", "0.3,0.1,0.04"]);
+    run(&[
+        "export",
+        &log,
+        "--bcrit-svg",
+        &svg2,
+        "--targets",
+        "0.3,0.1,0.04",
+    ]);
     let (code, err) = fails(&["export", &log, "--targets", "0.1"]);
     assert_eq!(code, 2, "{err}");
 }
@@ -210,7 +226,10 @@ fn bad_target_inputs_are_one_clear_usage_error() {
         (vec!["--target", "1.5"], "--target: 1.5 is out of range"),
         (vec!["--target", "0"], "--target:"),
         (vec!["--target", "nan"], "--target:"),
-        (vec!["--targets", "0.1,abc"], "--targets: `abc` is not a number"),
+        (
+            vec!["--targets", "0.1,abc"],
+            "--targets: `abc` is not a number",
+        ),
         (vec!["--targets", "0.1,-0.2"], "--targets:"),
         (vec!["--targets", ""], "--targets:"),
         (vec!["--target", "0.1", "--targets", "0.2"], "--target"),
@@ -252,12 +271,37 @@ fn a_ladder_sweep_runs_to_the_strictest_rung() {
     )
     .unwrap();
     assert_eq!(header["schema"], 2);
+    // every line of the schema-2 log, and of a schema-1 fixture, validates against the run-log schema
+    let runlog_schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("docs/runlog-schema.json")).unwrap(),
+    )
+    .unwrap();
+    for path in [
+        log.clone(),
+        root().join("tests/fixtures/golden/nqm-narrow-edges.jsonl"),
+    ] {
+        for (i, line) in std::fs::read_to_string(&path).unwrap().lines().enumerate() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_valid(&runlog_schema, &v, &format!("{}:{}", path.display(), i + 1));
+        }
+    }
+    let mut bad = header.clone();
+    bad["preset"]["workload"]["targets"] = serde_json::json!(["0.2"]);
+    assert!(!jsonschema::validator_for(&runlog_schema)
+        .unwrap()
+        .is_valid(&bad));
     assert_eq!(header["preset"]["workload"]["target"]["value"], 0.1);
     assert_eq!(
         header["preset"]["workload"]["targets"],
         serde_json::json!([0.5, 0.2])
     );
-    let v = json(&["report", &log.display().to_string(), "--json", "--targets", "auto"]);
+    let v = json(&[
+        "report",
+        &log.display().to_string(),
+        "--json",
+        "--targets",
+        "auto",
+    ]);
     let values: Vec<f64> = v["targets"]
         .as_array()
         .unwrap()
@@ -271,7 +315,14 @@ fn a_ladder_sweep_runs_to_the_strictest_rung() {
         }
     }
     // a ladder rung out of range, and --targets with --resume
-    let (code, err) = fails(&["sweep", "nqm-sgd", "--targets", "0.1,-1", "--runs-dir", &runs]);
+    let (code, err) = fails(&[
+        "sweep",
+        "nqm-sgd",
+        "--targets",
+        "0.1,-1",
+        "--runs-dir",
+        &runs,
+    ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--targets"), "{err}");
     let (code, err) = fails(&[
@@ -282,5 +333,8 @@ fn a_ladder_sweep_runs_to_the_strictest_rung() {
         "0.3",
     ]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--targets cannot change a resumed sweep"), "{err}");
+    assert!(
+        err.contains("--targets cannot change a resumed sweep"),
+        "{err}"
+    );
 }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use scaling_lab::analysis::ladder::{geometric_ladder, ladder_of};
-use scaling_lab::analysis::{analyze, Observation, Observed, Reading};
+use scaling_lab::analysis::{analyze, observe, Observation, Observed, Reading};
 use scaling_lab::core::analysis::Study;
 use scaling_lab::core::record::TrialRecord;
 use scaling_lab::core::trial::{EvalPoint, Outcome, TrialOutcome, TrialSpec};
@@ -92,7 +92,10 @@ fn check_log(log: &RunLog, extra: &[f64]) -> usize {
 struct Lcg(u64);
 impl Lcg {
     fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
     }
 }
@@ -122,6 +125,7 @@ fn no_continuation_of_a_cut_trial_changes_a_looser_reading() {
     let budget = 400u64;
     let mut rng = Lcg(7);
     let mut cells = 0;
+    let mut met_then_diverged = 0;
     for case in 0..300 {
         let goal = 0.05 + 0.1 * rng.next();
         let sizes = [8usize, 16, 32, 64];
@@ -132,7 +136,8 @@ fn no_continuation_of_a_cut_trial_changes_a_looser_reading() {
             for &b in &sizes {
                 let tau = 20.0 + 300.0 * rng.next() * (64.0 / b as f64).sqrt();
                 let floor = 0.3 * rng.next() * goal * 2.0;
-                let diverge_at = (rng.next() < 0.2).then(|| every * (1 + (rng.next() * 40.0) as u64));
+                let diverge_at =
+                    (rng.next() < 0.2).then(|| every * (1 + (rng.next() * 40.0) as u64));
                 let evals: Vec<EvalPoint> = (1..=budget / every)
                     .map(|i| {
                         let step = i * every;
@@ -191,7 +196,16 @@ fn no_continuation_of_a_cut_trial_changes_a_looser_reading() {
                     train_loss: 0.0,
                 });
             }
-            favourable.push(record(*id, *b, fav, Outcome::NotReached { budget, early_stopped: false }, budget));
+            favourable.push(record(
+                *id,
+                *b,
+                fav,
+                Outcome::NotReached {
+                    budget,
+                    early_stopped: false,
+                },
+                budget,
+            ));
             cut.push(record(*id, *b, seen, outcome, stopped));
         }
         let study = Study::bare(
@@ -211,23 +225,47 @@ fn no_continuation_of_a_cut_trial_changes_a_looser_reading() {
             for (b, obs) in &observed.search {
                 for (_, o) in obs {
                     if let Observation::Censored { at, .. } = o {
-                        assert!(a[b].is_some_and(|s| *at >= s), "case {case}: {o:?} at B = {b}");
+                        assert!(
+                            a[b].is_some_and(|s| *at >= s),
+                            "case {case}: {o:?} at B = {b}"
+                        );
                     }
+                }
+            }
+            // a trial that met T and diverged later did meet it
+            for r in &cut {
+                if let (Outcome::Diverged { .. }, Some(first)) = (
+                    &r.outcome.outcome,
+                    r.outcome.evals.iter().find(|e| e.metric <= t),
+                ) {
+                    let target = study.at(t).target;
+                    assert_eq!(
+                        observe(r, &Reading::At(target)),
+                        Observation::Reached { step: first.step }
+                    );
+                    met_then_diverged += 1;
                 }
             }
             cells += a.values().filter(|s| s.is_some()).count();
         }
     }
     assert!(cells > 3000, "{cells}");
+    assert!(met_then_diverged > 50, "{met_then_diverged}");
 }
 
 /// An NQM ladder sweep into a fresh directory.
-fn nqm_ladder(early_stopping: bool, goal: f64, targets: Vec<f64>) -> (tempfile::TempDir, SweepConfig) {
+fn nqm_ladder(
+    early_stopping: bool,
+    goal: f64,
+    targets: Vec<f64>,
+) -> (tempfile::TempDir, SweepConfig) {
     let dir = tempfile::tempdir().unwrap();
     let mut preset = common::nqm_preset(OptimizerKind::Momentum);
     preset.workload.target.value = goal;
     preset.workload.targets = targets;
     preset.sweep.early_stopping = early_stopping;
+    // η up to 16: a share of the trials diverge (η·h_max beyond the stable range)
+    preset.search.learning_rate = [1e-3, 16.0];
     let cfg = SweepConfig {
         batch_sizes: vec![1, 4, 16, 64, 256],
         trials_per_batch: 8,
@@ -244,12 +282,23 @@ fn nqm_ladder_sweep_every_rung_is_exact_and_equals_full_length_trials() {
     let (res, _) = common::run_sweep(cfg, Arc::new(NqmRunner), None);
     let log = read_run_log(&res.log_path).unwrap();
     assert_eq!(log.header.schema, scaling_lab::core::record::SCHEMA_VERSION);
-    assert_eq!(ladder_of(&log.header.preset.workload), vec![0.4, 0.2, 0.1, 0.05]);
-    let count = |f: fn(&Outcome) -> bool| log.trials.iter().filter(|t| f(&t.outcome.outcome)).count();
-    assert!(count(|o| matches!(o, Outcome::NotReached { early_stopped: true, .. })) > 0);
+    assert_eq!(
+        ladder_of(&log.header.preset.workload),
+        vec![0.4, 0.2, 0.1, 0.05]
+    );
+    let count =
+        |f: fn(&Outcome) -> bool| log.trials.iter().filter(|t| f(&t.outcome.outcome)).count();
+    assert!(
+        count(|o| matches!(
+            o,
+            Outcome::NotReached {
+                early_stopped: true,
+                ..
+            }
+        )) > 0
+    );
     assert!(count(|o| matches!(o, Outcome::Diverged { .. })) > 0);
     assert!(check_log(&log, &[1.3, 2.5, 7.0]) > 20);
-
     // The same trials run to their full budget (no early stopping, a goal nothing meets).
     let (_d2, cfg2) = nqm_ladder(false, 1e-12, vec![]);
     let (full, _) = common::run_sweep(cfg2, Arc::new(NqmRunner), None);
@@ -282,6 +331,14 @@ fn resumed_nqm_ladder_sweep_is_exact() {
     assert_eq!(resumed.trials_run, 40 - 13);
     let log = read_run_log(&path).unwrap();
     assert_eq!(log.trials.len(), 40);
+    // the resumed trials were capped by the best steps-to-goal of those before the cut
+    assert!(log.trials[13..].iter().any(|t| matches!(
+        t.outcome.outcome,
+        Outcome::NotReached {
+            early_stopped: true,
+            ..
+        }
+    )));
     assert!(check_log(&log, &[1.5, 4.0]) > 10);
 }
 
@@ -301,8 +358,7 @@ fn trained_digits_ladder_sweep_is_exact() {
         seed: 1,
         ..common::sweep_config(preset, dir.path())
     };
-    let runner =
-        scaling_lab::sweep::runner_for(&cfg.preset.workload, &Default::default()).unwrap();
+    let runner = scaling_lab::sweep::runner_for(&cfg.preset.workload, &Default::default()).unwrap();
     let (res, _) = common::run_sweep(cfg, runner, None);
     let log = read_run_log(&res.log_path).unwrap();
     assert!(check_log(&log, &[1.2, 2.0]) > 6);
