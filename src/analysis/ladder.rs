@@ -230,7 +230,11 @@ pub fn trend(points: &[(f64, f64, Option<[f64; 2]>)]) -> Option<Trend> {
     let sw: f64 = w.iter().sum();
     let mx = pts.iter().zip(&w).map(|(p, w)| w * p.0).sum::<f64>() / sw;
     let my = pts.iter().zip(&w).map(|(p, w)| w * p.1).sum::<f64>() / sw;
-    let sxx: f64 = pts.iter().zip(&w).map(|(p, w)| w * (p.0 - mx).powi(2)).sum();
+    let sxx: f64 = pts
+        .iter()
+        .zip(&w)
+        .map(|(p, w)| w * (p.0 - mx).powi(2))
+        .sum();
     if sxx <= 0.0 {
         return None;
     }
@@ -342,7 +346,10 @@ mod tests {
         let pts = [(10, 0.5), (20, 0.2), (30, 0.08)];
         // reached the goal 0.08 at 30: a looser 0.2 at 20; a stricter 0.05 censored at 30
         let t = curve(0, 8, &pts, Outcome::Reached { step: 30 });
-        assert_eq!(observe(&t, &Reading::Goal), Observation::Reached { step: 30 });
+        assert_eq!(
+            observe(&t, &Reading::Goal),
+            Observation::Reached { step: 30 }
+        );
         assert_eq!(observe(&t, &at(0.2)), Observation::Reached { step: 20 });
         assert_eq!(observe(&t, &at(0.3)), Observation::Reached { step: 20 });
         assert_eq!(
@@ -353,9 +360,12 @@ mod tests {
             }
         );
         // met 0.2 and diverged later: it did meet it
-        let d = curve(1, 8, &[(10, 0.3), (20, 0.15), (30, f64::NAN)], Outcome::Diverged {
-            step: 30,
-        });
+        let d = curve(
+            1,
+            8,
+            &[(10, 0.3), (20, 0.15), (30, f64::NAN)],
+            Outcome::Diverged { step: 30 },
+        );
         assert_eq!(observe(&d, &at(0.2)), Observation::Reached { step: 20 });
         assert_eq!(observe(&d, &at(0.1)), Observation::Diverged { step: 30 });
         // cut by early stopping at 20
@@ -386,12 +396,23 @@ mod tests {
                 early_stopped: false,
             },
         );
-        assert_eq!(observe(&n, &at(0.2)), Observation::NotReached { budget: 20 });
+        assert_eq!(
+            observe(&n, &at(0.2)),
+            Observation::NotReached { budget: 20 }
+        );
         // an imported trial that went on past the goal: not censored at a stricter target
-        let mut imp = curve(4, 8, &[(10, 0.1), (20, 0.09), (30, 0.07)], Outcome::Reached { step: 10 });
+        let mut imp = curve(
+            4,
+            8,
+            &[(10, 0.1), (20, 0.09), (30, 0.07)],
+            Outcome::Reached { step: 10 },
+        );
         imp.outcome.steps = 30;
         assert_eq!(observe(&imp, &at(0.08)), Observation::Reached { step: 30 });
-        assert_eq!(observe(&imp, &at(0.05)), Observation::NotReached { budget: 30 });
+        assert_eq!(
+            observe(&imp, &at(0.05)),
+            Observation::NotReached { budget: 30 }
+        );
         let c = curve(5, 8, &[(10, 0.01)], Outcome::Cancelled { step: 10 });
         assert_eq!(observe(&c, &at(0.2)), Observation::Cancelled);
     }
@@ -405,8 +426,13 @@ mod tests {
         };
         assert!(!censoring_hides_best(&[r(30), c(30), c(40)]));
         assert!(censoring_hides_best(&[r(30), c(20)]));
-        assert!(censoring_hides_best(&[c(20), Observation::NotReached { budget: 50 }]));
-        assert!(!censoring_hides_best(&[Observation::NotReached { budget: 50 }]));
+        assert!(censoring_hides_best(&[
+            c(20),
+            Observation::NotReached { budget: 50 }
+        ]));
+        assert!(!censoring_hides_best(&[Observation::NotReached {
+            budget: 50
+        }]));
     }
 
     #[test]
@@ -418,10 +444,18 @@ mod tests {
             .flat_map(|(i, &b)| {
                 let k = i as u64 * 100;
                 vec![
-                    curve(k, b, &[(10, 0.5), (20, 0.09)], Outcome::Reached { step: 20 }),
-                    curve(k + 1, b, &[(10, 0.5), (20, 0.3), (30, 0.05)], Outcome::Reached {
-                        step: 30,
-                    }),
+                    curve(
+                        k,
+                        b,
+                        &[(10, 0.5), (20, 0.09)],
+                        Outcome::Reached { step: 20 },
+                    ),
+                    curve(
+                        k + 1,
+                        b,
+                        &[(10, 0.5), (20, 0.3), (30, 0.05)],
+                        Outcome::Reached { step: 30 },
+                    ),
                 ]
             })
             .collect();
@@ -479,7 +513,10 @@ mod tests {
 
     #[test]
     fn ladders_are_loosest_first_and_geometric_above_a_single_goal() {
-        assert_eq!(order_loosest_first(&[0.04, 0.2, 0.1, 0.2]), vec![0.2, 0.1, 0.04]);
+        assert_eq!(
+            order_loosest_first(&[0.04, 0.2, 0.1, 0.2]),
+            vec![0.2, 0.1, 0.04]
+        );
         assert_eq!(round_sig(0.0565685, 2), 0.057);
         // first evaluations at 0.9: ceiling 0.45
         let t = curve(0, 8, &[(2, 0.9), (4, 0.03)], Outcome::Reached { step: 4 });

@@ -20,7 +20,11 @@ pub fn dedup_trials(trials: &[TrialRecord]) -> Vec<&TrialRecord> {
 
 /// Steps-to-target and outcome counts per batch size at the sweep's goal, sorted by B.
 pub fn per_batch(trials: &[TrialRecord], optimizer: OptimizerKind) -> Vec<BatchPoint> {
-    per_batch_observed(&Observed::of(trials, &Reading::Goal), optimizer, &Reading::Goal)
+    per_batch_observed(
+        &Observed::of(trials, &Reading::Goal),
+        optimizer,
+        &Reading::Goal,
+    )
 }
 
 /// Steps-to-target and outcome counts per batch size from the trials' observations at one
@@ -37,7 +41,9 @@ pub fn per_batch_observed(
         .map(|(&b, ts)| {
             let mut p = BatchPoint {
                 batch_size: b,
-                counts: OutcomeCounts::of(&ts.iter().map(|(_, o)| o.as_outcome()).collect::<Vec<_>>()),
+                counts: OutcomeCounts::of(
+                    &ts.iter().map(|(_, o)| o.as_outcome()).collect::<Vec<_>>(),
+                ),
                 ..Default::default()
             };
             let obs: Vec<Observation> = ts.iter().map(|x| x.1).collect();

@@ -179,7 +179,12 @@ pub struct SweepArgs {
     pub target: Option<f64>,
     /// A ladder of targets, e.g. 0.2,0.1,0.06,0.04: trials run until the strictest (early
     /// stopping caps by its best so far), every rung is read exactly from the same trials.
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, conflicts_with = "target")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        allow_negative_numbers = true,
+        conflicts_with = "target"
+    )]
     pub targets: Option<Vec<f64>>,
     /// Resume the sweep logged in this file (runs only the missing trials).
     #[arg(long, value_name = "LOG")]

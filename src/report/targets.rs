@@ -13,8 +13,8 @@ use super::json::analysis_json;
 use super::text::regimes_line;
 use super::Run;
 use crate::analysis::ladder::{
-    analyze_ladder, bcrit_curve, bcrit_trend, default_ladder, s_min_trend, BcritPoint, Rung,
-    Trend, TrendVerdict,
+    analyze_ladder, bcrit_curve, bcrit_trend, default_ladder, s_min_trend, BcritPoint, Rung, Trend,
+    TrendVerdict,
 };
 use crate::core::analysis::{target_text, Study};
 use crate::core::record::TrialRecord;
@@ -135,7 +135,8 @@ impl TargetsReport {
                 fmt_target(r.target),
                 ci_text(p.b_crit, p.b_crit_ci),
                 ci_text(p.s_min, p.s_min_ci),
-                p.r2.map(|r| format!("{r:.3}")).unwrap_or_else(|| "-".into()),
+                p.r2.map(|r| format!("{r:.3}"))
+                    .unwrap_or_else(|| "-".into()),
                 measured,
                 regimes,
                 if p.uncertain { " · fit uncertain" } else { "" }
@@ -307,7 +308,9 @@ fn panel(
                 "trend ∝ target^{:.2} [{:.2}, {:.2}]",
                 tr.exponent, tr.exponent_ci[0], tr.exponent_ci[1]
             ))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey.stroke_width(1)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], grey.stroke_width(1))
+            });
     }
     chart
         .configure_series_labels()
@@ -336,9 +339,7 @@ pub fn bcrit_svg(
     {
         let root = SVGBackend::with_string(&mut out, (900, 760)).into_drawing_area();
         root.fill(&WHITE).map_err(svg_err)?;
-        let root = root
-            .titled(title, ("sans-serif", 20))
-            .map_err(svg_err)?;
+        let root = root.titled(title, ("sans-serif", 20)).map_err(svg_err)?;
         let (top, bottom) = root.split_vertically(400);
         let bc: Vec<(f64, f64, Option<[f64; 2]>)> = curve
             .iter()

@@ -423,9 +423,11 @@ pub fn check_config(cfg: &SweepConfig) -> Vec<Problem> {
     if let Some(p) = check_target(w.target.metric, w.target.value) {
         problems.push(p);
     }
-    if let Some(t) = w.targets.iter().find(|&&t| {
-        t <= w.target.value || check_target(w.target.metric, t).is_some()
-    }) {
+    if let Some(t) = w
+        .targets
+        .iter()
+        .find(|&&t| t <= w.target.value || check_target(w.target.metric, t).is_some())
+    {
         problems.push(Problem::error(
             "targets",
             format!(
