@@ -78,7 +78,7 @@ pub fn geometric_ladder(goal: f64, trials: &[TrialRecord]) -> Vec<f64> {
     for _ in 1..GEOMETRIC_RUNGS {
         x *= GEOMETRIC_RATIO;
         let r = round_sig(x, 2);
-        if r >= ceiling || !(r > goal) {
+        if r >= ceiling || r <= goal {
             break;
         }
         v.push(r);
