@@ -5,10 +5,8 @@
 use super::fit::fit_core;
 use super::regimes::segmented_fit;
 use super::stats::interval95;
-use super::steps::steps_to_target;
+use super::steps::{Observation, Observed};
 use crate::core::analysis::{BatchPoint, Fit};
-use crate::core::record::TrialRecord;
-use crate::core::trial::Outcome;
 
 /// Bootstrap draws per batch size.
 pub const BOOTSTRAP_DRAWS: usize = 400;
@@ -73,21 +71,20 @@ struct Sample {
     seed_log_ratios: Vec<f64>,
 }
 
-fn sample_at(all: &[&TrialRecord], p: &BatchPoint, best: u64) -> Sample {
-    let at_b: Vec<&&TrialRecord> = all
+/// The sample of one batch size from its search trials' observations (`obs`) and the
+/// observations of the best trial's repeats (`repeats`).
+fn sample_at(obs: &[Observation], repeats: &[Observation], p: &BatchPoint, best: u64) -> Sample {
+    let at_b: Vec<Observation> = obs
         .iter()
-        .filter(|t| t.spec.batch_size == p.batch_size && t.spec.repeat_of.is_none())
-        .filter(|t| !matches!(t.outcome.outcome, Outcome::Cancelled { .. }))
+        .copied()
+        .filter(|o| !matches!(o, Observation::Cancelled))
         .collect();
-    let outcomes: Vec<Option<u64>> = at_b.iter().map(|t| steps_to_target(t)).collect();
+    let outcomes: Vec<Option<u64>> = at_b.iter().map(|o| o.steps()).collect();
     let cap = at_b
         .iter()
-        .map(|t| match t.outcome.outcome {
-            Outcome::Reached { step } => step,
-            Outcome::NotReached {
-                budget,
-                early_stopped: false,
-            } => budget,
+        .map(|o| match *o {
+            Observation::Reached { step } => step,
+            Observation::NotReached { budget } => budget,
             _ => 0,
         })
         .max()
@@ -96,12 +93,8 @@ fn sample_at(all: &[&TrialRecord], p: &BatchPoint, best: u64) -> Sample {
     let seed_log_ratios: Vec<f64> = match &p.repeat_steps {
         Some(r) if r.runs >= 2 => {
             let mut v = vec![best];
-            if let Some(id) = p.best_trial {
-                v.extend(
-                    all.iter()
-                        .filter(|t| t.spec.repeat_of == Some(id))
-                        .filter_map(|t| steps_to_target(t)),
-                );
+            if p.best_trial.is_some() {
+                v.extend(repeats.iter().filter_map(|o| o.steps()));
             }
             v.iter()
                 .map(|&s| (s.max(1) as f64 / r.median.max(1.0)).ln())
@@ -117,13 +110,16 @@ fn sample_at(all: &[&TrialRecord], p: &BatchPoint, best: u64) -> Sample {
 }
 
 /// Sets `steps_ci` of every measured B and returns its ln S draws (one vector per B with steps, in
-/// `per_batch` order).
-pub(crate) fn bootstrap_all(trials: &[TrialRecord], per_batch: &mut [BatchPoint]) -> Vec<Vec<f64>> {
-    let all = super::per_batch::dedup_trials(trials);
+/// `per_batch` order). Reads the trials' observations at one target only (`steps::Observed`).
+pub(crate) fn bootstrap_all(observed: &Observed, per_batch: &mut [BatchPoint]) -> Vec<Vec<f64>> {
     let mut out = Vec::new();
     for p in per_batch.iter_mut() {
         let Some(best) = p.steps else { continue };
-        let s = sample_at(&all, p, best);
+        let repeats = p
+            .best_trial
+            .map(|id| observed.repeats_of(id))
+            .unwrap_or_default();
+        let s = sample_at(&observed.at(p.batch_size), &repeats, p, best);
         let seed = crate::core::splitmix64(0xb007_5742_u64 ^ p.batch_size as u64);
         let draws = bootstrap_min(&s.outcomes, best, s.cap, &s.seed_log_ratios, seed);
         if s.outcomes.len() >= 2 || !s.seed_log_ratios.is_empty() {

@@ -2,7 +2,12 @@
 //! [`Study`] in, a typed [`Analysis`] out — numbers and enums only (no prose, no files, no text;
 //! `report` words and renders it). One entry, [`analyze`], for every view. By concept:
 //!
-//! * `steps` — a trial's steps to reach a target: the one function over its eval curve.
+//! * `steps` — how each trial stands against a target ([`Observation`]: reached at s, censored
+//!   at ≥ c, not reached within its budget, diverged…): the one function over its eval curve and
+//!   outcome. Every part below reads observations, so a reading at another target (`Study::at`,
+//!   issue 22) is this same pipeline; at or looser than the sweep's goal it is exact.
+//! * `ladder` — B_crit over training: the analysis at each rung of a ladder of targets,
+//!   B_crit(target) and S_min(target) with intervals, the fitted trend.
 //! * `per_batch` — **steps-to-target per B** exactly as Shallue et al.: the earliest evaluation
 //!   step, over all trials at that batch size, at which the validation metric met the target; that
 //!   trial is the best trial. Diverged and not-reached trials are kept and counted; cancelled trials
@@ -46,6 +51,7 @@
 
 pub mod bootstrap;
 pub mod fit;
+pub mod ladder;
 pub mod lr;
 pub mod per_batch;
 pub mod projection;
@@ -70,18 +76,31 @@ pub use per_batch::{dedup_trials, per_batch};
 pub use regimes::{isotonic_non_increasing, segmented_fit, Segmented, MIDDLE_SLOPE, WIDE_BOUNDARY};
 pub use search::{edges_in, explored_ranges, search_edges, widen_step, EDGE_FRACTION};
 pub use stats::median;
+pub use steps::{censoring_hides_best, first_meeting, observe, Observation, Observed, Reading};
 
 /// Analyses the finished trials of a sweep against `study`: the one entry of every view (the
 /// report, the TUI, export, compare, the scheduler's summary). Records with a repeated `trial_id`
 /// keep the last one. Without a search space no search-edge check is made.
 pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
     let optimizer = study.optimizer;
-    let mut per_batch = per_batch::per_batch(trials, optimizer);
-    let draws = bootstrap::bootstrap_all(trials, &mut per_batch);
-    let measured: Vec<(usize, u64)> = per_batch
+    let reading = Reading::of(study);
+    let observed = Observed::of(trials, &reading);
+    let mut per_batch = per_batch::per_batch_observed(&observed, optimizer, &reading);
+    let draws = bootstrap::bootstrap_all(&observed, &mut per_batch);
+    let unmeasured: Vec<usize> = per_batch
         .iter()
-        .filter_map(|p| p.steps.map(|s| (p.batch_size, s)))
+        .filter(|p| p.not_measured)
+        .map(|p| p.batch_size)
         .collect();
+    // A curve with holes is not fitted: where S(B) is not measured its value is only bounded.
+    let measured: Vec<(usize, u64)> = if unmeasured.is_empty() {
+        per_batch
+            .iter()
+            .filter_map(|p| p.steps.map(|s| (p.batch_size, s)))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let perfect_anchor = measured.first().copied();
     let segments = fit::segments(&measured);
     let pts: Vec<(f64, f64)> = measured
@@ -90,7 +109,14 @@ pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
         .collect();
     let mut fit = fit::fit_scaling(&pts);
     let mut notes = Vec::new();
+    if !unmeasured.is_empty() {
+        notes.push(Note::NotMeasured {
+            batch_sizes: unmeasured.clone(),
+            goal: study.goal.value,
+        });
+    }
     let regimes = match &mut fit {
+        _ if !unmeasured.is_empty() => Vec::new(),
         Some(f) => {
             let boot = bootstrap::bootstrap_fits(&pts, &draws);
             bootstrap::attach_fit_intervals(f, &boot);
@@ -119,6 +145,7 @@ pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
     }
     Analysis {
         target: Some(study.target),
+        goal: (!study.at_goal()).then_some(study.goal),
         lr_rules,
         per_batch,
         perfect_anchor,
@@ -137,7 +164,8 @@ pub fn analyze_preset(preset: &Preset, trials: &[TrialRecord]) -> Analysis {
 
 /// `per_batch` with `steps_ci` (the bootstrap), without the fit: what `--until` decides on.
 pub fn per_batch_with_ci(trials: &[TrialRecord], optimizer: OptimizerKind) -> Vec<BatchPoint> {
-    let mut p = per_batch::per_batch(trials, optimizer);
-    bootstrap::bootstrap_all(trials, &mut p);
+    let observed = Observed::of(trials, &Reading::Goal);
+    let mut p = per_batch::per_batch_observed(&observed, optimizer, &Reading::Goal);
+    bootstrap::bootstrap_all(&observed, &mut p);
     p
 }

@@ -4,10 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::stats::median;
-use super::steps::steps_to_target;
+use super::steps::{censoring_hides_best, Observation, Observed, Reading};
 use crate::core::analysis::{BatchPoint, OutcomeCounts, RepeatSteps};
 use crate::core::record::TrialRecord;
-use crate::core::trial::Outcome;
 use crate::workload::spec::OptimizerKind;
 
 /// Keeps the last record per trial_id (a resumed log could in principle repeat one).
@@ -19,24 +18,42 @@ pub fn dedup_trials(trials: &[TrialRecord]) -> Vec<&TrialRecord> {
     by_id.into_values().collect()
 }
 
-/// Steps-to-target and outcome counts per batch size, sorted by B.
+/// Steps-to-target and outcome counts per batch size at the sweep's goal, sorted by B.
 pub fn per_batch(trials: &[TrialRecord], optimizer: OptimizerKind) -> Vec<BatchPoint> {
-    let mut groups: BTreeMap<usize, Vec<&TrialRecord>> = BTreeMap::new();
-    let all = dedup_trials(trials);
-    for t in all.iter().filter(|t| t.spec.repeat_of.is_none()) {
-        groups.entry(t.spec.batch_size).or_default().push(t);
-    }
-    groups
-        .into_iter()
-        .map(|(b, ts)| {
+    per_batch_observed(
+        &Observed::of(trials, &Reading::Goal),
+        optimizer,
+        &Reading::Goal,
+    )
+}
+
+/// Steps-to-target and outcome counts per batch size from the trials' observations at one
+/// reading, sorted by B. A batch size where a censored trial could hide a better one
+/// ([`censoring_hides_best`]) is `not_measured`: no steps, no best trial.
+pub fn per_batch_observed(
+    observed: &Observed,
+    optimizer: OptimizerKind,
+    reading: &Reading,
+) -> Vec<BatchPoint> {
+    observed
+        .search
+        .iter()
+        .map(|(&b, ts)| {
             let mut p = BatchPoint {
                 batch_size: b,
-                counts: OutcomeCounts::of(ts.iter().map(|t| &t.outcome.outcome)),
+                counts: OutcomeCounts::of(
+                    &ts.iter().map(|(_, o)| o.as_outcome()).collect::<Vec<_>>(),
+                ),
                 ..Default::default()
             };
+            let obs: Vec<Observation> = ts.iter().map(|x| x.1).collect();
+            if censoring_hides_best(&obs) {
+                p.not_measured = true;
+                return p;
+            }
             let mut best: Option<(u64, &TrialRecord)> = None;
-            for t in &ts {
-                if let Some(step) = steps_to_target(t) {
+            for (t, o) in ts {
+                if let Some(step) = o.steps() {
                     let better = match best {
                         None => true,
                         Some((s, bt)) => step < s || (step == s && t.trial_id < bt.trial_id),
@@ -53,12 +70,30 @@ pub fn per_batch(trials: &[TrialRecord], optimizer: OptimizerKind) -> Vec<BatchP
                 p.best_lr = Some(m.learning_rate);
                 p.best_momentum = optimizer_momentum(optimizer, m.momentum);
                 p.best_effective_lr = Some(m.effective_lr(optimizer));
-                p.b_simple = t.outcome.noise.b_simple.filter(|x| x.is_finite());
-                p.repeat_steps = repeat_steps(s, t.trial_id, &all);
+                p.b_simple = noise_at(t, s, reading);
+                p.repeat_steps = repeat_steps(s, &observed.repeats_of(t.trial_id));
             }
             p
         })
         .collect()
+}
+
+/// The best trial's gradient noise scale where it met the target: at the goal the recorded
+/// value (at the evaluation that reached it), at another target the last sample of its
+/// trajectory at or before `step`.
+fn noise_at(t: &TrialRecord, step: u64, reading: &Reading) -> Option<f64> {
+    let v = match reading {
+        Reading::Goal => t.outcome.noise.b_simple,
+        Reading::At(_) => t
+            .outcome
+            .noise
+            .trajectory
+            .iter()
+            .rev()
+            .find(|(s, _)| *s <= step)
+            .map(|x| x.1),
+    };
+    v.filter(|x| x.is_finite())
 }
 
 /// γ of a best trial, for the optimizers that have one.
@@ -70,18 +105,18 @@ pub(crate) fn optimizer_momentum(opt: OptimizerKind, m: f64) -> Option<f64> {
     .then_some(m)
 }
 
-/// The best metaparameters' steps over seeds: the best search trial plus its repeats.
-fn repeat_steps(best_steps: u64, best_id: u64, all: &[&TrialRecord]) -> Option<RepeatSteps> {
-    let reps: Vec<&&TrialRecord> = all
+/// The best metaparameters' steps over seeds: the best search trial plus its repeats
+/// (cancelled repeats left out).
+fn repeat_steps(best_steps: u64, reps: &[Observation]) -> Option<RepeatSteps> {
+    let reps: Vec<&Observation> = reps
         .iter()
-        .filter(|t| t.spec.repeat_of == Some(best_id))
-        .filter(|t| !matches!(t.outcome.outcome, Outcome::Cancelled { .. }))
+        .filter(|o| !matches!(o, Observation::Cancelled))
         .collect();
     if reps.is_empty() {
         return None;
     }
     let mut v: Vec<u64> = vec![best_steps];
-    v.extend(reps.iter().filter_map(|t| steps_to_target(t)));
+    v.extend(reps.iter().filter_map(|o| o.steps()));
     let not_reached = reps.len() + 1 - v.len();
     v.sort_unstable();
     Some(RepeatSteps {

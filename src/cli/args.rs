@@ -181,6 +181,15 @@ pub struct SweepArgs {
     /// Target value of the preset's metric (default: the preset's).
     #[arg(long, allow_negative_numbers = true)]
     pub target: Option<f64>,
+    /// A ladder of targets, e.g. 0.2,0.1,0.06,0.04: trials run until the strictest (early
+    /// stopping caps by its best so far), every rung is read exactly from the same trials.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        allow_negative_numbers = true,
+        conflicts_with = "target"
+    )]
+    pub targets: Option<Vec<f64>>,
     /// Resume the sweep logged in this file (runs only the missing trials).
     #[arg(long, value_name = "LOG")]
     pub resume: Option<PathBuf>,
@@ -212,6 +221,14 @@ pub struct SweepArgs {
 pub struct CompareArgs {
     #[arg(required = true, num_args = 2..)]
     pub logs: Vec<PathBuf>,
+    /// Read every log at this target value instead of its goal (exact at or looser than a log's
+    /// goal; stricter is reported as not measured).
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "targets")]
+    pub target: Option<f64>,
+    /// B_crit of every log at each target: a comma list (e.g. 0.2,0.1,0.06) or `auto` (each
+    /// log's own ladder).
+    #[arg(long, value_name = "LIST|auto")]
+    pub targets: Option<String>,
 }
 
 #[derive(Args)]
@@ -229,6 +246,13 @@ pub struct ExportArgs {
     /// The metaparameter picture (η × 1−γ per batch size, coloured by steps-to-target) as SVG.
     #[arg(long)]
     pub metaparams_svg: Option<PathBuf>,
+    /// B_crit (with its 95 % interval) and S_min against the target, log axes, fitted trend, as
+    /// SVG: over the log's ladder (geometric above the goal for a single-target log) or --targets.
+    #[arg(long)]
+    pub bcrit_svg: Option<PathBuf>,
+    /// The targets of --bcrit-svg: a comma list or `auto` (the default).
+    #[arg(long, value_name = "LIST|auto", requires = "bcrit_svg")]
+    pub targets: Option<String>,
 }
 
 #[derive(Args)]
@@ -257,6 +281,14 @@ pub struct ReportArgs {
     /// Print the report as JSON (shape: docs/report-schema.json).
     #[arg(long)]
     pub json: bool,
+    /// Read S(B), the fit and the regimes at this target value instead of the sweep's goal: exact
+    /// from the trials' evaluation curves at or looser than the goal; stricter is not measured.
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "targets")]
+    pub target: Option<f64>,
+    /// One row per target (B_crit, S_min with intervals, regimes) and the trend: a comma list
+    /// (e.g. 0.2,0.1,0.06,0.04) or `auto` (the sweep's ladder; geometric above a single goal).
+    #[arg(long, value_name = "LIST|auto")]
+    pub targets: Option<String>,
 }
 
 #[derive(Args)]

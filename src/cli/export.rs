@@ -17,9 +17,10 @@ pub fn cmd_export(a: ExportArgs) -> CmdResult {
         && a.json.is_none()
         && a.trials_csv.is_none()
         && a.metaparams_svg.is_none()
+        && a.bcrit_svg.is_none()
     {
         return Err(usage(
-            "nothing to export: give --svg, --csv, --json, --trials-csv and/or --metaparams-svg",
+            "nothing to export: give --svg, --csv, --json, --trials-csv, --metaparams-svg and/or --bcrit-svg",
         ));
     }
     let l = read_log(&a.log)?;
@@ -30,6 +31,7 @@ pub fn cmd_export(a: ExportArgs) -> CmdResult {
         ("--trials-csv", &a.trials_csv),
         ("--json", &a.json),
         ("--metaparams-svg", &a.metaparams_svg),
+        ("--bcrit-svg", &a.bcrit_svg),
     ] {
         if let Some(p) = p {
             if input.is_some() && std::fs::canonicalize(p).ok() == input {
@@ -37,8 +39,17 @@ pub fn cmd_export(a: ExportArgs) -> CmdResult {
             }
         }
     }
+    let ladder = match &a.targets {
+        Some(t) => super::report::parse_targets(t, &[&l])?,
+        None => Vec::new(),
+    };
     // one analysis, every rendering of it
     let an = l.analysis();
+    if let Some(p) = &a.bcrit_svg {
+        let r = scaling_lab::report::targets::build(&scaling_lab::report::Run::of_log(&l), &ladder);
+        write_file(p, &r.svg()?)?;
+        outln(&format!("wrote {}", p.display()));
+    }
     if let Some(p) = &a.svg {
         write_file(p, &render::svg_for_log(&l, &an)?)?;
         outln(&format!("wrote {}", p.display()));

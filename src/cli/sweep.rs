@@ -160,6 +160,7 @@ fn resume_conflicts(a: &SweepArgs) -> Option<&'static str> {
         (a.precision.is_some(), "--precision"),
         (a.seed.is_some(), "--seed"),
         (a.target.is_some(), "--target"),
+        (a.targets.is_some(), "--targets"),
         (a.concurrency.is_some(), "--concurrency"),
         (a.trials_per_device.is_some(), "--trials-per-device"),
         (a.repeats.is_some(), "--repeats"),
@@ -212,6 +213,7 @@ pub fn sweep_config(
         precision: a.precision.map(Into::into),
         seed: a.seed,
         target: a.target,
+        targets: a.targets.clone(),
         ..Default::default()
     };
     // A problem with a setting no flag gave is the preset's (file:line:col), not a flag's.
@@ -350,6 +352,7 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
         &ReportOptions {
             max_devices: SWEEP_MAX_DEVICES,
             link_table: table.as_ref(),
+            ..Default::default()
         },
     );
     if a.json {

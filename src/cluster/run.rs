@@ -566,6 +566,7 @@ fn run_sweep(
             &ReportOptions {
                 max_devices: MAX_DEVICES,
                 link_table: None,
+                ..Default::default()
             },
         );
         report.cancelled = result.cancelled && lost.is_none();

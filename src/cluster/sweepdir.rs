@@ -62,8 +62,8 @@ pub fn read_header(dir: &Path) -> anyhow::Result<Header> {
     {
         LogLine::Header(h) => {
             anyhow::ensure!(
-                h.schema == crate::core::record::SCHEMA_VERSION,
-                "{}: unknown run-log schema version {} (this build reads version {})",
+                crate::core::record::reads_schema(h.schema as u64),
+                "{}: unknown run-log schema version {} (this build reads versions 1 to {})",
                 p.display(),
                 h.schema,
                 crate::core::record::SCHEMA_VERSION

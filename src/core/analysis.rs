@@ -7,10 +7,16 @@ use crate::workload::spec::{LrRule, OptimizerKind, Preset, SearchSpace, Target};
 
 /// What a sweep's trials are read against: the target, the optimizer (which metaparameters exist)
 /// and the search space (the edge checks and the LR-rule caveat; None: imported or scripted data
-/// without one). One study, one analysis: every view builds it the same way (`of_preset`).
+/// without one). One study, one analysis: every view builds it the same way (`of_preset`), and a
+/// reading at another target is the same study [`at`](Study::at) another value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Study {
+    /// The target S(B) is read at.
     pub target: Target,
+    /// The sweep's own goal: its trials stopped at the first evaluation that met it (the strictest
+    /// rung of a ladder). At the goal every trial's recorded outcome is read; at another target
+    /// its evaluation curve (`analysis::steps`).
+    pub goal: Target,
     pub optimizer: OptimizerKind,
     pub search: Option<SearchSpace>,
 }
@@ -20,6 +26,7 @@ impl Study {
     pub fn of_preset(preset: &Preset) -> Study {
         Study {
             target: preset.workload.target,
+            goal: preset.workload.target,
             optimizer: preset.workload.optimizer,
             search: Some(preset.search.clone()),
         }
@@ -29,9 +36,26 @@ impl Study {
     pub fn bare(target: Target, optimizer: OptimizerKind) -> Study {
         Study {
             target,
+            goal: target,
             optimizer,
             search: None,
         }
+    }
+
+    /// The same study read at another target value (same metric, same goal).
+    pub fn at(&self, value: f64) -> Study {
+        Study {
+            target: Target {
+                metric: self.goal.metric,
+                value,
+            },
+            ..self.clone()
+        }
+    }
+
+    /// The target is the goal itself.
+    pub fn at_goal(&self) -> bool {
+        self.target == self.goal
     }
 }
 
@@ -224,6 +248,11 @@ pub struct BatchPoint {
     /// `--repeats`: steps of the best metaparameters over seeds (median, min–max).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat_steps: Option<RepeatSteps>,
+    /// A target stricter than the sweep's goal: a trial that stopped at the goal (or was cut by
+    /// early stopping) before the best one found might have met it sooner, so S(B) is not
+    /// measured here (`steps` is None). Never true at the goal or a looser target.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_measured: bool,
 }
 
 impl BatchPoint {
@@ -354,6 +383,9 @@ pub enum Note {
     MomentumAtZero { batch_sizes: Vec<usize> },
     /// The η range is centred per B by an LR rule, which partly sets the fitted exponent.
     LrRuleSetsExponent { rule: LrRule, exponent: Option<f64> },
+    /// A target stricter than the sweep's goal (`goal`): S(B) is not measured at these batch
+    /// sizes (trials stopped at the goal), so no fit and no regimes are drawn.
+    NotMeasured { batch_sizes: Vec<usize>, goal: f64 },
 }
 
 /// The analysis of a sweep's trials (`analysis::analyze`): numbers and enums only.
@@ -362,6 +394,12 @@ pub struct Analysis {
     /// What S(B) measures (None: nothing analysed yet). Serialised as "metric <= value".
     #[serde(serialize_with = "target_string")]
     pub target: Option<Target>,
+    /// The sweep's goal when the analysis reads another target (None: it reads the goal itself).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "target_string"
+    )]
+    pub goal: Option<Target>,
     pub per_batch: Vec<BatchPoint>,
     /// The perfect-scaling reference S(B0)·B0/B anchored at the smallest B that reached: (B0, S0).
     pub perfect_anchor: Option<(usize, u64)>,

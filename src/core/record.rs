@@ -5,7 +5,16 @@ use serde::{Deserialize, Serialize};
 use super::trial::{TrialOutcome, TrialSpec};
 use crate::workload::spec::Preset;
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// The run-log schema this build writes. Version 2 (issue 22): the header's preset may carry a
+/// ladder of targets (`workload.targets`); trials are unchanged.
+pub const SCHEMA_VERSION: u32 = 2;
+/// The oldest schema this build still reads (version 1: no ladder; read as a single target).
+pub const OLDEST_SCHEMA_VERSION: u32 = 1;
+
+/// Whether this build reads run logs of schema `v`.
+pub fn reads_schema(v: u64) -> bool {
+    (OLDEST_SCHEMA_VERSION as u64..=SCHEMA_VERSION as u64).contains(&v)
+}
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::format::{opt_num, truncate};
-use super::{maximal_from, perfect_scaling_extent, regime_at};
+use super::{maximal_from, perfect_scaling_extent, regime_at, study_of, Run};
 use crate::core::analysis::{target_text, Analysis};
 use crate::runlog::reader::RunLog;
 
@@ -49,6 +49,11 @@ fn workload_label(log: &RunLog) -> String {
 
 /// Builds the comparison (analyses recomputed from the trial records).
 pub fn compare(logs: &[RunLog]) -> Comparison {
+    compare_at(logs, None)
+}
+
+/// [`compare`] with every log read at `target` (a value of its metric; None: each log's goal).
+pub fn compare_at(logs: &[RunLog], target: Option<f64>) -> Comparison {
     let runs: Vec<ComparedRun> = logs
         .iter()
         .map(|l| ComparedRun {
@@ -60,11 +65,11 @@ pub fn compare(logs: &[RunLog]) -> Comparison {
             preset: l.header.preset.name.clone(),
             optimizer: l.header.preset.workload.optimizer.name().into(),
             workload: workload_label(l),
-            target: target_text(&l.header.preset.workload.target),
+            target: target_text(&study_of(&Run::of_log(l), target).target),
             source: l.header.source.clone(),
             status: l.status().label().into(),
             trials: l.trials.len(),
-            analysis: l.analysis(),
+            analysis: crate::analysis::analyze(&study_of(&Run::of_log(l), target), &l.trials),
         })
         .collect();
     let mut warnings = Vec::new();
@@ -161,10 +166,11 @@ pub fn render_compare(c: &Comparison) -> String {
         for r in &c.runs {
             let p = r.analysis.per_batch.iter().find(|p| p.batch_size == b);
             let steps = match p {
-                Some(p) => p
-                    .steps
-                    .map(|x| x.to_string())
-                    .unwrap_or_else(|| "none".into()),
+                Some(p) => match p.steps {
+                    Some(x) => x.to_string(),
+                    None if p.not_measured => "not-meas".into(),
+                    None => "none".into(),
+                },
                 None => "".into(),
             };
             let regime = p

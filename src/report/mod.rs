@@ -25,6 +25,7 @@ pub mod headless;
 pub mod json;
 pub mod notes;
 pub mod projection;
+pub mod targets;
 pub mod text;
 
 #[cfg(test)]
@@ -36,7 +37,7 @@ use serde::Serialize;
 
 use crate::analysis::projection::{self as proj, LinkTable, Projection};
 use crate::analysis::{fit_range, lr_scaling_exponent, perfect_scaling_steps, FitRange};
-use crate::core::analysis::{Analysis, OutcomeCounts, Regime};
+use crate::core::analysis::{Analysis, OutcomeCounts, Regime, Study};
 use crate::core::events::TrialErrorNote;
 use crate::core::record::{Header, TrialRecord};
 use crate::runlog::RunLog;
@@ -80,6 +81,9 @@ pub struct ReportOptions<'a> {
     pub max_devices: usize,
     /// A saved `bench --allreduce` table (`runlog::link_table::find_link_table`).
     pub link_table: Option<&'a LinkTable>,
+    /// Read S(B) at this target value (of the sweep's metric) instead of the sweep's goal: the
+    /// same pipeline over the trials' evaluation curves (issue 22). None: the goal.
+    pub target: Option<f64>,
 }
 
 impl Default for ReportOptions<'_> {
@@ -87,6 +91,7 @@ impl Default for ReportOptions<'_> {
         ReportOptions {
             max_devices: 1024,
             link_table: None,
+            target: None,
         }
     }
 }
@@ -107,6 +112,9 @@ pub struct ReportRow {
     pub best_trial: Option<u64>,
     #[serde(flatten)]
     pub counts: OutcomeCounts,
+    /// S(B) is not measured at this target (stricter than the sweep's goal): `steps` is null.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub not_measured: bool,
 }
 
 /// A range of batch sizes in one regime (the ordered partition, rounded to whole B).
@@ -193,6 +201,12 @@ pub struct Report {
     pub cancelled: bool,
     /// "metric <= value".
     pub target: String,
+    /// The sweep's goal ("metric <= value") when the report reads another target (`--target`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goal: Option<String>,
+    /// The sweep's ladder of targets, loosest first (absent: a single-target sweep).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ladder: Vec<f64>,
     pub per_batch: Vec<ReportRow>,
     /// (B0, S0) of the perfect-scaling reference S0·B0/B.
     pub perfect_anchor: Option<(usize, u64)>,
@@ -298,6 +312,7 @@ fn rows(a: &Analysis) -> Vec<ReportRow> {
             b_simple: p.b_simple,
             best_trial: p.best_trial,
             counts: p.counts,
+            not_measured: p.not_measured,
         })
         .collect()
 }
@@ -335,6 +350,12 @@ fn from_analysis(analysis: Analysis, run: &Run) -> Report {
             .as_ref()
             .map(crate::core::analysis::target_text)
             .unwrap_or_default(),
+        goal: a.goal.as_ref().map(crate::core::analysis::target_text),
+        ladder: if h.preset.workload.targets.is_empty() {
+            Vec::new()
+        } else {
+            crate::analysis::ladder::ladder_of(&h.preset.workload)
+        },
         per_batch: rows(a),
         perfect_anchor: a.perfect_anchor,
         regimes: regime_ranges(a)
@@ -361,10 +382,20 @@ fn devices_label(run: &Run) -> String {
     }
 }
 
+/// The study a run is read as: its preset's, at `target` when given.
+pub fn study_of(run: &Run, target: Option<f64>) -> Study {
+    let study = Study::of_preset(&run.header.preset);
+    match target {
+        Some(t) => study.at(t),
+        None => study,
+    }
+}
+
 /// The one way a report is made: the analysis of `run`'s trials (`analysis::analyze` of the
-/// header's preset), the report's numbers, and the time-to-target projection.
+/// header's preset, at `opts.target` when given), the report's numbers, and the time-to-target
+/// projection.
 pub fn build(run: &Run, opts: &ReportOptions) -> Report {
-    let analysis = crate::analysis::analyze_preset(&run.header.preset, run.trials);
+    let analysis = crate::analysis::analyze(&study_of(run, opts.target), run.trials);
     let mut r = from_analysis(analysis, run);
     r.add_projection(run, opts);
     r
@@ -421,6 +452,22 @@ impl Report {
         let opts = ReportOptions {
             max_devices,
             link_table: table,
+            target: None,
+        };
+        build(&Run::of_log(log), &opts)
+    }
+
+    /// [`Report::from_log_with`] read at another target (`--target`).
+    pub fn from_log_at(
+        log: &RunLog,
+        max_devices: usize,
+        table: Option<&LinkTable>,
+        target: Option<f64>,
+    ) -> Report {
+        let opts = ReportOptions {
+            max_devices,
+            link_table: table,
+            target,
         };
         build(&Run::of_log(log), &opts)
     }

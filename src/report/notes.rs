@@ -126,5 +126,15 @@ pub fn note_text(n: &Note) -> String {
                  exponent{k} is partly set by that rule"
             )
         }
+        Note::NotMeasured { batch_sizes, goal } => {
+            let bs: Vec<String> = batch_sizes.iter().map(|b| b.to_string()).collect();
+            format!(
+                "not measured at B = {}: this target is stricter than the sweep's goal ({}), where \
+                 trials stopped, so a better trial may be hidden (no fit, no regimes; run a sweep \
+                 with --targets down to this value to measure it)",
+                bs.join(", "),
+                goal
+            )
+        }
     }
 }

@@ -42,9 +42,11 @@ pub fn per_batch_table(a: &Analysis) -> String {
             s,
             "{:>7} {:>8} {:>15} {:>7} {:<12} {:>9} {:>9} {:>9} {:>6}  {} ({}/{}/{}/{})",
             p.batch_size,
-            p.steps
-                .map(|x| format!("{x}{edge}"))
-                .unwrap_or_else(|| "none".into()),
+            match p.steps {
+                Some(x) => format!("{x}{edge}"),
+                None if p.not_measured => "not-meas".into(),
+                None => "none".into(),
+            },
             ci,
             ideal,
             regime,
@@ -121,6 +123,13 @@ impl Report {
         s.push_str(&per_batch_table(&self.analysis));
         s.push('\n');
         let reached = self.per_batch.iter().filter(|p| p.steps.is_some()).count();
+        if self.per_batch.iter().any(|p| p.not_measured) {
+            for n in &self.analysis.notes {
+                let _ = writeln!(s, "  note: {}", note_text(n));
+            }
+            s.push_str(&self.tail_text());
+            return s;
+        }
         if reached == 0 {
             let _ = writeln!(s, "no batch size reached the target: no curve to analyse");
             return s;
@@ -166,6 +175,21 @@ impl Report {
         let _ = writeln!(s, "{status}");
         if let Some(p) = &self.log {
             let _ = writeln!(s, "run log: {p}");
+        }
+        if let Some(g) = &self.goal {
+            let _ = writeln!(
+                s,
+                "read from the trials' evaluation curves: the sweep ran to its goal {g} \
+                 (at or looser than the goal S(B) is exact; stricter is not measured)"
+            );
+        }
+        if !self.ladder.is_empty() {
+            let rungs: Vec<String> = self.ladder.iter().map(|t| t.to_string()).collect();
+            let _ = writeln!(
+                s,
+                "ladder of targets: {} (report --targets auto: B_crit at each)",
+                rungs.join(", ")
+            );
         }
         s
     }

@@ -309,6 +309,7 @@ fn import_preset(
             model: ModelSpec::Mlp { hidden: vec![] },
             optimizer,
             target,
+            targets: Vec::new(),
             eval_every: 1,
             eval_growth: 0.0,
             step_budget: imp.max_steps,

@@ -2,7 +2,8 @@
 //!
 //! * A torn last line (no final newline and not valid JSON: the process died mid-write) is ignored
 //!   with a warning; everything before it is kept.
-//! * A header with a schema version other than `SCHEMA_VERSION` is rejected with a clear message.
+//! * A header with a schema version this build does not read (`OLDEST_SCHEMA_VERSION` ..=
+//!   `SCHEMA_VERSION`) is rejected with a clear message; older versions read as they were.
 //! * Any other malformed line is an error naming the file and the 1-based line number.
 
 use std::collections::HashSet;
@@ -31,7 +32,7 @@ pub enum RunLogError {
         found: String,
     },
     #[error(
-        "{path}:{line}: unknown run-log schema version {found} (this build reads version {supported}); \
+        "{path}:{line}: unknown run-log schema version {found} (this build reads versions 1 to {supported}); \
          it was written by a different scaling-lab version"
     )]
     UnknownSchema {
@@ -139,7 +140,8 @@ pub fn parse_line(path: &Path, line_no: usize, text: &str) -> Result<LogLine, Ru
         .to_string();
     if kind == "header" {
         match v.get("schema") {
-            Some(serde_json::Value::Number(n)) if n.as_u64() == Some(SCHEMA_VERSION as u64) => {}
+            Some(serde_json::Value::Number(n))
+                if n.as_u64().is_some_and(crate::core::record::reads_schema) => {}
             Some(other) => {
                 return Err(RunLogError::UnknownSchema {
                     path: path.to_path_buf(),

@@ -81,6 +81,9 @@ pub struct SweepOverrides {
     pub seed: Option<u64>,
     /// Target value of the preset's metric.
     pub target: Option<f64>,
+    /// A ladder of targets (issue 22): the strictest becomes the goal (trials run until it), the
+    /// others the looser rungs read from the same trials (`workload.targets`).
+    pub targets: Option<Vec<f64>>,
     /// Step budget (replaces the preset's, including its example budget).
     pub steps: Option<u64>,
     pub eval_every: Option<u64>,
@@ -215,6 +218,28 @@ impl SweepOverrides {
                 None => w.target.value = t,
             }
         }
+        if let Some(ts) = &self.targets {
+            problems.extend(self.apply_targets(w, ts));
+        } else {
+            // A new goal keeps only the rungs still looser than it.
+            let goal = w.target.value;
+            let dropped: Vec<String> = w
+                .targets
+                .iter()
+                .filter(|&&t| t <= goal)
+                .map(|t| t.to_string())
+                .collect();
+            if !dropped.is_empty() {
+                w.targets.retain(|&t| t > goal);
+                problems.push(Problem::warning(
+                    "targets",
+                    format!(
+                        "the preset's rungs {} are not looser than the goal {goal}: dropped",
+                        dropped.join(", ")
+                    ),
+                ));
+            }
+        }
         if let Some(s) = self.steps {
             if s == 0 || s > MAX_STEPS {
                 problems.push(Problem::error(
@@ -302,6 +327,45 @@ impl SweepOverrides {
         problems
     }
 
+    /// `--targets`: every value in range; the strictest becomes the goal, the rest the ladder.
+    fn apply_targets(&self, w: &mut Workload, ts: &[f64]) -> Vec<Problem> {
+        let mut problems = vec![];
+        if self.target.is_some() {
+            problems.push(Problem::error(
+                "targets",
+                "give --target (one goal) or --targets (a ladder), not both",
+            ));
+            return problems;
+        }
+        if ts.is_empty() {
+            problems.push(Problem::error("targets", "no targets given"));
+            return problems;
+        }
+        if ts.len() > crate::workload::load::MAX_TARGETS + 1 {
+            problems.push(Problem::error(
+                "targets",
+                format!(
+                    "{} targets: at most {}",
+                    ts.len(),
+                    crate::workload::load::MAX_TARGETS + 1
+                ),
+            ));
+            return problems;
+        }
+        for &t in ts {
+            if let Some(p) = check_target(w.target.metric, t) {
+                problems.push(Problem::error("targets", p.message));
+                return problems;
+            }
+        }
+        let mut v = ts.to_vec();
+        v.sort_by(|a, b| b.total_cmp(a));
+        v.dedup();
+        w.target.value = v.pop().unwrap_or(w.target.value);
+        w.targets = v;
+        problems
+    }
+
     /// Applies every setting to a sweep configuration and re-checks the result (batch sizes
     /// against the training set and the devices, counts in range). Problems name their field.
     pub fn apply(&self, cfg: &mut SweepConfig) -> Vec<Problem> {
@@ -358,6 +422,19 @@ pub fn check_config(cfg: &SweepConfig) -> Vec<Problem> {
     let w = &cfg.preset.workload;
     if let Some(p) = check_target(w.target.metric, w.target.value) {
         problems.push(p);
+    }
+    if let Some(t) = w
+        .targets
+        .iter()
+        .find(|&&t| t <= w.target.value || check_target(w.target.metric, t).is_some())
+    {
+        problems.push(Problem::error(
+            "targets",
+            format!(
+                "rung {t} is out of range or not looser than the goal {}",
+                w.target.value
+            ),
+        ));
     }
     if cfg.batch_sizes.is_empty() {
         problems.push(Problem::error("batch_sizes", "no batch sizes to sweep"));

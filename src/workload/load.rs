@@ -711,6 +711,7 @@ pub fn check(p: &Preset) -> Vec<Problem> {
     let mut out = Vec::new();
     check_names(p, &mut out);
     check_model_and_target(&p.workload, &mut out);
+    check_targets(&p.workload, &mut out);
     check_model_sizes(&p.workload, &mut out);
     check_dataset(&p.workload, &mut out);
     check_measurement(&p.workload, &mut out);
@@ -809,6 +810,51 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
             &["workload", "target", "value"],
             format!("target value {v} for {range}"),
         );
+    }
+}
+
+/// The ladder (issue 22): looser rungs read from the same trials; the goal is the strictest.
+fn check_targets(w: &Workload, out: &mut Vec<Problem>) {
+    let v = w.target.value;
+    if w.targets.len() > MAX_TARGETS {
+        bad(
+            out,
+            &["workload", "targets"],
+            format!("{} targets: at most {MAX_TARGETS}", w.targets.len()),
+        );
+    }
+    for (i, &t) in w.targets.iter().enumerate() {
+        let in_range = match w.target.metric {
+            Metric::ValError => in_open_unit(t),
+            Metric::ValBpc => t > 0.0 && t < 8.0,
+            Metric::NqmLoss => positive(t),
+        };
+        if !in_range {
+            bad(
+                out,
+                &["workload", "targets"],
+                format!(
+                    "targets: {t} is out of range for {}",
+                    w.target.metric.name()
+                ),
+            );
+        } else if t <= v {
+            bad(
+                out,
+                &["workload", "targets"],
+                format!(
+                    "targets: {t} is not looser than the goal {v}: target.value is the strictest \
+                     rung (trials run until they meet it), so set it to the strictest value and list \
+                     the looser ones in targets"
+                ),
+            );
+        } else if w.targets[..i].contains(&t) {
+            bad(
+                out,
+                &["workload", "targets"],
+                format!("targets: {t} is listed twice"),
+            );
+        }
     }
 }
 
@@ -1125,6 +1171,8 @@ pub const MAX_WORKERS: usize = 1_024;
 /// (the same cap as `--concurrency`: a preset cannot ask for what the flag refuses)
 pub const MAX_CONCURRENCY: usize = 256;
 pub const MAX_BATCH_SIZE: usize = 1 << 30;
+/// Largest number of rungs in a ladder of targets (`workload.targets`).
+pub const MAX_TARGETS: usize = 32;
 /// Smallest validation set whose error rate is worth a target (one image = 0 % or 100 %).
 pub const MIN_VAL_EXAMPLES: usize = 10;
 

@@ -25,7 +25,13 @@ pub struct Workload {
     pub dataset: Option<DatasetSpec>,
     pub model: ModelSpec,
     pub optimizer: OptimizerKind,
+    /// The goal: trials stop at the first evaluation that meets it. With a ladder (`targets`) it is
+    /// the strictest rung.
     pub target: Target,
+    /// A ladder of looser targets (values of `target.metric`, each looser than `target`) read from
+    /// the same trials' evaluation curves, exactly (issue 22): B_crit(target). Empty: one target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<f64>,
     /// Evaluate the validation metric every k steps.
     pub eval_every: u64,
     /// Evaluation spacing grows geometrically once steps are large: after an evaluation at step s
@@ -78,6 +84,7 @@ impl Workload {
                 metric: Metric::NqmLoss,
                 value: target,
             },
+            targets: Vec::new(),
             eval_every: 1,
             eval_growth: 0.0,
             step_budget: 100_000,

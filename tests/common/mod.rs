@@ -123,6 +123,7 @@ pub fn digits_workload() -> Workload {
             metric: Metric::ValError,
             value: 0.06,
         },
+        targets: Vec::new(),
         eval_every: 5,
         eval_growth: 0.0,
         step_budget: 2000,
