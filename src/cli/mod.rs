@@ -4,6 +4,7 @@
 //! read-a-log-and-print-its-warnings step, and the ctrl-c/SIGTERM policy.
 
 pub mod args;
+pub mod devices;
 pub mod export;
 pub mod misc;
 pub mod report;

@@ -115,6 +115,7 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
     if a.json {
         let v = serde_json::json!({
             "preset": preset.name,
+            "backend": runner.backend_on(&devices),
             "spec": spec,
             "target": w.target,
             "eval_every": w.eval_every,
@@ -142,7 +143,10 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
             "{what}, {:.1} s, {} ex/s ({}, {}, {})",
             out.wall_s,
             thousands(t.examples_per_s),
-            devices.label(),
+            match devices.sharing() {
+                Some(s) => format!("{}: {s}", devices.label()),
+                None => devices.label(),
+            },
             spec.precision.name(),
             preset.name
         ));

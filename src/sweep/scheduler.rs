@@ -26,7 +26,7 @@ use super::{plan, SweepConfig};
 use crate::core::analysis::Analysis;
 use crate::core::events::{PlanInfo, SweepEvent, TrialEvent};
 use crate::core::record::{Header, Summary, TrialRecord, SCHEMA_VERSION};
-use crate::core::trial::{CancelToken, DeviceSpec, Outcome, TrialOutcome, TrialRunner, TrialSpec};
+use crate::core::trial::{CancelToken, Outcome, TrialOutcome, TrialRunner, TrialSpec};
 use crate::core::widen::{RangeShift, WidenId, WIDEN_ID_BASE};
 use crate::runlog::reader::read_run_log;
 use crate::runlog::writer::RunLogWriter;
@@ -165,6 +165,8 @@ pub fn start_sweep_with(
     control: SweepControl,
 ) -> anyhow::Result<SweepHandle> {
     cfg.validate()?;
+    // A device that does not exist or cannot compute in the sweep's precision: one error now.
+    runner.check_devices(&cfg.devices, cfg.precision)?;
     let mut cfg = cfg;
     // The thread layout: the user's, a rule, or the workload's calibration (`layout`). A resumed
     // sweep keeps the concurrency its header recorded.
@@ -336,12 +338,13 @@ fn same_trial(a: &TrialSpec, b: &TrialSpec) -> bool {
 /// replaced by the planned one: which device ran a trial is not part of its identity.
 fn assigned_as_planned(cfg: &SweepConfig, planned: &TrialSpec, logged: &TrialSpec) -> TrialSpec {
     let mut t = logged.clone();
-    if let (DeviceSpec::Cuda { devices: all }, DeviceSpec::Cuda { devices: one }, true) = (
-        &cfg.devices,
-        &logged.devices,
+    if let (Some(all), Some(one), true) = (
+        cfg.devices.gpu_ids(),
+        logged.devices.gpu_ids(),
         cfg.preset.sweep.trials_per_device >= 1,
     ) {
-        if one.len() == 1 && all.contains(&one[0]) {
+        let same_kind = cfg.devices.with_gpu_ids(one.to_vec()) == logged.devices;
+        if same_kind && one.len() == 1 && all.contains(&one[0]) {
             t.devices = planned.devices.clone();
         }
     }

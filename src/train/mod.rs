@@ -12,6 +12,7 @@ pub mod optim;
 pub mod runner;
 pub mod scaler;
 pub mod trainer;
+pub mod wgpu;
 
 pub use runner::{runner_for, BurnRunner};
 pub use trainer::{run_trial, TrainOptions};
