@@ -1,6 +1,15 @@
 //! scaling-lab: measure how batch size and data parallelism change steps-to-target.
 //!
 //! The engine (everything but `tui`) never imports a UI crate and never prints: it emits events.
+//!
+//! The top-level modules are layered; each imports only from those before it (bottom to top):
+//!
+//! ```text
+//! data → workload → core → model → train, nqm → analysis → runlog → sweep → report → cluster → cli, tui
+//! ```
+//!
+//! `python3 ../shared/tools/modgraph.py src` checks it ("0 cycles", no two-way tie). Each folder's
+//! `mod.rs` says what lives there and what it may import.
 
 pub mod analysis;
 pub mod cluster;

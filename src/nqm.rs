@@ -1,4 +1,5 @@
 //! The noisy quadratic model (Zhang et al. 2019, arXiv 1907.04164; science.md §5) as a `TrialRunner`.
+//! Layering: imports `workload` and `core` (the same `core::meter` as the trainer), never `train`.
 //!
 //! Loss `L(x) = ½·Σ h_i·x_i²` with curvature `h_i = 1/i`, i = 1 … d. A mini-batch gradient of size B
 //! is `h_i·x_i + ε_i` with `Var ε_i = h_i/B` (per-example gradient covariance Σ = H). The runner does
@@ -24,8 +25,9 @@
 use std::time::Instant;
 
 use crate::core::events::TrialEvent;
-use crate::core::trial::{CancelToken, TrialOutcome, TrialRunner, TrialSpec};
-use crate::train::meter::{MeterOptions, StepSample, TrialMeter};
+use crate::core::meter::{MeterOptions, StepSample, TrialMeter};
+use crate::core::trial::{CancelToken, TrialOutcome, TrialSpec};
+use crate::core::TrialRunner;
 use crate::workload::spec::{Decay, ModelSpec, OptimizerKind, Workload};
 
 /// Closed-form NQM runner.
@@ -161,6 +163,11 @@ impl NqmState {
             dims,
             update: Update { opt, gamma },
         }
+    }
+
+    /// The momentum γ (β1 of the "adam") this state applies: 0 for SGD.
+    pub fn momentum(&self) -> f64 {
+        self.update.gamma
     }
 
     /// Expected loss ½·Σ h_i·E x_i².
@@ -532,7 +539,10 @@ mod tests {
                 }
             }
             let w = workload(opt, d, target);
-            let a = crate::analysis::analyze(&w.target, &records, opt);
+            let a = crate::analysis::analyze(
+                &crate::core::analysis::Study::bare(w.target, opt),
+                &records,
+            );
             assert!(
                 a.per_batch.iter().all(|p| p.steps.is_some()),
                 "{opt:?}: {a:?}"

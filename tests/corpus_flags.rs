@@ -20,12 +20,36 @@ struct Case {
     args: Vec<String>,
     /// A substring the error line must contain (the flag or file it is about).
     names: String,
+    /// The README's rule: 2 for a usage error (a bad flag or combination), 1 for a runtime one
+    /// (a file that is missing, unreadable or not a run log, an output that exists, a build
+    /// without CUDA).
+    code: i32,
 }
 
 fn case(args: &[&str], names: &str) -> Case {
     Case {
         args: args.iter().map(|s| s.to_string()).collect(),
         names: names.to_string(),
+        code: 2,
+    }
+}
+
+/// A runtime error's case (exit 1).
+fn runtime(args: &[&str], names: &str) -> Case {
+    Case {
+        code: 1,
+        ..case(args, names)
+    }
+}
+
+/// Runtime errors among the generated flag cases: a CUDA device asked of this CPU build.
+fn mark_runtime(v: &mut [Case]) {
+    for c in v {
+        let a = c.args.join(" ");
+        let cuda = a.contains("--gpus 1") || a.ends_with("--devices cuda:0");
+        if cuda && !a.contains("--workers") {
+            c.code = 1;
+        }
     }
 }
 
@@ -90,6 +114,21 @@ fn corpus(tmp: &Path) -> Vec<Case> {
         (&["--workers", "2", "--devices", "cuda:0"], "--workers"),
         (&["--seed", "-1"], "--seed"),
         (&["--bogus"], "--bogus"),
+        // issue 24: a flag the workload does not use is an error, never recorded as if it ran
+        (&["--momentum", "0.5"], "--momentum"),
+        (&["--base-batch", "32"], "--base-batch"),
+        (&["--lr-rule", "none", "--base-batch", "32"], "--base-batch"),
+        (&["--preset", "nqm-sgd", "--seed", "3"], "--seed"),
+        (
+            &["--preset", "nqm-sgd", "--precision", "bf16"],
+            "--precision",
+        ),
+        (&["--preset", "nqm-sgd", "--workers", "2"], "--workers"),
+        (
+            &["--preset", "nqm-adam", "--no-noise-scale"],
+            "--no-noise-scale",
+        ),
+        (&["--preset", "nqm-sgd", "--momentum", "0.5"], "--momentum"),
     ];
     for (args, names) in train_bad {
         let mut a = vec!["train", "--preset", "digits-mlp-sgd"];
@@ -126,9 +165,13 @@ fn corpus(tmp: &Path) -> Vec<Case> {
         ),
         (&["nqm-sgd", "--batch-sizes", "abc"], "--batch-sizes"),
         (
-            &["nqm-sgd", "--batch-sizes", "3", "--workers", "2"],
+            &["digits-mlp-sgd", "--batch-sizes", "3", "--workers", "2"],
             "--batch-sizes",
         ),
+        // the preset's batch sizes do not split over the workers the flag asks for
+        (&["digits-mlp-sgd", "--workers", "3"], "--workers"),
+        (&["nqm-sgd", "--workers", "2"], "--workers"),
+        (&["nqm-sgd", "--precision", "bf16"], "--precision"),
         (&["nqm-sgd", "--trials", "0"], "--trials"),
         (&["nqm-sgd", "--trials", "1000000000"], "--trials"),
         (&["nqm-sgd", "--workers", "0"], "--workers"),
@@ -164,11 +207,11 @@ fn corpus(tmp: &Path) -> Vec<Case> {
         v.push(case(&a, names));
     }
     let missing = tmp.join("missing.jsonl").display().to_string();
-    v.push(case(&["sweep", "--resume", &missing], "--resume"));
+    v.push(runtime(&["sweep", "--resume", &missing], "--resume"));
     let fifo = tmp.join("fifo.jsonl").display().to_string();
-    v.push(case(&["sweep", "--resume", &fifo], "--resume"));
+    v.push(runtime(&["sweep", "--resume", &fifo], "--resume"));
     for bad in ["invalid/garbage-line.jsonl", "invalid/no-header.jsonl"] {
-        v.push(case(&["sweep", "--resume", &fixture(bad)], "--resume"));
+        v.push(runtime(&["sweep", "--resume", &fixture(bad)], "--resume"));
     }
     // report / compare / export / import / bench
     for md in ["0", "18446744073709551616", "1048577", "abc", "-4"] {
@@ -177,22 +220,34 @@ fn corpus(tmp: &Path) -> Vec<Case> {
             "--max-devices",
         ));
     }
-    v.push(case(&["report", &missing], "missing.jsonl"));
-    v.push(case(&["report", &fifo], "fifo.jsonl"));
+    v.push(runtime(&["report", &missing], "missing.jsonl"));
+    v.push(runtime(&["report", &fifo], "fifo.jsonl"));
     for bad in [
         "empty.jsonl",
         "garbage-line.jsonl",
         "no-header.jsonl",
         "unknown-schema.jsonl",
     ] {
-        v.push(case(&["report", &fixture(&format!("invalid/{bad}"))], bad));
+        v.push(runtime(
+            &["report", &fixture(&format!("invalid/{bad}"))],
+            bad,
+        ));
     }
     v.push(case(&["compare", &log], "LOGS"));
-    v.push(case(&["compare", &log, &missing], "missing.jsonl"));
-    v.push(case(&["export", &log], "--svg"));
-    v.push(case(&["export", &log, "--json", &log], "--json"));
-    v.push(case(&["export", &log, "--csv", &log], "--csv"));
+    // clap's "required arguments were not provided" names them (issue 24)
+    v.push(case(&["report"], "<LOG>"));
+    v.push(case(&["export"], "<LOG>"));
+    v.push(case(&["compare"], "<LOGS>"));
     v.push(case(
+        &["import-batch-science", &fixture("batch_science")],
+        "--target",
+    ));
+    v.push(case(&["data", "install"], "<DIR>"));
+    v.push(runtime(&["compare", &log, &missing], "missing.jsonl"));
+    v.push(case(&["export", &log], "--svg"));
+    v.push(runtime(&["export", &log, "--json", &log], "--json"));
+    v.push(runtime(&["export", &log, "--csv", &log], "--csv"));
+    v.push(runtime(
         &["import-batch-science", &missing, "--target", "0.01"],
         "missing.jsonl",
     ));
@@ -212,6 +267,7 @@ fn corpus(tmp: &Path) -> Vec<Case> {
     v.push(case(&[], "terminal"));
     v.push(case(&["--preset", "nqm-sgd"], "terminal"));
     v.push(case(&["no-such-command"], "no-such-command"));
+    mark_runtime(&mut v);
     v
 }
 
@@ -258,6 +314,11 @@ fn every_bad_flag_is_one_clear_line() {
             Some(s) if s.code().is_none() => Some(format!("killed: {s:?}")),
             Some(_) if lines.len() != 1 => Some(format!("{} stderr lines", lines.len())),
             Some(_) if !lines[0].contains(&c.names) => Some(format!("does not name `{}`", c.names)),
+            Some(s) if s.code() != Some(c.code) => Some(format!(
+                "exit {:?}, the README's rule says {}",
+                s.code(),
+                c.code
+            )),
             Some(_) if err.contains("panicked") => Some("panic text".into()),
             _ => None,
         };
@@ -275,4 +336,62 @@ fn every_bad_flag_is_one_clear_line() {
     // Nothing was started: no run log was created by a rejected command.
     let logs = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
     assert_eq!(logs, 0, "a rejected command left a run log");
+}
+
+/// A small digits preset whose sweep has a step budget of `budget`.
+fn digits_preset(budget: u64) -> String {
+    format!(
+        "name = \"long\"\ndescription = \"d\"\n[workload]\noptimizer = \"sgd\"\neval_every = 5\n\
+         step_budget = {budget}\n[workload.dataset]\nname = \"digits\"\nval_fraction = 0.2\n\
+         [workload.model]\nkind = \"mlp\"\nhidden = [8]\n[workload.target]\nmetric = \"val_error\"\n\
+         value = 0.01\n[workload.defaults]\nlearning_rate = 0.1\n[search]\nlearning_rate = [0.01, 1.0]\n\
+         [sweep]\nbatch_sizes = [8]\ntrials_per_batch = 1\nconcurrency = 1\n"
+    )
+}
+
+/// Issue 24: a sweep whose wall-time bound is hours says so before it starts (a billion steps of
+/// a tiny MLP: ~ 10⁴ s), and a short one does not.
+#[test]
+fn a_long_sweep_says_its_bound_before_it_starts() {
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    let long = tmp.path().join("long.toml");
+    std::fs::write(&long, digits_preset(1_000_000_000)).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["sweep", &long.display().to_string(), "--runs-dir"])
+        .arg(tmp.path().join("runs"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // (after the calibration's announcement)
+    let warning = std::iter::from_fn(|| rx.recv_timeout(Duration::from_secs(120)).ok())
+        .find(|l| l.starts_with("warning: "))
+        .unwrap_or_else(|| "no warning line".into());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        warning.starts_with("warning: this sweep may take long: ≤ ") && warning.contains(" h "),
+        "{warning}"
+    );
+    // A short sweep runs without it.
+    let short = tmp.path().join("short.toml");
+    std::fs::write(&short, digits_preset(20)).unwrap();
+    let out = Command::new(BIN)
+        .args(["sweep", &short.display().to_string(), "--runs-dir"])
+        .arg(tmp.path().join("runs"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("may take long"), "{err}");
 }

@@ -1,8 +1,14 @@
-//! The bad-input corpus (issue 10): generated bad presets (every field × bad value class),
-//! damaged run logs and bad files, each run through the real binary. Every case must end within a
-//! time bound (the child is killed after it) with an exit code other than 0 and 101 (a panic) and
-//! exactly one line on stderr that locates the problem: `file:line:col: ` for presets,
-//! `file:line: ` for run-log content, the file's path for file-level problems.
+//! The bad-input corpus (issues 10 and 24): generated bad presets (every field × bad value class),
+//! keys and values that would not take effect or that a later stage refused (`effect`), damaged
+//! run logs and trial lines with impossible values or self-contradicting outcomes (`values`,
+//! through every log reader: report, compare, export, resume) and bad files, each run through
+//! the real binary. Every case must end within a time bound (the child is killed after it) with
+//! an exit code other than 0 and 101 (a panic) and exactly one line on stderr that locates the
+//! problem: `file:line:col: ` for presets, `file:line: ` for run-log content, the file's path for
+//! file-level problems — or, for a readable log that contradicts itself, exit 0 after a located
+//! `warning: file:line: ` line. Where a case fixes them, the exit code (2 usage, 1 runtime) and
+//! what the line must (not) say are checked too. `CORPUS_BIN=/path/to/old/scaling-lab` runs the
+//! corpus against another build (the before counts).
 //!
 //! The test prints the count of each failure class (hang, panic, silent success, unlocated or
 //! multi-line error) per case group, then fails listing the failing cases.
@@ -42,8 +48,6 @@ value = 0.5
 [workload.defaults]
 learning_rate = 0.05
 momentum = 0.9
-beta2 = 0.999
-epsilon = 1e-8
 
 [workload.defaults.schedule]
 warmup_steps = 0
@@ -70,6 +74,9 @@ enum Locate {
     Line(String),
     /// mentions the path
     Path(String),
+    /// Not an error: the input is readable but contradicts itself, so the command goes on
+    /// (exit 0) after a `warning: path:line: ` line on stderr.
+    Warn(String),
 }
 
 struct Case {
@@ -80,6 +87,44 @@ struct Case {
     locate: Locate,
     /// Files that must be byte-identical afterwards (never overwritten).
     unchanged: Vec<PathBuf>,
+    /// The exit code the README's rule gives (2 usage, 1 runtime), where the case fixes it.
+    code: Option<i32>,
+    /// Words the error line must contain (what is wrong), and must not (a wrong culprit).
+    says: Vec<String>,
+    not_says: Vec<String>,
+}
+
+/// A case with no expectations beyond the corpus's rule (for struct-update syntax).
+fn blank() -> Case {
+    Case::new("", String::new(), vec![], Locate::Path(String::new()))
+}
+
+impl Case {
+    fn new(group: &'static str, name: String, args: Vec<String>, locate: Locate) -> Self {
+        Case {
+            group,
+            name,
+            args,
+            env: vec![],
+            locate,
+            unchanged: vec![],
+            code: None,
+            says: vec![],
+            not_says: vec![],
+        }
+    }
+    fn code(mut self, code: i32) -> Self {
+        self.code = Some(code);
+        self
+    }
+    fn says(mut self, words: &[&str]) -> Self {
+        self.says.extend(words.iter().map(|w| w.to_string()));
+        self
+    }
+    fn not_says(mut self, words: &[&str]) -> Self {
+        self.not_says.extend(words.iter().map(|w| w.to_string()));
+        self
+    }
 }
 
 /// Replace the line `key = …` inside `[table]` of BASE with `key = value` (or add it there).
@@ -151,7 +196,8 @@ fn preset_cases(dir: &Path) -> Vec<Case> {
         ("workload.dataset", "max_val", vec!["0", "1", "-3"]),
         ("workload.dataset", "downsample", vec!["0", "3", "100"]),
         ("workload.dataset", "split_seed", vec!["-1", "\"a\""]),
-        ("workload.dataset", "max_bytes", vec!["0"]),
+        ("workload.dataset", "max_bytes", vec!["0", "1", "100000"]),
+        ("workload.dataset", "seq_len", vec!["32"]),
         ("workload.model", "kind", vec!["\"resnet\"", "\"nqm\""]),
         (
             "workload.model",
@@ -181,8 +227,12 @@ fn preset_cases(dir: &Path) -> Vec<Case> {
             vec!["0.0", "-1.0", "nan", "inf", "-inf"],
         ),
         ("workload.defaults", "momentum", vec!["1.0", "-0.1", "nan"]),
-        ("workload.defaults", "beta2", vec!["1.0", "nan"]),
-        ("workload.defaults", "epsilon", vec!["0.0", "nan", "inf"]),
+        ("workload.defaults", "beta2", vec!["1.0", "nan", "0.99"]),
+        (
+            "workload.defaults",
+            "epsilon",
+            vec!["0.0", "nan", "inf", "1e-8"],
+        ),
         (
             "workload.defaults.schedule",
             "warmup_steps",
@@ -203,11 +253,12 @@ fn preset_cases(dir: &Path) -> Vec<Case> {
         (
             "search",
             "one_minus_momentum",
-            vec!["[0.0, 0.5]", "[0.5, 2.0]", "[0.1, 0.2, 0.3]"],
+            vec!["[0.0, 0.5]", "[0.5, 2.0]", "[0.1, 0.2, 0.3]", "[0.01, 1.0]"],
         ),
         ("search", "warmup_fraction", vec!["1.0", "-0.1", "nan"]),
         ("search", "base_batch", vec!["0", "-1"]),
         ("search", "lr_rule", vec!["\"cubic\""]),
+        ("search", "decay_fraction", vec!["[0.5, 1.0]"]),
         (
             "sweep",
             "batch_sizes",
@@ -218,11 +269,13 @@ fn preset_cases(dir: &Path) -> Vec<Case> {
                 "[1000000000]",
                 "[-1]",
                 "[8, 18446744073709551615]",
+                "[8, 8]",
+                "[16, 8, 16]",
             ],
         ),
         ("sweep", "trials_per_batch", vec!["0", "1000000000"]),
         ("sweep", "workers", vec!["0", "1000000"]),
-        ("sweep", "concurrency", vec!["0", "1000000"]),
+        ("sweep", "concurrency", vec!["0", "1000000", "500"]),
         ("sweep", "seed", vec!["-1"]),
         ("sweep", "bogus_key", vec!["1"]),
     ];
@@ -271,6 +324,170 @@ fn preset_cases(dir: &Path) -> Vec<Case> {
     cases
 }
 
+/// BASE with `[sweep]` and everything after it cut off (a preset missing its sweep table, or
+/// truncated there).
+fn base_without_sweep() -> String {
+    BASE[..BASE.find("[sweep]").unwrap()].to_string()
+}
+
+/// A small NQM preset (no dataset) with `extra` lines added under `[workload]` / `[workload.model]`.
+fn nqm_preset(optimizer: &str, workload_extra: &str, model_extra: &str) -> String {
+    format!(
+        "name = \"nqm-corpus\"\ndescription = \"d\"\n\n[workload]\noptimizer = \"{optimizer}\"\n\
+         eval_every = 5\nstep_budget = 20\n{workload_extra}\n[workload.model]\nkind = \"nqm\"\n\
+         dim = 10\n{model_extra}\n[workload.target]\nmetric = \"nqm_loss\"\nvalue = 0.1\n\n\
+         [workload.defaults]\nlearning_rate = 0.1\n\n[sweep]\nbatch_sizes = [4]\n\
+         trials_per_batch = 1\n"
+    )
+}
+
+/// A small Shakespeare LSTM preset: `max_bytes` and the sweep's batch sizes given.
+fn text_preset(max_bytes: usize, batch_sizes: &str) -> String {
+    format!(
+        "name = \"text-corpus\"\ndescription = \"d\"\n\n[workload]\noptimizer = \"adam\"\n\
+         eval_every = 5\nstep_budget = 20\n\n[workload.dataset]\nname = \"shakespeare\"\n\
+         max_bytes = {max_bytes}\nseq_len = 64\n\n[workload.model]\nkind = \"char-lstm\"\n\
+         embed = 8\nhidden = 8\n\n[workload.target]\nmetric = \"val_bpc\"\nvalue = 3.0\n\n\
+         [workload.defaults]\nlearning_rate = 0.01\n\n[sweep]\nbatch_sizes = {batch_sizes}\n\
+         trials_per_batch = 1\n"
+    )
+}
+
+/// Issue 24's classes: keys that would not take effect, values a later stage refused without a
+/// location, numbers that are not in the file, names too long for a log file, nesting too deep
+/// — each through `train` and `sweep` (which must not blame a flag nobody gave).
+fn preset_effect_cases(dir: &Path) -> Vec<Case> {
+    let long = format!("name = \"{}\"", "n".repeat(300));
+    let docs: Vec<(&str, String, &[&str])> = vec![
+        (
+            "sgd-with-momentum",
+            BASE.replace("optimizer = \"momentum\"", "optimizer = \"sgd\""),
+            &["momentum has no effect", "sgd"],
+        ),
+        (
+            "sgd-with-omm",
+            BASE.replace("optimizer = \"momentum\"", "optimizer = \"sgd\"")
+                .replace("momentum = 0.9\n", ""),
+            &["one_minus_momentum has no effect"],
+        ),
+        (
+            "momentum-with-beta2",
+            BASE.replace("momentum = 0.9\n", "momentum = 0.9\nbeta2 = 0.99\n"),
+            &["beta2 has no effect"],
+        ),
+        (
+            "no-sweep-table",
+            base_without_sweep(),
+            &["sweep.batch_sizes is not set", "default"],
+        ),
+        (
+            "long-name",
+            BASE.replace("name = \"corpus\"", &long),
+            &["300 characters"],
+        ),
+        (
+            "nested-dotted-300",
+            format!("{BASE}\n[{}]\nx = 1\n", vec!["a"; 300].join(".")),
+            &["TOML syntax error"],
+        ),
+        (
+            "nested-arrays-300",
+            format!("v = {}{}\n{BASE}", "[".repeat(300), "]".repeat(300)),
+            &["TOML syntax error"],
+        ),
+        (
+            "nqm-grad-clip",
+            nqm_preset("sgd", "grad_clip = 1.0", ""),
+            &["grad_clip has no effect"],
+        ),
+        (
+            "nqm-bf16",
+            nqm_preset("sgd", "precision = \"bf16\"", ""),
+            &["precision has no effect"],
+        ),
+        (
+            "nqm-sgd-precondition",
+            nqm_preset("sgd", "", "precondition_power = 0.5"),
+            &["precondition_power has no effect"],
+        ),
+        (
+            "nqm-adam-beta2",
+            nqm_preset("adam", "", "")
+                .replace("learning_rate = 0.1", "learning_rate = 0.1\nbeta2 = 0.999"),
+            &["beta2 has no effect"],
+        ),
+        (
+            "text-max-bytes-too-small",
+            text_preset(100, "[4]"),
+            &["max_bytes"],
+        ),
+    ];
+    let runs = dir.join("runs").display().to_string();
+    let mut cases = Vec::new();
+    for (n, text, says) in docs {
+        let path = dir.join(format!("{n}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let p = path.display().to_string();
+        let train = vec![
+            s("train"),
+            s("--preset"),
+            p.clone(),
+            s("--batch-size"),
+            s("4"),
+        ];
+        let sweep = vec![s("sweep"), p.clone(), s("--runs-dir"), runs.clone()];
+        for (cmd, args) in [("train", train), ("sweep", sweep)] {
+            cases.push(
+                Case::new(
+                    "effect",
+                    format!("{n}/{cmd}"),
+                    args,
+                    Locate::LineCol(p.clone()),
+                )
+                .code(2)
+                .says(says)
+                .not_says(&["--batch-sizes", "--concurrency", "--preset: dataset"]),
+            );
+        }
+    }
+    // Values the preset gives that a sweep checks against the data or its caps: located in the
+    // preset, never blamed on a flag that was not given.
+    let sweep_only: Vec<(&str, String, &str)> = vec![
+        (
+            "text-batch-larger-than-windows",
+            text_preset(10_000, "[4, 1000]"),
+            "batch size 1000",
+        ),
+        (
+            "duplicate-batch-sizes",
+            with_field("sweep", "batch_sizes", "[8, 16, 8]"),
+            "listed twice",
+        ),
+        (
+            "concurrency-past-the-flag-cap",
+            with_field("sweep", "concurrency", "300"),
+            "concurrency 300",
+        ),
+    ];
+    for (n, text, says) in sweep_only {
+        let path = dir.join(format!("{n}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let p = path.display().to_string();
+        cases.push(
+            Case::new(
+                "effect",
+                format!("{n}/sweep"),
+                vec![s("sweep"), p.clone(), s("--runs-dir"), runs.clone()],
+                Locate::LineCol(p.clone()),
+            )
+            .code(2)
+            .says(&[says])
+            .not_says(&["--batch-sizes", "--concurrency"]),
+        );
+    }
+    cases
+}
+
 fn preset_case(name: &str, path: &Path) -> Case {
     Case {
         group: "preset",
@@ -285,6 +502,7 @@ fn preset_case(name: &str, path: &Path) -> Case {
         env: vec![],
         locate: Locate::LineCol(path.display().to_string()),
         unchanged: vec![],
+        ..blank()
     }
 }
 
@@ -306,7 +524,240 @@ fn log_commands(log: &str, runs: &str) -> [(&'static str, Vec<String>); 2] {
     ]
 }
 
-/// Damaged logs, each run through `report` and `sweep --resume`.
+/// Every command that reads a run log (issue 24: one validator, the same verdict everywhere):
+/// `report`, `compare` (against the valid fixture), `export` and `sweep --resume`.
+fn log_readers(log: &str, runs: &str) -> [(&'static str, Vec<String>); 4] {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/valid/nqm-sgd.jsonl")
+        .display()
+        .to_string();
+    let [report, resume] = log_commands(log, runs);
+    [
+        report,
+        ("compare", vec![s("compare"), s(log), fixture]),
+        (
+            "export",
+            vec![s("export"), s(log), s("--json"), format!("{log}.out.json")],
+        ),
+        resume,
+    ]
+}
+
+/// Trial lines with values no run can produce (refused with `file:line`), and stored outcomes
+/// their own curves contradict (read with a located warning), through every log reader.
+fn value_log_cases(dir: &Path) -> Vec<Case> {
+    use serde_json::{json, Value};
+    let good = valid_log();
+    let lines: Vec<String> = good.lines().map(str::to_string).collect();
+    // (name, line index to edit: 1 = trial 0 (not reached, 400 evals), 5 = trial 5 (reached at
+    // 1175), the edit, whether it is only a warning, words the message must contain)
+    type Edit = fn(&mut Value);
+    let edits: Vec<(&str, usize, Edit, bool, &str)> = vec![
+        (
+            "lr-negative",
+            1,
+            |t| t["spec"]["metaparams"]["learning_rate"] = json!(-1.0),
+            false,
+            "learning rate -1",
+        ),
+        (
+            "lr-zero",
+            1,
+            |t| t["spec"]["metaparams"]["learning_rate"] = json!(0.0),
+            false,
+            "learning rate 0",
+        ),
+        (
+            "momentum-above-one",
+            1,
+            |t| t["spec"]["metaparams"]["momentum"] = json!(1.5),
+            false,
+            "momentum 1.5",
+        ),
+        (
+            "beta2-negative",
+            1,
+            |t| t["spec"]["metaparams"]["beta2"] = json!(-0.5),
+            false,
+            "beta2",
+        ),
+        (
+            "epsilon-negative",
+            1,
+            |t| t["spec"]["metaparams"]["epsilon"] = json!(-1e-8),
+            false,
+            "epsilon",
+        ),
+        (
+            "decay-alpha-2",
+            1,
+            |t| t["spec"]["metaparams"]["schedule"]["decay"]["alpha"] = json!(2.0),
+            false,
+            "decay alpha 2",
+        ),
+        (
+            "steps-u64-max",
+            1,
+            |t| t["outcome"]["steps"] = json!(u64::MAX),
+            false,
+            "18446744073709551615 steps",
+        ),
+        (
+            "steps-past-budget",
+            1,
+            |t| t["outcome"]["steps"] = json!(1_000_000),
+            false,
+            "step_budget 2000",
+        ),
+        (
+            "budget-past-budget",
+            1,
+            |t| t["outcome"]["outcome"]["budget"] = json!(1_000_000),
+            false,
+            "1000000",
+        ),
+        (
+            "reached-past-steps",
+            5,
+            |t| t["outcome"]["outcome"]["step"] = json!(1900),
+            false,
+            "past the 1175 steps",
+        ),
+        (
+            "wall-negative",
+            1,
+            |t| t["outcome"]["wall_s"] = json!(-1.0),
+            false,
+            "wall_s -1",
+        ),
+        (
+            "wall-1e308",
+            1,
+            |t| t["outcome"]["wall_s"] = json!(1e308),
+            false,
+            "wall_s 1e308",
+        ),
+        (
+            "step-s-negative",
+            1,
+            |t| t["outcome"]["throughput"]["step_s"] = json!(-0.5),
+            false,
+            "step_s",
+        ),
+        (
+            "examples-per-s-negative",
+            1,
+            |t| t["outcome"]["throughput"]["examples_per_s"] = json!(-5.0),
+            false,
+            "examples_per_s",
+        ),
+        (
+            "loss-scale-zero",
+            1,
+            |t| t["outcome"]["final_loss_scale"] = json!(0.0),
+            false,
+            "final_loss_scale 0",
+        ),
+        (
+            "metric-1e308",
+            1,
+            |t| t["outcome"]["evals"][3]["metric"] = json!(1e308),
+            false,
+            "nqm_loss 1e308 at step 20",
+        ),
+        (
+            "metric-negative",
+            1,
+            |t| t["outcome"]["evals"][0]["metric"] = json!(-2.0),
+            false,
+            "nqm_loss -2",
+        ),
+        (
+            "train-loss-negative",
+            1,
+            |t| t["outcome"]["evals"][0]["train_loss"] = json!(-2.0),
+            false,
+            "training loss -2",
+        ),
+        (
+            "evals-out-of-order",
+            1,
+            |t| t["outcome"]["evals"][2]["step"] = json!(1),
+            false,
+            "evaluation step 1",
+        ),
+        (
+            "eval-past-budget",
+            5,
+            |t| t["outcome"]["evals"][0]["step"] = json!(9_999_999),
+            false,
+            "evaluation step 9999999",
+        ),
+        (
+            "oom-other-batch",
+            1,
+            |t| t["outcome"]["outcome"] = json!({"status": "oom", "batch_size": 7, "step": 3}),
+            false,
+            "batch size 7",
+        ),
+        (
+            "reached-without-evals",
+            5,
+            |t| t["outcome"]["evals"] = json!([]),
+            true,
+            "no evaluations",
+        ),
+        (
+            "reached-curve-never-meets",
+            1,
+            |t| t["outcome"]["outcome"] = json!({"status": "reached", "step": 2000}),
+            true,
+            "no evaluation in its curve meets",
+        ),
+        (
+            "not-reached-curve-meets",
+            5,
+            |t| t["outcome"]["outcome"] = json!({"status": "not_reached", "budget": 2000}),
+            true,
+            "meets the target at step 1175",
+        ),
+        (
+            "reached-earlier-than-curve",
+            5,
+            |t| t["outcome"]["outcome"]["step"] = json!(100),
+            true,
+            "first meets it at step 1175",
+        ),
+    ];
+    let mut cases = Vec::new();
+    for (n, line, edit, warn, says) in edits {
+        let mut l = lines.clone();
+        let mut v: Value = serde_json::from_str(&l[line]).unwrap();
+        edit(&mut v);
+        l[line] = v.to_string();
+        let path = dir.join(format!("{n}.jsonl"));
+        std::fs::write(&path, l.join("\n") + "\n").unwrap();
+        let p = path.display().to_string();
+        for (cmd, args) in log_readers(&p, &dir.join("runs").display().to_string()) {
+            let locate = if warn {
+                Locate::Warn(p.clone())
+            } else {
+                Locate::Line(p.clone())
+            };
+            let mut c = Case::new("values", format!("{n}/{cmd}"), args, locate).says(&[says]);
+            if cmd != "resume" {
+                c.unchanged = vec![path.clone()];
+                if !warn {
+                    c = c.code(1);
+                }
+            }
+            cases.push(c);
+        }
+    }
+    cases
+}
+
+/// Damaged logs, each run through every log reader (`log_readers`).
 fn log_cases(dir: &Path) -> Vec<Case> {
     let good = valid_log();
     let lines: Vec<&str> = good.lines().collect();
@@ -453,18 +904,19 @@ fn log_cases(dir: &Path) -> Vec<Case> {
         } else {
             Locate::Line(p.clone())
         };
-        for (cmd, args) in log_commands(&p, &dir.join("runs").display().to_string()) {
+        for (cmd, args) in log_readers(&p, &dir.join("runs").display().to_string()) {
             cases.push(Case {
                 group: "log",
                 name: format!("{n}/{cmd}"),
                 args,
                 env: vec![],
                 locate: locate.clone(),
-                unchanged: if cmd == "report" {
+                unchanged: if cmd != "resume" {
                     vec![path.clone()]
                 } else {
                     vec![]
                 },
+                ..blank()
             });
         }
     }
@@ -516,6 +968,7 @@ fn file_cases(dir: &Path) -> Vec<Case> {
                 env: vec![],
                 locate: Locate::Path(p.clone()),
                 unchanged: vec![],
+                ..blank()
             });
         }
     }
@@ -545,35 +998,50 @@ fn file_cases(dir: &Path) -> Vec<Case> {
                 env: vec![],
                 locate: Locate::Path(p.clone()),
                 unchanged: vec![],
+                ..blank()
             });
         }
     }
-    // A data directory whose digits file is a FIFO, a directory, or missing.
-    for (n, make) in [("fifo", 0), ("dir", 1), ("missing", 2)] {
+    // A data directory whose digits file is a FIFO, a directory, missing or corrupt: a runtime
+    // error naming the file (exit 1) from `train` and `sweep` alike, not blamed on the preset.
+    for (n, make) in [("fifo", 0), ("dir", 1), ("missing", 2), ("corrupt", 3)] {
         let d = dir.join(format!("data-{n}"));
         std::fs::create_dir_all(&d).unwrap();
         let f = d.join("digits.csv.gz");
         match make {
             0 => assert!(Command::new("mkfifo").arg(&f).status().unwrap().success()),
             1 => std::fs::create_dir_all(&f).unwrap(),
+            3 => std::fs::write(&f, b"not the digits").unwrap(),
             _ => {}
         }
-        cases.push(Case {
-            group: "file",
-            name: format!("data-{n}/train"),
-            args: vec![
-                s("train"),
-                s("--preset"),
-                s("digits-mlp-sgd"),
-                s("--batch-size"),
-                s("8"),
-                s("--steps"),
-                s("5"),
-            ],
-            env: vec![(s("SCALING_LAB_DATA_DIR"), d.display().to_string())],
-            locate: Locate::Path(f.display().to_string()),
-            unchanged: vec![],
-        });
+        let train = vec![
+            s("train"),
+            s("--preset"),
+            s("digits-mlp-sgd"),
+            s("--batch-size"),
+            s("8"),
+            s("--steps"),
+            s("5"),
+        ];
+        let sweep = vec![
+            s("sweep"),
+            s("digits-mlp-sgd"),
+            s("--runs-dir"),
+            runs.clone(),
+        ];
+        for (cmd, args) in [("train", train), ("sweep", sweep)] {
+            cases.push(Case {
+                group: "file",
+                name: format!("data-{n}/{cmd}"),
+                args,
+                env: vec![(s("SCALING_LAB_DATA_DIR"), d.display().to_string())],
+                locate: Locate::Path(f.display().to_string()),
+                unchanged: vec![],
+                code: Some(1),
+                not_says: vec![s("--preset")],
+                ..blank()
+            });
+        }
     }
     // Outputs that would overwrite a run log or follow a symlink.
     for flag in ["--json", "--csv", "--svg", "--trials-csv"] {
@@ -588,6 +1056,7 @@ fn file_cases(dir: &Path) -> Vec<Case> {
             env: vec![],
             locate: Locate::Path(lp.clone()),
             unchanged: vec![log.clone()],
+            ..blank()
         });
     }
     let log = dir.join("keep.jsonl");
@@ -603,6 +1072,7 @@ fn file_cases(dir: &Path) -> Vec<Case> {
         env: vec![],
         locate: Locate::Path(op.clone()),
         unchanged: vec![log.clone(), other.clone()],
+        ..blank()
     });
     let link = dir.join("link-out.json");
     std::os::unix::fs::symlink(&other, &link).unwrap();
@@ -618,6 +1088,7 @@ fn file_cases(dir: &Path) -> Vec<Case> {
         env: vec![],
         locate: Locate::Path(link.display().to_string()),
         unchanged: vec![other.clone()],
+        ..blank()
     });
     let bs = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/batch_science/mnist/simple_cnn_base/momentum")
@@ -640,6 +1111,7 @@ fn file_cases(dir: &Path) -> Vec<Case> {
             env: vec![],
             locate: Locate::Path(out.display().to_string()),
             unchanged: vec![other.clone()],
+            ..blank()
         });
     }
     cases
@@ -654,6 +1126,10 @@ enum Class {
     NotOneLine,
     Unlocated,
     Overwrote,
+    /// Not the exit code of the README's rule (2 usage, 1 runtime).
+    WrongCode,
+    /// Located, but does not say what is wrong (or names a wrong culprit).
+    Vague,
 }
 
 fn run_case(c: &Case) -> (Class, String) {
@@ -703,6 +1179,26 @@ fn run_case(c: &Case) -> (Class, String) {
     if before != after {
         return (Class::Overwrote, detail);
     }
+    if let Locate::Warn(p) = &c.locate {
+        // Read with a warning: exit 0, and the warning is located.
+        return match status.code() {
+            Some(101) | None => (Class::Panic, detail),
+            Some(0) => {
+                let warned = stderr
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("warning: "))
+                    .find(|l| find_located(l, p, 1));
+                match warned {
+                    Some(l) if !c.says.iter().all(|w| l.contains(w.as_str())) => {
+                        (Class::Vague, detail)
+                    }
+                    Some(_) => (Class::Ok, detail),
+                    None => (Class::SilentSuccess, detail),
+                }
+            }
+            Some(_) => (Class::WrongCode, detail),
+        };
+    }
     match status.code() {
         Some(0) => return (Class::SilentSuccess, detail),
         Some(101) => return (Class::Panic, detail),
@@ -718,9 +1214,18 @@ fn run_case(c: &Case) -> (Class, String) {
         Locate::LineCol(p) => find_located(line, p, 2),
         Locate::Line(p) => find_located(line, p, 1),
         Locate::Path(p) => line.contains(p.as_str()),
+        Locate::Warn(_) => unreachable!("handled above"),
     };
     if !located {
         return (Class::Unlocated, detail);
+    }
+    if c.code.is_some_and(|code| status.code() != Some(code)) {
+        return (Class::WrongCode, detail);
+    }
+    if !c.says.iter().all(|w| line.contains(w.as_str()))
+        || c.not_says.iter().any(|w| line.contains(w.as_str()))
+    {
+        return (Class::Vague, detail);
     }
     (Class::Ok, detail)
 }
@@ -751,6 +1256,8 @@ fn every_bad_input_is_one_located_error() {
     for (sub, gen) in [
         ("presets", preset_cases as fn(&Path) -> Vec<Case>),
         ("logs", log_cases),
+        ("values", value_log_cases),
+        ("effect", preset_effect_cases),
         ("files", file_cases),
     ] {
         let d = dir.join(sub);

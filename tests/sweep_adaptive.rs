@@ -76,8 +76,8 @@ fn repeats_rerun_the_best_metaparameters_without_changing_s() {
     // S(B), the best trial and the counts are those of the same sweep without repeats.
     for (a, b) in plain.analysis.per_batch.iter().zip(&res.analysis.per_batch) {
         assert_eq!(
-            (a.steps, a.best_trial, a.trials, a.reached),
-            (b.steps, b.best_trial, b.trials, b.reached)
+            (a.steps, a.best_trial, a.counts.trials, a.counts.reached),
+            (b.steps, b.best_trial, b.counts.trials, b.counts.reached)
         );
     }
     assert_eq!(res.trials_done, plain.trials_done + 2 * n_measured);
@@ -243,7 +243,7 @@ fn widen_recentres_the_range_where_the_best_trial_is_at_its_edge_and_resume_repr
         .analysis
         .notes
         .iter()
-        .any(|n| n.contains("re-centred (--widen)")));
+        .any(|n| matches!(n, scaling_lab::core::analysis::Note::RangeRecentred { .. })));
 
     // Cut the log inside the widening and resume: the same records.
     let text = std::fs::read_to_string(&res.log_path).unwrap();

@@ -8,10 +8,12 @@ use std::sync::Arc;
 
 use scaling_lab::core::*;
 use scaling_lab::nqm::NqmRunner;
-use scaling_lab::report::{render_compare, render_report, ReportInfo};
+use scaling_lab::report::compare::{compare, render_compare};
+use scaling_lab::report::export::{
+    export_json, metaparam_svg, points_csv, svg_for_log, trials_csv,
+};
+use scaling_lab::report::Report;
 use scaling_lab::runlog::batch_science::{import_batch_science, save_import};
-use scaling_lab::runlog::compare::compare;
-use scaling_lab::runlog::export::{points_csv, svg_for_log, trials_csv};
 use scaling_lab::runlog::{read_run_log, RunLogError, RunLogTail};
 use scaling_lab::sweep::SweepConfig;
 use scaling_lab::workload::spec::*;
@@ -177,9 +179,9 @@ fn export_report_and_compare() {
     assert!(csv.starts_with("batch_size,steps,"));
     let tcsv = trials_csv(&sgd.trials);
     assert_eq!(tcsv.lines().count(), 1 + sgd.trials.len());
-    let svg = svg_for_log(&sgd).unwrap();
+    let svg = svg_for_log(&sgd, &a).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("perfect scaling") && svg.contains("B_crit"));
-    let json = scaling_lab::runlog::export::export_json(&sgd);
+    let json = export_json(&sgd, &a);
     assert_eq!(json["trials"].as_array().unwrap().len(), sgd.trials.len());
     // The intervals travel in CSV, JSON and SVG.
     let header = csv.lines().next().unwrap();
@@ -221,7 +223,7 @@ fn export_report_and_compare() {
     assert!(json["analysis"]["fit"]["b_crit_ci"].is_array());
     // The metaparameter picture: one panel per batch size, marks for best and diverged trials.
     for log in [&sgd, &mom] {
-        let m = scaling_lab::runlog::export::metaparam_svg(log).unwrap();
+        let m = metaparam_svg(log, &log.analysis()).unwrap();
         assert!(m.starts_with("<svg") && m.contains("★"));
         for p in &log.analysis().per_batch {
             assert!(
@@ -231,11 +233,11 @@ fn export_report_and_compare() {
             );
         }
     }
-    assert!(scaling_lab::runlog::export::metaparam_svg(&mom)
+    assert!(metaparam_svg(&mom, &mom.analysis())
         .unwrap()
         .contains("1 − γ"));
 
-    let report = render_report(&a, &ReportInfo::from_log(&sgd));
+    let report = Report::from_log(&sgd, 1024).main_text();
     assert!(!report.contains('\u{1b}'), "no colour codes");
     for needle in [
         "sweep nqm-sgd",
@@ -282,14 +284,22 @@ fn batch_science_import() {
     let a = log.analysis();
     let p16 = &a.per_batch[0];
     assert_eq!(
-        (p16.steps, p16.reached, p16.not_reached, p16.diverged),
+        (
+            p16.steps,
+            p16.counts.reached,
+            p16.counts.not_reached,
+            p16.counts.diverged
+        ),
         (Some(300), 1, 1, 1)
     );
     let p64 = &a.per_batch[1];
-    assert_eq!((p64.steps, p64.reached, p64.diverged), (Some(220), 2, 1));
+    assert_eq!(
+        (p64.steps, p64.counts.reached, p64.counts.diverged),
+        (Some(220), 2, 1)
+    );
     assert_eq!(p64.best_lr, Some(0.2));
     let p256 = &a.per_batch[2];
-    assert_eq!((p256.steps, p256.not_reached), (None, 2));
+    assert_eq!((p256.steps, p256.counts.not_reached), (None, 2));
     // The evaluation curve comes from the val column.
     assert_eq!(log.trials[0].outcome.evals.len(), 5);
     // Cross-entropy is converted from nats to bits.

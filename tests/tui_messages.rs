@@ -101,7 +101,7 @@ fn resume_starts_with_the_logged_trials_on_the_chart() {
     let l = a.live().unwrap();
     assert_eq!(l.done_count(), 20);
     assert!(
-        !l.analysis.per_batch.is_empty(),
+        !l.analysis().per_batch.is_empty(),
         "chart holds the logged trials"
     );
     assert_eq!(
@@ -248,7 +248,13 @@ fn footer_comes_from_the_key_table_and_follows_the_state() {
     let done = live_app(|_| false);
     assert!(done.live().unwrap().done);
     let mut ended = done.clone();
-    update(&mut ended, Msg::SweepEnded { error: None });
+    update(
+        &mut ended,
+        Msg::SweepEnded {
+            error: None,
+            report: None,
+        },
+    );
     assert!(!footer_has(&ended, "p"), "no pause after the sweep ended");
     assert!(!footer_has(&ended, "C"));
     assert!(footer_has(&ended, "m"));
@@ -353,7 +359,7 @@ fn after_the_sweep_b_simple_is_the_best_trials_median_not_the_last_trial() {
     assert_eq!(l.b_simple_live, None, "no running trial, no live value");
     let (med, lo, hi) = l.b_simple_spread().unwrap();
     assert!(lo <= med && med <= hi);
-    let np = l.analysis.noise_prediction.expect("noise prediction");
+    let np = l.analysis().noise_prediction.expect("noise prediction");
     assert!((med - np).abs() < 1e-9 * np.abs().max(1.0), "{med} vs {np}");
 }
 
@@ -364,7 +370,7 @@ fn finished_sweep_shows_each_batch_sizes_best_trial() {
     let reached = a
         .live()
         .unwrap()
-        .analysis
+        .analysis()
         .per_batch
         .iter()
         .filter(|p| p.steps.is_some())

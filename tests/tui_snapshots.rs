@@ -177,12 +177,11 @@ fn compare_screen() {
                 *step = (*step * (4 - i as u64) / 2).div_ceil(5) * 5;
             }
         }
-        let w = &cfg.preset.workload;
         runs.push(CompareRun {
             label: format!("digits-mlp-{}", opt.name()),
             path: PathBuf::from(format!("runs/{i}.jsonl")),
             optimizer: opt,
-            analysis: scaling_lab::analysis::analyze(&w.target, &recs, w.optimizer),
+            analysis: scaling_lab::analysis::analyze_preset(&cfg.preset, &recs),
             done: recs.len(),
         });
     }

@@ -71,7 +71,11 @@ fn bf16_on_wgpu_blocks_the_launch_and_gpu_sweeps_run_one_trial_at_a_time() {
         .unwrap_or_else(|| panic!("{p:?}"));
     assert!(bf16.message.contains("no bf16"), "{}", bf16.message);
     a.setup.precision = Precision::Fp16;
-    assert!(a.setup.problems().iter().all(|p| !p.blocking), "{:?}", a.setup.problems());
+    assert!(
+        a.setup.problems().iter().all(|p| !p.blocking),
+        "{:?}",
+        a.setup.problems()
+    );
     a.setup.concurrency = 3;
     assert_eq!(a.setup.effective_concurrency(), 1);
 }

@@ -14,7 +14,10 @@ use scaling_lab::core::Outcome;
 use scaling_lab::runlog::reader::read_run_log;
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN).args(args).output().expect("run scaling-lab");
+    let out = Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run scaling-lab");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -46,7 +49,12 @@ fn a_digits_trial_trains_on_wgpu_through_the_cli() {
     assert!(backend.starts_with("burn-wgpu (wgpu:0 "), "{backend}");
     assert_eq!(v["spec"]["devices"]["kind"], "wgpu");
     assert_eq!(v["outcome"]["outcome"]["status"], "reached", "{v}");
-    assert!(v["outcome"]["throughput"]["examples_per_s"].as_f64().unwrap() > 0.0);
+    assert!(
+        v["outcome"]["throughput"]["examples_per_s"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
 }
 
 /// Log start and end of every trial (finish time minus its wall time), by trial id.
@@ -87,7 +95,11 @@ fn a_short_digits_sweep_packs_two_trials_on_one_adapter() {
     ]);
     let log = only_log(dir.path());
     let l = read_run_log(&log).unwrap();
-    assert!(l.header.backend.starts_with("burn-wgpu (wgpu:0 "), "{}", l.header.backend);
+    assert!(
+        l.header.backend.starts_with("burn-wgpu (wgpu:0 "),
+        "{}",
+        l.header.backend
+    );
     assert_eq!(l.trials.len(), 4, "{out}");
     for t in &l.trials {
         assert_eq!(t.spec.devices.label(), "wgpu:0");
@@ -99,10 +111,9 @@ fn a_short_digits_sweep_packs_two_trials_on_one_adapter() {
         "no trial reached the target"
     );
     let iv = intervals(&log);
-    let overlapping = iv.iter().any(|a| {
-        iv.iter()
-            .any(|b| a.0 < b.0 && a.1 < b.2 && b.1 < a.2)
-    });
+    let overlapping = iv
+        .iter()
+        .any(|a| iv.iter().any(|b| a.0 < b.0 && a.1 < b.2 && b.1 < a.2));
     assert!(overlapping, "no two trials ran at once: {iv:?}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert!(v.is_object(), "{out}");
@@ -118,7 +129,10 @@ fn an_oversized_batch_is_recorded_as_oom_and_the_sweep_goes_on() {
     let base =
         std::fs::read_to_string(common::root().join("presets/digits-mlp-momentum.toml")).unwrap();
     let text = base
-        .replace("name = \"digits-mlp-momentum\"", "name = \"digits-mlp-wide\"")
+        .replace(
+            "name = \"digits-mlp-momentum\"",
+            "name = \"digits-mlp-wide\"",
+        )
         .replace("hidden = [64]", "hidden = [65536]")
         .replace("step_budget = 3000", "step_budget = 6");
     assert!(text.contains("65536") && text.contains("step_budget = 6"));
@@ -149,12 +163,21 @@ fn an_oversized_batch_is_recorded_as_oom_and_the_sweep_goes_on() {
             .unwrap_or_else(|| panic!("no trial at B = {b}"))
     };
     assert!(
-        matches!(at(1024).outcome.outcome, Outcome::Oom { batch_size: 1024, .. }),
+        matches!(
+            at(1024).outcome.outcome,
+            Outcome::Oom {
+                batch_size: 1024,
+                ..
+            }
+        ),
         "{:?}",
         at(1024).outcome
     );
     assert!(
-        matches!(at(8).outcome.outcome, Outcome::NotReached { .. } | Outcome::Reached { .. }),
+        matches!(
+            at(8).outcome.outcome,
+            Outcome::NotReached { .. } | Outcome::Reached { .. }
+        ),
         "{:?}",
         at(8).outcome
     );
@@ -176,7 +199,10 @@ fn bf16_on_wgpu_is_refused_before_the_trial() {
     ]);
     assert_eq!(code, 1, "{err}");
     one_clear_line(&err);
-    assert!(err.contains("wgpu:0") && err.contains("cannot compute in bf16"), "{err}");
+    assert!(
+        err.contains("wgpu:0") && err.contains("cannot compute in bf16"),
+        "{err}"
+    );
     assert!(err.contains("WGSL has no bf16"), "{err}");
 
     let dir = tempfile::tempdir().unwrap();
@@ -218,13 +244,7 @@ fn device_lists_are_parsed_and_a_missing_adapter_is_one_line() {
         ("wgpu:x", "is not wgpu:N"),
         ("vulkan:0", "is not cuda:N or wgpu:N"),
     ] {
-        let (code, _, err) = run(&[
-            "train",
-            "--preset",
-            "digits-mlp-momentum",
-            "--devices",
-            bad,
-        ]);
+        let (code, _, err) = run(&["train", "--preset", "digits-mlp-momentum", "--devices", bad]);
         assert_eq!(code, 2, "{bad}: {err}");
         one_clear_line(&err);
         assert!(err.contains(says), "{bad}: {err}");

@@ -33,7 +33,10 @@ fn adapter0() -> WgpuDevice {
     scaling_lab::train::wgpu::device(0).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn on_wgpu(mut s: scaling_lab::core::TrialSpec, adapters: &[usize]) -> scaling_lab::core::TrialSpec {
+fn on_wgpu(
+    mut s: scaling_lab::core::TrialSpec,
+    adapters: &[usize],
+) -> scaling_lab::core::TrialSpec {
     s.devices = DeviceSpec::Wgpu {
         adapters: adapters.to_vec(),
     };
@@ -147,16 +150,27 @@ fn generic_convolution_on_wgpu_matches_the_cpu_im2col_path() {
 
     let x = Tensor::<G, 4>::from_data(TensorData::new(x_vals.clone(), [n, h, w, cin]), &gd)
         .require_grad();
-    let p = Tensor::<G, 4>::from_data(
-        TensorData::new(probe.clone(), [n, h / 2, w / 2, cout]),
-        &gd,
-    );
+    let p = Tensor::<G, 4>::from_data(TensorData::new(probe.clone(), [n, h / 2, w / 2, cout]), &gd);
     let y = gpu.forward(x.clone(), &Ctx::fp32());
     let g = (y.clone() * p).sum().backward();
     let v = |t: Tensor<Wgpu, 4>| t.into_data().to_vec::<f32>().unwrap();
     let (gy, gx) = (v(y.inner()), v(x.grad(&g).unwrap()));
-    let gw = gpu.w.val().grad(&g).unwrap().into_data().to_vec::<f32>().unwrap();
-    let gb = gpu.b.val().grad(&g).unwrap().into_data().to_vec::<f32>().unwrap();
+    let gw = gpu
+        .w
+        .val()
+        .grad(&g)
+        .unwrap()
+        .into_data()
+        .to_vec::<f32>()
+        .unwrap();
+    let gb = gpu
+        .b
+        .val()
+        .grad(&g)
+        .unwrap()
+        .into_data()
+        .to_vec::<f32>()
+        .unwrap();
 
     let x = Tensor::<C, 4>::from_data(TensorData::new(x_vals, [n, h, w, cin]), &cd).require_grad();
     let p = Tensor::<C, 4>::from_data(TensorData::new(probe, [n, h / 2, w / 2, cout]), &cd);
@@ -164,8 +178,22 @@ fn generic_convolution_on_wgpu_matches_the_cpu_im2col_path() {
     let g = (y.clone() * p).sum().backward();
     let v = |t: Tensor<Flex, 4>| t.into_data().to_vec::<f32>().unwrap();
     let (cy, cx) = (v(y.inner()), v(x.grad(&g).unwrap()));
-    let cw = cpu.w.val().grad(&g).unwrap().into_data().to_vec::<f32>().unwrap();
-    let cb = cpu.b.val().grad(&g).unwrap().into_data().to_vec::<f32>().unwrap();
+    let cw = cpu
+        .w
+        .val()
+        .grad(&g)
+        .unwrap()
+        .into_data()
+        .to_vec::<f32>()
+        .unwrap();
+    let cb = cpu
+        .b
+        .val()
+        .grad(&g)
+        .unwrap()
+        .into_data()
+        .to_vec::<f32>()
+        .unwrap();
 
     assert!(cy.iter().any(|v| *v > 0.0), "all outputs zero");
     assert!(max_abs_diff(&gy, &cy) < 1e-5, "values differ");
@@ -186,11 +214,13 @@ fn generic_sgd_on_wgpu_matches_the_fused_cpu_update() {
     let grads: Vec<Vec<f32>> = (0..5).map(|_| uniform(&mut rng, n, 1.0)).collect();
     for momentum in [None, Some((0.9, false)), Some((0.9, true))] {
         let mut gw = Tensor::<Wgpu, 1>::from_data(TensorData::new(w0.clone(), [n]), &gd);
-        let mut cw = Tensor::<Flex, 1>::from_data(TensorData::new(w0.clone(), [n]), &Default::default());
+        let mut cw =
+            Tensor::<Flex, 1>::from_data(TensorData::new(w0.clone(), [n]), &Default::default());
         let (mut gv, mut cv) = (None, None);
         for g in &grads {
             let gg = Tensor::<Wgpu, 1>::from_data(TensorData::new(g.clone(), [n]), &gd);
-            let cg = Tensor::<Flex, 1>::from_data(TensorData::new(g.clone(), [n]), &Default::default());
+            let cg =
+                Tensor::<Flex, 1>::from_data(TensorData::new(g.clone(), [n]), &Default::default());
             (gw, gv) = sgd_update(gw, gg, gv, 0.1, momentum);
             (cw, cv) = sgd_update(cw, cg, cv, 0.1, momentum);
         }

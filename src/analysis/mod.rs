@@ -1,9 +1,142 @@
-//! Analysis of measured sweeps, on `core` types only (no view, no trainer): the steps-to-target
-//! curve (best trial per batch size, bootstrap intervals, the S_min(1 + B_crit/B) fit, the ordered
-//! regime partition, search-space edges, LR rules) in `curve`, and the time-to-target projection
-//! over device counts and links in `projection`.
+//! The analysis of a sweep's trial records (science.md §1, §2, §6, §8): trial records and a
+//! [`Study`] in, a typed [`Analysis`] out — numbers and enums only (no prose, no files, no text;
+//! `report` words and renders it). One entry, [`analyze`], for every view. By concept:
+//!
+//! * `steps` — a trial's steps to reach a target: the one function over its eval curve.
+//! * `per_batch` — **steps-to-target per B** exactly as Shallue et al.: the earliest evaluation
+//!   step, over all trials at that batch size, at which the validation metric met the target; that
+//!   trial is the best trial. Diverged and not-reached trials are kept and counted; cancelled trials
+//!   are counted separately and never contribute a result. **Repeats** (`TrialSpec::repeat_of`):
+//!   S(B) stays the best-of-K minimum over the *search* trials (the paper's definition; the counts
+//!   too are of search trials); repeats give `repeat_steps` (median, min–max over seeds).
+//! * `bootstrap` — **uncertainty** (science.md §8), the one place that resamples. Per B, the K
+//!   search trials are resampled with replacement and the minimum recomputed (a resample without a
+//!   reaching trial counts as "no result", capped at the largest budget seen; early-stopped trials
+//!   count as not reached, which can only widen the interval). The minimum of a resample can never
+//!   fall below the observed minimum, so the draws' log-distance from it is symmetrised (a random
+//!   sign): `steps_ci` is the 2.5–97.5 % range of those draws. With `--repeats`, each draw is also
+//!   multiplied by a random seed ratio (repeat / median of the repeats), and `steps_ci` is widened
+//!   to the repeats' min–max. Fit and boundary intervals refit the model to one draw per B, 200
+//!   times. All random numbers come from fixed seeds: the same records give the same intervals.
+//! * `fit` — the **perfect-scaling reference** `S(B0)·B0/B` (anchored at the smallest B that
+//!   reached), the local **segment slopes** `d ln S / d ln B` between consecutive measured B, and
+//!   the **fit** of `S = S_min·(1 + B_crit/B)` by least squares on ln S (McCandlish et al.): for a
+//!   fixed B_crit the optimal ln S_min is closed-form (the mean residual), so the fit is a 1-D
+//!   search over ln B_crit (a dense grid, then golden-section refinement). Needs ≥ 3 points.
+//! * `regimes` — **the regimes as one ordered partition**, the one regime model: ln S is smoothed
+//!   to be non-increasing in ln B (isotonic regression, pool-adjacent-violators), then a segmented
+//!   model is fitted by least squares — slope −1 below a breakpoint b1, slope −½ between b1 and b2
+//!   (the model's slope at B_crit), slope 0 above b2. Perfect scaling is B ≤ b1, maximal data
+//!   parallelism B ≥ b2, diminishing returns between: at most one span per regime, in order. A
+//!   span is named only if at least two measured batch sizes lie in it; otherwise a note says what
+//!   the data cannot support. Boundaries get 95 % intervals from the bootstrap refits and are
+//!   cross-checked against the fit, whose slope −B_crit/(B + B_crit) crosses −0.75 at B_crit/3 and
+//!   −0.25 at 3·B_crit (a disagreement is a note, never a second set of regimes).
+//! * `search` — **search-space edges**: a best trial whose η or 1−γ lies in the outer 10 % of the
+//!   explored range (log scale) is flagged: S(B) there is an upper bound; `widen_step` picks the
+//!   re-centred group `--widen` runs next.
+//! * `lr` — the best η (and η/(1−γ)) per B against the linear and sqrt rules from the smallest B.
+//! * `stats` — median.
+//! * `projection` — the time-to-target projection over device counts and links (science.md §6).
+//! * **Noise prediction**: the median B_simple over the best trials (McCandlish et al.: B_crit ≈
+//!   B_simple).
+//!
+//! Layering: imports `workload` and `core` only; imported by `runlog`, `sweep`, `report`,
+//! `cluster` and the views.
 
-pub mod curve;
+pub mod bootstrap;
+pub mod fit;
+pub mod lr;
+pub mod per_batch;
 pub mod projection;
+pub mod regimes;
+pub mod search;
+pub mod stats;
+pub mod steps;
 
-pub use curve::*;
+#[cfg(test)]
+pub(crate) mod tests;
+
+use crate::core::analysis::{Analysis, BatchPoint, Note, Study};
+use crate::core::record::TrialRecord;
+use crate::workload::spec::{OptimizerKind, Preset};
+
+pub use bootstrap::{bootstrap_min, BOOTSTRAP_DRAWS, FIT_BOOTSTRAP};
+pub use fit::{
+    fit_range, fit_scaling, perfect_scaling_steps, segments, FitRange, MAXIMAL_SLOPE, PERFECT_SLOPE,
+};
+pub use lr::{lr_rules, lr_scaling_exponent};
+pub use per_batch::{dedup_trials, per_batch};
+pub use regimes::{isotonic_non_increasing, segmented_fit, Segmented, MIDDLE_SLOPE, WIDE_BOUNDARY};
+pub use search::{edges_in, explored_ranges, search_edges, widen_step, EDGE_FRACTION};
+pub use stats::median;
+
+/// Analyses the finished trials of a sweep against `study`: the one entry of every view (the
+/// report, the TUI, export, compare, the scheduler's summary). Records with a repeated `trial_id`
+/// keep the last one. Without a search space no search-edge check is made.
+pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
+    let optimizer = study.optimizer;
+    let mut per_batch = per_batch::per_batch(trials, optimizer);
+    let draws = bootstrap::bootstrap_all(trials, &mut per_batch);
+    let measured: Vec<(usize, u64)> = per_batch
+        .iter()
+        .filter_map(|p| p.steps.map(|s| (p.batch_size, s)))
+        .collect();
+    let perfect_anchor = measured.first().copied();
+    let segments = fit::segments(&measured);
+    let pts: Vec<(f64, f64)> = measured
+        .iter()
+        .map(|&(b, s)| (b as f64, s as f64))
+        .collect();
+    let mut fit = fit::fit_scaling(&pts);
+    let mut notes = Vec::new();
+    let regimes = match &mut fit {
+        Some(f) => {
+            let boot = bootstrap::bootstrap_fits(&pts, &draws);
+            bootstrap::attach_fit_intervals(f, &boot);
+            regimes::regimes(&pts, &boot, Some(f), &mut notes)
+        }
+        None => regimes::regimes(&pts, &[], None, &mut notes),
+    };
+    if let Some(f) = fit.as_ref().filter(|f| f.uncertain) {
+        notes.push(Note::FitUncertain {
+            r2: f.r2,
+            b_crit_ci: f.b_crit_ci,
+        });
+    }
+    let noise: Vec<f64> = per_batch
+        .iter()
+        .filter_map(|p| p.b_simple)
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    let lr_rules = lr::lr_rules(&per_batch);
+    if let Some(s) = &study.search {
+        search::mark_search_edges(&mut per_batch, trials, s, optimizer, &mut notes);
+        if let Some(note) = lr::lr_rule_note(s, &lr_rules) {
+            notes.push(note);
+        }
+    }
+    Analysis {
+        target: Some(study.target),
+        lr_rules,
+        per_batch,
+        perfect_anchor,
+        segments,
+        fit,
+        noise_prediction: median(noise),
+        regimes,
+        notes,
+    }
+}
+
+/// [`analyze`] of a preset's study ([`Study::of_preset`]).
+pub fn analyze_preset(preset: &Preset, trials: &[TrialRecord]) -> Analysis {
+    analyze(&Study::of_preset(preset), trials)
+}
+
+/// `per_batch` with `steps_ci` (the bootstrap), without the fit: what `--until` decides on.
+pub fn per_batch_with_ci(trials: &[TrialRecord], optimizer: OptimizerKind) -> Vec<BatchPoint> {
+    let mut p = per_batch::per_batch(trials, optimizer);
+    bootstrap::bootstrap_all(trials, &mut p);
+    p
+}

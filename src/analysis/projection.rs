@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::core::analysis::Analysis;
 use crate::core::record::TrialRecord;
 
-use super::curve::median;
+use super::stats::median;
 
 /// A network link for the all-reduce model.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -219,59 +219,6 @@ impl LinkTable {
             )),
         })
     }
-
-    /// Reads a saved table (`bench --allreduce` writes `<runs-dir>/allreduce.json`).
-    pub fn read(path: &std::path::Path) -> anyhow::Result<LinkTable> {
-        use anyhow::Context;
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read the all-reduce table", path.display()))?;
-        let t: LinkTable = serde_json::from_str(&text).with_context(|| {
-            format!(
-                "{}: not an all-reduce table (written by `scaling-lab bench --allreduce`)",
-                path.display()
-            )
-        })?;
-        anyhow::ensure!(
-            fit_ring(&t.rows).is_some(),
-            "{}: the all-reduce table has no usable rows",
-            path.display()
-        );
-        Ok(t)
-    }
-}
-
-/// The file name `bench --allreduce` saves its table under, in the runs directory.
-pub const LINK_TABLE_FILE: &str = "allreduce.json";
-
-/// The saved all-reduce table for a run log at `log_path`: `allreduce.json` in the log's directory
-/// or the one above it (a Slurm sweep directory sits inside the runs directory). Unreadable or
-/// malformed tables are skipped with the reason.
-pub fn find_link_table(log_path: &std::path::Path) -> (Option<LinkTable>, Option<String>) {
-    let dir = if log_path.is_dir() {
-        Some(log_path)
-    } else {
-        log_path.parent()
-    };
-    let mut note = None;
-    for d in dir
-        .into_iter()
-        .flat_map(|d| [Some(d), d.parent()])
-        .flatten()
-    {
-        let d = if d.as_os_str().is_empty() {
-            std::path::Path::new(".")
-        } else {
-            d
-        };
-        let p = d.join(LINK_TABLE_FILE);
-        if p.is_file() {
-            match LinkTable::read(&p) {
-                Ok(t) => return (Some(t), note),
-                Err(e) => note = Some(format!("{e:#}")),
-            }
-        }
-    }
-    (None, note)
 }
 
 /// The measured link beside the trials' own exchange times: (G, payload bytes, median measured
@@ -464,45 +411,6 @@ pub fn project(
     }
 }
 
-/// A plain-text table of a projection.
-pub fn render_projection(p: &Projection) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "time-to-target vs devices — link {} ({:.3} GB/s, {:.1} µs){}; compute {:.3} ms + {:.3} µs/example (fitted on {} trials, {} device(s)/trial), all-reduce payload {:.2} MB",
-        p.link.name,
-        p.link.bandwidth / 1e9,
-        p.link.latency * 1e6,
-        if p.link.measured { ", measured" } else { ", datasheet preset" },
-        p.compute.overhead_s * 1e3,
-        p.compute.per_example_s * 1e6,
-        p.compute.samples,
-        p.compute.replicas,
-        p.compute.param_bytes / 1e6,
-    );
-    let _ = writeln!(
-        s,
-        "{:>6} {:>7} {:>8} {:>11} {:>11} {:>12} {:>8}  kind",
-        "G", "best B", "steps", "compute ms", "allred ms", "time s", "speedup"
-    );
-    for r in &p.rows {
-        let _ = writeln!(
-            s,
-            "{:>6} {:>7} {:>8} {:>11.3} {:>11.3} {:>12.3} {:>8.1}  {}",
-            r.devices,
-            r.batch_size,
-            r.steps,
-            r.compute_s * 1e3,
-            r.allreduce_s * 1e3,
-            r.time_to_target_s,
-            r.speedup,
-            if r.measured { "measured" } else { "modelled" }
-        );
-    }
-    s
-}
-
 /// Projections of one sweep on every datasheet link, plus one measured link: the ring model fitted
 /// to a saved `bench --allreduce` table when there is one (`table`), else the effective link of the
 /// trials' own exchange times when they ran on ≥ 2 devices. None when no trial has a measured
@@ -553,107 +461,6 @@ pub fn measured_check(
     Some((b, measured, modelled))
 }
 
-fn short_time(s: f64) -> String {
-    if !s.is_finite() {
-        "–".into()
-    } else if s < 1.0 {
-        format!("{:.0} ms", s * 1e3)
-    } else if s < 120.0 {
-        format!("{s:.1} s")
-    } else if s < 7200.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{:.1} h", s / 3600.0)
-    }
-}
-
-/// One table for all links: per G the projected time-to-target, the B that minimises it and the
-/// speedup over G = 1. `*` marks the only measured cell (G = the trials' device count on the
-/// measured link); every other cell is modelled. `backend` names what the compute was timed on.
-pub fn render_projection_table(
-    ps: &[Projection],
-    backend: &str,
-    check: Option<(usize, f64, f64)>,
-) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let Some(first) = ps.first() else {
-        return s;
-    };
-    let c = &first.compute;
-    let _ = writeln!(
-        s,
-        "time-to-target vs devices G (science.md §6): t = S(B)·[t_compute(B/G) + ring all-reduce of {} over G]",
-        bytes_label(c.param_bytes)
-    );
-    let _ = writeln!(
-        s,
-        "compute timed on {backend}, {} device(s)/trial: {:.3} ms + {:.2} µs/example (fit over {} trials); best B ≥ G per cell",
-        c.replicas,
-        c.overhead_s * 1e3,
-        c.per_example_s * 1e6,
-        c.samples
-    );
-    if let Some((b, measured, modelled)) = check {
-        let _ = writeln!(
-            s,
-            "check at G = {}: best trial at B = {b} trained in {} measured, the model says {}",
-            c.replicas,
-            short_time(measured),
-            short_time(modelled)
-        );
-    }
-    let _ = write!(s, "{:>5}", "G");
-    for p in ps {
-        let name = if p.link.measured && p.link.latency > 0.0 {
-            format!(
-                "measured {:.2} GB/s {:.0} µs",
-                p.link.bandwidth / 1e9,
-                p.link.latency * 1e6
-            )
-        } else if is_cross_process(&p.link) {
-            format!("{} {:.2} GB/s", p.link.name, p.link.bandwidth / 1e9)
-        } else if p.link.measured {
-            format!("measured {:.2} GB/s", p.link.bandwidth / 1e9)
-        } else {
-            p.link.name.clone()
-        };
-        let _ = write!(s, " │ {name:<24}");
-    }
-    s.push('\n');
-    let gs: Vec<usize> = first.rows.iter().map(|r| r.devices).collect();
-    for g in gs {
-        let _ = write!(s, "{g:>5}");
-        for p in ps {
-            let cell = match p.rows.iter().find(|r| r.devices == g) {
-                Some(r) => format!(
-                    "{:>9} B{:<6}{:>6.1}×{}",
-                    short_time(r.time_to_target_s),
-                    r.batch_size,
-                    r.speedup,
-                    if r.measured { "*" } else { " " }
-                ),
-                None => String::new(),
-            };
-            let _ = write!(s, " │ {cell:<24}");
-        }
-        s.push('\n');
-    }
-    let _ = writeln!(
-        s,
-        "all cells are modelled except those marked * (measured link at the measured device count)"
-    );
-    s
-}
-
-fn bytes_label(b: f64) -> String {
-    if b >= 1e6 {
-        format!("{:.2} MB", b / 1e6)
-    } else {
-        format!("{:.1} kB", b / 1e3)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -663,8 +470,11 @@ mod tests {
         BatchPoint {
             batch_size: b,
             steps: Some(s),
-            trials: 1,
-            reached: 1,
+            counts: crate::core::analysis::OutcomeCounts {
+                trials: 1,
+                reached: 1,
+                ..Default::default()
+            },
             ..Default::default()
         }
     }
@@ -713,25 +523,27 @@ mod tests {
         let f = fast.rows.iter().map(|r| r.speedup).fold(0.0, f64::max);
         let s = slow.rows.iter().map(|r| r.speedup).fold(0.0, f64::max);
         assert!(f > 2.0 * s, "nvlink {f} vs 10GbE {s}");
-        assert!(render_projection(&fast).contains("modelled"));
+        assert!(crate::report::projection::render_projection(&fast).contains("modelled"));
     }
 
     /// The analysis of SGD trials against val error ≤ 0.1.
     fn analyze_sgd(trials: &[TrialRecord]) -> Analysis {
         crate::analysis::analyze(
-            &crate::workload::spec::Target {
-                metric: crate::workload::spec::Metric::ValError,
-                value: 0.1,
-            },
+            &crate::core::analysis::Study::bare(
+                crate::workload::spec::Target {
+                    metric: crate::workload::spec::Metric::ValError,
+                    value: 0.1,
+                },
+                crate::workload::spec::OptimizerKind::Sgd,
+            ),
             trials,
-            crate::workload::spec::OptimizerKind::Sgd,
         )
     }
 
     /// Reached trials at the given (B, steps), each step timed at exactly 1 ms + 10 µs/example of
     /// compute, with 25,000 parameters; and their analysis (val error ≤ 0.1, SGD).
     fn timed_trials(points: &[(usize, u64)]) -> (Vec<crate::core::record::TrialRecord>, Analysis) {
-        use crate::analysis::curve::tests::rec;
+        use crate::analysis::tests::rec;
         use crate::core::trial::Outcome;
         let trials: Vec<_> = points
             .iter()
@@ -777,8 +589,11 @@ mod tests {
         assert!(nv[1].speedup > 1.0, "{nv:?}");
         // Ring latency 2·(G−1)·2 µs per step dominates at G = 1024 on this tiny model.
         assert!(nv[10].allreduce_s > nv[10].compute_s, "{:?}", nv[10]);
-        let text =
-            render_projection_table(&ps, "flex (cpu × 1 worker)", Some((b, measured, modelled)));
+        let text = crate::report::projection::render_projection_table(
+            &ps,
+            "flex (cpu × 1 worker)",
+            Some((b, measured, modelled)),
+        );
         assert!(text.contains("NVLink") && text.contains("10GbE"), "{text}");
         assert!(text.contains("100.0 kB"), "{text}");
         assert!(!text.contains("×*"), "nothing is measured here: {text}");
@@ -795,7 +610,7 @@ mod tests {
     /// trials of the same log; the compute is fitted per replica of the 2; the check uses them.
     #[test]
     fn multi_node_trials_give_the_cross_process_link() {
-        use crate::analysis::curve::tests::rec;
+        use crate::analysis::tests::rec;
         use crate::core::trial::Outcome;
         let mut trials = vec![];
         for (i, (b, s)) in [(16usize, 400u64), (64, 120), (256, 60)]
@@ -844,7 +659,7 @@ mod tests {
         let (g, bytes, measured, modelled) = exchange_check(&trials, &ps[3].link).unwrap();
         assert_eq!((g, bytes), (2, 100_000.0));
         assert!((measured - 4e-3).abs() < 1e-12 && (modelled - 4e-3).abs() < 1e-9);
-        let text = render_projection_table(&ps, "flex", None);
+        let text = crate::report::projection::render_projection_table(&ps, "flex", None);
         assert!(text.contains("processes/loopback 0.03 GB/s"), "{text}");
         // without multi-node trials the in-process table is the measured link again
         let ps = project_all(&trials[3..], &a, 64, Some(&table)).unwrap();
@@ -918,9 +733,13 @@ mod tests {
         std::fs::create_dir(&sweep).unwrap();
         let log = sweep.join("shard-0.jsonl");
         std::fs::write(&log, "").unwrap();
-        assert!(find_link_table(&log).0.is_none());
-        std::fs::write(dir.path().join(LINK_TABLE_FILE), json.to_string()).unwrap();
-        let (t, note) = find_link_table(&log);
+        assert!(crate::runlog::link_table::find_link_table(&log).0.is_none());
+        std::fs::write(
+            dir.path().join(crate::runlog::link_table::LINK_TABLE_FILE),
+            json.to_string(),
+        )
+        .unwrap();
+        let (t, note) = crate::runlog::link_table::find_link_table(&log);
         assert!(note.is_none());
         let t = t.expect("found one directory up");
         let l = t.link().unwrap();
@@ -929,8 +748,12 @@ mod tests {
         assert!((l.bandwidth / 2e9 - 1.0).abs() < 1e-6, "{l:?}");
         assert!(l.source.as_deref().unwrap().contains("27 cells"), "{l:?}");
         // next to the log wins; a broken one is reported and skipped
-        std::fs::write(sweep.join(LINK_TABLE_FILE), "{\"rows\": 3}").unwrap();
-        let (t2, note) = find_link_table(&log);
+        std::fs::write(
+            sweep.join(crate::runlog::link_table::LINK_TABLE_FILE),
+            "{\"rows\": 3}",
+        )
+        .unwrap();
+        let (t2, note) = crate::runlog::link_table::find_link_table(&log);
         assert!(t2.is_some(), "falls back to the parent's table");
         assert!(note.unwrap().contains("not an all-reduce table"));
 
@@ -942,7 +765,7 @@ mod tests {
         // G = 2 all-reduce of 100 kB: 2·8 µs + 100 kB / 2 GB/s = 66 µs
         let r2 = m.rows.iter().find(|r| r.devices == 2).unwrap();
         assert!((r2.allreduce_s - 66e-6).abs() < 1e-9, "{r2:?}");
-        let text = render_projection_table(&ps, "cpu", None);
+        let text = crate::report::projection::render_projection_table(&ps, "cpu", None);
         assert!(text.contains("measured 2.00 GB/s 8 µs"), "{text}");
     }
 }

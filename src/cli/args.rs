@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 
 use scaling_lab::core::DeviceSpec;
+use scaling_lab::sweep::overrides::MAX_WORKERS;
 use scaling_lab::train;
-use scaling_lab::workload::overrides::MAX_WORKERS;
 use scaling_lab::workload::spec::{LrRule, Precision};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -86,8 +86,7 @@ impl DeviceArgs {
                     train::wgpu::probe().map_err(|e| anyhow::anyhow!("--devices: {e}"))?;
                 }
                 _ => {
-                    train::runner::cuda::probe()
-                        .map_err(|e| anyhow::anyhow!("--devices: {e}"))?;
+                    train::runner::cuda::probe().map_err(|e| anyhow::anyhow!("--devices: {e}"))?;
                 }
             }
             return Ok(Some(spec));
@@ -109,9 +108,7 @@ pub fn parse_devices(list: &str) -> Result<DeviceSpec, String> {
         };
         if let Some(k) = k {
             if k != "cuda" && k != "wgpu" {
-                return Err(format!(
-                    "--devices: `{p}` is not cuda:N or wgpu:N"
-                ));
+                return Err(format!("--devices: `{p}` is not cuda:N or wgpu:N"));
             }
             match kind {
                 Some(prev) if prev != k => {
@@ -164,12 +161,14 @@ pub struct TrainArgs {
     /// Scale the learning rate from --base-batch to --batch-size.
     #[arg(long, value_enum)]
     pub lr_rule: Option<LrRuleArg>,
-    #[arg(long, default_value_t = 128, allow_negative_numbers = true, value_parser = positive(u64::MAX))]
-    pub base_batch: usize,
+    /// The batch size --lr-rule scales from (default: the preset's `search.base_batch`).
+    #[arg(long, allow_negative_numbers = true, value_parser = positive(u64::MAX))]
+    pub base_batch: Option<usize>,
     #[arg(long, value_enum)]
     pub precision: Option<PrecisionArg>,
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-    pub seed: u64,
+    /// Seed of initialisation and data order (default 0).
+    #[arg(long, allow_negative_numbers = true)]
+    pub seed: Option<u64>,
     /// Step budget (default: the preset's).
     #[arg(long, allow_negative_numbers = true, value_parser = positive_u64())]
     pub steps: Option<u64>,
@@ -200,12 +199,12 @@ pub struct SweepArgs {
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = positive(u64::MAX))]
     pub batch_sizes: Option<Vec<usize>>,
     /// Trials per batch size (default: the preset's).
-    #[arg(long, allow_negative_numbers = true, value_parser = positive(scaling_lab::workload::overrides::MAX_TRIALS as u64))]
+    #[arg(long, allow_negative_numbers = true, value_parser = positive(scaling_lab::sweep::overrides::MAX_TRIALS as u64))]
     pub trials: Option<usize>,
     #[command(flatten)]
     pub devices: DeviceArgs,
     /// Trials run at once (default: the preset's).
-    #[arg(long, allow_negative_numbers = true, value_parser = positive(scaling_lab::workload::overrides::MAX_CONCURRENCY as u64))]
+    #[arg(long, allow_negative_numbers = true, value_parser = positive(scaling_lab::sweep::overrides::MAX_CONCURRENCY as u64))]
     pub concurrency: Option<usize>,
     /// GPU sweeps: every trial on one device, K trials per device at once (0: one trial spans
     /// all the devices, the default).
@@ -232,7 +231,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "REL", allow_negative_numbers = true)]
     pub until: Option<f64>,
     /// Trial budget of --until (default 4× the plan).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = positive(scaling_lab::workload::overrides::MAX_TRIALS as u64 * 64))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = positive(scaling_lab::sweep::overrides::MAX_TRIALS as u64 * 64))]
     pub max_trials: Option<usize>,
     /// Where a batch size's best trial sits at the edge of the η or 1−γ range, add trials there in
     /// the range moved half a width past that edge, up to N moves each way (e.g. 2).

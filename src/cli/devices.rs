@@ -43,16 +43,17 @@ pub fn cmd_devices(a: DevicesArgs) -> CmdResult {
                         "max_binding_bytes": d.max_binding_bytes,
                     });
                     if a.probe {
-                        let probed: serde_json::Map<String, serde_json::Value> = precisions(d.index)
-                            .into_iter()
-                            .map(|(p, r)| {
-                                let v = match r {
-                                    Ok(()) => serde_json::Value::Bool(true),
-                                    Err(e) => serde_json::Value::String(e),
-                                };
-                                (p.name().to_string(), v)
-                            })
-                            .collect();
+                        let probed: serde_json::Map<String, serde_json::Value> =
+                            precisions(d.index)
+                                .into_iter()
+                                .map(|(p, r)| {
+                                    let v = match r {
+                                        Ok(()) => serde_json::Value::Bool(true),
+                                        Err(e) => serde_json::Value::String(e),
+                                    };
+                                    (p.name().to_string(), v)
+                                })
+                                .collect();
                         v["precisions"] = probed.into();
                     }
                     v

@@ -4,8 +4,9 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 
-use scaling_lab::report::Report;
+use scaling_lab::report::{export as render, Report};
 use scaling_lab::runlog;
+use scaling_lab::runlog::export::write_file;
 
 use super::args::{ExportArgs, ImportArgs};
 use super::{out, outln, read_log, usage, CmdResult};
@@ -36,26 +37,27 @@ pub fn cmd_export(a: ExportArgs) -> CmdResult {
             }
         }
     }
+    // one analysis, every rendering of it
     let an = l.analysis();
     if let Some(p) = &a.svg {
-        runlog::export::write_file(p, &runlog::export::svg_for_log(&l)?)?;
+        write_file(p, &render::svg_for_log(&l, &an)?)?;
         outln(&format!("wrote {}", p.display()));
     }
     if let Some(p) = &a.csv {
-        runlog::export::write_file(p, &runlog::export::points_csv(&an))?;
+        write_file(p, &render::points_csv(&an))?;
         outln(&format!("wrote {}", p.display()));
     }
     if let Some(p) = &a.trials_csv {
-        runlog::export::write_file(p, &runlog::export::trials_csv(&l.trials))?;
+        write_file(p, &render::trials_csv(&l.trials))?;
         outln(&format!("wrote {}", p.display()));
     }
     if let Some(p) = &a.metaparams_svg {
-        runlog::export::write_file(p, &runlog::export::metaparam_svg(&l)?)?;
+        write_file(p, &render::metaparam_svg(&l, &an)?)?;
         outln(&format!("wrote {}", p.display()));
     }
     if let Some(p) = &a.json {
-        let v = runlog::export::export_json(&l);
-        runlog::export::write_file(p, &serde_json::to_string_pretty(&v)?)?;
+        let v = render::export_json(&l, &an);
+        write_file(p, &serde_json::to_string_pretty(&v)?)?;
         outln(&format!("wrote {}", p.display()));
     }
     Ok(ExitCode::SUCCESS)
@@ -92,11 +94,7 @@ pub fn cmd_import(a: ImportArgs, runs_dir: std::path::PathBuf) -> CmdResult {
         log.trials.len(),
         p.display()
     ));
-    let mut report = Report::new(
-        log.analysis(),
-        &scaling_lab::report::ReportInfo::from_log(&log),
-    );
-    report.warnings = log.warnings.clone();
+    let report = Report::from_log(&log, 1);
     out(&report.main_text());
     Ok(ExitCode::SUCCESS)
 }

@@ -16,7 +16,7 @@ use super::{check_regular_file, out, outln, usage, CmdResult};
 
 /// The runner factory of the TUI's sweeps.
 pub fn factory() -> RunnerFactory {
-    Arc::new(|w| train::runner_for(w, &TrainOptions::default()))
+    Arc::new(|w| scaling_lab::sweep::runner_for(w, &TrainOptions::default()))
 }
 
 /// Why the full-screen UI cannot be drawn here (None: it can).
@@ -87,7 +87,7 @@ fn save_link_table(
     use anyhow::Context;
     std::fs::create_dir_all(runs_dir)
         .with_context(|| format!("{}: cannot create the runs directory", runs_dir.display()))?;
-    let path = runs_dir.join(scaling_lab::analysis::projection::LINK_TABLE_FILE);
+    let path = runs_dir.join(scaling_lab::runlog::link_table::LINK_TABLE_FILE);
     let tmp = runs_dir.join(format!(".allreduce.json.{}", std::process::id()));
     std::fs::write(&tmp, serde_json::to_string_pretty(b)?)
         .with_context(|| format!("{}: cannot write", tmp.display()))?;
@@ -121,7 +121,7 @@ pub fn cmd_bench(a: BenchArgs, runs_dir: PathBuf) -> CmdResult {
             outln(&serde_json::to_string_pretty(&b)?);
         } else {
             out(&b.render());
-            if let Some(link) = scaling_lab::analysis::projection::LinkTable::read(&saved)
+            if let Some(link) = scaling_lab::runlog::link_table::read_link_table(&saved)
                 .ok()
                 .and_then(|t| t.link())
             {

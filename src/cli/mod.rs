@@ -2,8 +2,12 @@
 //! error is one line naming the flag; exit 2 for usage, 1 for runtime, 130 after ctrl-c, never a
 //! panic), stdout writes that never hold the lock and treat a closed pipe as a normal end, the
 //! read-a-log-and-print-its-warnings step, and the ctrl-c/SIGTERM policy.
+//!
+//! Layering: the top, beside `tui` (the binary's module); imports the library, never prints
+//! anything the library did not render (`report` renders, `cli` writes).
 
 pub mod args;
+pub mod checks;
 pub mod devices;
 pub mod export;
 pub mod misc;
@@ -17,7 +21,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use scaling_lab::runlog::{self, RunLog};
-use scaling_lab::workload::overrides::Problem;
+use scaling_lab::sweep::overrides::Problem;
 
 /// What a subcommand ends with.
 pub type CmdResult = anyhow::Result<ExitCode>;
@@ -72,7 +76,17 @@ pub fn clap_error(e: clap::Error) -> ExitCode {
         .lines()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("error: bad arguments");
-    eprintln!("{}", first.trim_end());
+    let mut line = first.trim_end().to_string();
+    // "the following required arguments were not provided:" lists them on the next lines: name
+    // them on this one.
+    if e.kind() == clap::error::ErrorKind::MissingRequiredArgument {
+        if let Some(clap::error::ContextValue::Strings(args)) =
+            e.get(clap::error::ContextKind::InvalidArg)
+        {
+            line = format!("{line} {}", args.join(", "));
+        }
+    }
+    eprintln!("{line}");
     ExitCode::from(2)
 }
 

@@ -2,15 +2,16 @@
 
 use std::process::ExitCode;
 
-use scaling_lab::report::{render_compare, Report};
-use scaling_lab::runlog;
+use scaling_lab::report::compare::{compare, render_compare};
+use scaling_lab::report::Report;
+use scaling_lab::runlog::link_table::find_link_table;
 
 use super::args::{CompareArgs, ReportArgs};
 use super::{out, outln, read_log, CmdResult};
 
 pub fn cmd_report(a: ReportArgs) -> CmdResult {
     let log = read_log(&a.log)?;
-    let (table, note) = scaling_lab::analysis::projection::find_link_table(&a.log);
+    let (table, note) = find_link_table(&a.log);
     if let Some(n) = note {
         eprintln!("warning: {n} (ignored; the projection uses the trials' exchange times)");
     }
@@ -28,6 +29,6 @@ pub fn cmd_compare(a: CompareArgs) -> CmdResult {
     for l in &a.logs {
         logs.push(read_log(l)?);
     }
-    out(&render_compare(&runlog::compare::compare(&logs)));
+    out(&render_compare(&compare(&logs)));
     Ok(ExitCode::SUCCESS)
 }

@@ -12,15 +12,17 @@ use anyhow::Context;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use scaling_lab::report::{Report, ReportInfo, TrialErrorNote};
-use scaling_lab::sweep::headless::{self, HeadlessSink};
+use scaling_lab::report::headless::{self, HeadlessSink};
+use scaling_lab::report::ReportOptions;
+use scaling_lab::runlog::link_table::find_link_table;
+use scaling_lab::sweep::overrides::{check_config, SweepOverrides};
 use scaling_lab::sweep::{self, SweepConfig, SweepControl};
-use scaling_lab::train::{self, TrainOptions};
+use scaling_lab::train::TrainOptions;
+use scaling_lab::workload::applied::Setting;
 use scaling_lab::workload::load::find_preset;
-use scaling_lab::workload::overrides::{check_config, SweepOverrides};
 
 use super::args::SweepArgs;
-use super::{check_problems, on_interrupt, out, outln, read_log, stdout_closed, usage, CmdResult};
+use super::{on_interrupt, out, outln, read_log, stdout_closed, usage, CmdResult};
 
 /// Largest device count of the projection printed after a sweep.
 const SWEEP_MAX_DEVICES: usize = 1024;
@@ -95,7 +97,6 @@ impl HeadlessSink for Bars {
         }
         let _ = self.multi.clear();
     }
-    fn report(&mut self, _text: &str) {}
 }
 
 /// Plain lines on stdout (no terminal on stderr). A closed stdout cancels the sweep.
@@ -109,7 +110,6 @@ impl HeadlessSink for Lines {
             self.control.cancel();
         }
     }
-    fn report(&mut self, _text: &str) {}
 }
 
 /// Nothing (`--json` without a terminal): the JSON is the only output.
@@ -117,7 +117,6 @@ struct Quiet;
 
 impl HeadlessSink for Quiet {
     fn line(&mut self, _text: &str) {}
-    fn report(&mut self, _text: &str) {}
 }
 
 /// The cluster front end's output (src/cluster renders nothing itself): reports and progress on
@@ -132,10 +131,6 @@ struct Stdout;
 impl HeadlessSink for Stdout {
     fn line(&mut self, text: &str) {
         outln(text);
-    }
-    fn report(&mut self, text: &str) {
-        outln("");
-        out(text);
     }
 }
 
@@ -205,7 +200,10 @@ pub fn sweep_config(
         .clone()
         .ok_or_else(|| usage("give a preset (e.g. digits-mlp-momentum) or --resume LOG"))?;
     let (path, preset) = find_preset(&name).map_err(|e| usage(format!("preset: {e}")))?;
-    let mut cfg = SweepConfig::from_preset(preset, Some(path), runs_dir);
+    let many = a.devices.workers.is_some_and(|n| n > 1);
+    super::checks::refuse_unused_flags(&preset.workload, &[(many, "--workers", Setting::Workers)])?;
+    super::checks::preflight_data(&preset.workload, &path)?;
+    let mut cfg = SweepConfig::from_preset(preset, Some(path.clone()), runs_dir);
     let overrides = SweepOverrides {
         batch_sizes: a.batch_sizes.clone(),
         trials: a.trials,
@@ -216,7 +214,19 @@ pub fn sweep_config(
         target: a.target,
         ..Default::default()
     };
-    check_problems(&overrides.apply(&mut cfg))?;
+    // A problem with a setting no flag gave is the preset's (file:line:col), not a flag's.
+    let given = |field: &str| match field {
+        "batch_sizes" => a.batch_sizes.is_some(),
+        "shards" => a.batch_sizes.is_some() || overrides.devices.is_some(),
+        "trials" => a.trials.is_some(),
+        "workers" => overrides.devices.is_some(),
+        "concurrency" => a.concurrency.is_some(),
+        "precision" => a.precision.is_some(),
+        "target" => a.target.is_some(),
+        _ => true,
+    };
+    let problems = overrides.apply(&mut cfg);
+    super::checks::check_blamed(&problems, &given, &path, &cfg.batch_sizes)?;
     if a.concurrency.is_some() {
         // an explicit --concurrency wins over the scheduler's choice
         cfg.preset.sweep.auto_concurrency = false;
@@ -280,7 +290,7 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
             &mut ClusterCli { progress: Stdout },
         );
     }
-    let runner = train::runner_for(&cfg.preset.workload, &TrainOptions::default())?;
+    let runner = sweep::runner_for(&cfg.preset.workload, &TrainOptions::default())?;
     let mut cfg = cfg;
     if a.slurm.dry_run {
         return dry_run(&cfg, runner.as_ref(), resume.as_deref());
@@ -291,6 +301,12 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
             .ok()
             .and_then(|(_, e)| e);
         if let Some(w) = sweep::layout::gpu_scale_warning(&cfg, est.as_ref()) {
+            eprintln!("warning: {w}");
+        }
+    }
+    if resume.is_none() {
+        // say the bound before a sweep that long starts
+        if let Some(w) = super::checks::long_sweep_warning(&cfg, runner.as_ref()) {
             eprintln!("warning: {w}");
         }
     }
@@ -312,16 +328,6 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
         let c = control.clone();
         on_interrupt(move || c.cancel());
     }
-    let info = ReportInfo {
-        preset: cfg.preset.name.clone(),
-        optimizer: cfg.preset.workload.optimizer.name().into(),
-        devices: cfg.devices.label(),
-        trials_done: 0,
-        trials_planned: cfg.batch_sizes.len() * cfg.trials_per_batch,
-        wall_s: None,
-        log_path: None,
-        cancelled: false,
-    };
     let handle = sweep::scheduler::start_sweep_with(cfg, runner, tx, resume, control.clone())?;
     let log_path = handle.log_path().to_path_buf();
     let stderr_tty = std::io::stderr().is_terminal();
@@ -334,36 +340,18 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
             control: control.clone(),
         })
     };
-    let seen = headless::run_headless_full(rx, sink.as_mut(), info);
+    headless::run_headless(rx, sink.as_mut());
     drop(sink);
     let result = handle.join()?;
-    // The projection needs the trials' measured times: read them back from the (fsynced) log.
-    let log = scaling_lab::runlog::reader::read_run_log(&log_path).ok();
-    let mut report = match &log {
-        Some(l) => Report::from_log_with(
-            l,
-            SWEEP_MAX_DEVICES,
-            scaling_lab::analysis::projection::find_link_table(&log_path)
-                .0
-                .as_ref(),
-        ),
-        None => Report::new(
-            seen.analysis.clone().unwrap_or(result.analysis.clone()),
-            &seen.info,
-        ),
-    };
-    report.trials_done = result.trials_done;
-    report.trials_planned = result.trials_planned;
-    report.wall_s = Some(result.wall_s);
-    report.cancelled = result.cancelled;
-    report.errors = seen
-        .errors
-        .iter()
-        .map(|(trial_id, message)| TrialErrorNote {
-            trial_id: *trial_id,
-            message: message.clone(),
-        })
-        .collect();
+    // The way every sweep ends: the report of the sweep's own records (the log is not read back).
+    let table = find_link_table(&log_path).0;
+    let report = scaling_lab::report::of_sweep(
+        &result,
+        &ReportOptions {
+            max_devices: SWEEP_MAX_DEVICES,
+            link_table: table.as_ref(),
+        },
+    );
     if a.json {
         outln(&serde_json::to_string_pretty(&report.to_json())?);
     } else {
@@ -381,7 +369,7 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
     let failed = report.errors.len();
-    let recorded = report.per_batch.iter().map(|p| p.trials).sum::<usize>();
+    let recorded = report.kept.trials;
     if failed > 0 && recorded == 0 {
         anyhow::bail!(
             "all {failed} trials failed to run; first: trial {}: {}",

@@ -5,19 +5,38 @@ use std::process::ExitCode;
 
 use scaling_lab::core::{CancelToken, DeviceSpec, Outcome, TrialEvent, TrialSpec};
 use scaling_lab::report::thousands;
-use scaling_lab::train::{self, TrainOptions};
-use scaling_lab::workload::load::find_preset;
-use scaling_lab::workload::overrides::{
+use scaling_lab::sweep::overrides::{
     check_batch_size, check_shards, training_set_size, SweepOverrides,
 };
+use scaling_lab::train::{self, TrainOptions};
+use scaling_lab::workload::applied::Setting;
+use scaling_lab::workload::load::find_preset;
 use scaling_lab::workload::spec::LrRule;
 
 use super::args::TrainArgs;
 use super::{check_problems, on_interrupt, outln, usage, CmdResult};
 
 pub fn cmd_train(a: TrainArgs) -> CmdResult {
-    let (_path, preset) = find_preset(&a.preset).map_err(|e| usage(format!("--preset: {e}")))?;
+    let (path, preset) = find_preset(&a.preset).map_err(|e| usage(format!("--preset: {e}")))?;
     let mut w = preset.workload.clone();
+    // A flag the workload does not use is an error, never recorded as if it had run.
+    let many = a.devices.workers.is_some_and(|n| n > 1)
+        || a.devices.gpus.is_some_and(|n| n > 1)
+        || a.devices.devices.as_ref().is_some_and(|d| d.contains(','));
+    super::checks::refuse_unused_flags(
+        &w,
+        &[
+            (a.seed.is_some(), "--seed", Setting::TrainSeed),
+            (many, "--workers", Setting::Workers),
+            (a.no_noise_scale, "--no-noise-scale", Setting::NoNoiseScale),
+        ],
+    )?;
+    let scales = a.lr_rule.is_some_and(|r| LrRule::from(r) != LrRule::None);
+    if a.base_batch.is_some() && !scales {
+        return Err(usage(
+            "--base-batch: only with --lr-rule linear or sqrt (it is the batch size the rule scales the learning rate from)",
+        ));
+    }
     let overrides = SweepOverrides {
         target: a.target,
         steps: a.steps,
@@ -32,10 +51,14 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
     let mut mp = w.defaults.clone();
     if let Some(rule) = a.lr_rule {
         let r: LrRule = rule.into();
-        mp.learning_rate = r.scale(mp.learning_rate, a.batch_size, a.base_batch);
+        let base = a.base_batch.unwrap_or(preset.search.base_batch);
+        mp.learning_rate = r.scale(mp.learning_rate, a.batch_size, base);
     }
+    // What the optimizer applies (no γ for SGD, …): the record states only what ran.
+    let mp = scaling_lab::workload::applied::as_applied(&w, &mp);
     let devices = a.devices.spec()?.unwrap_or(DeviceSpec::Cpu { workers: 1 });
-    let n_train = training_set_size(&w).map_err(|e| anyhow::anyhow!("--preset: {e}"))?;
+    super::checks::preflight_data(&w, &path)?;
+    let n_train = training_set_size(&w).map_err(|e| anyhow::anyhow!("{e}"))?;
     if let Some(p) = check_batch_size("batch_size", a.batch_size, n_train)
         .or_else(|| check_shards("batch_size", &[a.batch_size], &devices))
     {
@@ -47,7 +70,7 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         devices: devices.clone(),
         precision: w.precision,
         metaparams: mp,
-        seed: a.seed,
+        seed: a.seed.unwrap_or(0),
         repeat_of: None,
     };
     let mut options = TrainOptions {
@@ -62,7 +85,7 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
     // One node of a multi-node trial (src/cluster).
     let node = scaling_lab::cluster::node_session(&a.nodes)?;
     options.cluster = node.as_ref().map(|n| n.spec.clone());
-    let runner = train::runner_for(&w, &options)?;
+    let runner = scaling_lab::sweep::runner_for(&w, &options)?;
     let tty = std::io::stderr().is_terminal();
     let cancel = CancelToken::new();
     {

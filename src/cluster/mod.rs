@@ -1,6 +1,9 @@
 //! Beyond one machine (issue 12): sweeps as Slurm job arrays, and one trial data-parallel across
 //! nodes with burn-collective's global mode (vendored and patched, see vendor/README.md).
 //!
+//! Layering: imports everything below it (up to `report`: a cluster sweep ends with the same
+//! `report::of_sweep` as any other); only `cli` and `tui` import it.
+//!
 //! * `sweepdir`: the sweep directory `runs/<sweep>/` (header.json, one `shard-<i>.jsonl` run log per
 //!   array task) and the merged reading of it (`read_sweep_dir`, `open_log_or_dir`).
 //! * `slurm`: the sbatch scripts, submission, `--wait` progress from `squeue` and the shard logs.

@@ -11,10 +11,15 @@ use super::multinode::{ensure_orchestrator, ClusterSpec, Liveness};
 use super::sweepdir::{self, ClusterInfo};
 use super::{slurm, NodeArgs, Shard, SlurmArgs};
 use crate::core::TrialRunner;
-use crate::sweep::headless::HeadlessSink;
+use crate::report::headless::HeadlessSink;
+use crate::report::{ClusterRun, Report, ReportOptions};
+use crate::sweep::runner_for;
 use crate::sweep::scheduler::{make_header, start_sweep_with, SweepControl};
 use crate::sweep::SweepConfig;
-use crate::train::{runner_for, TrainOptions};
+use crate::train::TrainOptions;
+
+/// Largest device count of the projection in a cluster sweep's report.
+const MAX_DEVICES: usize = 1024;
 
 /// Where the cluster front end's output goes (the CLI implements it; the engine never prints).
 pub trait ClusterOutput {
@@ -283,20 +288,20 @@ fn finish_report(dir: &Path, json: bool, out: &mut dyn ClusterOutput) -> anyhow:
     }
     let planned = log.planned_trials();
     let complete = log.trials.len() >= planned;
+    let table = crate::runlog::link_table::find_link_table(dir).0;
+    let mut report = Report::from_log_with(&log, MAX_DEVICES, table.as_ref());
+    report.cluster = Some(ClusterRun {
+        nodes: sweepdir::read_cluster_info(dir).map_or(1, |i| i.nodes),
+        complete: Some(complete),
+        ..ClusterRun::default()
+    });
     if json {
-        let v = serde_json::json!({
-            "log": dir,
-            "cancelled": false,
-            "complete": complete,
-            "trials_done": log.trials.len(),
-            "trials_planned": planned,
-            "wall_s": log.summary.as_ref().map(|s| s.wall_s),
-            "analysis": log.analysis(),
-            "projections": crate::report::projections_for_log(&log, 1024),
-        });
-        out.out(&format!("{}\n", serde_json::to_string_pretty(&v)?));
+        out.out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&report.to_json())?
+        ));
     } else {
-        out.out(&crate::report::render_log_report(&log, 1024));
+        out.out(&report.text());
     }
     if !complete {
         out.note(&format!(
@@ -472,7 +477,7 @@ impl ResumeHint {
                 format!(
                     "{} --nodes {} --node-rank R --coordinator {}:{} on every node R (the other \
                      ranks read the log too)",
-                    crate::sweep::headless::resume_command(log),
+                    crate::report::headless::resume_command(log),
                     spec.nodes,
                     spec.coordinator_host,
                     spec.port
@@ -540,20 +545,6 @@ fn run_sweep(
                 });
         });
     }
-    let devices = match &spec {
-        Some(s) => format!("{} × {} nodes", cfg.devices.label(), s.nodes),
-        None => cfg.devices.label(),
-    };
-    let info = crate::report::ReportInfo {
-        preset: cfg.preset.name.clone(),
-        optimizer: cfg.preset.workload.optimizer.name().into(),
-        devices,
-        trials_done: 0,
-        trials_planned: cfg.batch_sizes.len() * cfg.trials_per_batch,
-        wall_s: None,
-        log_path: None,
-        cancelled: false,
-    };
     let (tx, rx) = std::sync::mpsc::sync_channel(4096);
     let handle = start_sweep_with(cfg, runner, tx, run.log.clone(), control)?;
     let log_path = handle.log_path().to_path_buf();
@@ -564,28 +555,37 @@ fn run_sweep(
         } else {
             out.progress()
         };
-        crate::sweep::headless::run_headless(rx, sink, info);
+        crate::report::headless::run_headless(rx, sink);
     }
     let result = handle.join()?;
     let lost = spec.as_ref().and(super::multinode::lost());
-    if json && rank0 {
-        let log = crate::runlog::reader::read_run_log(&log_path).ok();
-        let v = serde_json::json!({
-            "log": log_path,
-            "shard": shard.map(|s| s.to_string()),
-            "nodes": spec.as_ref().map_or(1, |s| s.nodes),
-            "cancelled": result.cancelled && lost.is_none(),
-            "group_lost": lost,
-            "trials_done": result.trials_done,
-            "trials_run": result.trials_run,
-            "trial_errors": result.trial_errors,
-            "wall_s": result.wall_s,
-            "analysis": result.analysis,
-            "projections": log
-                .as_ref()
-                .and_then(|l| crate::report::projections_for_log(l, 1024)),
+    if rank0 {
+        // the sweep's own records: the log is not read back
+        let mut report = crate::report::of_sweep(
+            &result,
+            &ReportOptions {
+                max_devices: MAX_DEVICES,
+                link_table: None,
+            },
+        );
+        report.cancelled = result.cancelled && lost.is_none();
+        report.cluster = Some(ClusterRun {
+            shard: shard.map(|s| s.to_string()),
+            nodes: spec.as_ref().map_or(1, |s| s.nodes),
+            group_lost: lost.clone(),
+            trials_run: result.trials_run,
+            complete: shard
+                .is_none()
+                .then_some(!result.cancelled && result.trials_done >= result.trials_planned),
         });
-        out.out(&format!("{}\n", serde_json::to_string_pretty(&v)?));
+        if json {
+            out.out(&format!(
+                "{}\n",
+                serde_json::to_string_pretty(&report.to_json())?
+            ));
+        } else {
+            out.out(&format!("\n{}", report.text()));
+        }
     }
     if let (Some(reason), Some(s)) = (&lost, &spec) {
         out.note(&format!("error: multi-node sweep stopped: {reason}"));

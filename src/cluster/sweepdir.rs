@@ -203,7 +203,7 @@ pub fn read_sweep_dir(dir: &Path) -> anyhow::Result<RunLog> {
             trials_planned: planned,
             complete,
             wall_s,
-            analysis: log.analysis(),
+            analysis: serde_json::to_value(log.analysis()).unwrap_or_default(),
         });
     }
     Ok(log)

@@ -1,6 +1,39 @@
-//! Result types of the sweep analysis (computed by `analysis`).
+//! The analysis's input (`Study`) and result types (computed by `analysis`, worded by `report`):
+//! numbers and enums only — no prose, no files, no text.
 
 use serde::{Deserialize, Serialize};
+
+use crate::workload::spec::{LrRule, OptimizerKind, Preset, SearchSpace, Target};
+
+/// What a sweep's trials are read against: the target, the optimizer (which metaparameters exist)
+/// and the search space (the edge checks and the LR-rule caveat; None: imported or scripted data
+/// without one). One study, one analysis: every view builds it the same way (`of_preset`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Study {
+    pub target: Target,
+    pub optimizer: OptimizerKind,
+    pub search: Option<SearchSpace>,
+}
+
+impl Study {
+    /// The study a preset describes (its workload's target and optimizer, its search space).
+    pub fn of_preset(preset: &Preset) -> Study {
+        Study {
+            target: preset.workload.target,
+            optimizer: preset.workload.optimizer,
+            search: Some(preset.search.clone()),
+        }
+    }
+
+    /// A study without a search space (no edge checks).
+    pub fn bare(target: Target, optimizer: OptimizerKind) -> Study {
+        Study {
+            target,
+            optimizer,
+            search: None,
+        }
+    }
+}
 
 /// The three regimes of Shallue et al., classified per segment by local log-log slope.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -95,6 +128,71 @@ pub struct RepeatSteps {
     pub max: u64,
 }
 
+/// How a set of trials ended: the one count type of the reports, the run lists and the views.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct OutcomeCounts {
+    pub trials: usize,
+    pub reached: usize,
+    pub diverged: usize,
+    pub not_reached: usize,
+    /// Of `not_reached`: stopped early at the best steps already measured at their B.
+    #[serde(default)]
+    pub early_stopped: usize,
+    pub cancelled: usize,
+    /// Out of device memory (CUDA).
+    #[serde(default, skip_serializing_if = "crate::core::analysis::is_zero")]
+    pub oom: usize,
+}
+
+impl OutcomeCounts {
+    /// Counts one more trial that ended with `o`.
+    pub fn add(&mut self, o: &crate::core::trial::Outcome) {
+        use crate::core::trial::Outcome;
+        self.trials += 1;
+        match o {
+            Outcome::Reached { .. } => self.reached += 1,
+            Outcome::NotReached { early_stopped, .. } => {
+                self.not_reached += 1;
+                self.early_stopped += usize::from(*early_stopped);
+            }
+            Outcome::Diverged { .. } => self.diverged += 1,
+            Outcome::Cancelled { .. } => self.cancelled += 1,
+            Outcome::Oom { .. } => self.oom += 1,
+        }
+    }
+
+    /// The counts of these outcomes.
+    pub fn of<'a>(outcomes: impl IntoIterator<Item = &'a crate::core::trial::Outcome>) -> Self {
+        let mut c = OutcomeCounts::default();
+        for o in outcomes {
+            c.add(o);
+        }
+        c
+    }
+}
+
+impl std::ops::AddAssign for OutcomeCounts {
+    fn add_assign(&mut self, o: Self) {
+        self.trials += o.trials;
+        self.reached += o.reached;
+        self.diverged += o.diverged;
+        self.not_reached += o.not_reached;
+        self.early_stopped += o.early_stopped;
+        self.cancelled += o.cancelled;
+        self.oom += o.oom;
+    }
+}
+
+impl std::iter::Sum for OutcomeCounts {
+    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
+        let mut c = OutcomeCounts::default();
+        for x in iter {
+            c += x;
+        }
+        c
+    }
+}
+
 /// Steps-to-target at one batch size: the best trial over the study.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct BatchPoint {
@@ -102,17 +200,9 @@ pub struct BatchPoint {
     /// Earliest evaluation step at which any trial met the target (None: no trial did).
     pub steps: Option<u64>,
     pub best_trial: Option<u64>,
-    pub trials: usize,
-    pub reached: usize,
-    pub diverged: usize,
-    pub not_reached: usize,
-    /// Of `not_reached`: stopped early at the best steps already measured at this B.
-    #[serde(default)]
-    pub early_stopped: usize,
-    pub cancelled: usize,
-    /// Trials that ran out of device memory at this B (CUDA).
-    #[serde(default, skip_serializing_if = "crate::core::analysis::is_zero")]
-    pub oom: usize,
+    /// How this B's search trials ended (repeats are not counted).
+    #[serde(flatten)]
+    pub counts: OutcomeCounts,
     /// Metaparameters of the best trial.
     pub best_lr: Option<f64>,
     pub best_momentum: Option<f64>,
@@ -144,13 +234,14 @@ impl BatchPoint {
     }
 }
 
+/// The local log-log slope between two consecutive measured batch sizes (a measured number, not
+/// a regime: the regimes are the ordered partition, `Analysis::regimes`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Segment {
     pub b_lo: usize,
     pub b_hi: usize,
     /// d log S / d log B.
     pub slope: f64,
-    pub regime: Regime,
 }
 
 /// Least-squares fit in log space of S = S_min·(1 + B_crit/B).
@@ -190,24 +281,109 @@ pub struct LrRulePoint {
     pub sqrt_rule: f64,
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+/// Which end of a regime span.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanEnd {
+    Start,
+    End,
+}
+
+/// The η and 1−γ ranges explored at some batch sizes of a sweep that re-centred its search
+/// (`--widen`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ExploredRange {
+    pub batch_sizes: Vec<usize>,
+    pub learning_rate: [f64; 2],
+    /// None for SGD (no momentum).
+    pub one_minus_momentum: Option<[f64; 2]>,
+}
+
+/// A batch size whose best trial sits at the edge of the explored search space.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct EdgeAt {
+    pub batch_size: usize,
+    pub edges: Vec<SearchEdge>,
+}
+
+/// What the data cannot support, caveats and disagreements between the models, as data (the
+/// report words them: `report::notes`). In the order the analysis finds them.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "note", rename_all = "snake_case")]
+pub enum Note {
+    /// The regimes need at least 3 batch sizes that reached the target.
+    TooFewForRegimes { reached: usize },
+    /// S already falls slower than 1/B from the smallest measured B.
+    PerfectNotObserved { b_min: f64 },
+    /// The curve is still falling at the largest measured B.
+    MaximalNotReached { b_max: f64 },
+    /// Perfect scaling turns to flat with no diminishing-returns band between.
+    NoDiminishingBand {
+        perfect_end: f64,
+        maximal_start: f64,
+    },
+    /// A regime boundary's 95 % interval spans more than `analysis::WIDE_BOUNDARY` in B.
+    PoorBoundary {
+        regime: Regime,
+        end: SpanEnd,
+        ci: [f64; 2],
+    },
+    /// The fit's end of perfect scaling (B_crit/3, interval from `b_crit_ci`) misses the segmented
+    /// model's `segmented`.
+    FitPerfectEndDisagrees {
+        b_crit: f64,
+        b_crit_ci: [f64; 2],
+        segmented: f64,
+    },
+    /// The fit's start of maximal data parallelism (3·B_crit) misses the segmented model's.
+    FitMaximalStartDisagrees {
+        b_crit: f64,
+        b_crit_ci: [f64; 2],
+        segmented: f64,
+    },
+    /// The S_min(1 + B_crit/B) fit is uncertain (`Fit::uncertain`).
+    FitUncertain {
+        r2: f64,
+        b_crit_ci: Option<[f64; 2]>,
+    },
+    /// `--widen` re-centred the search range at these batch sizes.
+    RangeRecentred { ranges: Vec<ExploredRange> },
+    /// Best trials at the edge of the search space: S(B) there is an upper bound.
+    AtSearchEdge { at: Vec<EdgeAt> },
+    /// The best 1−γ is at the top of its range where a move would pass γ = 0.
+    MomentumAtZero { batch_sizes: Vec<usize> },
+    /// The η range is centred per B by an LR rule, which partly sets the fitted exponent.
+    LrRuleSetsExponent { rule: LrRule, exponent: Option<f64> },
+}
+
+/// The analysis of a sweep's trials (`analysis::analyze`): numbers and enums only.
+#[derive(Serialize, Clone, Debug, PartialEq, Default)]
 pub struct Analysis {
-    pub target: String,
+    /// What S(B) measures (None: nothing analysed yet). Serialised as "metric <= value".
+    #[serde(serialize_with = "target_string")]
+    pub target: Option<Target>,
     pub per_batch: Vec<BatchPoint>,
     /// The perfect-scaling reference S(B0)·B0/B anchored at the smallest B that reached: (B0, S0).
     pub perfect_anchor: Option<(usize, u64)>,
+    /// Local slopes between consecutive measured batch sizes.
     pub segments: Vec<Segment>,
     pub fit: Option<Fit>,
     /// Median B_simple over the best trials: the noise-scale prediction of B_crit.
     pub noise_prediction: Option<f64>,
     pub lr_rules: Vec<LrRulePoint>,
-    /// The regimes as one ordered partition of the measured range (use this, not `segments`).
-    #[serde(default)]
+    /// The regimes as one ordered partition of the measured range: the one regime model.
     pub regimes: Vec<RegimeSpan>,
-    /// What the data cannot support ("maximal regime not reached below B = 1024"), search-edge
-    /// and LR-rule caveats, disagreements between the two regime models.
-    #[serde(default)]
-    pub notes: Vec<String>,
+    /// What the data cannot support, caveats, model disagreements.
+    pub notes: Vec<Note>,
+}
+
+/// "metric <= value": how the target is written in the JSON outputs.
+pub fn target_text(t: &Target) -> String {
+    format!("{} <= {}", t.metric.name(), t.value)
+}
+
+fn target_string<S: serde::Serializer>(t: &Option<Target>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&t.as_ref().map(target_text).unwrap_or_default())
 }
 
 pub fn is_zero(n: &usize) -> bool {

@@ -1,6 +1,10 @@
+//! Events of a trial and of a sweep (what both views fold), and the bounded history of the
+//! engine's trajectories.
+
 use serde::{Deserialize, Serialize};
 
 use super::analysis::Analysis;
+use super::record::Header;
 use super::trial::{EvalPoint, TrialOutcome, TrialSpec};
 
 /// A progress sample of a running trial (throttled: a few per second at most).
@@ -41,13 +45,21 @@ pub struct PlanInfo {
     pub already_done: usize,
     pub devices: String,
     pub run_log: Option<String>,
-    /// The workload the sweep runs (after overrides): what views need to analyse its trials.
+    /// The run log's header (the preset after overrides, devices, backend): what views need to
+    /// analyse and report the sweep's trials exactly as `report LOG` does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workload: Option<Box<crate::workload::spec::Workload>>,
+    pub header: Option<Box<Header>>,
+}
+
+/// A trial that failed to run at all (set-up error, not divergence): its id and the message.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct TrialErrorNote {
+    pub trial_id: u64,
+    pub message: String,
 }
 
 /// Events of a sweep: what both the TUI and the headless view fold into their state.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SweepEvent {
     Planned(PlanInfo),

@@ -1,15 +1,24 @@
-//! Types shared by the engine, the sweep machinery, the run log and both views.
+//! Types shared by the engine, the sweep machinery, the run log and both views: trials and
+//! outcomes (`trial`), the `TrialRunner` trait (`runner`), events (`events`), run-log lines
+//! (`record`), the analysis's input and result types (`analysis`), the one measurement loop every
+//! runner drives (`meter`), trial-id layouts (`widen`) and device rules (`devices`).
 //! Keep this module free of Burn and of any UI crate.
+//!
+//! Layering: imports `data` and `workload` only.
 
 pub mod analysis;
+pub mod devices;
 pub mod events;
+pub mod meter;
 pub mod record;
+pub mod runner;
 pub mod trial;
 pub mod widen;
 
 pub use analysis::*;
 pub use events::*;
 pub use record::*;
+pub use runner::*;
 pub use trial::*;
 pub use widen::{RangeShift, WidenId, WIDEN_ID_BASE};
 

@@ -2,7 +2,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::analysis::Analysis;
 use super::trial::{TrialOutcome, TrialSpec};
 use crate::workload::spec::Preset;
 
@@ -121,5 +120,7 @@ pub struct Summary {
     /// false when the sweep was cancelled/interrupted before finishing the plan.
     pub complete: bool,
     pub wall_s: f64,
-    pub analysis: Analysis,
+    /// The sweep's analysis when it ended (`core::analysis::Analysis` as JSON, typed notes). Never
+    /// read back for numbers: every reader recomputes the analysis from the trial records.
+    pub analysis: serde_json::Value,
 }

@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::workload::spec::{Metaparams, Precision, Workload};
+use crate::workload::spec::{Metaparams, Precision};
 
 /// Where a trial runs.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -69,11 +69,18 @@ impl DeviceSpec {
             .iter()
             .map(|a| {
                 let n = adapters.iter().filter(|x| *x == a).count();
-                format!("{n} replica{} on adapter {a}", if n == 1 { "" } else { "s" })
+                format!(
+                    "{n} replica{} on adapter {a}",
+                    if n == 1 { "" } else { "s" }
+                )
             })
             .collect();
         Some(if distinct.len() == 1 {
-            format!("{} replicas sharing adapter {}", adapters.len(), distinct[0])
+            format!(
+                "{} replicas sharing adapter {}",
+                adapters.len(),
+                distinct[0]
+            )
         } else {
             parts.join(", ")
         })
@@ -281,59 +288,4 @@ impl CancelToken {
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
-}
-
-/// Anything that can run a trial of a workload: the Burn trainer, the NQM, a scripted fake.
-/// Implementations emit `TrialEvent`s through `emit` (never print) and return the outcome.
-/// A diverged trial is an `Ok` outcome, not an error; errors are for broken set-ups.
-pub trait TrialRunner: Send + Sync {
-    fn run(
-        &self,
-        workload: &Workload,
-        spec: &TrialSpec,
-        emit: &mut dyn FnMut(crate::core::events::TrialEvent),
-        cancel: &CancelToken,
-    ) -> anyhow::Result<TrialOutcome>;
-
-    /// Backend label for run-log headers ("flex-cpu", "cuda", "nqm-closed-form", ...).
-    fn backend(&self) -> String;
-
-    /// Backend label of runs on `devices` (what run-log headers record): the Burn runner names
-    /// the CUDA devices; other runners do not depend on the devices.
-    fn backend_on(&self, devices: &DeviceSpec) -> String {
-        let _ = devices;
-        self.backend()
-    }
-
-    /// Checks, before a sweep's first trial, that `devices` exist and can compute in `precision`:
-    /// one clear error instead of a sweep of failing trials. The Burn runner probes wgpu
-    /// adapters; other runners accept any devices.
-    fn check_devices(&self, devices: &DeviceSpec, precision: Precision) -> anyhow::Result<()> {
-        let _ = (devices, precision);
-        Ok(())
-    }
-}
-
-/// Builds the runner for a workload (Burn trainer for data workloads, closed-form NQM, fakes in tests).
-pub type RunnerFactory =
-    Arc<dyn Fn(&Workload) -> anyhow::Result<Arc<dyn TrialRunner>> + Send + Sync>;
-
-thread_local! {
-    static THREAD_BUDGET: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
-}
-
-/// Runs `f` with a CPU thread budget for the trial it starts on this thread (`None`: the shared
-/// global rayon pool). The scheduler sets it when several trials run at once, so that each trial
-/// computes in its own pool of `cores / concurrency` threads instead of all of them contending for
-/// one pool.
-pub fn with_thread_budget<R>(threads: Option<usize>, f: impl FnOnce() -> R) -> R {
-    let prev = THREAD_BUDGET.with(|b| b.replace(threads));
-    let r = f();
-    THREAD_BUDGET.with(|b| b.set(prev));
-    r
-}
-
-/// The thread budget set by `with_thread_budget` on this thread.
-pub fn thread_budget() -> Option<usize> {
-    THREAD_BUDGET.with(|b| b.get())
 }

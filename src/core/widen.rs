@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 
 /// Ids of re-centred search trials start here (search trials of the plan / `--until` are below).
 pub const WIDEN_ID_BASE: u64 = 500_000_000;
+/// Ids of repeats (`--repeats`) start here, far above any search trial's id.
+pub const REPEAT_ID_BASE: u64 = 1_000_000_000;
 /// Largest move, in half-widths, in either direction.
 pub const WIDEN_MAX_SHIFT: i32 = 9;
 /// Trials per group at most (the id's last three digits).

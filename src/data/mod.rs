@@ -1,5 +1,7 @@
 //! The bundled datasets: verified loading, seeded train/validation splits, batching, sharding.
 //!
+//! Layering: the bottom layer (imports no other module of the crate).
+//!
 //! Files live in `data/` (see `data/NOTICE` for provenance and licences). Every file's SHA-256 is
 //! checked when it is read; a missing or modified file is an error naming it (never a panic).
 //!
@@ -583,10 +585,10 @@ fn text_data(
     let need = spec.seq_len + 1;
     if train.len() < need || val.len() < need {
         return Err(DataError::Spec(format!(
-            "{name}: {} training and {} validation bytes (max_bytes {:?}, val_fraction {}) — each needs at least seq_len + 1 = {need}",
+            "{name}: {} training and {} validation bytes (max_bytes {}, val_fraction {}) — each needs at least seq_len + 1 = {need}",
             train.len(),
             val.len(),
-            spec.max_bytes,
+            spec.max_bytes.map_or("unset".to_string(), |m| m.to_string()),
             spec.val_fraction
         )));
     }

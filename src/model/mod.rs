@@ -1,5 +1,7 @@
 //! The workloads' models. Every model is a Burn `Module` whose parameters are fp32 master weights;
 //! the forward pass runs in the compute precision of `Ctx` and returns fp32 logits.
+//!
+//! Layering: imports `data`, `workload` and `core`.
 
 pub mod layers;
 mod lm;

@@ -339,6 +339,11 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
         }),
         adaptive: None,
     };
+    // As the source's optimizer applied them (no β2/ε without Adam, …): what a reader sees.
+    for t in &mut trials {
+        t.spec.metaparams =
+            crate::workload::applied::as_applied(&header.preset.workload, &t.spec.metaparams);
+    }
     let mut warnings = Vec::new();
     if ignored > 0 {
         warnings.push(format!(
@@ -352,7 +357,8 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
         trials_planned: n_trials,
         complete: true,
         wall_s: 0.0,
-        analysis: crate::analysis::analyze(&header.preset.workload.target, &trials, optimizer),
+        analysis: serde_json::to_value(crate::analysis::analyze_preset(&header.preset, &trials))
+            .unwrap_or_default(),
     };
     Ok(RunLog {
         path: PathBuf::from(format!("{name}.jsonl")),

@@ -13,6 +13,8 @@ use crate::core::analysis::Analysis;
 use crate::core::record::{Header, LogLine, Summary, TrialRecord, SCHEMA_VERSION};
 use crate::core::trial::Outcome;
 
+pub use super::validate::{header_problem, LogValidator};
+
 #[derive(Debug, thiserror::Error)]
 pub enum RunLogError {
     #[error("{path}: cannot read run log: {source}")]
@@ -186,186 +188,10 @@ pub fn read_run_log(path: &Path) -> Result<RunLog, RunLogError> {
     parse_run_log(path, &bytes)
 }
 
-/// Range checks on a header's numbers (they size allocations on resume and report): batch
-/// sizes, trials per batch, workers, concurrency, and, for logs this tool wrote, the preset's
-/// workload as a preset file is checked.
-pub fn header_problem(h: &Header) -> Option<String> {
-    use crate::workload::load as l;
-    // replicas of one trial (one device each with `trials_per_device`)
-    let workers =
-        crate::sweep::devices::trial_devices(&h.devices, h.preset.sweep.trials_per_device)
-            .replicas();
-    if h.batch_sizes.is_empty() {
-        return Some("header: batch_sizes is empty".into());
-    }
-    if h.batch_sizes.len() > l::MAX_BATCH_SIZES {
-        return Some(format!(
-            "header: {} batch sizes is absurd (at most {})",
-            h.batch_sizes.len(),
-            l::MAX_BATCH_SIZES
-        ));
-    }
-    if h.trials_per_batch == 0 || h.trials_per_batch > l::MAX_TRIALS_PER_BATCH {
-        return Some(format!(
-            "header: trials_per_batch {} must be in 1..={}",
-            h.trials_per_batch,
-            l::MAX_TRIALS_PER_BATCH
-        ));
-    }
-    if h.concurrency == 0 || h.concurrency > l::MAX_CONCURRENCY {
-        return Some(format!(
-            "header: concurrency {} must be in 1..={}",
-            h.concurrency,
-            l::MAX_CONCURRENCY
-        ));
-    }
-    if workers == 0 || workers > l::MAX_WORKERS {
-        return Some(format!(
-            "header: {workers} workers/devices must be in 1..={}",
-            l::MAX_WORKERS
-        ));
-    }
-    let t = &h.preset.workload.target;
-    if !t.value.is_finite() {
-        return Some(format!("header: target value {} is not finite", t.value));
-    }
-    if h.import.is_some() {
-        // Imported logs carry a placeholder model; their target is in the source's units.
-        return None;
-    }
-    for &b in &h.batch_sizes {
-        if let Some(m) = l::batch_size_problem(&h.preset.workload, b, workers) {
-            return Some(format!("header: {m}"));
-        }
-    }
-    if let Some(problem) = l::check(&h.preset).into_iter().next() {
-        let key: Vec<String> = problem
-            .key
-            .iter()
-            .map(|k| match k {
-                l::KeySeg::Key(k) => k.to_string(),
-                l::KeySeg::Index(i) => format!("[{i}]"),
-            })
-            .collect();
-        return Some(format!(
-            "header: preset {}: {}",
-            key.join(".").replace(".[", "["),
-            problem.message
-        ));
-    }
-    None
-}
-
-/// A trial line that cannot belong to this log: a duplicate id (two writers, or an edit), or
-/// (for logs this tool wrote) an id or batch size outside the header's plan.
-fn trial_problem(
-    h: &Header,
-    t: &TrialRecord,
-    seen: &std::collections::HashMap<u64, usize>,
-) -> Option<String> {
-    if let Some(first) = seen.get(&t.trial_id) {
-        return Some(format!(
-            "trial {} appears twice (first on line {first}): two processes wrote this log or it \
-             was edited; keep one copy of the line",
-            t.trial_id
-        ));
-    }
-    if h.import.is_some() {
-        return None;
-    }
-    let planned = (h.batch_sizes.len() as u64).saturating_mul(h.trials_per_batch as u64);
-    // --until adds search trials past the plan (up to its budget, default 4× the plan);
-    // --repeats logs re-runs of each B's best trial with ids from REPEAT_ID_BASE; --widen logs
-    // re-centred search trials with ids from WIDEN_ID_BASE (crate::core::widen).
-    let adaptive = h.adaptive.as_ref();
-    // (--until numbers its k-th trial at batch index i as k·|B| + i: one B can take the whole
-    // budget, so ids stay below |B| × budget.)
-    let search_budget = match adaptive {
-        Some(ad) if ad.until.is_some() => ad
-            .max_trials
-            .map(|m| m as u64)
-            .unwrap_or(planned.saturating_mul(4))
-            .max(planned)
-            .saturating_mul(h.batch_sizes.len() as u64),
-        _ => planned,
-    };
-    let base = crate::sweep::plan::REPEAT_ID_BASE;
-    if (crate::core::widen::WIDEN_ID_BASE..base).contains(&t.trial_id) {
-        let rounds = adaptive.and_then(|ad| ad.widen).unwrap_or(0) as i32;
-        let w = crate::core::widen::WidenId::decode(t.trial_id);
-        let ok = w.is_some_and(|w| {
-            t.spec.repeat_of.is_none()
-                && w.shift.rounds() <= rounds
-                && h.batch_sizes.get(w.batch_index) == Some(&t.spec.batch_size)
-        });
-        if !ok {
-            return Some(format!(
-                "trial id {} is a re-centred (--widen) id that the header's plan does not allow \
-                 (widen {rounds}, batch sizes {:?})",
-                t.trial_id, h.batch_sizes
-            ));
-        }
-    } else if t.trial_id >= base {
-        let repeats = adaptive.map_or(1, |ad| ad.repeats) as u64;
-        let allowed = (h.batch_sizes.len() as u64).saturating_mul(repeats.saturating_sub(1));
-        if t.spec.repeat_of.is_none() || t.trial_id - base >= allowed {
-            return Some(format!(
-                "trial id {} is a repeat id, but the header plans {} repeat(s) per batch size",
-                t.trial_id,
-                repeats.saturating_sub(1)
-            ));
-        }
-    } else if t.trial_id >= search_budget {
-        return Some(format!(
-            "trial id {} is outside the header's plan of {search_budget} trials",
-            t.trial_id
-        ));
-    }
-    if !h.batch_sizes.contains(&t.spec.batch_size) {
-        return Some(format!(
-            "trial {} has batch size {}, which is not among the header's batch sizes",
-            t.trial_id, t.spec.batch_size
-        ));
-    }
-    None
-}
-
-/// A stored outcome that its own evaluation curve contradicts (an edited log): the report uses
-/// the stored outcome, so say so.
-fn outcome_curve_mismatch(h: &Header, t: &TrialRecord) -> Option<String> {
-    let evals = &t.outcome.evals;
-    if evals.is_empty() || h.import.is_some() {
-        return None;
-    }
-    let target = h.preset.workload.target.value;
-    let first = evals
-        .iter()
-        .find(|e| e.metric.is_finite() && e.metric <= target)
-        .map(|e| e.step);
-    match (&t.outcome.outcome, first) {
-        (Outcome::Reached { step }, Some(f)) if *step != f => Some(format!(
-            "trial {}: stored outcome says the target was reached at step {step}, but its eval \
-             curve first meets it at step {f} (edited log?)",
-            t.trial_id
-        )),
-        (Outcome::Reached { step }, None) => Some(format!(
-            "trial {}: stored outcome says the target was reached at step {step}, but no \
-             evaluation in its curve meets the target {target} (edited log?)",
-            t.trial_id
-        )),
-        (Outcome::NotReached { .. }, Some(f)) => Some(format!(
-            "trial {}: stored outcome says not reached, but its eval curve meets the target at \
-             step {f} (edited log?)",
-            t.trial_id
-        )),
-        _ => None,
-    }
-}
-
 /// Parses run-log bytes (the file's content); `path` is used in messages.
 pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
     let mut header: Option<Header> = None;
-    let mut seen: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let mut validator: Option<LogValidator> = None;
     let mut trials = Vec::new();
     let mut summary = None;
     let mut warnings = Vec::new();
@@ -430,6 +256,7 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
                         message,
                     });
                 }
+                validator = Some(LogValidator::new(&h));
                 header = Some(*h);
             }
             other => {
@@ -444,19 +271,18 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
                     });
                 }
                 match other {
-                    LogLine::Trial(t) => {
-                        let h = header.as_ref().expect("checked above");
-                        if let Some(message) = trial_problem(h, &t, &seen) {
-                            return Err(RunLogError::Malformed {
-                                path: path.to_path_buf(),
-                                line: line_no,
-                                message,
-                            });
-                        }
-                        if let Some(w) = outcome_curve_mismatch(h, &t) {
+                    LogLine::Trial(mut t) => {
+                        let v = validator.as_mut().expect("set with the header");
+                        let found =
+                            v.trial(line_no, &mut t)
+                                .map_err(|message| RunLogError::Malformed {
+                                    path: path.to_path_buf(),
+                                    line: line_no,
+                                    message,
+                                })?;
+                        for w in found {
                             warnings.push(format!("{}:{line_no}: {w}", path.display()));
                         }
-                        seen.insert(t.trial_id, line_no);
                         summary = None;
                         trials.push(*t);
                     }
@@ -491,11 +317,14 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
     })
 }
 
-/// Follows a growing run log: each `poll` returns the complete lines appended since the last one.
+/// Follows a growing run log: each `poll` returns the complete lines appended since the last one,
+/// checked by the same validator as [`read_run_log`] (from the header on).
 pub struct RunLogTail {
     path: PathBuf,
     offset: u64,
     line_no: usize,
+    validator: Option<LogValidator>,
+    warnings: Vec<String>,
 }
 
 impl RunLogTail {
@@ -503,13 +332,37 @@ impl RunLogTail {
         Self::from_offset(path, 0, 0)
     }
 
-    /// Continue from a byte offset (e.g. `RunLog::valid_len`) whose preceding lines were `lines_before`.
+    /// Continue from a byte offset (e.g. `RunLog::valid_len`) whose preceding lines were
+    /// `lines_before`. Trial lines are validated once a header line has been read; prefer
+    /// [`RunLogTail::after`] to continue a log already read.
     pub fn from_offset(path: &Path, offset: u64, lines_before: usize) -> Self {
         RunLogTail {
             path: path.to_path_buf(),
             offset,
             line_no: lines_before,
+            validator: None,
+            warnings: Vec::new(),
         }
+    }
+
+    /// Continues `log` (read with [`read_run_log`]) from the end of its intact part, validating
+    /// new trial lines against its header and the trials it already holds.
+    pub fn after(log: &RunLog) -> Self {
+        // Line numbers of later errors: count the lines of the part already read.
+        let lines_before = crate::data::files::read_regular(&log.path)
+            .map(|b| {
+                let end = (log.valid_len as usize).min(b.len());
+                b[..end].iter().filter(|&&c| c == b'\n').count()
+            })
+            .unwrap_or(log.trials.len() + 1);
+        let mut t = Self::from_offset(&log.path, log.valid_len, lines_before);
+        t.validator = Some(LogValidator::after(&log.header, &log.trials));
+        t
+    }
+
+    /// The validator's warnings about the lines polled so far (drained).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
     }
 
     pub fn offset(&self) -> u64 {
@@ -540,10 +393,40 @@ impl RunLogTail {
             pos += i + 1;
             let text = String::from_utf8_lossy(raw);
             if !text.trim().is_empty() {
-                out.push(parse_line(&self.path, self.line_no, &text)?);
+                let line = self.check(parse_line(&self.path, self.line_no, &text)?)?;
+                out.push(line);
             }
             self.offset += (i + 1) as u64;
         }
         Ok(out)
+    }
+
+    /// The validator's verdict on one parsed line (a header starts the validation).
+    fn check(&mut self, line: LogLine) -> Result<LogLine, RunLogError> {
+        let (path, n) = (self.path.clone(), self.line_no);
+        let malformed = |message: String| RunLogError::Malformed {
+            path: path.clone(),
+            line: n,
+            message,
+        };
+        match line {
+            LogLine::Header(h) => {
+                if let Some(m) = header_problem(&h) {
+                    return Err(malformed(m));
+                }
+                self.validator = Some(LogValidator::new(&h));
+                Ok(LogLine::Header(h))
+            }
+            LogLine::Trial(mut t) => {
+                if let Some(v) = self.validator.as_mut() {
+                    let found = v.trial(n, &mut t).map_err(malformed)?;
+                    let p = path.display();
+                    self.warnings
+                        .extend(found.into_iter().map(|w| format!("{p}:{n}: {w}")));
+                }
+                Ok(LogLine::Trial(t))
+            }
+            other => Ok(other),
+        }
     }
 }

@@ -288,8 +288,8 @@ impl RunLogWriter {
             ),
             Ok(m) if file_id(&m) != self.id => anyhow::bail!(
                 "{p}: the run log was replaced by another file while this sweep was writing it; \
-                 nothing more is written; resume from what the new file holds with \
-                 `scaling-lab sweep --resume {p}`"
+                 nothing more is written; {}",
+                self.what_is_left()
             ),
             _ => {}
         }
@@ -301,13 +301,31 @@ impl RunLogWriter {
         if len != self.offset {
             anyhow::bail!(
                 "{p}: the run log is {len} bytes but this sweep left it at {} (it was {} by another \
-                 program); nothing more is written; resume from what is left with \
-                 `scaling-lab sweep --resume {p}`",
+                 program); nothing more is written; {}",
                 self.offset,
-                if len < self.offset { "truncated" } else { "written" }
+                if len < self.offset { "truncated" } else { "written" },
+                self.what_is_left()
             );
         }
         Ok(())
+    }
+
+    /// What to do with the log another program changed: resume from it when a resume can read
+    /// it, else why not (a log without its header cannot be resumed).
+    fn what_is_left(&self) -> String {
+        let p = self.path.display();
+        match crate::runlog::reader::read_run_log(&self.path) {
+            Ok(log) => format!(
+                "resume from what is left ({} trial(s)) with `scaling-lab sweep --resume {p}`",
+                log.trials.len()
+            ),
+            Err(e) => {
+                let why = e.to_string();
+                let prefix = format!("{p}:");
+                let why = why.strip_prefix(&prefix).unwrap_or(&why).trim_start();
+                format!("what is left cannot be resumed ({why}): start the sweep again")
+            }
+        }
     }
 
     /// One line, one write, flush, fsync — after checking the file is still ours.
@@ -423,12 +441,32 @@ mod tests {
             .set_len(10)
             .unwrap();
         let e = format!("{:#}", w.write_trial(&log.trials[1]).unwrap_err());
-        assert!(e.contains("truncated") && e.contains("--resume"), "{e}");
+        // 10 bytes of the header are left: nothing a resume could read (issue 24: the advice
+        // must not be a resume that fails).
+        assert!(
+            e.contains("truncated") && e.contains("cannot be resumed") && !e.contains("--resume"),
+            "{e}"
+        );
         assert_eq!(
             std::fs::metadata(&path).unwrap().len(),
             10,
             "nothing written"
         );
+        drop(w);
+        std::fs::remove_file(&path).unwrap();
+        // Truncated to its header line: resumable, and the message says so.
+        let mut w = RunLogWriter::create(dir.path(), &log.header).unwrap();
+        let path = w.path().to_path_buf();
+        let header_len = std::fs::metadata(&path).unwrap().len();
+        w.write_trial(&log.trials[0]).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(header_len)
+            .unwrap();
+        let e = format!("{:#}", w.write_trial(&log.trials[1]).unwrap_err());
+        assert!(e.contains("truncated") && e.contains("--resume"), "{e}");
         drop(w);
         std::fs::remove_file(&path).unwrap();
         // Deleted under the writer.

@@ -85,14 +85,7 @@ impl SlotPool {
     }
 }
 
-/// The devices of one trial of a sweep on `devices` (what the plan records and the batch split
-/// uses): all of them, or one when trials get a device each.
-pub fn trial_devices(devices: &DeviceSpec, trials_per_device: usize) -> DeviceSpec {
-    match devices.gpu_ids() {
-        Some(ids) if trials_per_device >= 1 && !ids.is_empty() => devices.with_gpu_ids(vec![ids[0]]),
-        _ => devices.clone(),
-    }
-}
+pub use crate::core::devices::trial_devices;
 
 /// The distinct GPU indices of a CUDA or wgpu spec, in order of first appearance (`wgpu:0,0`
 /// is one adapter); None for CPU workers.

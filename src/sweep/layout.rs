@@ -27,7 +27,8 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::SweepConfig;
-use crate::core::trial::{CancelToken, DeviceSpec, TrialRunner, TrialSpec};
+use crate::core::trial::{CancelToken, DeviceSpec, TrialSpec};
+use crate::core::TrialRunner;
 use crate::workload::spec::{ModelSpec, Precision, Workload};
 
 /// Name of the calibration cache in the runs directory.

@@ -1,12 +1,18 @@
 //! The batch-size study of Shallue et al.: plan (quasi-random metaparameters per batch size),
-//! scheduler (runs trials through a `TrialRunner`, writes the run log) and the headless view model
-//! (progress folded from events, no printing). The analysis of the measured curve and the
-//! time-to-target projection live in `crate::analysis`.
+//! scheduler (runs trials through a `TrialRunner`, writes the run log, returns a `SweepResult`
+//! with everything the report needs), the thread layout (`layout`), device slots (`devices`), the
+//! one override path for flags and Setup fields (`overrides`) and the runner factory (`runners`:
+//! the Burn trainer or the NQM). The analysis lives in `crate::analysis`, the report and the
+//! headless view in `crate::report`.
+//!
+//! Layering: imports `data`, `workload`, `core`, `model`, `train`, `nqm`, `analysis` and
+//! `runlog`.
 
 pub mod devices;
-pub mod headless;
 pub mod layout;
+pub mod overrides;
 pub mod plan;
+pub mod runners;
 pub mod scheduler;
 
 use std::path::PathBuf;
@@ -15,6 +21,7 @@ use crate::core::record::Header;
 use crate::core::trial::{DeviceSpec, TrialSpec};
 use crate::workload::spec::{Precision, Preset};
 
+pub use runners::runner_for;
 pub use scheduler::{start_sweep, SweepControl, SweepHandle, SweepResult};
 
 /// Everything a sweep needs besides the trial runner.

@@ -98,8 +98,7 @@ pub fn widen_trial(
     })
 }
 
-/// Ids of repeats (`--repeats`) start here, far above any search trial's id.
-pub const REPEAT_ID_BASE: u64 = 1_000_000_000;
+pub use crate::core::widen::REPEAT_ID_BASE;
 
 /// Repeat `id` of a search trial: the same batch size and metaparameters, the seed of `id`.
 pub fn repeat_of(base: &TrialSpec, id: u64, sweep_seed: u64) -> TrialSpec {
@@ -179,16 +178,20 @@ pub fn metaparams_at(preset: &Preset, b: usize, u: [f64; 4]) -> Metaparams {
     } else {
         d.schedule.warmup_steps
     };
-    Metaparams {
-        learning_rate,
-        momentum,
-        beta2: d.beta2,
-        epsilon: d.epsilon,
-        schedule: Schedule {
-            warmup_steps,
-            decay,
+    // As the optimizer applies them: the record states only what ran (no γ for SGD, …).
+    crate::workload::applied::as_applied(
+        w,
+        &Metaparams {
+            learning_rate,
+            momentum,
+            beta2: d.beta2,
+            epsilon: d.epsilon,
+            schedule: Schedule {
+                warmup_steps,
+                decay,
+            },
         },
-    }
+    )
 }
 
 /// Rejects search spaces the plan cannot sample (clear message instead of NaN metaparameters).

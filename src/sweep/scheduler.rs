@@ -24,10 +24,11 @@ use anyhow::Context;
 
 use super::{plan, SweepConfig};
 use crate::core::analysis::Analysis;
-use crate::core::events::{PlanInfo, SweepEvent, TrialEvent};
+use crate::core::events::{PlanInfo, SweepEvent, TrialErrorNote, TrialEvent};
 use crate::core::record::{Header, Summary, TrialRecord, SCHEMA_VERSION};
-use crate::core::trial::{CancelToken, Outcome, TrialOutcome, TrialRunner, TrialSpec};
+use crate::core::trial::{CancelToken, Outcome, TrialOutcome, TrialSpec};
 use crate::core::widen::{RangeShift, WidenId, WIDEN_ID_BASE};
+use crate::core::TrialRunner;
 use crate::runlog::reader::read_run_log;
 use crate::runlog::writer::RunLogWriter;
 
@@ -104,10 +105,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// What a finished (or stopped) sweep reports.
+/// What a finished (or stopped) sweep reports: everything `report::of_sweep` needs, so that
+/// nothing reads the log back.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SweepResult {
     pub log_path: PathBuf,
+    /// The run log's header.
+    pub header: Header,
+    /// Every trial in the log (those from before a resume first), as written.
+    pub trials: Vec<TrialRecord>,
     pub analysis: Analysis,
     pub cancelled: bool,
     /// Trials in the log (including those from before a resume).
@@ -116,6 +122,8 @@ pub struct SweepResult {
     /// Trials run by this invocation.
     pub trials_run: usize,
     pub trial_errors: usize,
+    /// The trials that failed to run (not logged; resume runs them again).
+    pub errors: Vec<TrialErrorNote>,
     pub wall_s: f64,
 }
 
@@ -176,7 +184,7 @@ pub fn start_sweep_with(
         cfg.preset.sweep.auto_concurrency = false;
     }
     let plan = plan(&cfg);
-    let (writer, previous) = match &resume_from {
+    let (writer, previous, header) = match &resume_from {
         Some(path) => {
             let log = read_run_log(path)?;
             check_compatible(&cfg, &log.header, path)?;
@@ -199,18 +207,26 @@ pub fn start_sweep_with(
                     t.trial_id
                 );
             }
-            (RunLogWriter::open_append(path, log.valid_len)?, log.trials)
+            let writer = RunLogWriter::open_append(path, log.valid_len)?;
+            (writer, log.trials, log.header)
         }
         None => {
             let header = make_header(&cfg, &runner.backend_on(&cfg.devices));
-            (RunLogWriter::create(&cfg.runs_dir, &header)?, Vec::new())
+            (
+                RunLogWriter::create(&cfg.runs_dir, &header)?,
+                Vec::new(),
+                header,
+            )
         }
     };
     let log_path = writer.path().to_path_buf();
     let ctl = control.clone();
     let thread = std::thread::Builder::new()
         .name("sweep-coordinator".into())
-        .spawn(move || Coordinator::new(cfg, plan, runner, tx, ctl, writer, previous).run())
+        .spawn(move || {
+            let coord = Coordinator::new(cfg, plan, runner, tx, ctl, writer, previous);
+            coord.run(header)
+        })
         .context("cannot start the sweep thread")?;
     Ok(SweepHandle {
         thread,
@@ -396,7 +412,8 @@ struct Coordinator {
     writer: RunLogWriter,
     records: Vec<TrialRecord>,
     best: HashMap<usize, u64>,
-    already_done: usize,
+    /// Trials that failed to run (each also sent as `TrialError`).
+    errors: Vec<TrialErrorNote>,
     /// The devices of the running trials (`devices::SlotPool`).
     slots: super::devices::SlotPool,
 }
@@ -425,7 +442,7 @@ impl Coordinator {
         );
         Coordinator {
             slots,
-            already_done: previous.len(),
+            errors: Vec::new(),
             cfg,
             plan,
             runner,
@@ -442,7 +459,16 @@ impl Coordinator {
         let _ = self.tx.send(ev);
     }
 
-    fn run(mut self) -> anyhow::Result<SweepResult> {
+    /// A trial that failed to run: told to the views, kept for the result.
+    fn trial_error(&mut self, trial_id: u64, message: String) {
+        self.errors.push(TrialErrorNote {
+            trial_id,
+            message: message.clone(),
+        });
+        self.emit(SweepEvent::TrialError { trial_id, message });
+    }
+
+    fn run(mut self, header: Header) -> anyhow::Result<SweepResult> {
         let t0 = Instant::now();
         let done: HashSet<u64> = self.records.iter().map(|r| r.trial_id).collect();
         let mut queue: VecDeque<TrialSpec> = self
@@ -460,7 +486,7 @@ impl Coordinator {
             already_done: done.len(),
             devices: self.cfg.devices.label(),
             run_log: Some(self.writer.path().display().to_string()),
-            workload: Some(Box::new(self.cfg.preset.workload.clone())),
+            header: Some(Box::new(header.clone())),
         }));
         for t in &queue {
             self.emit(SweepEvent::Queued {
@@ -508,10 +534,7 @@ impl Coordinator {
                         }
                         Err(e) => {
                             trial_errors += 1;
-                            self.emit(SweepEvent::TrialError {
-                                trial_id: id,
-                                message: format!("{e:#}"),
-                            });
+                            self.trial_error(id, format!("{e:#}"));
                         }
                     }
                 }
@@ -563,26 +586,16 @@ impl Coordinator {
                 }
                 Ok(Err(e)) => {
                     trial_errors += 1;
-                    self.emit(SweepEvent::TrialError {
-                        trial_id: id,
-                        message: format!("{e:#}"),
-                    });
+                    self.trial_error(id, format!("{e:#}"));
                 }
                 Err(panic) => {
-                    let what = panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_else(|| "unknown panic".into());
+                    let what = crate::core::panic_message(&panic);
                     if crate::train::oom::is_out_of_memory(&what) {
                         self.save_oom(spec, wall_s, &mut fatal);
                         continue;
                     }
                     trial_errors += 1;
-                    self.emit(SweepEvent::TrialError {
-                        trial_id: id,
-                        message: format!("the trial panicked: {what}"),
-                    });
+                    self.trial_error(id, format!("the trial panicked: {what}"));
                 }
             }
         }
@@ -598,8 +611,6 @@ impl Coordinator {
             }
         }
         let cancelled = self.control.is_cancelled() || fatal.is_some();
-        let w = &self.cfg.preset.workload;
-        let _ = w;
         let analysis = crate::analysis::analyze_preset(&self.cfg.preset, &self.records);
         let done: HashSet<u64> = self.records.iter().map(|r| r.trial_id).collect();
         // With --until/--repeats the sweep is complete only if they ran out too (not cancelled).
@@ -611,7 +622,7 @@ impl Coordinator {
             trials_planned: self.plan.len(),
             complete,
             wall_s,
-            analysis: analysis.clone(),
+            analysis: serde_json::to_value(&analysis).unwrap_or_default(),
         };
         let summary_result = self.writer.write_summary(&summary);
         self.emit(SweepEvent::Done {
@@ -622,15 +633,17 @@ impl Coordinator {
             return Err(e);
         }
         summary_result?;
-        let _ = self.already_done;
         Ok(SweepResult {
             log_path: self.writer.path().to_path_buf(),
+            header,
+            trials: self.records,
             analysis,
             cancelled,
             trials_done: done.len(),
             trials_planned: self.plan.len(),
             trials_run,
             trial_errors,
+            errors: self.errors,
             wall_s,
         })
     }

@@ -159,11 +159,7 @@ pub fn cpu_features() -> CpuFeatures {
 
 fn ctx_for(precision: Precision) -> Ctx {
     Ctx {
-        dtype: match precision {
-            Precision::Fp32 => None,
-            Precision::Bf16 => Some(burn::tensor::FloatDType::BF16),
-            Precision::Fp16 => Some(burn::tensor::FloatDType::F16),
-        },
+        dtype: super::dtype::compute_dtype(precision),
     }
 }
 

@@ -35,11 +35,11 @@ pub const DEFAULT_BUCKET_BYTES: usize = 4 << 20;
 pub fn join_collective<B: Backend>(
     rank: usize,
     world: usize,
-    cluster: Option<&crate::cluster::ClusterSpec>,
+    cluster: Option<&super::multinode::ClusterSpec>,
     device: &B::Device,
 ) -> Result<(), String> {
     let local = world / cluster.map_or(1, |c| c.nodes);
-    let cfg = crate::cluster::multinode::collective_config(cluster, local);
+    let cfg = super::multinode::collective_config(cluster, local);
     register::<B>(PeerId::from(rank), device.clone(), cfg)
         .map_err(|e| format!("collective register failed: {e:?}"))
 }

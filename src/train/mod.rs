@@ -1,11 +1,19 @@
-//! The Burn trainer: data-parallel workers, mixed precision, loss scaling, noise scale, the
-//! bucketed gradient exchange, and the measurement loop every runner (NQM included) drives.
+//! The Burn trainer: data-parallel workers, mixed precision (`dtype`), loss scaling, noise scale,
+//! the bucketed gradient exchange, what a multi-node trial needs (`multinode`: the collective
+//! configuration and the group's loss), throughput benchmarks; the measurement loop it drives is
+//! `core::meter` (re-exported here).
+//!
+//! Layering: imports `data`, `workload`, `core` and `model` (never `nqm`: the factory that picks
+//! Burn or the NQM is `sweep::runners`).
 
 pub mod allreduce_bench;
 pub mod bench;
+pub mod dtype;
 pub mod exchange;
 pub mod grads;
-pub mod meter;
+pub mod multinode;
+/// The measurement loop lives in `core::meter` (the NQM drives it too); re-exported for the trainer.
+pub use crate::core::meter;
 pub mod noise;
 pub mod oom;
 pub mod optim;
@@ -14,5 +22,5 @@ pub mod scaler;
 pub mod trainer;
 pub mod wgpu;
 
-pub use runner::{runner_for, BurnRunner};
+pub use runner::BurnRunner;
 pub use trainer::{run_trial, TrainOptions};

@@ -17,7 +17,21 @@ use crate::workload::spec::{Metaparams, OptimizerKind};
 
 pub enum Opt<M: AutodiffModule<B>, B: AutodiffBackend> {
     Sgd(FusedSgd<B>),
-    Adam(OptimizerAdaptor<Adam, M, B>),
+    /// Burn's Adam and the configuration it was built from (its fields are private; the
+    /// configuration serialises them: `applied`).
+    Adam(OptimizerAdaptor<Adam, M, B>, AdamConfig),
+}
+
+/// The hyperparameters an optimizer object applies, read back from it (what a trial's record
+/// must state: `workload::applied`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Applied {
+    /// γ of the velocity (β1 for Adam); None = no momentum buffer.
+    pub momentum: Option<f64>,
+    pub nesterov: bool,
+    /// Adam's β2 and ε; None = no second moment.
+    pub beta2: Option<f64>,
+    pub epsilon: Option<f64>,
 }
 
 impl<M: AutodiffModule<B>, B: AutodiffBackend> Opt<M, B> {
@@ -28,20 +42,42 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> Opt<M, B> {
                 mp.momentum,
                 kind == OptimizerKind::Nesterov,
             )))),
-            OptimizerKind::Adam => Opt::Adam(
-                AdamConfig::new()
+            OptimizerKind::Adam => {
+                let config = AdamConfig::new()
                     .with_beta_1(mp.momentum as f32)
                     .with_beta_2(mp.beta2 as f32)
-                    .with_epsilon(mp.epsilon as f32)
-                    .init(),
-            ),
+                    .with_epsilon(mp.epsilon as f32);
+                Opt::Adam(config.init(), config)
+            }
         }
     }
 
     pub fn step(&mut self, lr: f64, module: M, grads: GradientsParams) -> M {
         match self {
             Opt::Sgd(o) => o.step(lr, module, grads),
-            Opt::Adam(o) => o.step(lr, module, grads),
+            Opt::Adam(o, _) => o.step(lr, module, grads),
+        }
+    }
+
+    /// The hyperparameters this optimizer applies (Adam's as f32, as Burn stores them).
+    pub fn applied(&self) -> Applied {
+        match self {
+            Opt::Sgd(o) => Applied {
+                momentum: o.momentum.map(|(m, _)| m),
+                nesterov: o.momentum.is_some_and(|(_, n)| n),
+                beta2: None,
+                epsilon: None,
+            },
+            Opt::Adam(_, c) => {
+                let v = serde_json::to_value(c).unwrap_or_default();
+                let f = |k: &str| v.get(k).and_then(|x| x.as_f64());
+                Applied {
+                    momentum: f("beta_1"),
+                    nesterov: false,
+                    beta2: f("beta_2"),
+                    epsilon: f("epsilon"),
+                }
+            }
         }
     }
 }

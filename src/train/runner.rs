@@ -150,17 +150,6 @@ pub fn gpu_names() -> Vec<(usize, String)> {
     }
 }
 
-/// The runner for a workload: the closed-form NQM or the Burn trainer.
-pub fn runner_for(
-    workload: &Workload,
-    options: &TrainOptions,
-) -> anyhow::Result<Arc<dyn TrialRunner>> {
-    match workload.model {
-        crate::workload::spec::ModelSpec::Nqm { .. } => Ok(Arc::new(crate::nqm::NqmRunner::new())),
-        _ => Ok(Arc::new(BurnRunner::new(options.clone()))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

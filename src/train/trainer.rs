@@ -16,14 +16,16 @@ use burn::collective::{finish_collective, reset_collective, PeerId, ReduceOperat
 use burn::module::{AutodiffModule, Module};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::{Device, FloatDType, Int, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 
+use super::dtype::compute_dtype;
 use super::exchange::{self, Reduced};
 use super::grads;
 use super::meter::{MeterOptions, StepSample, TrialMeter};
 use super::noise::NoiseScaleEstimator;
 use super::optim::Opt;
 use super::scaler::{LossScaler, ScaleDecision, ScalerConfig};
+use crate::core::panic_message;
 use crate::core::{CancelToken, TrialEvent, TrialOutcome, TrialSpec};
 use crate::data::{self, Dataset, ImageBatcher, TextBatcher};
 use crate::model::{Batch, Ctx, EvalSums, InputShape, Net};
@@ -47,7 +49,7 @@ pub struct TrainOptions {
     pub max_consecutive_skips: u64,
     /// This process is one node of a multi-node trial (src/cluster): the global batch is split
     /// over every node's replicas and the all-reduce spans the nodes. `None`: one process.
-    pub cluster: Option<crate::cluster::ClusterSpec>,
+    pub cluster: Option<super::multinode::ClusterSpec>,
 }
 
 impl Default for TrainOptions {
@@ -66,14 +68,6 @@ impl Default for TrainOptions {
 
 /// Only one multi-replica trial at a time may use the process-wide collective server.
 pub(crate) static COLLECTIVE: Mutex<()> = Mutex::new(());
-
-fn compute_dtype(p: Precision) -> Option<FloatDType> {
-    match p {
-        Precision::Fp32 => None,
-        Precision::Bf16 => Some(FloatDType::BF16),
-        Precision::Fp16 => Some(FloatDType::F16),
-    }
-}
 
 /// Host-side shard of a batch.
 #[derive(Clone)]
@@ -116,7 +110,7 @@ struct Worker<B: AutodiffBackend> {
     rank: usize,
     /// Replicas of the trial over all nodes (nodes × local workers).
     world: usize,
-    cluster: Option<crate::cluster::ClusterSpec>,
+    cluster: Option<super::multinode::ClusterSpec>,
     device: Device<B>,
     /// The replica (None only inside `step`, while the optimizer owns it: a clone kept here
     /// would share every weight buffer and force the in-place update to copy them).
@@ -400,16 +394,6 @@ fn in_pool<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> R {
     }
 }
 
-pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic".into()
-    }
-}
-
 /// Input shape of a dataset for model construction.
 pub fn input_shape(data: &Dataset) -> InputShape {
     match data {
@@ -539,7 +523,7 @@ pub fn run_trial<B: AutodiffBackend>(
     // A multi-node trial that failed here fails on every node: the group is lost (which also
     // aborts every collective call a worker may still wait in) before the workers are joined.
     let result = match (result, &opts.cluster) {
-        (Err(e), Some(c)) => Err(crate::cluster::multinode::trial_failed(c.node_rank, e)),
+        (Err(e), Some(c)) => Err(super::multinode::trial_failed(c.node_rank, e)),
         (r, _) => r,
     };
     for tx in &cmd_txs {

@@ -94,8 +94,12 @@ pub fn check_indices(adapters: &[usize], found: &[Adapter]) -> Result<(), String
 /// `SCALING_LAB_FUSION=0` (or `off`/`false`): wgpu trials run without Burn's kernel fusion (an A/B
 /// switch for `scripts/gpu-check.sh`; the run's backend label says "unfused").
 pub fn fusion_off() -> bool {
-    std::env::var("SCALING_LAB_FUSION")
-        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "off" | "false"))
+    std::env::var("SCALING_LAB_FUSION").is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "0" | "off" | "false"
+        )
+    })
 }
 
 /// Mesa's device-select layer (an implicit Vulkan layer installed with Mesa's drivers, lavapipe
@@ -115,7 +119,8 @@ pub fn quiet_device_select_layer() {
 }
 
 /// Why no adapter was found, in one line.
-pub const NO_ADAPTER: &str = "no usable wgpu adapter: no Vulkan/Metal/DX12 driver or GPU was found \
+pub const NO_ADAPTER: &str =
+    "no usable wgpu adapter: no Vulkan/Metal/DX12 driver or GPU was found \
      (on Linux, `apt-get install mesa-vulkan-drivers libvulkan1` gives a software one, lavapipe)";
 
 #[cfg(feature = "wgpu")]
@@ -313,10 +318,13 @@ mod imp {
                         if v.iter().all(|&a| a == 32.0) {
                             Ok(())
                         } else {
-                            Err(format!("a {name} matmul gave wrong values ({:?}…)", &v[..4]))
+                            Err(format!(
+                                "a {name} matmul gave wrong values ({:?}…)",
+                                &v[..4]
+                            ))
                         }
                     })
-                    .unwrap_or_else(|p| Err(super::super::trainer::panic_message(&p)))
+                    .unwrap_or_else(|p| Err(crate::core::panic_message(&p)))
                 });
                 let _ = tx.send(r);
             });
@@ -447,7 +455,13 @@ mod tests {
             .as_deref(),
             Some("1 replica on adapter 0, 2 replicas on adapter 1")
         );
-        assert_eq!(DeviceSpec::Wgpu { adapters: vec![0, 1] }.sharing(), None);
+        assert_eq!(
+            DeviceSpec::Wgpu {
+                adapters: vec![0, 1]
+            }
+            .sharing(),
+            None
+        );
     }
 
     #[test]

@@ -73,6 +73,8 @@ pub enum When {
     Compare,
     Help,
     Meta,
+    /// The report screen.
+    Report,
     /// Any screen but Setup while Live is not already showing the sweep run here.
     SweepElsewhere,
     /// Any screen but Setup (Esc goes back).
@@ -159,6 +161,20 @@ pub const KEYS: &[Binding] = &[
     ),
     b("← →", "Metaparams", "previous / next batch size", When::Meta, Some(("←→", "batch size"))),
     b(
+        "r",
+        "Live",
+        "the whole report: what `scaling-lab report` prints for this run (r or Esc: back)",
+        When::Live,
+        Some(("r", "report")),
+    ),
+    b(
+        "↑↓ PgDn ←→",
+        "Report",
+        "scroll the report (Home, End; ←→ sideways)",
+        When::Report,
+        Some(("↑↓ ←→", "scroll")),
+    ),
+    b(
         "s",
         "not Setup",
         "show the sweep running here (from an opened log, Runs, Compare)",
@@ -195,10 +211,12 @@ impl When {
             When::Compare => app.screen == Screen::Compare,
             When::Help => app.screen == Screen::Help,
             When::Meta => app.screen == Screen::Meta,
+            When::Report => app.screen == Screen::Report,
             When::SweepElsewhere => {
                 app.sweep.is_some()
                     && app.screen != Screen::Setup
-                    && !(matches!(app.screen, Screen::Live | Screen::Meta) && app.viewing_sweep())
+                    && !(matches!(app.screen, Screen::Live | Screen::Meta | Screen::Report)
+                        && app.viewing_sweep())
             }
             When::NotSetup => app.screen != Screen::Setup,
         }

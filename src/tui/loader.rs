@@ -158,9 +158,14 @@ pub fn scan_runs(dir: &Path, active: Option<&Path>) -> Vec<RunEntry> {
 pub fn load_compare(paths: &[PathBuf]) -> (Vec<CompareRun>, Vec<String>) {
     let mut runs = Vec::new();
     let mut errs = Vec::new();
+    let mut warnings = Vec::new();
     for p in paths {
         match read_run_log(p) {
-            Ok(log) => runs.push(compare_run(&log)),
+            Ok(log) => {
+                // the validator's warnings, shown (after any error) as `compare` prints them
+                warnings.extend(log.warnings.iter().map(|w| format!("warning: {w}")));
+                runs.push(compare_run(&log));
+            }
             Err(e) => errs.push(e.to_string()),
         }
     }
@@ -176,6 +181,7 @@ pub fn load_compare(paths: &[PathBuf]) -> (Vec<CompareRun>, Vec<String>) {
             r.label = format!("{} {when}", r.label);
         }
     }
+    errs.extend(warnings);
     (runs, errs)
 }
 

@@ -6,8 +6,12 @@
 //!   executes `Command`s and reports their results as `Msg`s
 //! * `loader` — reads presets and run logs into the app's types
 //! * `keymap` — key normalisation and the one key table (help and footer)
-//! * `screens` — Setup, Live, Runs, Compare, Help; `widgets` — log axes, charts, progress
+//! * `screens` — Setup, Live, Report, Runs, Compare, Help, Meta; `widgets` — log axes, charts,
+//!   progress
 //! * `svg` / `screenshot` — render a frame to SVG (README pictures, `screenshot` subcommand)
+//!
+//! Layering: the top, beside `cli`; imports every engine module. The Live state holds one cached
+//! `report::Report` (built by `report::build`, the entry `scaling-lab report` uses).
 
 pub mod app;
 pub mod keymap;
@@ -30,7 +34,7 @@ use std::time::Duration;
 pub use app::{update, App, Command, Msg};
 pub use screenshot::{render_meta_screenshot, render_screenshots};
 
-use crate::core::trial::RunnerFactory;
+use crate::core::RunnerFactory;
 
 /// The preset the Setup screen selects first.
 pub const DEFAULT_PRESET: &str = "digits-mlp-momentum";

@@ -5,6 +5,7 @@
 //! messages and draws. The runtime never writes UI state: every IO result (a sweep started or
 //! failed to, a log read, lines appended) becomes a `Msg` that `update` applies.
 
+use crate::report::{Report, ReportOptions};
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -21,7 +22,7 @@ use super::keymap::map_key;
 use super::loader;
 use crate::core::events::{SweepEvent, TrialEvent};
 use crate::core::record::LogLine;
-use crate::core::trial::RunnerFactory;
+use crate::core::RunnerFactory;
 use crate::runlog::{read_run_log, RunLogTail};
 use crate::sweep::{start_sweep, SweepConfig, SweepControl, SweepHandle};
 
@@ -97,7 +98,10 @@ fn bridge(srx: std::sync::mpsc::Receiver<SweepEvent>, tx: UnboundedSender<Msg>) 
                 if !out.is_empty() {
                     let _ = tx.send(Msg::SweepBatch(out));
                 }
-                let _ = tx.send(Msg::SweepEnded { error: None });
+                let _ = tx.send(Msg::SweepEnded {
+                    error: None,
+                    report: None,
+                });
                 return;
             }
         };
@@ -258,8 +262,7 @@ impl Executor {
                 let status = loader::run_status(&log, active.as_deref(), modified);
                 let tailing = status == super::app::RunStatus::Running;
                 self.dir_tail = None;
-                self.tail = tailing
-                    .then(|| RunLogTail::from_offset(&path, log.valid_len, log.trials.len() + 1));
+                self.tail = tailing.then(|| RunLogTail::after(&log));
                 self.send(Msg::LogOpened {
                     log: Box::new(log),
                     tailing,
@@ -309,7 +312,11 @@ impl Executor {
             }
         }
         let Some(t) = self.tail.as_mut() else { return };
-        match t.poll() {
+        let polled = t.poll();
+        if let Some(w) = t.take_warnings().first() {
+            self.send(Msg::Error(format!("warning: {w}")));
+        }
+        match polled {
             Ok(lines) if !lines.is_empty() => {
                 if lines.iter().any(|l| matches!(l, LogLine::Summary(_))) {
                     self.tail = None;
@@ -324,12 +331,21 @@ impl Executor {
         }
     }
 
-    /// After the bridge reports the end: join the coordinator (it has finished) for its error.
-    fn reap(&mut self) -> Option<String> {
-        let (h, _) = self.sweep.take()?;
+    /// After the bridge reports the end: join the coordinator (it has finished): the sweep's
+    /// report (`report::of_sweep`, the way every sweep ends) or its error.
+    fn reap(&mut self) -> (Option<Box<Report>>, Option<String>) {
+        let Some((h, _)) = self.sweep.take() else {
+            return (None, None);
+        };
         match h.join() {
-            Ok(_) => None,
-            Err(e) => Some(format!("sweep stopped with an error: {e:#}")),
+            Ok(r) => (
+                Some(Box::new(crate::report::of_sweep(
+                    &r,
+                    &ReportOptions::default(),
+                ))),
+                None,
+            ),
+            Err(e) => (None, Some(format!("sweep stopped with an error: {e:#}"))),
         }
     }
 
@@ -435,9 +451,13 @@ where
 fn handle(app: &mut App, exec: &mut Executor, m: Msg) {
     // the coordinator's result is IO too: it travels in the message
     let m = match m {
-        Msg::SweepEnded { error } => Msg::SweepEnded {
-            error: error.or_else(|| exec.reap()),
-        },
+        Msg::SweepEnded { error, report } => {
+            let (joined, failed) = exec.reap();
+            Msg::SweepEnded {
+                error: error.or(failed),
+                report: report.or(joined),
+            }
+        }
         m => m,
     };
     let cmds = update(app, m);

@@ -25,9 +25,9 @@ use super::theme::Theme;
 use super::TuiOptions;
 use crate::core::analysis::Regime;
 use crate::core::events::SweepEvent;
-use crate::core::trial::TrialRunner;
+use crate::core::TrialRunner;
 use crate::runlog::{read_run_log, LogStatus};
-use crate::sweep::{start_sweep, SweepConfig};
+use crate::sweep::{start_sweep, SweepConfig, SweepResult};
 use crate::workload::spec::{ModelSpec, Preset};
 
 /// Size of the pictures (cells).
@@ -49,16 +49,15 @@ pub fn run_sweep_with(
     runs_dir: &Path,
     runner: Arc<dyn TrialRunner>,
     mut on_event: impl FnMut(SweepEvent),
-) -> anyhow::Result<(SweepConfig, PathBuf)> {
+) -> anyhow::Result<(SweepConfig, SweepResult)> {
     let cfg = SweepConfig::from_preset(preset, preset_path, runs_dir.to_path_buf());
     let (tx, rx) = sync_channel(4096);
     let handle = start_sweep(cfg.clone(), runner, tx, None)?;
-    let path = handle.log_path().to_path_buf();
     for ev in rx.iter() {
         on_event(ev);
     }
-    handle.join()?;
-    Ok((cfg, path))
+    let result = handle.join()?;
+    Ok((cfg, result))
 }
 
 /// The NQM presets shortened for pictures: 4 trials per batch size and an evaluation every 5
@@ -78,7 +77,7 @@ fn nqm_presets(presets_dir: &Path) -> Vec<(PathBuf, Preset)> {
 }
 
 fn has_three_regimes(a: &crate::core::analysis::Analysis) -> bool {
-    let rs: Vec<Regime> = a.segments.iter().map(|s| s.regime).collect();
+    let rs: Vec<Regime> = a.regimes.iter().map(|s| s.regime).collect();
     [Regime::Perfect, Regime::Diminishing, Regime::Maximal]
         .iter()
         .all(|r| rs.contains(r))
@@ -139,7 +138,7 @@ pub fn render_screenshots_with(
     // the clock the UI would have seen: real time since the sweep started
     let t0 = std::time::Instant::now();
     let mut mid: Option<App> = None;
-    run_sweep_with(preset, Some(path), runs_dir, runner.clone(), |ev| {
+    let (_, result) = run_sweep_with(preset, Some(path), runs_dir, runner.clone(), |ev| {
         update(&mut live_app, Msg::Tick(t0.elapsed().as_secs_f64()));
         update(&mut live_app, Msg::Sweep(ev));
         let (done, running) = live_app
@@ -156,7 +155,15 @@ pub fn render_screenshots_with(
         "live-mid",
         &mut out,
     )?;
-    update(&mut live_app, Msg::SweepEnded { error: None });
+    // the way every sweep ends: the joined sweep's report
+    let report = crate::report::of_sweep(&result, &crate::report::ReportOptions::default());
+    update(
+        &mut live_app,
+        Msg::SweepEnded {
+            error: None,
+            report: Some(Box::new(report)),
+        },
+    );
 
     // Finished: prefer a complete real-data sweep showing all three regimes.
     let entries = loader::scan_runs(runs_dir, None);
@@ -206,14 +213,14 @@ pub fn render_screenshots_with(
     if best.len() < 2 {
         best.clear();
         for (path, preset) in nqm.iter().take(3) {
-            let (_, log) = run_sweep_with(
+            let (_, result) = run_sweep_with(
                 picture_preset(preset.clone()),
                 Some(path.clone()),
                 runs_dir,
                 runner.clone(),
                 |_| {},
             )?;
-            best.push(log);
+            best.push(result.log_path);
         }
     }
     // Runs (after every sweep above exists)
@@ -270,7 +277,9 @@ pub fn render_meta_screenshot(out_dir: &Path, runs_dir: &Path) -> anyhow::Result
                 .cloned()
                 .context("no NQM momentum preset found")?;
             let runner: Arc<dyn TrialRunner> = Arc::new(crate::nqm::NqmRunner::new());
-            run_sweep_with(picture_preset(preset), Some(path), runs_dir, runner, |_| {})?.1
+            run_sweep_with(picture_preset(preset), Some(path), runs_dir, runner, |_| {})?
+                .1
+                .log_path
         }
     };
     let log = read_run_log(&path)?;

@@ -13,7 +13,10 @@ use std::path::{Path, PathBuf};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::spec::{DatasetKind, Decay, Metric, ModelSpec, Preset};
+use super::spec::{
+    DatasetKind, DatasetSpec, Decay, Metric, ModelSpec, Preset, SearchSpace, SweepDefaults,
+    Workload,
+};
 
 /// A preset that could not be loaded: `path:line:col: message` (line and col 1-based; 0 when
 /// the problem has no position, e.g. an unreadable file).
@@ -242,12 +245,20 @@ pub fn load_preset(path: &Path) -> Result<Preset, PresetError> {
 pub fn parse_preset(path: &Path, text: &str) -> Result<Preset, PresetError> {
     // Pass 1a: TOML syntax, with the span tree kept for locating keys later.
     let tree = DeTable::parse(text).map_err(|e| {
-        PresetError::at(
-            path,
-            text,
-            e.span().map(|s| s.start),
-            format!("TOML syntax error: {}", e.message()),
-        )
+        // An error without a span (the parser's nesting limit) is placed where the nesting
+        // is deepest.
+        let offset = e
+            .span()
+            .map(|s| s.start)
+            .unwrap_or_else(|| deepest_nesting(text).0);
+        let mut message = format!("TOML syntax error: {}", tidy_serde_message(e.message()));
+        if e.span().is_none() {
+            message.push_str(&format!(
+                " (keys, arrays or tables nested about {} deep here)",
+                deepest_nesting(text).1
+            ));
+        }
+        PresetError::at(path, text, Some(offset), message)
     })?;
     // Pass 1b: the shape of a preset.
     let preset: Preset = toml::from_str(text).map_err(|e| {
@@ -295,9 +306,190 @@ pub fn parse_preset(path: &Path, text: &str) -> Result<Preset, PresetError> {
     // Pass 2: values.
     if let Some(problem) = check(&preset).into_iter().next() {
         let offset = locate(tree.get_ref(), &problem.key);
-        return Err(PresetError::at(path, text, Some(offset), problem.message));
+        let message = problem.message + &default_note(tree.get_ref(), &preset, &problem.key);
+        return Err(PresetError::at(path, text, Some(offset), message));
+    }
+    // Pass 3: keys given that this workload does not use (a setting must take effect).
+    if let Some((offset, message)) = unused_key(tree.get_ref(), &preset) {
+        return Err(PresetError::at(path, text, Some(offset), message));
     }
     Ok(preset)
+}
+
+/// The offset where arrays/tables are nested deepest (outside strings and comments), and the
+/// depth there: open brackets plus the dots of dotted keys on the line so far.
+fn deepest_nesting(text: &str) -> (usize, usize) {
+    let (mut depth, mut dots, mut best) = (0usize, 0usize, (0usize, 0usize));
+    let mut in_str: Option<char> = None;
+    let mut comment = false;
+    let mut escaped = false;
+    for (i, c) in text.char_indices() {
+        if c == '\n' {
+            dots = 0;
+        }
+        if comment {
+            comment = c != '\n';
+            continue;
+        }
+        if let Some(q) = in_str {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' && q == '"' {
+                escaped = true;
+            } else if c == q || c == '\n' {
+                in_str = None;
+            }
+            continue;
+        }
+        match c {
+            '"' | '\'' => in_str = Some(c),
+            '#' => comment = true,
+            '[' | '{' => depth += 1,
+            ']' | '}' => depth = depth.saturating_sub(1),
+            '.' => dots += 1,
+            _ => {}
+        }
+        if depth + dots > best.1 {
+            best = (i, depth + dots);
+        }
+    }
+    best
+}
+
+/// For a problem about a key the file does not set: says that its default is what is wrong
+/// (the value in the message is not in the file).
+fn default_note(root: &DeTable<'_>, preset: &Preset, path: &[KeySeg]) -> String {
+    let keys: Vec<&str> = path
+        .iter()
+        .filter_map(|k| match k {
+            KeySeg::Key(k) => Some(*k),
+            KeySeg::Index(_) => None,
+        })
+        .collect();
+    if keys.is_empty() || key_offset(root, &keys).is_some() {
+        return String::new();
+    }
+    let dotted = keys.join(".");
+    let value = serde_json::to_value(preset).ok().and_then(|v| {
+        keys.iter()
+            .try_fold(v, |v, k| v.get(k).cloned())
+            .map(|v| v.to_string().replace(',', ", "))
+    });
+    let table = &keys[..keys.len() - 1];
+    let table_missing = !table.is_empty() && key_offset(root, table).is_none();
+    format!(
+        " ({dotted} is not set in this file{}, so its default{} applies: set it{})",
+        if table_missing {
+            format!(" (no [{}] table)", table.join("."))
+        } else {
+            String::new()
+        },
+        value.map_or(String::new(), |v| format!(" {v}")),
+        if table.is_empty() {
+            String::new()
+        } else {
+            format!(" under [{}]", table.join("."))
+        }
+    )
+}
+
+/// The first key in the file that the workload does not use (its optimizer, model or dataset
+/// has no such setting): (offset of the key, message naming it and why).
+fn unused_key(root: &DeTable<'_>, p: &Preset) -> Option<(usize, String)> {
+    use super::applied::{unused, Setting};
+    let w = &p.workload;
+    let keyed: [(&[&str], Setting, bool); 9] = [
+        (
+            &["workload", "precision"],
+            Setting::LowPrecision,
+            w.precision != super::spec::Precision::Fp32,
+        ),
+        (&["workload", "grad_clip"], Setting::GradClip, true),
+        (
+            &["workload", "dataset", "max_bytes"],
+            Setting::MaxBytes,
+            true,
+        ),
+        (&["workload", "dataset", "seq_len"], Setting::SeqLen, true),
+        (
+            &["workload", "model", "precondition_power"],
+            Setting::PreconditionPower,
+            true,
+        ),
+        (
+            &["workload", "defaults", "momentum"],
+            Setting::Momentum,
+            true,
+        ),
+        (&["workload", "defaults", "beta2"], Setting::Beta2, true),
+        (&["workload", "defaults", "epsilon"], Setting::Epsilon, true),
+        (
+            &["search", "one_minus_momentum"],
+            Setting::OneMinusMomentum,
+            true,
+        ),
+    ];
+    for (keys, setting, given) in keyed {
+        let Some(offset) = key_offset(root, keys).filter(|_| given) else {
+            continue;
+        };
+        if let Some(why) = unused(w, setting) {
+            let name = keys[keys.len() - 1];
+            return Some((
+                offset,
+                format!("{name} has no effect here: {why}; remove it"),
+            ));
+        }
+    }
+    let fraction = key_offset(root, &["search", "decay_fraction"]);
+    if let (Some(offset), None) = (fraction, p.search.decay_alpha) {
+        return Some((
+            offset,
+            "decay_fraction has no effect without decay_alpha (the decay's length is drawn only              when its factor is): add decay_alpha or remove it"
+                .into(),
+        ));
+    }
+    None
+}
+
+/// A problem with a loaded preset found later (against its data, or by a sweep's checks),
+/// located at `keys` in the preset's text as a load error would be: `path:line:col: message`.
+/// The text is re-read from `path` (or the embedded preset for `<bundled>/NAME.toml`); without
+/// it the error names the file alone.
+pub fn preset_error_at(path: &Path, keys: &[KeySeg], message: impl Into<String>) -> PresetError {
+    let message = message.into();
+    let embedded = path
+        .strip_prefix(EMBEDDED_PREFIX)
+        .ok()
+        .and_then(|rest| rest.file_stem())
+        .and_then(|stem| {
+            EMBEDDED_PRESETS
+                .iter()
+                .find(|(n, _)| std::ffi::OsStr::new(n) == stem)
+                .map(|(_, t)| t.to_string())
+        });
+    let text = embedded.or_else(|| {
+        crate::data::files::read_regular(path)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+    });
+    let located = text.as_deref().and_then(|t| {
+        let tree = DeTable::parse(t).ok()?;
+        let preset: Preset = toml::from_str(t).ok()?;
+        let note = default_note(tree.get_ref(), &preset, keys);
+        Some((locate(tree.get_ref(), keys), note))
+    });
+    match (located, text) {
+        (Some((offset, note)), Some(t)) => {
+            PresetError::at(path, &t, Some(offset), format!("{message}{note}"))
+        }
+        _ => PresetError::at(path, "", None, message),
+    }
+}
+
+/// The key path `sweep.batch_sizes[i]`-style keys of a preset, from a dotted name.
+pub fn key_path(dotted: &[&'static str]) -> Vec<KeySeg> {
+    key(dotted)
 }
 
 /// Offset of the key at `keys` (table path), when it is present.
@@ -495,27 +687,65 @@ fn batch_size_key(i: usize) -> Vec<KeySeg> {
     ]
 }
 
+/// Pushes a problem about the key at `path`.
+fn bad(out: &mut Vec<Problem>, path: &[&'static str], message: String) {
+    out.push(Problem {
+        key: key(path),
+        message,
+    });
+}
+
+fn in_open_unit(v: f64) -> bool {
+    v > 0.0 && v < 1.0
+}
+
+fn positive(v: f64) -> bool {
+    v.is_finite() && v > 0.0
+}
+
+/// Longest preset name: it becomes part of the run log's file name (at most 255 bytes).
+pub const MAX_NAME_CHARS: usize = 100;
+
 /// Semantic validation of a deserialised preset; problems in document order of importance.
 pub fn check(p: &Preset) -> Vec<Problem> {
     let mut out = Vec::new();
-    let mut bad = |k: &[&'static str], msg: String| {
-        out.push(Problem {
-            key: key(k),
-            message: msg,
-        })
-    };
-    let in_open_unit = |v: f64| v > 0.0 && v < 1.0;
-    let pos = |v: f64| v.is_finite() && v > 0.0;
+    check_names(p, &mut out);
+    check_model_and_target(&p.workload, &mut out);
+    check_model_sizes(&p.workload, &mut out);
+    check_dataset(&p.workload, &mut out);
+    check_measurement(&p.workload, &mut out);
+    check_defaults(&p.workload, &mut out);
+    check_search(&p.search, &mut out);
+    check_sweep(&p.sweep, &mut out);
+    out.extend(check_sizes(p, available_memory()));
+    out
+}
 
+/// `name` (it names run logs: not empty, not too long for a file name) and `description`.
+fn check_names(p: &Preset, out: &mut Vec<Problem>) {
     if p.name.trim().is_empty() {
-        bad(&["name"], "name must not be empty".into());
+        bad(out, &["name"], "name must not be empty".into());
+    } else if p.name.chars().count() > MAX_NAME_CHARS {
+        bad(
+            out,
+            &["name"],
+            format!(
+                "name is {} characters long: at most {MAX_NAME_CHARS} (it becomes part of the run log's file name)",
+                p.name.chars().count()
+            ),
+        );
     }
     if p.description.trim().is_empty() {
-        bad(&["description"], "description must not be empty".into());
+        bad(
+            out,
+            &["description"],
+            "description must not be empty".into(),
+        );
     }
+}
 
-    let w = &p.workload;
-    // Model ↔ dataset ↔ metric.
+/// Model ↔ dataset ↔ metric, and the target value in the metric's range.
+fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
     let (needs, metric) = match &w.model {
         ModelSpec::Mlp { .. } | ModelSpec::Cnn { .. } => (Some(true), Metric::ValError),
         ModelSpec::CharLstm { .. } | ModelSpec::Mlstm { .. } | ModelSpec::Transformer { .. } => {
@@ -526,6 +756,7 @@ pub fn check(p: &Preset) -> Vec<Problem> {
     let model = w.model.short_name();
     match (&w.dataset, needs) {
         (None, Some(images)) => bad(
+            out,
             &["workload", "model", "kind"],
             format!(
                 "model `{model}` needs a dataset: add a [workload.dataset] table with an {} dataset",
@@ -533,13 +764,15 @@ pub fn check(p: &Preset) -> Vec<Problem> {
             ),
         ),
         (Some(_), None) => bad(
+            out,
             &["workload", "dataset"],
             "the noisy quadratic model (`nqm`) has no dataset: remove [workload.dataset]".into(),
         ),
         (Some(d), Some(images)) => {
-            let is_img = matches!(d.name, DatasetKind::Digits | DatasetKind::Mnist | DatasetKind::Fashion);
+            let is_img = image_geometry(d.name).is_some();
             if is_img != images {
                 bad(
+                    out,
                     &["workload", "dataset", "name"],
                     format!(
                         "model `{model}` is {} but dataset `{}` is {}",
@@ -554,6 +787,7 @@ pub fn check(p: &Preset) -> Vec<Problem> {
     }
     if w.target.metric != metric {
         bad(
+            out,
             &["workload", "target", "metric"],
             format!(
                 "model `{model}` reports `{}`, not `{}`",
@@ -563,23 +797,23 @@ pub fn check(p: &Preset) -> Vec<Problem> {
         );
     }
     let v = w.target.value;
-    match w.target.metric {
-        Metric::ValError if !in_open_unit(v) => bad(
+    let range = match w.target.metric {
+        Metric::ValError if !in_open_unit(v) => Some("val_error must be in (0, 1)"),
+        Metric::ValBpc if !(v > 0.0 && v < 8.0) => Some("val_bpc must be in (0, 8) bits per byte"),
+        Metric::NqmLoss if !positive(v) => Some("nqm_loss must be > 0"),
+        _ => None,
+    };
+    if let Some(range) = range {
+        bad(
+            out,
             &["workload", "target", "value"],
-            format!("target value {v} for val_error must be in (0, 1)"),
-        ),
-        Metric::ValBpc if !(v > 0.0 && v < 8.0) => bad(
-            &["workload", "target", "value"],
-            format!("target value {v} for val_bpc must be in (0, 8) bits per byte"),
-        ),
-        Metric::NqmLoss if !pos(v) => bad(
-            &["workload", "target", "value"],
-            format!("target value {v} for nqm_loss must be > 0"),
-        ),
-        _ => {}
+            format!("target value {v} for {range}"),
+        );
     }
+}
 
-    // Model sizes and dataset settings: (key, whether it is wrong, message), in document order.
+/// Layer sizes > 0, heads dividing d_model, the NQM's preconditioning power.
+fn check_model_sizes(w: &Workload, out: &mut Vec<Problem>) {
     let positive = |k: &'static str, zero: bool| -> (&'static str, bool, String) {
         (k, zero, format!("{k} must be > 0"))
     };
@@ -632,38 +866,51 @@ pub fn check(p: &Preset) -> Vec<Problem> {
     };
     for (k, wrong, message) in model_checks {
         if wrong {
-            bad(&["workload", "model", k], message);
+            bad(out, &["workload", "model", k], message);
         }
     }
-    if let Some(d) = &w.dataset {
-        let dataset_checks = [
-            (
-                "val_fraction",
-                !in_open_unit(d.val_fraction),
-                format!("val_fraction {} must be in (0, 1)", d.val_fraction),
-            ),
-            positive("seq_len", d.seq_len == 0),
-            positive("max_bytes", d.max_bytes == Some(0)),
-            (
-                "downsample",
-                d.downsample == Some(0),
-                "downsample must be ≥ 1 (2 = average-pool 2×2 blocks)".into(),
-            ),
-            positive("max_val", d.max_val == Some(0)),
-        ];
-        for (k, wrong, message) in dataset_checks {
-            if wrong {
-                bad(&["workload", "dataset", k], message);
-            }
-        }
-    }
+}
 
-    // Measurement.
+/// The dataset's own settings (ranges; which dataset they apply to is `unused_keys`).
+fn check_dataset(w: &Workload, out: &mut Vec<Problem>) {
+    let Some(d) = &w.dataset else { return };
+    let positive = |k: &'static str, zero: bool| -> (&'static str, bool, String) {
+        (k, zero, format!("{k} must be > 0"))
+    };
+    let dataset_checks = [
+        (
+            "val_fraction",
+            !in_open_unit(d.val_fraction),
+            format!("val_fraction {} must be in (0, 1)", d.val_fraction),
+        ),
+        positive("seq_len", d.seq_len == 0),
+        positive("max_bytes", d.max_bytes == Some(0)),
+        (
+            "downsample",
+            d.downsample == Some(0),
+            "downsample must be ≥ 1 (2 = average-pool 2×2 blocks)".into(),
+        ),
+        positive("max_val", d.max_val == Some(0)),
+    ];
+    for (k, wrong, message) in dataset_checks {
+        if wrong {
+            bad(out, &["workload", "dataset", k], message);
+        }
+    }
+}
+
+/// Evaluation grid, budgets, clipping, divergence.
+fn check_measurement(w: &Workload, out: &mut Vec<Problem>) {
     if w.eval_every == 0 {
-        bad(&["workload", "eval_every"], "eval_every must be > 0".into());
+        bad(
+            out,
+            &["workload", "eval_every"],
+            "eval_every must be > 0".into(),
+        );
     }
     if !(w.eval_growth.is_finite() && (0.0..=1.0).contains(&w.eval_growth)) {
         bad(
+            out,
             &["workload", "eval_growth"],
             format!(
                 "eval_growth {} must be in [0, 1] (0.05 = evaluate every 5% of the steps so far)",
@@ -671,16 +918,16 @@ pub fn check(p: &Preset) -> Vec<Problem> {
             ),
         );
     }
-    if let Some(e) = w.max_examples {
-        if e == 0 {
-            bad(
-                &["workload", "max_examples"],
-                "max_examples must be > 0 (omit it for no example budget)".into(),
-            );
-        }
+    if w.max_examples == Some(0) {
+        bad(
+            out,
+            &["workload", "max_examples"],
+            "max_examples must be > 0 (omit it for no example budget)".into(),
+        );
     }
     if w.step_budget == 0 || w.step_budget < w.eval_every {
         bad(
+            out,
             &["workload", "step_budget"],
             format!(
                 "step_budget {} must be at least eval_every {} (and > 0)",
@@ -688,49 +935,48 @@ pub fn check(p: &Preset) -> Vec<Problem> {
             ),
         );
     }
-    if let Some(c) = w.grad_clip {
-        if !pos(c) {
-            bad(
-                &["workload", "grad_clip"],
-                format!("grad_clip {c} must be > 0"),
-            );
-        }
+    if let Some(c) = w.grad_clip.filter(|c| !positive(*c)) {
+        bad(
+            out,
+            &["workload", "grad_clip"],
+            format!("grad_clip {c} must be > 0"),
+        );
     }
     if !(w.divergence_factor.is_finite() && w.divergence_factor > 1.0) {
         bad(
+            out,
             &["workload", "divergence_factor"],
             format!("divergence_factor {} must be > 1", w.divergence_factor),
         );
     }
+}
 
-    // Default metaparameters.
+/// The default metaparameters of a single `train` run.
+fn check_defaults(w: &Workload, out: &mut Vec<Problem>) {
     let m = &w.defaults;
-    if !pos(m.learning_rate) {
+    let k = |name: &'static str| -> [&'static str; 3] { ["workload", "defaults", name] };
+    if !positive(m.learning_rate) {
         bad(
-            &["workload", "defaults", "learning_rate"],
+            out,
+            &k("learning_rate"),
             format!("learning_rate {} must be > 0", m.learning_rate),
         );
     }
-    if !(0.0..1.0).contains(&m.momentum) {
-        bad(
-            &["workload", "defaults", "momentum"],
-            format!("momentum {} must be in [0, 1)", m.momentum),
-        );
+    for (name, v) in [("momentum", m.momentum), ("beta2", m.beta2)] {
+        if !(0.0..1.0).contains(&v) {
+            bad(out, &k(name), format!("{name} {v} must be in [0, 1)"));
+        }
     }
-    if !(0.0..1.0).contains(&m.beta2) {
+    if !positive(m.epsilon) {
         bad(
-            &["workload", "defaults", "beta2"],
-            format!("beta2 {} must be in [0, 1)", m.beta2),
-        );
-    }
-    if !pos(m.epsilon) {
-        bad(
-            &["workload", "defaults", "epsilon"],
+            out,
+            &k("epsilon"),
             format!("epsilon {} must be > 0", m.epsilon),
         );
     }
     if m.schedule.warmup_steps > w.step_budget {
         bad(
+            out,
             &["workload", "defaults", "schedule", "warmup_steps"],
             format!(
                 "warmup_steps {} exceeds step_budget {}",
@@ -739,25 +985,28 @@ pub fn check(p: &Preset) -> Vec<Problem> {
         );
     }
     if let Decay::Linear { alpha, steps } = m.schedule.decay {
+        let d = |name: &'static str| -> [&'static str; 5] {
+            ["workload", "defaults", "schedule", "decay", name]
+        };
         if !(0.0..=1.0).contains(&alpha) {
             bad(
-                &["workload", "defaults", "schedule", "decay", "alpha"],
+                out,
+                &d("alpha"),
                 format!("decay alpha {alpha} must be in [0, 1]"),
             );
         }
         if steps == 0 {
-            bad(
-                &["workload", "defaults", "schedule", "decay", "steps"],
-                "decay steps must be > 0".into(),
-            );
+            bad(out, &d("steps"), "decay steps must be > 0".into());
         }
     }
+}
 
-    // Search space.
-    let s = &p.search;
-    let range = |r: [f64; 2]| pos(r[0]) && pos(r[1]) && r[0] <= r[1];
+/// The search space, with the same bounds the plan samples within (`sweep::plan`).
+fn check_search(s: &SearchSpace, out: &mut Vec<Problem>) {
+    let range = |r: [f64; 2]| positive(r[0]) && positive(r[1]) && r[0] <= r[1];
     if !range(s.learning_rate) {
         bad(
+            out,
             &["search", "learning_rate"],
             format!(
                 "learning_rate range [{}, {}] must have 0 < lo <= hi",
@@ -765,54 +1014,77 @@ pub fn check(p: &Preset) -> Vec<Problem> {
             ),
         );
     }
-    for (name, r) in [
-        ("one_minus_momentum", s.one_minus_momentum),
-        ("decay_alpha", s.decay_alpha),
-        ("decay_fraction", s.decay_fraction),
-    ] {
-        if let Some(r) = r {
-            if !(range(r) && r[1] <= 1.0) {
-                let k: &'static str = match name {
-                    "one_minus_momentum" => "one_minus_momentum",
-                    "decay_alpha" => "decay_alpha",
-                    _ => "decay_fraction",
-                };
-                bad(
-                    &["search", k],
-                    format!(
-                        "{name} range [{}, {}] must have 0 < lo <= hi <= 1",
-                        r[0], r[1]
-                    ),
-                );
-            }
-        }
+    if let Some(r) = s.one_minus_momentum.filter(|r| !(range(*r) && r[1] < 1.0)) {
+        bad(
+            out,
+            &["search", "one_minus_momentum"],
+            format!(
+                "one_minus_momentum range [{}, {}] must have 0 < lo <= hi < 1 (1−γ = 1 is plain SGD: use an sgd preset)",
+                r[0], r[1]
+            ),
+        );
+    }
+    if let Some(r) = s.decay_alpha.filter(|r| !(range(*r) && r[1] <= 1.0)) {
+        bad(
+            out,
+            &["search", "decay_alpha"],
+            format!(
+                "decay_alpha range [{}, {}] must have 0 < lo <= hi <= 1",
+                r[0], r[1]
+            ),
+        );
+    }
+    let unit = |v: f64| (0.0..=1.0).contains(&v);
+    if let Some(r) = s
+        .decay_fraction
+        .filter(|r| !(unit(r[0]) && unit(r[1]) && r[0] <= r[1]))
+    {
+        bad(
+            out,
+            &["search", "decay_fraction"],
+            format!(
+                "decay_fraction range [{}, {}] must have 0 <= lo <= hi <= 1",
+                r[0], r[1]
+            ),
+        );
     }
     if !(0.0..1.0).contains(&s.warmup_fraction) {
         bad(
+            out,
             &["search", "warmup_fraction"],
             format!("warmup_fraction {} must be in [0, 1)", s.warmup_fraction),
         );
     }
     if s.base_batch == 0 {
-        bad(&["search", "base_batch"], "base_batch must be > 0".into());
+        bad(
+            out,
+            &["search", "base_batch"],
+            "base_batch must be > 0".into(),
+        );
     }
+}
 
-    // Sweep defaults.
-    let sw = &p.sweep;
+/// Sweep defaults: counts > 0, batch sizes > 0, distinct and divisible by the workers.
+fn check_sweep(sw: &SweepDefaults, out: &mut Vec<Problem>) {
     if sw.batch_sizes.is_empty() {
         bad(
+            out,
             &["sweep", "batch_sizes"],
             "batch_sizes must not be empty".into(),
         );
     }
-    if sw.workers == 0 {
-        bad(&["sweep", "workers"], "workers must be > 0".into());
-    }
-    if sw.concurrency == 0 {
-        bad(&["sweep", "concurrency"], "concurrency must be > 0".into());
+    for (k, v) in [
+        ("workers", sw.workers),
+        ("concurrency", sw.concurrency),
+        ("trials_per_batch", sw.trials_per_batch),
+    ] {
+        if v == 0 {
+            bad(out, &["sweep", k], format!("{k} must be > 0"));
+        }
     }
     if sw.trials_per_device > 64 {
         bad(
+            out,
             &["sweep", "trials_per_device"],
             format!(
                 "trials_per_device {} is absurd (at most 64)",
@@ -820,15 +1092,14 @@ pub fn check(p: &Preset) -> Vec<Problem> {
             ),
         );
     }
-    if sw.trials_per_batch == 0 {
-        bad(
-            &["sweep", "trials_per_batch"],
-            "trials_per_batch must be > 0".into(),
-        );
-    }
     for (i, &b) in sw.batch_sizes.iter().enumerate() {
         let msg = if b == 0 {
             Some("batch sizes must be > 0".to_string())
+        } else if let Some(first) = sw.batch_sizes[..i].iter().position(|&x| x == b) {
+            Some(format!(
+                "batch size {b} is listed twice (also element {} of batch_sizes): each B is measured once",
+                first + 1
+            ))
         } else if sw.workers > 0 && !b.is_multiple_of(sw.workers) {
             Some(format!(
                 "batch size {b} is not divisible by workers {} (each worker gets B/G examples)",
@@ -844,8 +1115,6 @@ pub fn check(p: &Preset) -> Vec<Problem> {
             });
         }
     }
-    out.extend(check_sizes(p, available_memory()));
-    out
 }
 
 /// Upper bounds on counts that allocate per item (trials, threads): far above any real use,
@@ -853,7 +1122,8 @@ pub fn check(p: &Preset) -> Vec<Problem> {
 pub const MAX_TRIALS_PER_BATCH: usize = 100_000;
 pub const MAX_BATCH_SIZES: usize = 4_096;
 pub const MAX_WORKERS: usize = 1_024;
-pub const MAX_CONCURRENCY: usize = 1_024;
+/// (the same cap as `--concurrency`: a preset cannot ask for what the flag refuses)
+pub const MAX_CONCURRENCY: usize = 256;
 pub const MAX_BATCH_SIZE: usize = 1 << 30;
 /// Smallest validation set whose error rate is worth a target (one image = 0 % or 100 %).
 pub const MIN_VAL_EXAMPLES: usize = 10;
@@ -971,118 +1241,123 @@ pub fn approx_params(w: &super::spec::Workload) -> f64 {
 /// for `memory` (bytes available; `None` = unknown, only absolute caps apply).
 pub fn check_sizes(p: &Preset, memory: Option<u64>) -> Vec<Problem> {
     let mut out = Vec::new();
-    let mut bad = |k: &[&'static str], msg: String| {
-        out.push(Problem {
-            key: key(k),
-            message: msg,
-        })
-    };
-    let w = &p.workload;
+    check_counts(p, &mut out);
+    if let Some(d) = &p.workload.dataset {
+        check_data_sizes(&p.workload, d, &mut out);
+    }
     let sw = &p.sweep;
-    if sw.trials_per_batch > MAX_TRIALS_PER_BATCH {
-        bad(
-            &["sweep", "trials_per_batch"],
-            format!(
-                "trials_per_batch {} is absurd (at most {MAX_TRIALS_PER_BATCH})",
-                sw.trials_per_batch
-            ),
-        );
-    }
-    if sw.batch_sizes.len() > MAX_BATCH_SIZES {
-        bad(
-            &["sweep", "batch_sizes"],
-            format!(
-                "{} batch sizes is absurd (at most {MAX_BATCH_SIZES})",
-                sw.batch_sizes.len()
-            ),
-        );
-    }
-    if sw.workers > MAX_WORKERS {
-        bad(
-            &["sweep", "workers"],
-            format!("workers {} is absurd (at most {MAX_WORKERS})", sw.workers),
-        );
-    }
-    if sw.concurrency > MAX_CONCURRENCY {
-        bad(
-            &["sweep", "concurrency"],
-            format!(
-                "concurrency {} is absurd (at most {MAX_CONCURRENCY})",
-                sw.concurrency
-            ),
-        );
-    }
-    if p.search.base_batch > MAX_BATCH_SIZE {
-        bad(
-            &["search", "base_batch"],
-            format!(
-                "base_batch {} is absurd (at most {MAX_BATCH_SIZE})",
-                p.search.base_batch
-            ),
-        );
-    }
-    if let Some(d) = &w.dataset {
-        if let Some((_, h, wd)) = image_geometry(d.name) {
-            if let Some(f) = d.downsample.filter(|&f| f > 0) {
-                if !h.is_multiple_of(f) || !wd.is_multiple_of(f) {
-                    bad(
-                        &["workload", "dataset", "downsample"],
-                        format!(
-                            "downsample {f} does not divide the {h}×{wd} images (it would crop them): use a divisor of {h}"
-                        ),
-                    );
-                }
-            }
-            if let Some((n_train, n_val)) = image_split_sizes(w) {
-                if n_val < MIN_VAL_EXAMPLES {
-                    let k: &[&'static str] = if d.max_val.is_some_and(|m| m < MIN_VAL_EXAMPLES) {
-                        &["workload", "dataset", "max_val"]
-                    } else {
-                        &["workload", "dataset", "val_fraction"]
-                    };
-                    bad(
-                        k,
-                        format!(
-                            "the validation set would hold {n_val} examples: at least {MIN_VAL_EXAMPLES} are needed for a meaningful error rate"
-                        ),
-                    );
-                }
-                if n_train < MIN_VAL_EXAMPLES {
-                    bad(
-                        &["workload", "dataset", "val_fraction"],
-                        format!(
-                            "val_fraction {} leaves {n_train} training examples",
-                            d.val_fraction
-                        ),
-                    );
-                }
-            }
-        } else if d.downsample.is_some_and(|f| f > 1) {
-            bad(
-                &["workload", "dataset", "downsample"],
-                "downsample applies to image datasets only".into(),
-            );
-        }
-        if d.seq_len > 1 << 16 {
-            bad(
-                &["workload", "dataset", "seq_len"],
-                format!("seq_len {} is absurd (at most 65536)", d.seq_len),
-            );
-        }
-    }
     for (i, &b) in sw.batch_sizes.iter().enumerate() {
         if b == 0 || (sw.workers > 0 && !b.is_multiple_of(sw.workers)) {
             continue; // reported by `check`
         }
-        if let Some(message) = batch_size_problem(w, b, sw.workers) {
+        if let Some(message) = batch_size_problem(&p.workload, b, sw.workers) {
             out.push(Problem {
                 key: batch_size_key(i),
                 message,
             });
         }
     }
-    // Model size against memory: weights, gradients and two optimizer slots (f32) per replica,
-    // times the replicas of the trials running at once.
+    check_model_memory(p, memory, &mut out);
+    out
+}
+
+/// Counts that allocate per item: trials, batch sizes, workers, trials at once, base batch.
+fn check_counts(p: &Preset, out: &mut Vec<Problem>) {
+    let sw = &p.sweep;
+    let caps: [(&'static str, &'static str, usize, usize); 5] = [
+        (
+            "sweep",
+            "trials_per_batch",
+            sw.trials_per_batch,
+            MAX_TRIALS_PER_BATCH,
+        ),
+        ("sweep", "workers", sw.workers, MAX_WORKERS),
+        ("sweep", "concurrency", sw.concurrency, MAX_CONCURRENCY),
+        ("search", "base_batch", p.search.base_batch, MAX_BATCH_SIZE),
+        (
+            "sweep",
+            "batch_sizes",
+            sw.batch_sizes.len(),
+            MAX_BATCH_SIZES,
+        ),
+    ];
+    for (table, k, v, max) in caps {
+        if v > max {
+            let what = if k == "batch_sizes" {
+                format!("{v} batch sizes")
+            } else {
+                format!("{k} {v}")
+            };
+            bad(
+                out,
+                &[table, k],
+                format!("{what} is absurd (at most {max})"),
+            );
+        }
+    }
+}
+
+/// Image geometry and split sizes (`downsample`, the validation and training sets), `seq_len`.
+fn check_data_sizes(w: &Workload, d: &DatasetSpec, out: &mut Vec<Problem>) {
+    let k = |name: &'static str| -> [&'static str; 3] { ["workload", "dataset", name] };
+    if let Some((_, h, wd)) = image_geometry(d.name) {
+        if let Some(f) = d.downsample.filter(|&f| f > 0) {
+            if !h.is_multiple_of(f) || !wd.is_multiple_of(f) {
+                bad(
+                    out,
+                    &k("downsample"),
+                    format!(
+                        "downsample {f} does not divide the {h}×{wd} images (it would crop them): use a divisor of {h}"
+                    ),
+                );
+            }
+        }
+        if let Some((n_train, n_val)) = image_split_sizes(w) {
+            if n_val < MIN_VAL_EXAMPLES {
+                let key = if d.max_val.is_some_and(|m| m < MIN_VAL_EXAMPLES) {
+                    "max_val"
+                } else {
+                    "val_fraction"
+                };
+                bad(
+                    out,
+                    &k(key),
+                    format!(
+                        "the validation set would hold {n_val} examples: at least {MIN_VAL_EXAMPLES} are needed for a meaningful error rate"
+                    ),
+                );
+            }
+            if n_train < MIN_VAL_EXAMPLES {
+                bad(
+                    out,
+                    &k("val_fraction"),
+                    format!(
+                        "val_fraction {} leaves {n_train} training examples",
+                        d.val_fraction
+                    ),
+                );
+            }
+        }
+    } else if d.downsample.is_some_and(|f| f > 1) {
+        bad(
+            out,
+            &k("downsample"),
+            "downsample applies to image datasets only".into(),
+        );
+    }
+    if d.seq_len > 1 << 16 {
+        bad(
+            out,
+            &k("seq_len"),
+            format!("seq_len {} is absurd (at most 65536)", d.seq_len),
+        );
+    }
+}
+
+/// Model size against memory: weights, gradients and two optimizer slots (f32) per replica,
+/// times the replicas of the trials running at once.
+fn check_model_memory(p: &Preset, memory: Option<u64>, out: &mut Vec<Problem>) {
+    let (w, sw) = (&p.workload, &p.sweep);
     let params = approx_params(w);
     let replicas =
         (sw.workers.clamp(1, MAX_WORKERS) * sw.concurrency.clamp(1, MAX_CONCURRENCY)) as f64;
@@ -1096,9 +1371,10 @@ pub fn check_sizes(p: &Preset, memory: Option<u64>) -> Vec<Problem> {
     };
     let gib = |b: f64| b / (1u64 << 30) as f64;
     if params > 2e10 || need > limit {
-        out.push(Problem {
-            key: key(&["workload", "model", model_key]),
-            message: format!(
+        bad(
+            out,
+            &["workload", "model", model_key],
+            format!(
                 "the model has about {params:.2e} parameters: {:.1} GiB for weights, gradients and \
                  optimizer state ({replicas} replica(s)), {}",
                 gib(need),
@@ -1107,9 +1383,8 @@ pub fn check_sizes(p: &Preset, memory: Option<u64>) -> Vec<Problem> {
                     gib(m as f64)
                 ))
             ),
-        });
+        );
     }
-    out
 }
 
 fn dataset_name(k: DatasetKind) -> &'static str {

@@ -1,5 +1,8 @@
-//! Presets: serde types (`spec`), loading with file:line validation errors (`load`) and the
-//! one override/validation path for flags and Setup fields (`overrides`).
+//! Presets: serde types (`spec`), loading with file:line validation errors (`load`) and what each
+//! optimizer and runner uses (`applied`). (The one override/validation path for flags and Setup
+//! fields is `sweep::overrides`: it edits a sweep.)
+//!
+//! Layering: imports `data` only.
+pub mod applied;
 pub mod load;
-pub mod overrides;
 pub mod spec;

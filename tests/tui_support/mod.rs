@@ -130,7 +130,10 @@ pub fn scripted_events(cfg: &SweepConfig) -> Vec<SweepEvent> {
         already_done: 0,
         devices: cfg.devices.label(),
         run_log: Some("runs/2026-01-01T10-00-00-digits-mlp-momentum.jsonl".into()),
-        workload: Some(Box::new(cfg.preset.workload.clone())),
+        header: Some(Box::new(scaling_lab::sweep::scheduler::make_header(
+            cfg,
+            "burn-flex (cpu)",
+        ))),
     })];
     for s in &specs {
         ev.push(SweepEvent::Queued {
@@ -193,8 +196,7 @@ pub fn scripted_events(cfg: &SweepConfig) -> Vec<SweepEvent> {
             finished: String::new(),
         });
     }
-    let w = &cfg.preset.workload;
-    let analysis = scaling_lab::analysis::analyze(&w.target, &records, w.optimizer);
+    let analysis = scaling_lab::analysis::analyze_preset(&cfg.preset, &records);
     ev.push(SweepEvent::Done {
         cancelled: false,
         analysis: Box::new(analysis),
@@ -217,8 +219,7 @@ pub fn scripted_records(cfg: &SweepConfig) -> Vec<TrialRecord> {
 }
 
 pub fn scripted_analysis(cfg: &SweepConfig) -> Analysis {
-    let w = &cfg.preset.workload;
-    scaling_lab::analysis::analyze(&w.target, &scripted_records(cfg), w.optimizer)
+    scaling_lab::analysis::analyze_preset(&cfg.preset, &scripted_records(cfg))
 }
 
 /// Presses Enter on Setup: Live shows the starting sweep and `Command::Launch` is returned (not

@@ -1,6 +1,9 @@
 //! The state of one sweep as Live shows it: run by this TUI (folded from engine events) or read
 //! from a run log (folded from its lines). Both end in the same fields, so every view draws them
-//! the same way; the analysis has one source (`reanalyze`, over the records).
+//! the same way. The numbers have one source: the cached `Report` (`report::build` over the run's
+//! header and records, the same entry `scaling-lab report` uses), rebuilt only when a trial lands
+//! or the run's header or state changes (`rebuild_report`); when the sweep run here ends, the
+//! report of the joined sweep (`report::of_sweep`) replaces it.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
@@ -8,8 +11,9 @@ use std::path::PathBuf;
 use super::{History, MAX_CURVES, RECENT_CURVES};
 use crate::core::analysis::{Analysis, Regime};
 use crate::core::events::{PlanInfo, StepStats, SweepEvent, TrialEvent};
-use crate::core::record::{LogLine, TrialRecord};
+use crate::core::record::{Header, LogLine, TrialRecord};
 use crate::core::trial::{Outcome, TrialOutcome, TrialSpec};
+use crate::report::{Progress, Report, ReportOptions, Run};
 use crate::runlog::RunLog;
 use crate::sweep::SweepConfig;
 use crate::workload::spec::Workload;
@@ -59,7 +63,9 @@ pub enum LiveSource {
 pub struct LiveState {
     pub source: LiveSource,
     pub plan: PlanInfo,
-    pub workload: Option<Workload>,
+    /// The run log's header (from the sweep's `Planned` event, or the log): what the report is
+    /// built against. None until the sweep started.
+    pub header: Option<Header>,
     pub queued: BTreeMap<u64, usize>,
     pub running: BTreeMap<u64, RunningTrial>,
     /// Every finished trial known: for a log all of its trials; for a resumed sweep the logged
@@ -68,7 +74,8 @@ pub struct LiveState {
     /// Of `finished`: records that were already in the log when this view started.
     pub prior: usize,
     pub recent: VecDeque<Curve>,
-    pub analysis: Analysis,
+    /// The report of the finished trials (cached; see the module documentation).
+    pub report: Report,
     pub saved: usize,
     pub paused: bool,
     pub done: bool,
@@ -90,20 +97,24 @@ pub struct LiveState {
     pub saved_only: usize,
     /// Selected running trial (for `c`).
     pub selected: usize,
+    /// The sweep's wall time, once it ended (the log's summary).
+    pub wall_s: Option<f64>,
+    /// Problems reading the log (torn last line, …).
+    pub warnings: Vec<String>,
 }
 
 impl LiveState {
-    pub fn new(source: LiveSource, plan: PlanInfo, workload: Option<Workload>, now: f64) -> Self {
+    pub fn new(source: LiveSource, plan: PlanInfo, now: f64) -> Self {
         LiveState {
             source,
+            header: plan.header.as_deref().cloned(),
             plan,
-            workload,
             queued: BTreeMap::new(),
             running: BTreeMap::new(),
             finished: Vec::new(),
             prior: 0,
             recent: VecDeque::new(),
-            analysis: Analysis::default(),
+            report: Report::default(),
             saved: 0,
             paused: false,
             done: false,
@@ -118,6 +129,8 @@ impl LiveState {
             user_cancelled: BTreeSet::new(),
             saved_only: 0,
             selected: 0,
+            wall_s: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -131,14 +144,9 @@ impl LiveState {
             already_done: 0,
             devices: cfg.devices.label(),
             run_log: None,
-            workload: Some(Box::new(cfg.preset.workload.clone())),
+            header: None,
         };
-        LiveState::new(
-            LiveSource::Sweep,
-            plan,
-            Some(cfg.preset.workload.clone()),
-            now,
-        )
+        LiveState::new(LiveSource::Sweep, plan, now)
     }
 
     /// A run log shown read-only: the same state a live sweep would have after its trials.
@@ -151,7 +159,9 @@ impl LiveState {
         if let Some(sum) = &log.summary {
             s.done = true;
             s.cancelled = !sum.complete;
+            s.wall_s = Some(sum.wall_s);
         }
+        s.rebuild_report();
         s
     }
 
@@ -166,18 +176,14 @@ impl LiveState {
             already_done: log.trials.len(),
             devices: h.devices.label(),
             run_log: Some(log.path.display().to_string()),
-            workload: Some(Box::new(h.preset.workload.clone())),
+            header: Some(Box::new(h.clone())),
         };
-        let mut s = LiveState::new(
-            LiveSource::Sweep,
-            plan,
-            Some(h.preset.workload.clone()),
-            now,
-        );
+        let mut s = LiveState::new(LiveSource::Sweep, plan, now);
         s.finished = log.trials.clone();
         s.prior = s.finished.len();
         s.saved = s.finished.len();
-        s.reanalyze();
+        s.warnings = log.warnings.clone();
+        s.rebuild_report();
         s
     }
 
@@ -197,11 +203,33 @@ impl LiveState {
             .unwrap_or_else(|| self.plan.preset.clone())
     }
 
-    /// Recomputes the analysis from the finished trials (cheap: a handful of points).
-    pub fn reanalyze(&mut self) {
-        if let Some(w) = &self.workload {
-            self.analysis = crate::analysis::analyze(&w.target, &self.finished, w.optimizer);
-        }
+    /// The workload the sweep runs (from its header).
+    pub fn workload(&self) -> Option<&Workload> {
+        self.header.as_ref().map(|h| &h.preset.workload)
+    }
+
+    /// The analysis of the finished trials (the cached report's).
+    pub fn analysis(&self) -> &Analysis {
+        &self.report.analysis
+    }
+
+    /// Rebuilds the cached report from the header and the finished trials: what
+    /// `scaling-lab report` prints for the same records (same entry, same options).
+    pub fn rebuild_report(&mut self) {
+        let Some(header) = &self.header else { return };
+        let run = Run {
+            header,
+            trials: &self.finished,
+            path: self.plan.run_log.as_deref().map(std::path::Path::new),
+            progress: Progress {
+                trials_done: self.done_count(),
+                trials_planned: self.plan.total_trials,
+                wall_s: self.wall_s,
+                cancelled: self.cancelled,
+            },
+            warnings: &self.warnings,
+        };
+        self.report = crate::report::build(&run, &ReportOptions::default());
     }
 
     /// Trials recorded in the run log (resumed ones included).
@@ -277,7 +305,7 @@ impl LiveState {
     /// Each batch size's best trial: its validation metric at every evaluation (ascending B).
     pub fn best_curves(&self) -> Vec<BestCurve> {
         let mut out = Vec::new();
-        for p in &self.analysis.per_batch {
+        for p in &self.report.analysis.per_batch {
             let Some(id) = p.best_trial else { continue };
             let Some(r) = self.finished.iter().find(|r| r.trial_id == id) else {
                 continue;
@@ -304,6 +332,7 @@ impl LiveState {
     /// never the last trial's value (which may have diverged).
     pub fn b_simple_spread(&self) -> Option<(f64, f64, f64)> {
         let mut v: Vec<f64> = self
+            .report
             .analysis
             .per_batch
             .iter()
@@ -325,18 +354,18 @@ impl LiveState {
 
     /// Consecutive segments of equal regime merged: (b_lo, b_hi, regime).
     pub fn regime_spans(&self) -> Vec<(usize, usize, Regime)> {
-        regime_spans(&self.analysis)
+        regime_spans(&self.report.analysis)
     }
 
     /// Folds one engine event (a sweep this TUI runs).
     pub(crate) fn fold(&mut self, ev: SweepEvent, now: f64) {
         match ev {
             SweepEvent::Planned(plan) => {
-                if let Some(w) = &plan.workload {
-                    self.workload = Some((**w).clone());
+                if let Some(h) = &plan.header {
+                    self.header = Some((**h).clone());
                 }
                 self.plan = plan;
-                self.reanalyze();
+                self.rebuild_report();
             }
             SweepEvent::Queued {
                 trial_id,
@@ -363,8 +392,8 @@ impl LiveState {
                 self.refresh_b_simple();
             }
             SweepEvent::Done { cancelled, .. } => {
-                // The analysis stays the one computed from the records (same function the
-                // engine used), so there is one source of numbers.
+                // The report stays the one built from the records (the entry `report` uses);
+                // the joined sweep's (`Msg::SweepEnded`) replaces it.
                 self.set_paused(false, now);
                 self.done = true;
                 self.cancelled = cancelled;
@@ -372,6 +401,7 @@ impl LiveState {
                 self.queued.clear();
                 self.ended_at = Some(now);
                 self.b_simple_live = None;
+                self.rebuild_report();
             }
         }
     }
@@ -511,7 +541,7 @@ impl LiveState {
             });
             self.recent.truncate(RECENT_CURVES);
         }
-        self.reanalyze();
+        self.rebuild_report();
     }
 
     /// Folds one line appended to the followed run log.
@@ -523,16 +553,18 @@ impl LiveState {
                 if !self.finished.iter().any(|f| f.trial_id == t.trial_id) {
                     self.finished.push(t);
                     self.saved = self.finished.len();
-                    self.reanalyze();
+                    self.rebuild_report();
                 }
             }
             LogLine::Summary(s) => {
                 self.done = true;
                 self.cancelled = !s.complete;
                 self.ended_at = Some(now);
+                self.wall_s = Some(s.wall_s);
                 if let LiveSource::Log { tailing, .. } = &mut self.source {
                     *tailing = false;
                 }
+                self.rebuild_report();
             }
         }
     }

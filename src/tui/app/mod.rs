@@ -57,9 +57,11 @@ pub enum Msg {
     /// `Command::Resume` read the log it resumes: its finished trials are on the chart from the
     /// start (sent before the sweep's own `Planned`).
     Resuming(Box<RunLog>),
-    /// The scheduler's threads ended (after `Done`, or after a failure); the coordinator's error.
+    /// The scheduler's threads ended (after `Done`, or after a failure): the joined sweep's
+    /// report (`report::of_sweep`), or the coordinator's error.
     SweepEnded {
         error: Option<String>,
+        report: Option<Box<crate::report::Report>>,
     },
     Runs(Vec<RunEntry>),
     /// A run log opened for viewing (`tailing` = it is still growing and will be followed).
@@ -104,6 +106,8 @@ pub enum Screen {
     Help,
     /// The metaparameter picture of the sweep shown in Live (η × 1−γ per batch size).
     Meta,
+    /// The whole report of the sweep shown in Live: what `scaling-lab report` prints.
+    Report,
 }
 
 impl Screen {
@@ -115,6 +119,7 @@ impl Screen {
             Screen::Compare => "Compare",
             Screen::Help => "Help",
             Screen::Meta => "Metaparameters",
+            Screen::Report => "Report",
         }
     }
 }
@@ -176,6 +181,8 @@ pub struct App {
     pub help_scroll: u16,
     /// Selected batch size (index into the plan) of the metaparameter view.
     pub meta_batch: usize,
+    /// First line and column shown by the (scrolling) report screen.
+    pub report_scroll: (u16, u16),
 }
 
 impl App {
@@ -203,6 +210,7 @@ impl App {
             dirty: true,
             help_scroll: 0,
             meta_batch: 0,
+            report_scroll: (0, 0),
         }
     }
 
@@ -229,6 +237,9 @@ impl App {
             if s == Screen::Help {
                 self.back = self.screen;
                 self.help_scroll = 0;
+            }
+            if s == Screen::Report {
+                self.report_scroll = (0, 0);
             }
             self.screen = s;
             self.panel = 0;

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use super::RunEntry;
 use crate::core::trial::DeviceSpec;
+pub use crate::sweep::overrides::Problem;
+use crate::sweep::overrides::SweepOverrides;
 use crate::sweep::SweepConfig;
-pub use crate::workload::overrides::Problem;
-use crate::workload::overrides::SweepOverrides;
 use crate::workload::spec::{Metric, OptimizerKind, Precision, Preset};
 
 #[derive(Clone, Debug, PartialEq)]

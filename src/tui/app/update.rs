@@ -58,8 +58,12 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             app.goto(Screen::Live);
             app.back = Screen::Runs;
         }
-        Msg::SweepEnded { error } => {
+        Msg::SweepEnded { error, report } => {
             app.sweep_active = false;
+            if let (Some(r), Some(l)) = (report, app.sweep.as_mut()) {
+                // the way every sweep ends: the joined sweep's report
+                l.report = *r;
+            }
             if app.confirm.is_some() {
                 app.confirm = None;
             }
@@ -87,6 +91,15 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             }
             app.goto(Screen::Live);
             app.back = Screen::Runs;
+            // The run-log validator's warnings (file:line), as `report` prints them.
+            if let Some(w) = log.warnings.first() {
+                let more = log.warnings.len() - 1;
+                app.flash = Some(if more > 0 {
+                    format!("warning: {w} (+{more} more: `scaling-lab report` lists them)")
+                } else {
+                    format!("warning: {w}")
+                });
+            }
         }
         Msg::LogLines(lines) => {
             let now = app.now;
@@ -140,12 +153,7 @@ fn fold_sweep(app: &mut App, ev: SweepEvent) {
     let now = app.now;
     if let SweepEvent::Planned(plan) = &ev {
         if app.sweep.as_ref().is_none_or(|s| s.done) {
-            app.sweep = Some(LiveState::new(
-                super::LiveSource::Sweep,
-                plan.clone(),
-                plan.workload.as_deref().cloned(),
-                now,
-            ));
+            app.sweep = Some(LiveState::new(super::LiveSource::Sweep, plan.clone(), now));
         }
     }
     if let Some(l) = app.sweep.as_mut() {
@@ -237,6 +245,7 @@ fn on_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
         Screen::Live => live_key(app, k, cmds),
         Screen::Runs => runs_key(app, k, cmds),
         Screen::Meta => meta_key(app, k),
+        Screen::Report => report_key(app, k),
         Screen::Compare => {
             if k == Key::Esc {
                 app.goto(Screen::Runs);
@@ -268,6 +277,23 @@ fn meta_key(app: &mut App, k: Key) {
         Key::Home => app.meta_batch = 0,
         Key::End => app.meta_batch = n.saturating_sub(1),
         Key::Esc | Key::Char('m') => app.screen = Screen::Live,
+        _ => {}
+    }
+}
+
+/// The report screen: scroll (↑↓ PgUp PgDn Home End, ←→ sideways), back to Live (Esc, r).
+fn report_key(app: &mut App, k: Key) {
+    let (y, x) = &mut app.report_scroll;
+    match k {
+        Key::Esc | Key::Char('r') => app.screen = Screen::Live,
+        Key::Up => *y = y.saturating_sub(1),
+        Key::Down => *y = y.saturating_add(1),
+        Key::PageUp => *y = y.saturating_sub(10),
+        Key::PageDown | Key::Space => *y = y.saturating_add(10),
+        Key::Home => *y = 0,
+        Key::End => *y = u16::MAX,
+        Key::Left => *x = x.saturating_sub(10),
+        Key::Right => *x = x.saturating_add(10),
         _ => {}
     }
 }
@@ -383,6 +409,9 @@ fn live_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
         }
         Key::Char('m') => {
             app.goto(Screen::Meta);
+        }
+        Key::Char('r') => {
+            app.goto(Screen::Report);
         }
         Key::Tab => app.panel = (app.panel + 1) % 3,
         Key::BackTab => app.panel = (app.panel + 2) % 3,

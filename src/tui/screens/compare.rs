@@ -10,7 +10,7 @@ use ratatui::Frame;
 
 use super::{ellipsize, panel};
 use crate::report::num;
-use crate::runlog::compare::{maximal_from, perfect_scaling_extent};
+use crate::report::{maximal_from, perfect_scaling_extent};
 use crate::tui::app::App;
 use crate::tui::theme::MARKERS;
 use crate::tui::widgets::log_axis::format_pow2;

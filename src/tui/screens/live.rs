@@ -47,14 +47,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
 
 fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
     let th = app.theme;
-    let title = format!(
-        "steps to {} vs batch size (log-log)",
-        l.analysis.target.replace("<=", "≤")
-    );
-    let title = if l.analysis.target.is_empty() {
-        "steps to target vs batch size (log-log)".to_string()
-    } else {
-        title
+    let title = match &l.analysis().target {
+        Some(t) => format!(
+            "steps to {} vs batch size (log-log)",
+            crate::core::analysis::target_text(t).replace("<=", "≤")
+        ),
+        None => "steps to target vs batch size (log-log)".to_string(),
     };
     let block = panel(&title, app.panel == 0, &th);
     let inner = block.inner(area);
@@ -65,7 +63,7 @@ fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
     let chart = ScalingChart {
         series: vec![ScalingSeries {
             name: l.plan.preset.clone(),
-            analysis: &l.analysis,
+            analysis: l.analysis(),
             color: th.color(ratatui::style::Color::Reset),
             marker: "●",
         }],
@@ -77,11 +75,11 @@ fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
     }
     .with_extras(vec![SeriesExtras {
         // whiskers: the bootstrap interval of each batch size's best-of-K steps
-        intervals: l.analysis.per_batch.iter().map(|p| p.steps_ci).collect(),
-        fit_uncertain: l.analysis.fit.as_ref().is_some_and(fit_uncertain),
+        intervals: l.analysis().per_batch.iter().map(|p| p.steps_ci).collect(),
+        fit_uncertain: l.analysis().fit.as_ref().is_some_and(fit_uncertain),
     }]);
     frame.render_widget(chart, chart_area);
-    frame.render_widget(regime_line(&l.analysis, &th, regime_row.width), regime_row);
+    frame.render_widget(regime_line(l.analysis(), &th, regime_row.width), regime_row);
 }
 
 /// "perfect 16–64 · diminishing 64–512 · maximal 512–2K", each in its regime colour.
@@ -139,8 +137,7 @@ fn loss(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
         let best = l.best_curves();
         if !best.is_empty() {
             let metric = l
-                .workload
-                .as_ref()
+                .workload()
                 .map(|w| w.target.metric.name().to_string())
                 .unwrap_or_else(|| "metric".into());
             let series: Vec<LossSeries> = best

@@ -241,7 +241,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
 }
 
 fn legend_line(l: &LiveState, th: &Theme) -> Line<'static> {
-    let opt = l.workload.as_ref().map(|w| w.optimizer);
+    let opt = l.workload().map(|w| w.optimizer);
     let y = opt.map(|o| meta_y(o, &l.finished)).unwrap_or(MetaY::Steps);
     let yname = match y {
         MetaY::OneMinus(n) => n,
@@ -272,8 +272,7 @@ pub fn draw_grid(buf: &mut Buffer, area: Rect, l: &LiveState, selected: usize, t
         return;
     }
     let opt = l
-        .workload
-        .as_ref()
+        .workload()
         .map(|w| w.optimizer)
         .unwrap_or(OptimizerKind::Sgd);
     let y = meta_y(opt, &l.finished);
@@ -334,7 +333,7 @@ pub fn draw_grid(buf: &mut Buffer, area: Rect, l: &LiveState, selected: usize, t
             .filter(|p| matches!(p.kind, PointKind::Best | PointKind::Reached(_)))
             .count();
         let best = l
-            .analysis
+            .analysis()
             .per_batch
             .iter()
             .find(|p| p.batch_size == bs[i])

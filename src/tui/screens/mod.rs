@@ -4,6 +4,7 @@ pub mod compare;
 pub mod help;
 pub mod live;
 pub mod meta;
+pub mod report;
 pub mod report_panel;
 pub mod runs;
 pub mod setup;
@@ -42,6 +43,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
         Screen::Compare => compare::draw(frame, body, app),
         Screen::Help => help::draw(frame, body, app),
         Screen::Meta => meta::draw(frame, body, app),
+        Screen::Report => report::draw(frame, body, app),
     }
     footer(frame, foot, app);
     if let Some(c) = app.confirm {
@@ -67,7 +69,8 @@ fn header(frame: &mut Frame, area: Rect, app: &App) {
     // The sweep run here stays visible (and one key away) whatever Live or the other screens show.
     if let Some(l) = &app.sweep {
         if app.sweep_active && !l.done {
-            let away = !(matches!(app.screen, Screen::Live | Screen::Meta) && app.viewing_sweep());
+            let away = !(matches!(app.screen, Screen::Live | Screen::Meta | Screen::Report)
+                && app.viewing_sweep());
             right = format!(
                 "{} {} {}/{}{} ",
                 if l.paused { "⏸" } else { "●" },
@@ -115,7 +118,7 @@ fn header(frame: &mut Frame, area: Rect, app: &App) {
         spans.push(Span::styled("│ ? help", th.dim()));
     }
     // Live names the run it shows (the log's name, not a truncated path)
-    if matches!(app.screen, Screen::Live | Screen::Meta) {
+    if matches!(app.screen, Screen::Live | Screen::Meta | Screen::Report) {
         if let Some(l) = app.live() {
             let used: usize = spans.iter().map(|s| s.width()).sum();
             let room = (area.width as usize).saturating_sub(used + right.chars().count() + 3);

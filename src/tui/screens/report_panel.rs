@@ -1,6 +1,7 @@
 //! The Live screen's status panel: sweep state and progress, then the report's numbers — fit,
-//! noise-scale prediction, projection brief and the per-B table — drawn from the same
-//! `report::Report` the CLI prints (same values, same number formatting: `report::num`).
+//! noise-scale prediction, projection brief, the per-B table (with the search-edge mark †) and the
+//! notes — drawn from the Live state's cached `report::Report`, the one `scaling-lab report`
+//! prints (same values, same number formatting: `report::num`; `r` shows it whole).
 
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -9,38 +10,19 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{ellipsize, kv, panel};
-use crate::report::{num, Report, ReportInfo};
+use crate::report::num;
 use crate::tui::app::{format_duration, App, LiveSource, LiveState};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::log_axis::{format_pow2, format_si};
 use crate::tui::widgets::progress::progress_line;
 use crate::workload::spec::ModelSpec;
 
-/// The report of a Live state (what `scaling-lab report` prints for the same trials).
-pub fn live_report(l: &LiveState) -> Report {
-    let info = ReportInfo {
-        preset: l.plan.preset.clone(),
-        optimizer: l
-            .workload
-            .as_ref()
-            .map(|w| w.optimizer.name().to_string())
-            .unwrap_or_default(),
-        devices: l.plan.devices.clone(),
-        trials_done: l.done_count(),
-        trials_planned: l.plan.total_trials,
-        wall_s: None,
-        log_path: l.plan.run_log.clone(),
-        cancelled: l.cancelled,
-    };
-    Report::new(l.analysis.clone(), &info)
-}
-
 pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th: &Theme) {
     let block = panel("Status", app.panel == 2, th);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let w = inner.width as usize;
-    let report = live_report(l);
+    let report = &l.report;
     let mut lines: Vec<Line> = Vec::new();
     let (state, style) = if l.done {
         if l.cancelled {
@@ -153,13 +135,8 @@ pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th:
     if let Some(p) = report.perfect_up_to {
         lines.push(kv("perfect ≤", p.to_string(), th, th.text()));
     }
-    if l.done
-        && !matches!(
-            l.workload.as_ref().map(|w| &w.model),
-            Some(ModelSpec::Nqm { .. })
-        )
-    {
-        if let Some(brief) = crate::report::projection_brief(&l.finished, &report.analysis) {
+    if l.done && !matches!(l.workload().map(|w| &w.model), Some(ModelSpec::Nqm { .. })) {
+        if let Some(brief) = crate::report::projection::brief(report) {
             let brief = ellipsize(&brief, w.saturating_sub(10));
             lines.push(kv("projected", brief, th, th.text()));
         }
@@ -198,21 +175,27 @@ pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th:
             ),
             th.dim(),
         ));
-        for p in report.per_batch.iter().take(room - 1) {
+        let edges = &report.analysis.per_batch;
+        for (i, p) in report.per_batch.iter().take(room - 1).enumerate() {
+            // † as in the text report: the best trial sits at the edge of the search space
+            let edge = edges.get(i).is_some_and(|e| e.at_search_edge);
+            let c = &p.counts;
             lines.push(Line::from(vec![
                 Span::raw(format!(
                     "{:>5} {:>7} ",
                     p.batch_size,
-                    p.steps.map(|s| s.to_string()).unwrap_or_else(|| "–".into())
+                    p.steps
+                        .map(|s| format!("{s}{}", if edge { "†" } else { "" }))
+                        .unwrap_or_else(|| "–".into())
                 )),
-                Span::styled(format!("{:>4}", p.reached), th.good()),
+                Span::styled(format!("{:>4}", c.reached), th.good()),
                 Span::styled(
-                    format!(" {:>4}", p.diverged),
-                    if p.diverged > 0 { th.error() } else { th.dim() },
+                    format!(" {:>4}", c.diverged),
+                    if c.diverged > 0 { th.error() } else { th.dim() },
                 ),
                 Span::styled(
-                    format!(" {:>4}", p.not_reached),
-                    if p.not_reached > 0 {
+                    format!(" {:>4}", c.not_reached),
+                    if c.not_reached > 0 {
                         th.warn()
                     } else {
                         th.dim()
@@ -220,6 +203,19 @@ pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th:
                 ),
             ]));
         }
+    }
+    if !report.analysis.notes.is_empty() && lines.len() + 1 < inner.height as usize {
+        let n = report.analysis.notes.len();
+        lines.push(Line::styled(
+            ellipsize(
+                &format!(
+                    "{n} note{} · r: the full report",
+                    if n == 1 { "" } else { "s" }
+                ),
+                w,
+            ),
+            th.dim(),
+        ));
     }
     for e in l.errors.iter().rev().take(2) {
         lines.push(Line::styled(ellipsize(e, w), th.error()));

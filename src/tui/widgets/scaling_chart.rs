@@ -236,7 +236,8 @@ impl Widget for ScalingChartWith<'_> {
                         ctx.draw(&Line::new(x - cap, y1, x + cap, y1, s.color));
                     }
                     ctx.layer();
-                    // measured segments
+                    // measured segments, in the colour of the regime (the ordered partition)
+                    // at their geometric middle
                     let pts: Vec<(usize, f64)> = a
                         .per_batch
                         .iter()
@@ -244,10 +245,9 @@ impl Widget for ScalingChartWith<'_> {
                         .collect();
                     for w in pts.windows(2) {
                         let color = if regimes {
-                            a.segments
-                                .iter()
-                                .find(|sg| sg.b_lo == w[0].0 && sg.b_hi == w[1].0)
-                                .map(|sg| th.regime_color(sg.regime))
+                            let mid = ((w[0].0 * w[1].0) as f64).sqrt().round() as usize;
+                            crate::report::regime_at(a, mid)
+                                .map(|r| th.regime_color(r))
                                 .unwrap_or(s.color)
                         } else {
                             s.color
@@ -277,8 +277,12 @@ impl Widget for ScalingChartWith<'_> {
                             buf.set_string(c, r, s.marker, style);
                         }
                     }
-                    None if p.trials > p.cancelled => {
-                        let mark = if p.not_reached > 0 { "↑" } else { "×" };
+                    None if p.counts.trials > p.counts.cancelled => {
+                        let mark = if p.counts.not_reached > 0 {
+                            "↑"
+                        } else {
+                            "×"
+                        };
                         let c = pa.col(x);
                         buf.set_string(c, pa.rect.y, mark, th.error());
                     }
@@ -341,7 +345,7 @@ fn draw_legend(
         .series
         .iter()
         .flat_map(|s| s.analysis.per_batch.iter())
-        .any(|p| p.steps.is_none() && p.trials > p.cancelled);
+        .any(|p| p.steps.is_none() && p.counts.trials > p.counts.cancelled);
     if fails {
         lines.push(TextLine::styled("× diverged ↑ budget", th.error()));
     }

@@ -1,6 +1,11 @@
-//! Side-by-side comparison of two or more run logs (e.g. SGD vs momentum on one workload).
+//! Side-by-side comparison of two or more run logs (e.g. SGD vs momentum on one workload): the
+//! comparison (each log's analysis, warnings when they are not comparable) and its text.
 
-use crate::core::analysis::Analysis;
+use std::fmt::Write;
+
+use super::format::{opt_num, truncate};
+use super::{maximal_from, perfect_scaling_extent, regime_at};
+use crate::core::analysis::{target_text, Analysis};
 use crate::runlog::reader::RunLog;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -55,10 +60,7 @@ pub fn compare(logs: &[RunLog]) -> Comparison {
             preset: l.header.preset.name.clone(),
             optimizer: l.header.preset.workload.optimizer.name().into(),
             workload: workload_label(l),
-            target: {
-                let t = l.header.preset.workload.target;
-                format!("{} <= {}", t.metric.name(), t.value)
-            },
+            target: target_text(&l.header.preset.workload.target),
             source: l.header.source.clone(),
             status: l.status().label().into(),
             trials: l.trials.len(),
@@ -109,88 +111,79 @@ pub fn compare(logs: &[RunLog]) -> Comparison {
     }
 }
 
-/// The largest B of the leading run of perfect-scaling segments (None if the first segment is not
-/// perfect): how far perfect scaling extends.
-pub fn perfect_scaling_extent(a: &Analysis) -> Option<usize> {
-    if !a.regimes.is_empty() {
-        // The ordered partition (one span per regime, from a monotone model of the curve).
-        return a
-            .regimes
+/// `compare` output: summary per run, then the per-B steps side by side with the regime of each
+/// run's ordered partition.
+pub fn render_compare(c: &Comparison) -> String {
+    let mut s = String::new();
+    for w in &c.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    if !c.warnings.is_empty() {
+        s.push('\n');
+    }
+    let _ = writeln!(
+        s,
+        "{:<3} {:<36} {:<10} {:>9} {:>9} {:>6} {:>9} {:>9} {:>8}  target",
+        "#", "run", "optimizer", "S_min", "B_crit", "R²", "perfect≤", "maximal≥", "B_simple"
+    );
+    for (i, r) in c.runs.iter().enumerate() {
+        let a = &r.analysis;
+        let _ = writeln!(
+            s,
+            "{:<3} {:<36} {:<10} {:>9} {:>9} {:>6} {:>9} {:>9} {:>8}  {}",
+            i + 1,
+            truncate(&r.label, 36),
+            r.optimizer,
+            opt_num(a.fit.as_ref().map(|f| f.s_min)),
+            opt_num(a.fit.as_ref().map(|f| f.b_crit)),
+            a.fit
+                .as_ref()
+                .map(|f| format!("{:.3}", f.r2))
+                .unwrap_or_else(|| "-".into()),
+            perfect_scaling_extent(a)
+                .map(|b| b.to_string())
+                .unwrap_or_else(|| "-".into()),
+            maximal_from(a)
+                .map(|b| b.to_string())
+                .unwrap_or_else(|| "-".into()),
+            opt_num(a.noise_prediction),
+            r.target
+        );
+    }
+    s.push('\n');
+    let _ = write!(s, "{:>7}", "B");
+    for i in 0..c.runs.len() {
+        let _ = write!(s, " {:>9} {:<12}", format!("#{} steps", i + 1), "regime");
+    }
+    s.push('\n');
+    for &b in &c.batch_sizes {
+        let _ = write!(s, "{b:>7}");
+        for r in &c.runs {
+            let p = r.analysis.per_batch.iter().find(|p| p.batch_size == b);
+            let steps = match p {
+                Some(p) => p
+                    .steps
+                    .map(|x| x.to_string())
+                    .unwrap_or_else(|| "none".into()),
+                None => "".into(),
+            };
+            let regime = p
+                .and_then(|p| p.steps)
+                .and_then(|_| regime_at(&r.analysis, b))
+                .map(|r| r.short())
+                .unwrap_or("");
+            let _ = write!(s, " {steps:>9} {regime:<12}");
+        }
+        s.push('\n');
+    }
+    for (i, r) in c.runs.iter().enumerate() {
+        let parts: Vec<String> = super::regime_ranges(&r.analysis)
             .iter()
-            .find(|r| r.regime == crate::core::analysis::Regime::Perfect)
-            .map(|r| r.b_hi.round() as usize);
-    }
-    let mut extent = None;
-    for s in &a.segments {
-        if s.regime == crate::core::analysis::Regime::Perfect {
-            extent = Some(s.b_hi);
-        } else {
-            break;
+            .map(|(lo, hi, reg)| format!("{} {lo}–{hi}", reg.short()))
+            .collect();
+        if !parts.is_empty() {
+            let _ = writeln!(s, "#{} regimes: {}", i + 1, parts.join("; "));
         }
     }
-    extent
-}
-
-/// The smallest B of the trailing run of maximal-data-parallelism segments (None if the last
-/// segment is not maximal): from where more batch stops saving steps. With
-/// [`perfect_scaling_extent`], the one "perfect ≤ / maximal ≥" rule of the CLI and the TUI.
-pub fn maximal_from(a: &Analysis) -> Option<usize> {
-    if !a.regimes.is_empty() {
-        return a
-            .regimes
-            .iter()
-            .find(|r| r.regime == crate::core::analysis::Regime::Maximal)
-            .map(|r| r.b_lo.round() as usize);
-    }
-    let mut from = None;
-    for s in a.segments.iter().rev() {
-        if s.regime == crate::core::analysis::Regime::Maximal {
-            from = Some(s.b_lo);
-        } else {
-            break;
-        }
-    }
-    from
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::core::analysis::{Regime, Segment};
-
-    fn seg(b_lo: usize, b_hi: usize, regime: Regime) -> Segment {
-        Segment {
-            b_lo,
-            b_hi,
-            slope: 0.0,
-            regime,
-        }
-    }
-
-    #[test]
-    fn perfect_and_maximal_extents_are_the_leading_and_trailing_runs() {
-        let a = Analysis {
-            segments: vec![
-                seg(16, 32, Regime::Perfect),
-                seg(32, 64, Regime::Perfect),
-                seg(64, 128, Regime::Diminishing),
-                seg(128, 256, Regime::Perfect),
-                seg(256, 512, Regime::Maximal),
-                seg(512, 1024, Regime::Maximal),
-            ],
-            ..Default::default()
-        };
-        // A perfect segment after a diminishing one does not extend "perfect ≤".
-        assert_eq!(perfect_scaling_extent(&a), Some(64));
-        assert_eq!(maximal_from(&a), Some(256));
-        let b = Analysis {
-            segments: vec![
-                seg(16, 32, Regime::Diminishing),
-                seg(32, 64, Regime::Perfect),
-            ],
-            ..Default::default()
-        };
-        assert_eq!(perfect_scaling_extent(&b), None);
-        assert_eq!(maximal_from(&b), None);
-    }
+    s
 }

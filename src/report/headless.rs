@@ -1,18 +1,18 @@
 //! The headless view model: folds `SweepEvent`s into progress notifications for a [`HeadlessSink`]
-//! and ends with the shared report. It never prints and never touches a terminal: the CLI
+//! until the sweep is done. It never prints and never touches a terminal: the CLI
 //! (`src/cli/sweep.rs`) implements the sink with progress bars on stderr or plain lines on stdout,
-//! and any `io::Write` (a `Vec<u8>` in tests) is a sink that collects plain lines. ctrl-c handling
-//! belongs to the caller (cancel the `SweepControl`); `resume_message` gives the text to print
-//! afterwards.
+//! and any `io::Write` (a `Vec<u8>` in tests) is a sink that collects plain lines. The report that
+//! follows is the caller's: `report::of_sweep` of the joined sweep, rendered by `text`/`json`.
+//! ctrl-c handling belongs to the caller (cancel the `SweepControl`); `resume_message` gives the
+//! text to print afterwards.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::mpsc::Receiver;
 
-use crate::core::analysis::Analysis;
 use crate::core::events::{SweepEvent, TrialEvent};
-use crate::report::{outcome_text, render_report, ReportInfo};
+use crate::report::format::outcome_text;
 
 /// Where the headless view sends its output. Only `line` is required: a plain-text sink writes
 /// one line per finished trial and ignores the live hooks.
@@ -31,24 +31,13 @@ pub trait HeadlessSink {
     fn saved(&mut self) {}
     /// A new best steps-to-target ("best at B=64: 120 steps").
     fn best(&mut self, _msg: &str) {}
-    /// Progress is over (clear any bars); `report` follows.
+    /// Progress is over (clear any bars); the report follows.
     fn finish(&mut self) {}
-    /// The final report text (ends with a newline).
-    fn report(&mut self, text: &str) {
-        self.line("");
-        let t = text.strip_suffix('\n').unwrap_or(text);
-        self.line(t);
-    }
 }
 
 impl<W: Write + ?Sized> HeadlessSink for W {
     fn line(&mut self, text: &str) {
         let _ = writeln!(self, "{text}");
-    }
-    fn report(&mut self, text: &str) {
-        let _ = writeln!(self);
-        let _ = write!(self, "{text}");
-        let _ = self.flush();
     }
 }
 
@@ -75,50 +64,17 @@ pub fn resume_message(log_path: &Path, trials_done: usize, trials_planned: usize
     )
 }
 
-/// What the headless view saw: the final analysis, the header info the report used and every
-/// trial error (a sweep whose trials all failed must not look like a success).
-#[derive(Clone, Debug, Default)]
-pub struct HeadlessResult {
-    pub analysis: Option<Analysis>,
-    pub info: ReportInfo,
-    /// (trial id, message) of each trial that failed to run.
-    pub errors: Vec<(u64, String)>,
-}
-
-/// Consumes events until `Done` (or the channel closes); sends progress and then the report to
-/// `sink`. Returns the final analysis.
-pub fn run_headless(
-    rx: Receiver<SweepEvent>,
-    sink: &mut dyn HeadlessSink,
-    info: ReportInfo,
-) -> Option<Analysis> {
-    run_headless_full(rx, sink, info).analysis
-}
-
-/// [`run_headless`] that also returns the report info and the trial errors.
-pub fn run_headless_full(
-    rx: Receiver<SweepEvent>,
-    sink: &mut dyn HeadlessSink,
-    mut info: ReportInfo,
-) -> HeadlessResult {
+/// Consumes events until `Done` (or the channel closes) and sends progress to `sink`; returns
+/// whether the sweep said it was done.
+pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bool {
+    let (mut planned, mut done) = (0usize, 0usize);
     let mut batch_of: HashMap<u64, usize> = HashMap::new();
     let mut outcome_of: HashMap<u64, String> = HashMap::new();
-    let mut errors = vec![];
-    let mut result = None;
     for ev in rx.iter() {
         match ev {
             SweepEvent::Planned(p) => {
-                info.trials_planned = p.total_trials;
-                info.trials_done = p.already_done;
-                if info.preset.is_empty() {
-                    info.preset = p.preset.clone();
-                }
-                if info.devices.is_empty() {
-                    info.devices = p.devices.clone();
-                }
-                if info.log_path.is_none() {
-                    info.log_path = p.run_log.clone();
-                }
+                planned = p.total_trials;
+                done = p.already_done;
                 let msg = format!(
                     "sweep {}: {} batch sizes × {} trials = {} ({} already done), {}{}",
                     p.preset,
@@ -164,15 +120,14 @@ pub fn run_headless_full(
                 }
             },
             SweepEvent::Saved { trial_id } => {
-                info.trials_done += 1;
+                done += 1;
                 sink.saved();
                 let what = outcome_of
                     .remove(&trial_id)
                     .unwrap_or_else(|| "recorded".into());
                 let b = batch_of.get(&trial_id).copied().unwrap_or(0);
                 sink.line(&format!(
-                    "[{}/{}] trial {trial_id} (B={b}): {what}",
-                    info.trials_done, info.trials_planned
+                    "[{done}/{planned}] trial {trial_id} (B={b}): {what}"
                 ));
             }
             SweepEvent::BestSoFar {
@@ -193,23 +148,12 @@ pub fn run_headless_full(
             SweepEvent::TrialError { trial_id, message } => {
                 sink.trial_ended(trial_id);
                 sink.line(&format!("trial {trial_id} failed: {message}"));
-                errors.push((trial_id, message));
             }
-            SweepEvent::Done {
-                cancelled,
-                analysis,
-            } => {
+            SweepEvent::Done { .. } => {
                 sink.finish();
-                info.cancelled = cancelled;
-                sink.report(&render_report(&analysis, &info));
-                result = Some(*analysis);
-                break;
+                return true;
             }
         }
     }
-    HeadlessResult {
-        analysis: result,
-        info,
-        errors,
-    }
+    false
 }

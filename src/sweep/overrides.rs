@@ -244,7 +244,15 @@ impl SweepOverrides {
             }
         }
         if let Some(m) = self.momentum {
-            if !(0.0..1.0).contains(&m) {
+            // a setting takes effect or is an error (`applied`): SGD has no γ
+            let unused =
+                crate::workload::applied::unused(w, crate::workload::applied::Setting::Momentum);
+            if let Some(why) = unused {
+                problems.push(Problem::error(
+                    "momentum",
+                    format!("has no effect here: {why}"),
+                ));
+            } else if !(0.0..1.0).contains(&m) {
                 problems.push(Problem::error("momentum", format!("{m}: need 0 ≤ γ < 1")));
             } else {
                 w.defaults.momentum = m;
@@ -260,7 +268,17 @@ impl SweepOverrides {
             ));
         }
         if let Some(p) = self.precision {
-            w.precision = p;
+            let unused = crate::workload::applied::unused(
+                w,
+                crate::workload::applied::Setting::LowPrecision,
+            );
+            match unused.filter(|_| p != Precision::Fp32) {
+                Some(why) => problems.push(Problem::error(
+                    "precision",
+                    format!("{} has no effect here: {why}", p.name()),
+                )),
+                None => w.precision = p,
+            }
         }
         if let Some(s) = self.loss_scale {
             if !(s.is_finite() && s >= 1.0) {
@@ -446,8 +464,12 @@ mod tests {
 
     #[test]
     fn loss_scale_only_for_fp16_and_finite() {
-        let mut w =
-            crate::workload::spec::Workload::nqm(4, crate::workload::spec::OptimizerKind::Sgd, 0.1);
+        // a trained model (the NQM has no precision: `applied`)
+        let (_, mut w) = crate::workload::load::embedded_presets()
+            .into_iter()
+            .find(|(p, _)| p.ends_with("digits-mlp-sgd.toml"))
+            .map(|(p, r)| (p, r.unwrap().workload))
+            .unwrap();
         let o = SweepOverrides {
             loss_scale: Some(1024.0),
             ..Default::default()
@@ -470,5 +492,30 @@ mod tests {
         let p = o.apply_to_workload(&mut w);
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].field, "steps");
+    }
+
+    #[test]
+    fn flags_the_workload_does_not_use_are_refused() {
+        use crate::workload::spec::{OptimizerKind, Workload};
+        let o = SweepOverrides {
+            momentum: Some(0.5),
+            precision: Some(Precision::Bf16),
+            ..Default::default()
+        };
+        let mut w = Workload::nqm(4, OptimizerKind::Sgd, 0.1);
+        let p = o.apply_to_workload(&mut w);
+        let fields: Vec<&str> = p.iter().map(|p| p.field).collect();
+        assert_eq!(fields, ["momentum", "precision"], "{p:?}");
+        assert!(p[0].message.contains("sgd has no momentum"), "{}", p[0]);
+        assert_eq!((w.defaults.momentum, w.precision), (0.9, Precision::Fp32));
+        // γ applies to momentum; fp32 is what the NQM computes in (never refused)
+        let mut w = Workload::nqm(4, OptimizerKind::Momentum, 0.1);
+        let o = SweepOverrides {
+            momentum: Some(0.5),
+            precision: Some(Precision::Fp32),
+            ..Default::default()
+        };
+        assert!(o.apply_to_workload(&mut w).is_empty());
+        assert_eq!(w.defaults.momentum, 0.5);
     }
 }

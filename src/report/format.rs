@@ -1,0 +1,121 @@
+//! Numbers and outcomes in words: the one formatting of every view (text, TUI, compare).
+
+use crate::core::trial::Outcome;
+
+/// Compact number: 3 significant digits, scientific outside [1e-3, 1e5).
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    let a = x.abs();
+    if a != 0.0 && !(1e-3..1e5).contains(&a) {
+        format!("{x:.2e}")
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// [`num`], or "-" for nothing.
+pub fn opt_num(x: Option<f64>) -> String {
+    x.map(num).unwrap_or_else(|| "-".into())
+}
+
+/// Thousands separators: 12345.6 → "12,346".
+pub fn thousands(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    let s = format!("{:.0}", x.abs());
+    let mut out = String::new();
+    if x < -0.5 {
+        out.push('-');
+    }
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A batch size (or boundary) in notes and regime lines: whole numbers as such, one decimal
+/// below 10.
+pub fn fmt_b(b: f64) -> String {
+    if b >= 10.0 || (b - b.round()).abs() < 1e-9 {
+        format!("{:.0}", b)
+    } else {
+        format!("{:.1}", b)
+    }
+}
+
+/// Three significant digits, for ranges in notes.
+pub fn fmt_sig(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    if !(1e-2..1e4).contains(&x.abs()) {
+        return format!("{x:.2e}");
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.digits$}")
+}
+
+/// At most `n` characters, with "…" when cut.
+pub fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let t: String = s.chars().take(n - 1).collect();
+        format!("{t}…")
+    }
+}
+
+/// How long an outcome's sentence is: the report's progress lines, or the TUI's lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wording {
+    /// "reached at step 120", "stopped early at step 40: the best trial at this B reached by then".
+    Full,
+    /// "reached at 120", "stopped early at 40" (lists and narrow panels).
+    Short,
+}
+
+/// One finished trial's outcome in words: the one wording of every view.
+pub fn outcome_text(o: &Outcome) -> String {
+    outcome_words(o, Wording::Full)
+}
+
+/// [`outcome_text`] at the given length.
+pub fn outcome_words(o: &Outcome, w: Wording) -> String {
+    let full = w == Wording::Full;
+    match o {
+        Outcome::Reached { step } if full => format!("reached at step {step}"),
+        Outcome::Reached { step } => format!("reached at {step}"),
+        Outcome::NotReached {
+            budget,
+            early_stopped: false,
+        } if full => format!("did not reach within {budget} steps"),
+        Outcome::NotReached {
+            budget,
+            early_stopped: false,
+        } => format!("not reached in {budget}"),
+        Outcome::NotReached { budget, .. } if full => {
+            format!("stopped early at step {budget}: the best trial at this B reached by then")
+        }
+        Outcome::NotReached { budget, .. } => format!("stopped early at {budget}"),
+        Outcome::Diverged { step } if full => format!("diverged at step {step}"),
+        Outcome::Diverged { step } => format!("diverged at {step}"),
+        Outcome::Cancelled { step } if full => format!("cancelled at step {step}"),
+        Outcome::Cancelled { step } => format!("cancelled at {step}"),
+        Outcome::Oom { batch_size, step } if full => {
+            format!("out of device memory at B = {batch_size} (step {step})")
+        }
+        Outcome::Oom { batch_size, .. } => format!("out of memory at B = {batch_size}"),
+    }
+}

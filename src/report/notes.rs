@@ -1,0 +1,130 @@
+//! The wording of the analysis's typed notes (`core::analysis::Note`): what every view prints.
+
+use super::format::{fmt_b, fmt_sig};
+use crate::core::analysis::{Note, SpanEnd};
+use crate::workload::spec::LrRule;
+
+/// One note in words.
+pub fn note_text(n: &Note) -> String {
+    match n {
+        Note::TooFewForRegimes { reached } => format!(
+            "regimes need at least 3 batch sizes that reached the target ({reached} did)"
+        ),
+        Note::PerfectNotObserved { b_min } => format!(
+            "perfect scaling not observed: S already falls slower than 1/B from the smallest \
+             measured B = {}",
+            fmt_b(*b_min)
+        ),
+        Note::MaximalNotReached { b_max } => format!(
+            "maximal data parallelism not reached below B = {}",
+            fmt_b(*b_max)
+        ),
+        Note::NoDiminishingBand {
+            perfect_end,
+            maximal_start,
+        } => format!(
+            "no diminishing-returns band resolved: the curve turns from perfect scaling to flat \
+             between B = {} and {}",
+            fmt_b(*perfect_end),
+            fmt_b(*maximal_start)
+        ),
+        Note::PoorBoundary { regime, end, ci } => format!(
+            "the {} of {} is poorly determined (95 % B ≈ {}–{})",
+            match end {
+                SpanEnd::Start => "start",
+                SpanEnd::End => "end",
+            },
+            regime.label(),
+            fmt_b(ci[0]),
+            fmt_b(ci[1])
+        ),
+        Note::FitPerfectEndDisagrees {
+            b_crit,
+            b_crit_ci: [lo, hi],
+            segmented,
+        } => format!(
+            "the fit puts the end of perfect scaling at B_crit/3 ≈ {} ({}–{}), the \
+             segmented model at {}: the curve bends more sharply than S_min(1 + B_crit/B)",
+            fmt_b(b_crit / 3.0),
+            fmt_b(lo / 3.0),
+            fmt_b(hi / 3.0),
+            fmt_b(*segmented)
+        ),
+        Note::FitMaximalStartDisagrees {
+            b_crit,
+            b_crit_ci: [lo, hi],
+            segmented,
+        } => format!(
+            "the fit puts the start of maximal data parallelism at 3·B_crit ≈ {} ({}–{}), \
+             the segmented model at {}",
+            fmt_b(b_crit * 3.0),
+            fmt_b(lo * 3.0),
+            fmt_b(hi * 3.0),
+            fmt_b(*segmented)
+        ),
+        Note::FitUncertain { r2, b_crit_ci } => format!(
+            "the fit S = S_min(1 + B_crit/B) is uncertain (r² {:.2}{}): B_crit and anything projected from it are indicative only",
+            r2,
+            b_crit_ci
+                .map(|[lo, hi]| format!(", B_crit 95 % {lo:.0}–{hi:.0}"))
+                .unwrap_or_default()
+        ),
+        Note::RangeRecentred { ranges } => {
+            let at: Vec<String> = ranges
+                .iter()
+                .map(|r| {
+                    let lr = r.learning_rate;
+                    let range = format!(
+                        "η {}–{}{}",
+                        fmt_sig(lr[0]),
+                        fmt_sig(lr[1]),
+                        r.one_minus_momentum
+                            .map(|o| format!(", 1−γ {}–{}", fmt_sig(o[0]), fmt_sig(o[1])))
+                            .unwrap_or_default()
+                    );
+                    let bs: Vec<String> = r.batch_sizes.iter().map(|b| b.to_string()).collect();
+                    format!("B = {} ({range} explored)", bs.join(", "))
+                })
+                .collect();
+            format!(
+                "search range re-centred (--widen) at {}: S(B) there is the best over the wider range",
+                at.join("; ")
+            )
+        }
+        Note::AtSearchEdge { at } => {
+            let flagged: Vec<String> = at
+                .iter()
+                .map(|e| {
+                    let what: Vec<&str> = e.edges.iter().map(|x| x.label()).collect();
+                    format!("{} ({})", e.batch_size, what.join(", "))
+                })
+                .collect();
+            format!(
+                "best trial at the edge of the search space at B = {}: S(B) there is an upper bound \
+                 (widen or re-centre the range: sweep --widen N)",
+                flagged.join(", ")
+            )
+        }
+        Note::MomentumAtZero { batch_sizes } => {
+            let bs: Vec<String> = batch_sizes.iter().map(|b| b.to_string()).collect();
+            format!(
+                "at B = {} the best 1−γ is at the top of its range and cannot move past γ = 0 (--widen \
+                 does not try): little or no momentum works best there",
+                bs.join(", ")
+            )
+        }
+        Note::LrRuleSetsExponent { rule, exponent } => {
+            let (name, e) = match rule {
+                LrRule::None | LrRule::Linear => ("linear", "1"),
+                LrRule::Sqrt => ("sqrt", "0.5"),
+            };
+            let k = exponent
+                .map(|k| format!(" (k = {k:.2})"))
+                .unwrap_or_default();
+            format!(
+                "the η range is centred per B by the {name} rule (∝ B^{e}), so the fitted \"best η ∝ B^k\" \
+                 exponent{k} is partly set by that rule"
+            )
+        }
+    }
+}

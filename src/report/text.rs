@@ -1,0 +1,300 @@
+//! The plain-text report (headless `sweep`, `report`, the import, the TUI's report screen): no
+//! colour codes, numbers formatted by `format::num`.
+
+use std::fmt::Write;
+
+use super::format::{fmt_b, num, opt_num};
+use super::notes::note_text;
+use super::{regime_at, Report};
+use crate::analysis::perfect_scaling_steps;
+use crate::analysis::FitRange;
+use crate::core::analysis::{Analysis, Regime};
+
+/// The per-batch-size table: steps-to-target with its interval, ratio to perfect scaling, the
+/// regime, best metaparameters, noise scale and trial outcome counts; † marks a best trial at the
+/// edge of the search space.
+pub fn per_batch_table(a: &Analysis) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:>7} {:>8} {:>15} {:>7} {:<12} {:>9} {:>9} {:>9} {:>6}  trials (reached/diverged/not reached/cancelled)",
+        "B", "steps", "95% interval", "×ideal", "regime", "best η", "η/(1−γ)", "B_simple", "best#"
+    );
+    for p in &a.per_batch {
+        let ideal = match (a.perfect_anchor, p.steps) {
+            (Some(anchor), Some(st)) => {
+                num(st as f64 / perfect_scaling_steps(anchor, p.batch_size as f64))
+            }
+            _ => "-".into(),
+        };
+        let regime = if p.steps.is_some() {
+            regime_at(a, p.batch_size).map(Regime::short).unwrap_or("")
+        } else {
+            ""
+        };
+        let ci = p
+            .steps_ci
+            .map(|[lo, hi]| format!("[{lo}–{hi}]"))
+            .unwrap_or_else(|| "-".into());
+        let edge = if p.at_search_edge { "†" } else { "" };
+        let c = &p.counts;
+        let _ = writeln!(
+            s,
+            "{:>7} {:>8} {:>15} {:>7} {:<12} {:>9} {:>9} {:>9} {:>6}  {} ({}/{}/{}/{})",
+            p.batch_size,
+            p.steps
+                .map(|x| format!("{x}{edge}"))
+                .unwrap_or_else(|| "none".into()),
+            ci,
+            ideal,
+            regime,
+            opt_num(p.best_lr),
+            opt_num(p.best_effective_lr),
+            opt_num(p.b_simple),
+            p.best_trial
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "-".into()),
+            c.trials,
+            c.reached,
+            c.diverged,
+            c.not_reached,
+            c.cancelled
+        );
+        if c.oom > 0 {
+            // the row's trial counts include them; the table keeps its columns
+            s.pop();
+            let _ = writeln!(s, " +{} out of memory", c.oom);
+        }
+    }
+    s
+}
+
+/// One line for every view: "perfect 8–16 → diminishing 16–256 → maximal 256–1024 · boundaries
+/// 16 [11–23], 256 [128–512]", then what the data cannot support.
+pub fn regimes_line(a: &Analysis) -> String {
+    let mut out = String::new();
+    if a.regimes.is_empty() {
+        out.push_str("regimes: not enough data");
+    }
+    let mut bounds = Vec::new();
+    for (i, s) in a.regimes.iter().enumerate() {
+        if i > 0 {
+            out.push_str(" → ");
+        }
+        out.push_str(&format!(
+            "{} {}–{}{}",
+            s.regime.short(),
+            fmt_b(s.b_lo),
+            fmt_b(s.b_hi),
+            if s.uncertain { "?" } else { "" }
+        ));
+        if let Some([lo, hi]) = s.b_hi_ci {
+            bounds.push(format!("{} [{}–{}]", fmt_b(s.b_hi), fmt_b(lo), fmt_b(hi)));
+        }
+    }
+    if !bounds.is_empty() {
+        out.push_str(" · boundaries ");
+        out.push_str(&bounds.join(", "));
+    }
+    let has = |r: Regime| a.regimes.iter().any(|s| s.regime == r);
+    if !a.regimes.is_empty() {
+        if let Some(bmax) = a
+            .regimes
+            .last()
+            .map(|s| s.b_hi)
+            .filter(|_| !has(Regime::Maximal))
+        {
+            out.push_str(&format!(" · maximal not reached below {}", fmt_b(bmax)));
+        }
+        if !has(Regime::Perfect) {
+            out.push_str(" · perfect not observed");
+        }
+    }
+    out
+}
+
+impl Report {
+    /// The report text without the projection (what a headless sweep prints before it).
+    pub fn main_text(&self) -> String {
+        let mut s = self.heading();
+        s.push('\n');
+        s.push_str(&per_batch_table(&self.analysis));
+        s.push('\n');
+        let reached = self.per_batch.iter().filter(|p| p.steps.is_some()).count();
+        if reached == 0 {
+            let _ = writeln!(s, "no batch size reached the target: no curve to analyse");
+            return s;
+        }
+        if let Some((b0, s0)) = self.perfect_anchor {
+            let _ = writeln!(
+                s,
+                "perfect scaling reference: S = {s0}·{b0}/B (anchored at the smallest B that reached)"
+            );
+        }
+        let _ = writeln!(
+            s,
+            "regimes (ordered partition of a monotone fit, 95% intervals on boundaries): {}",
+            regimes_line(&self.analysis)
+        );
+        for n in &self.analysis.notes {
+            let _ = writeln!(s, "  note: {}", note_text(n));
+        }
+        s.push_str(&self.fit_text());
+        s.push_str(&self.tail_text());
+        s
+    }
+
+    /// "sweep NAME (optimizer, devices) — target …", the trial count and the log.
+    fn heading(&self) -> String {
+        let mut s = String::new();
+        if !self.preset.is_empty() {
+            let _ = writeln!(
+                s,
+                "sweep {} ({}, {}) — target {}",
+                self.preset, self.optimizer, self.devices, self.target
+            );
+        } else {
+            let _ = writeln!(s, "target {}", self.target);
+        }
+        let mut status = format!("{}/{} trials", self.trials_done, self.trials_planned);
+        if let Some(w) = self.wall_s {
+            let _ = write!(status, " in {w:.1} s");
+        }
+        if self.cancelled {
+            status.push_str(" — interrupted, resumable");
+        }
+        let _ = writeln!(s, "{status}");
+        if let Some(p) = &self.log {
+            let _ = writeln!(s, "run log: {p}");
+        }
+        s
+    }
+
+    /// The fit line with its intervals and verdict, and the noise-scale line.
+    fn fit_text(&self) -> String {
+        let mut s = String::new();
+        match &self.fit {
+            Some(f) => {
+                let note = match f.range {
+                    FitRange::AboveRange => " — beyond the largest B measured: no bend seen, B_crit is a lower bound at best",
+                    FitRange::BelowRange => " — below the smallest B measured: already saturated",
+                    FitRange::Within => "",
+                };
+                let af = self.analysis.fit.as_ref();
+                let intervals = match (af.and_then(|f| f.s_min_ci), af.and_then(|f| f.b_crit_ci)) {
+                    (Some([sl, sh]), Some([bl, bh])) => format!(
+                        " (95% intervals: S_min {}–{}, B_crit {}–{})",
+                        num(sl),
+                        num(sh),
+                        num(bl),
+                        num(bh)
+                    ),
+                    _ => String::new(),
+                };
+                let uncertain = if af.is_some_and(|f| f.uncertain) {
+                    " — UNCERTAIN (poor R² or an interval wider than its value)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    s,
+                    "fit S = S_min·(1 + B_crit/B): S_min = {} steps, B_crit = {}{intervals}{note} (R² {:.3}, rms ln-residual {:.3}){uncertain}",
+                    num(f.s_min),
+                    num(f.b_crit),
+                    f.r2,
+                    f.rmse_log
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "fit S = S_min·(1 + B_crit/B): needs ≥ 3 batch sizes that reached the target"
+                );
+            }
+        }
+        match (&self.noise, &self.fit) {
+            (Some(n), Some(f)) => {
+                let _ = writeln!(
+                    s,
+                    "noise scale: median B_simple of the best trials = {} (fitted B_crit = {}, ratio {:.2})",
+                    num(n.median_b_simple),
+                    num(f.b_crit),
+                    n.ratio_to_b_crit.unwrap_or(f64::NAN)
+                );
+            }
+            (Some(n), None) => {
+                let _ = writeln!(
+                    s,
+                    "noise scale: median B_simple of the best trials = {}",
+                    num(n.median_b_simple)
+                );
+            }
+            _ => {
+                let _ = writeln!(s, "noise scale: not measured");
+            }
+        }
+        s
+    }
+
+    /// The LR exponent, the kept trials, out-of-memory and failed trials.
+    fn tail_text(&self) -> String {
+        let mut s = String::new();
+        if let Some(k) = self.lr_exponent {
+            let _ = writeln!(
+                s,
+                "best η ∝ B^{k:.2} across batch sizes (linear rule: 1, sqrt rule: 0.5)"
+            );
+        }
+        let k = &self.kept;
+        let early_note = if k.early_stopped > 0 {
+            format!(
+                " ({} stopped early at their B's best step count: S(B) unchanged)",
+                k.early_stopped
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "kept in the log: {} diverged, {} did not reach{early_note}, {} cancelled (cancelled never count)",
+            k.diverged, k.not_reached, k.cancelled
+        );
+        if k.oom > 0 {
+            let oom_at: Vec<String> = self
+                .per_batch
+                .iter()
+                .filter(|p| p.counts.oom > 0)
+                .map(|p| format!("B = {} ({})", p.batch_size, p.counts.oom))
+                .collect();
+            let _ = writeln!(
+                s,
+                "out of device memory: {} trial(s) at {}",
+                k.oom,
+                oom_at.join(", ")
+            );
+        }
+        if !self.errors.is_empty() {
+            let _ = writeln!(
+                s,
+                "{} trial(s) failed to run; first: trial {}: {}",
+                self.errors.len(),
+                self.errors[0].trial_id,
+                self.errors[0].message
+            );
+        }
+        s
+    }
+
+    /// The time-to-target projection section (science.md §6), or a line saying why there is none.
+    pub fn projection_text(&self) -> String {
+        super::projection::section(self)
+    }
+
+    /// The whole report: main text, a blank line, the projection section.
+    pub fn text(&self) -> String {
+        let mut s = self.main_text();
+        s.push('\n');
+        s.push_str(&self.projection_text());
+        s
+    }
+}

@@ -1,0 +1,474 @@
+//! The one run-log validator (issue 24). Every reader goes through it — `report`, `compare`,
+//! `export`, the TUI (opening a log and following a growing one), sweep directories and
+//! `sweep --resume` — so an impossible value is refused, and a contradiction warned about, the
+//! same way everywhere, with the file and line.
+//!
+//! * Refused (`Err`, becomes `file:line: message`): a header whose numbers would size absurd
+//!   allocations or whose preset would not load as a file; a trial that cannot belong to the
+//!   header's plan (a duplicate or out-of-plan id, a foreign batch size); a trial whose values no
+//!   run can produce (η ≤ 0 or not finite, γ/β2 outside [0, 1), more steps than the workload's
+//!   budget allows, an outcome step past the trial's steps, a wall time below 0 or above 30 years,
+//!   a metric outside its range).
+//! * Warned (`file:line: message`, the log is still read): a stored outcome that its own
+//!   evaluation curve contradicts — the report uses the stored outcome, so it says so.
+//! * Normalised: the metaparameters are read as the optimizer applied them
+//!   (`workload::applied::as_applied`; logs written before that rule recorded SGD's unused γ).
+
+use std::collections::HashMap;
+
+use crate::core::record::{Header, TrialRecord};
+use crate::core::trial::Outcome;
+use crate::workload::spec::{Decay, Metric};
+
+/// Longest plausible trial: 30 years of wall time, in seconds.
+pub const MAX_WALL_S: f64 = 1e9;
+/// Largest plausible loss-like metric (bits per byte, the NQM's expected loss) or training loss.
+pub const MAX_LOSS: f64 = 1e12;
+
+/// A number as a message shows it: plain when moderate, else in scientific notation (never
+/// 300 digits).
+fn num(v: f64) -> String {
+    let a = v.abs();
+    if a != 0.0 && !(1e-4..1e9).contains(&a) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Range checks on a header's numbers (they size allocations on resume and report): batch
+/// sizes, trials per batch, workers, concurrency, and, for logs this tool wrote, the preset's
+/// workload as a preset file is checked.
+pub fn header_problem(h: &Header) -> Option<String> {
+    use crate::workload::load as l;
+    // replicas of one trial (one device each with `trials_per_device`)
+    let workers = crate::core::devices::trial_devices(&h.devices, h.preset.sweep.trials_per_device)
+        .replicas();
+    if h.batch_sizes.is_empty() {
+        return Some("header: batch_sizes is empty".into());
+    }
+    if h.batch_sizes.len() > l::MAX_BATCH_SIZES {
+        return Some(format!(
+            "header: {} batch sizes is absurd (at most {})",
+            h.batch_sizes.len(),
+            l::MAX_BATCH_SIZES
+        ));
+    }
+    if h.trials_per_batch == 0 || h.trials_per_batch > l::MAX_TRIALS_PER_BATCH {
+        return Some(format!(
+            "header: trials_per_batch {} must be in 1..={}",
+            h.trials_per_batch,
+            l::MAX_TRIALS_PER_BATCH
+        ));
+    }
+    if h.concurrency == 0 || h.concurrency > l::MAX_CONCURRENCY {
+        return Some(format!(
+            "header: concurrency {} must be in 1..={}",
+            h.concurrency,
+            l::MAX_CONCURRENCY
+        ));
+    }
+    if workers == 0 || workers > l::MAX_WORKERS {
+        return Some(format!(
+            "header: {workers} workers/devices must be in 1..={}",
+            l::MAX_WORKERS
+        ));
+    }
+    let t = &h.preset.workload.target;
+    if !t.value.is_finite() {
+        return Some(format!("header: target value {} is not finite", t.value));
+    }
+    if h.import.is_some() {
+        // Imported logs carry a placeholder model; their target is in the source's units.
+        return None;
+    }
+    for &b in &h.batch_sizes {
+        if let Some(m) = l::batch_size_problem(&h.preset.workload, b, workers) {
+            return Some(format!("header: {m}"));
+        }
+    }
+    if let Some(problem) = l::check(&h.preset).into_iter().next() {
+        let key: Vec<String> = problem
+            .key
+            .iter()
+            .map(|k| match k {
+                l::KeySeg::Key(k) => k.to_string(),
+                l::KeySeg::Index(i) => format!("[{i}]"),
+            })
+            .collect();
+        return Some(format!(
+            "header: preset {}: {}",
+            key.join(".").replace(".[", "["),
+            problem.message
+        ));
+    }
+    None
+}
+
+/// Checks the trial lines of one log against its header, in file order.
+#[derive(Clone, Debug)]
+pub struct LogValidator {
+    header: Header,
+    /// Trial id → the line it was first seen on.
+    seen: HashMap<u64, usize>,
+}
+
+impl LogValidator {
+    pub fn new(header: &Header) -> Self {
+        LogValidator {
+            header: header.clone(),
+            seen: HashMap::new(),
+        }
+    }
+
+    /// A validator that has already seen `trials` (a log read up to here, then followed).
+    pub fn after(header: &Header, trials: &[TrialRecord]) -> Self {
+        let mut v = LogValidator::new(header);
+        for (i, t) in trials.iter().enumerate() {
+            v.seen.entry(t.trial_id).or_insert(i + 2);
+        }
+        v
+    }
+
+    /// Checks trial line `line_no` and normalises its metaparameters to what ran. `Err`: the
+    /// line is refused (the message, without the location); `Ok`: its warnings.
+    pub fn trial(&mut self, line_no: usize, t: &mut TrialRecord) -> Result<Vec<String>, String> {
+        let h = &self.header;
+        if let Some(m) = plan_problem(h, t, &self.seen) {
+            return Err(m);
+        }
+        if let Some(m) = value_problem(h, t) {
+            return Err(m);
+        }
+        let warnings = outcome_curve_mismatch(h, t).into_iter().collect();
+        t.spec.metaparams =
+            crate::workload::applied::as_applied(&h.preset.workload, &t.spec.metaparams);
+        self.seen.insert(t.trial_id, line_no);
+        Ok(warnings)
+    }
+}
+
+/// A trial line that cannot belong to this log: a duplicate id (two writers, or an edit), or
+/// (for logs this tool wrote) an id or batch size outside the header's plan.
+fn plan_problem(h: &Header, t: &TrialRecord, seen: &HashMap<u64, usize>) -> Option<String> {
+    if let Some(first) = seen.get(&t.trial_id) {
+        return Some(format!(
+            "trial {} appears twice (first on line {first}): two processes wrote this log or it \
+             was edited; keep one copy of the line",
+            t.trial_id
+        ));
+    }
+    if h.import.is_some() {
+        return None;
+    }
+    let planned = (h.batch_sizes.len() as u64).saturating_mul(h.trials_per_batch as u64);
+    // --until adds search trials past the plan (up to its budget, default 4× the plan);
+    // --repeats logs re-runs of each B's best trial with ids from REPEAT_ID_BASE; --widen logs
+    // re-centred search trials with ids from WIDEN_ID_BASE (crate::core::widen).
+    let adaptive = h.adaptive.as_ref();
+    // (--until numbers its k-th trial at batch index i as k·|B| + i: one B can take the whole
+    // budget, so ids stay below |B| × budget.)
+    let search_budget = match adaptive {
+        Some(ad) if ad.until.is_some() => ad
+            .max_trials
+            .map(|m| m as u64)
+            .unwrap_or(planned.saturating_mul(4))
+            .max(planned)
+            .saturating_mul(h.batch_sizes.len() as u64),
+        _ => planned,
+    };
+    let base = crate::core::widen::REPEAT_ID_BASE;
+    if (crate::core::widen::WIDEN_ID_BASE..base).contains(&t.trial_id) {
+        let rounds = adaptive.and_then(|ad| ad.widen).unwrap_or(0) as i32;
+        let w = crate::core::widen::WidenId::decode(t.trial_id);
+        let ok = w.is_some_and(|w| {
+            t.spec.repeat_of.is_none()
+                && w.shift.rounds() <= rounds
+                && h.batch_sizes.get(w.batch_index) == Some(&t.spec.batch_size)
+        });
+        if !ok {
+            return Some(format!(
+                "trial id {} is a re-centred (--widen) id that the header's plan does not allow \
+                 (widen {rounds}, batch sizes {:?})",
+                t.trial_id, h.batch_sizes
+            ));
+        }
+    } else if t.trial_id >= base {
+        let repeats = adaptive.map_or(1, |ad| ad.repeats) as u64;
+        let allowed = (h.batch_sizes.len() as u64).saturating_mul(repeats.saturating_sub(1));
+        if t.spec.repeat_of.is_none() || t.trial_id - base >= allowed {
+            return Some(format!(
+                "trial id {} is a repeat id, but the header plans {} repeat(s) per batch size",
+                t.trial_id,
+                repeats.saturating_sub(1)
+            ));
+        }
+    } else if t.trial_id >= search_budget {
+        return Some(format!(
+            "trial id {} is outside the header's plan of {search_budget} trials",
+            t.trial_id
+        ));
+    }
+    if !h.batch_sizes.contains(&t.spec.batch_size) {
+        return Some(format!(
+            "trial {} has batch size {}, which is not among the header's batch sizes",
+            t.trial_id, t.spec.batch_size
+        ));
+    }
+    None
+}
+
+/// The most steps a trial of this workload can apply: its step budget, rounded up to the
+/// evaluation it stops at (the NQM jumps from evaluation to evaluation).
+pub fn max_trial_steps(h: &Header) -> u64 {
+    let w = &h.preset.workload;
+    w.next_eval(w.step_budget).max(w.step_budget)
+}
+
+/// A value no run can produce (an edited or corrupted line): the first one found.
+fn value_problem(h: &Header, t: &TrialRecord) -> Option<String> {
+    let id = t.trial_id;
+    let m = &t.spec.metaparams;
+    let unit = |v: f64| v.is_finite() && (0.0..1.0).contains(&v);
+    let checks: [(bool, &str, f64, &str); 4] = [
+        (
+            m.learning_rate.is_finite() && m.learning_rate > 0.0,
+            "learning rate",
+            m.learning_rate,
+            "finite and > 0",
+        ),
+        (unit(m.momentum), "momentum", m.momentum, "in [0, 1)"),
+        (unit(m.beta2), "beta2", m.beta2, "in [0, 1)"),
+        (
+            m.epsilon.is_finite() && m.epsilon >= 0.0,
+            "epsilon",
+            m.epsilon,
+            "finite and ≥ 0",
+        ),
+    ];
+    if let Some((_, name, v, need)) = checks.iter().find(|c| !c.0) {
+        return Some(format!(
+            "trial {id}: {name} {} is impossible (a trial's {name} is {need})",
+            num(*v)
+        ));
+    }
+    if let Decay::Linear { alpha, .. } = m.schedule.decay {
+        if !(alpha.is_finite() && (0.0..=1.0).contains(&alpha)) {
+            return Some(format!(
+                "trial {id}: decay alpha {} is impossible (it is in [0, 1])",
+                num(alpha)
+            ));
+        }
+    }
+    steps_problem(h, t).or_else(|| measurement_problem(h, t))
+}
+
+/// Steps: the trial's, its outcome's and its evaluations' against the budget and each other.
+fn steps_problem(h: &Header, t: &TrialRecord) -> Option<String> {
+    let id = t.trial_id;
+    let o = &t.outcome;
+    let cap = max_trial_steps(h);
+    let w = &h.preset.workload;
+    if o.steps > cap {
+        return Some(format!(
+            "trial {id}: {} steps is more than any trial of this workload runs (step_budget {}, \
+             so at most {cap})",
+            o.steps, w.step_budget
+        ));
+    }
+    let (what, step) = match o.outcome {
+        Outcome::Reached { step } => ("reached the target", step),
+        Outcome::Diverged { step } => ("diverged", step),
+        Outcome::Cancelled { step } => ("was cancelled", step),
+        Outcome::Oom { step, batch_size } => {
+            if batch_size != t.spec.batch_size {
+                return Some(format!(
+                    "trial {id}: ran out of memory at batch size {batch_size}, but it ran at {}",
+                    t.spec.batch_size
+                ));
+            }
+            ("ran out of memory", step)
+        }
+        Outcome::NotReached { budget, .. } => ("had a budget of", budget),
+    };
+    // An import's outcome step is the source's measurement step; ours is the step count.
+    let limit = if h.import.is_some() || matches!(o.outcome, Outcome::NotReached { .. }) {
+        cap
+    } else {
+        o.steps
+    };
+    if step > limit {
+        return Some(format!(
+            "trial {id}: its outcome says it {what} step {step}, past the {limit} steps it ran"
+        ));
+    }
+    let mut last = None;
+    for e in &o.evals {
+        if e.step > cap || last.is_some_and(|l| e.step <= l) {
+            return Some(format!(
+                "trial {id}: evaluation step {} is out of order or past the budget ({cap})",
+                e.step
+            ));
+        }
+        last = Some(e.step);
+    }
+    None
+}
+
+/// Times, rates and metrics: finite and in their ranges.
+fn measurement_problem(h: &Header, t: &TrialRecord) -> Option<String> {
+    let id = t.trial_id;
+    let o = &t.outcome;
+    let tp = &o.throughput;
+    let seconds = [
+        ("wall_s", o.wall_s),
+        ("throughput.step_s", tp.step_s),
+        ("throughput.compute_s", tp.compute_s),
+        ("throughput.exchange_s", tp.exchange_s),
+    ];
+    for (name, v) in seconds {
+        if !(v.is_finite() && (0.0..=MAX_WALL_S).contains(&v)) {
+            return Some(format!(
+                "trial {id}: {name} {} is impossible (seconds, in [0, {MAX_WALL_S:e}])",
+                num(v)
+            ));
+        }
+    }
+    if !(tp.examples_per_s.is_finite() && tp.examples_per_s >= 0.0) {
+        return Some(format!(
+            "trial {id}: throughput.examples_per_s {} is impossible",
+            num(tp.examples_per_s)
+        ));
+    }
+    if !(o.final_loss_scale.is_finite() && o.final_loss_scale > 0.0) {
+        return Some(format!(
+            "trial {id}: final_loss_scale {} is impossible (finite and > 0)",
+            num(o.final_loss_scale)
+        ));
+    }
+    let metric = h.preset.workload.target.metric;
+    let (hi, range) = match metric {
+        Metric::ValError => (1.0, "an error rate, in [0, 1]".to_string()),
+        _ => (MAX_LOSS, format!("in [0, {MAX_LOSS:e}]")),
+    };
+    for e in &o.evals {
+        if !(e.metric.is_finite() && (0.0..=hi).contains(&e.metric)) {
+            return Some(format!(
+                "trial {id}: {} {} at step {} is impossible ({range})",
+                metric.name(),
+                num(e.metric),
+                e.step
+            ));
+        }
+        if !(e.train_loss.is_finite() && (0.0..=MAX_LOSS).contains(&e.train_loss)) {
+            return Some(format!(
+                "trial {id}: training loss {} at step {} is impossible (in [0, {MAX_LOSS:e}])",
+                num(e.train_loss),
+                e.step
+            ));
+        }
+    }
+    None
+}
+
+/// A stored outcome that its own evaluation curve contradicts (an edited log): the report uses
+/// the stored outcome, so say so.
+fn outcome_curve_mismatch(h: &Header, t: &TrialRecord) -> Option<String> {
+    if h.import.is_some() {
+        return None;
+    }
+    let evals = &t.outcome.evals;
+    let target = h.preset.workload.target.value;
+    let first = evals
+        .iter()
+        .find(|e| e.metric.is_finite() && e.metric <= target)
+        .map(|e| e.step);
+    match (&t.outcome.outcome, first) {
+        (Outcome::Reached { step }, _) if evals.is_empty() => Some(format!(
+            "trial {}: stored outcome says the target was reached at step {step}, but the trial \
+             has no evaluations to show it (edited log?)",
+            t.trial_id
+        )),
+        (Outcome::Reached { step }, Some(f)) if *step != f => Some(format!(
+            "trial {}: stored outcome says the target was reached at step {step}, but its eval \
+             curve first meets it at step {f} (edited log?)",
+            t.trial_id
+        )),
+        (Outcome::Reached { step }, None) => Some(format!(
+            "trial {}: stored outcome says the target was reached at step {step}, but no \
+             evaluation in its curve meets the target {target} (edited log?)",
+            t.trial_id
+        )),
+        (Outcome::NotReached { .. }, Some(f)) => Some(format!(
+            "trial {}: stored outcome says not reached, but its eval curve meets the target at \
+             step {f} (edited log?)",
+            t.trial_id
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use crate::runlog::reader::{read_run_log, RunLogError, RunLogTail};
+
+    const FIXTURE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/valid/nqm-sgd.jsonl"
+    );
+
+    #[test]
+    fn an_old_sgd_log_is_read_as_what_ran() {
+        // Written before issue 24: SGD trials record the preset's unused γ 0.9 and β2/ε.
+        let text = std::fs::read_to_string(FIXTURE).unwrap();
+        assert!(text.lines().nth(1).unwrap().contains("\"momentum\":0.9"));
+        let log = read_run_log(std::path::Path::new(FIXTURE)).unwrap();
+        for t in &log.trials {
+            let m = &t.spec.metaparams;
+            assert_eq!((m.momentum, m.beta2, m.epsilon), (0.0, 0.0, 0.0));
+        }
+    }
+
+    #[test]
+    fn a_followed_log_refuses_an_impossible_trial_as_the_reader_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        let text = std::fs::read_to_string(FIXTURE).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // The header and two trials are read; then the log grows.
+        std::fs::write(&path, lines[..3].join("\n") + "\n").unwrap();
+        let log = read_run_log(&path).unwrap();
+        let mut tail = RunLogTail::after(&log);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        // A duplicate of trial 1 (line 3): refused, naming line 4 and the first copy.
+        writeln!(f, "{}", lines[2]).unwrap();
+        let e = tail.poll().unwrap_err();
+        assert!(matches!(e, RunLogError::Malformed { line: 4, .. }), "{e}");
+        assert!(e.to_string().contains("first on line 3"), "{e}");
+        // A fresh tail after the good part: an impossible learning rate on line 4.
+        std::fs::write(&path, lines[..3].join("\n") + "\n").unwrap();
+        let mut tail = RunLogTail::after(&read_run_log(&path).unwrap());
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        let bad = lines[3].replacen("\"learning_rate\":", "\"learning_rate\":-", 1);
+        writeln!(f, "{bad}").unwrap();
+        let e = tail.poll().unwrap_err().to_string();
+        assert!(
+            e.contains("log.jsonl:4: ") && e.contains("learning rate -"),
+            "{e}"
+        );
+        // The reader says the same about the same line.
+        let e = read_run_log(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("log.jsonl:4: ") && e.contains("learning rate -"),
+            "{e}"
+        );
+    }
+}
