@@ -11,7 +11,7 @@
 #     mnist-cnn-paper-momentum and shakespeare-mlstm-paper-adam at B=256, 60 s a run (8 minutes).
 #   GPU_BACKEND=wgpu: `cargo build --release --features wgpu`; presets sized for a software
 #     device (lavapipe): digits-mlp-momentum and mnist-cnn-momentum at B=64, every run capped at
-#     $STEPS steps and $T s (CI runs this on lavapipe; about 6 minutes on a 2-core machine).
+#     $STEPS steps and $T s (CI runs this on lavapipe; its time there is not yet measured: docs/gpu.md).
 # Env: BIN, OUT_JSON, GPU_BACKEND, PRESETS, B, SEED, T, STEPS.
 set -uo pipefail
 BIN=${BIN:-./target/release/scaling-lab}
