@@ -1,29 +1,67 @@
 #!/usr/bin/env bash
-# One prepared GPU check (issue 13, item 7). Writes ONE JSON summary (default gpu-check.json, or $OUT_JSON):
-# per preset and precision on cuda:0 examples/s and steps-to-target, the CPU run at the same seed
-# (steps within 20%?), bf16/fp32 and fp16/fp32 speedups, fusion on vs off (CUBECL fusion env switch if the
-# build honours it), two trials packed on one GPU, and 2 GPUs data-parallel when more than one is visible.
-# Without a GPU it prints "no GPU" in one line and exits 0. Budget: 8 minutes (every run has a timeout).
-# Build first, on a machine with the toolkit or offline: `cargo build --release --features cuda`.
+# One prepared GPU check (issues 13 and 20). Writes ONE JSON summary (default gpu-check.json, or
+# $OUT_JSON): per preset on the first device of GPU_BACKEND (cuda or wgpu) the examples/s and
+# steps-to-target in fp32, bf16 and fp16 (a precision the device cannot do is recorded as refused,
+# with the reason), the CPU run at the same seed (steps within 20%?), fusion on vs off
+# (SCALING_LAB_FUSION=0 runs the unfused backend), two trials packed on one device, and two
+# replicas data-parallel (two devices when there are two, else two replicas sharing device 0 on
+# wgpu) against two CPU workers at the same seed.
+# Without a device of that backend it prints "no GPU" in one line and exits 0.
+#   GPU_BACKEND=cuda (default): build with `cargo build --release --features cuda`; presets
+#     mnist-cnn-paper-momentum and shakespeare-mlstm-paper-adam at B=256, 60 s a run (8 minutes).
+#   GPU_BACKEND=wgpu: `cargo build --release --features wgpu`; presets sized for a software
+#     device (lavapipe): digits-mlp-momentum and mnist-cnn-momentum at B=64, every run capped at
+#     $STEPS steps and $T s (CI runs this on lavapipe; its time there is not yet measured: docs/gpu.md).
+# Env: BIN, OUT_JSON, GPU_BACKEND, PRESETS, B, SEED, T, STEPS.
 set -uo pipefail
 BIN=${BIN:-./target/release/scaling-lab}
 OUT_JSON=${OUT_JSON:-gpu-check.json}
+GPU_BACKEND=${GPU_BACKEND:-cuda}
 SEED=${SEED:-0}
-B=${B:-256}
-T=${T:-60}          # seconds per GPU run
-PRESETS=${PRESETS:-"mnist-cnn-paper-momentum shakespeare-mlstm-paper-adam"}  # the bf16 goal (>= 2x) is on the 1024-unit mLSTM
 
-ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ ! -x "$BIN" ]; then
+  echo "no binary at $BIN: build with cargo build --release --features $GPU_BACKEND" >&2
+  exit 1
+fi
+case "$GPU_BACKEND" in
+  cuda)
+    B=${B:-256}
+    T=${T:-60}           # seconds per GPU run
+    STEPS=${STEPS:-}     # no cap: the preset's budget, cut by T
+    PRESETS=${PRESETS:-"mnist-cnn-paper-momentum shakespeare-mlstm-paper-adam"}  # the bf16 goal (>= 2x) is on the 1024-unit mLSTM
+    ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+    ;;
+  wgpu)
+    B=${B:-64}
+    T=${T:-240}          # a software device compiles each kernel on first use (seconds each)
+    STEPS=${STEPS:-300}
+    PRESETS=${PRESETS:-"digits-mlp-momentum mnist-cnn-momentum"}
+    ngpu=$("$BIN" devices --json 2>/dev/null | python3 -c 'import json,sys
+d = json.load(sys.stdin)["wgpu"]
+print(len(d) if isinstance(d, list) else 0)' 2>/dev/null || echo 0)
+    ;;
+  *)
+    echo "GPU_BACKEND must be cuda or wgpu (got $GPU_BACKEND)" >&2
+    exit 2
+    ;;
+esac
 if [ "${ngpu:-0}" -eq 0 ]; then
   echo "no GPU"
   exit 0
 fi
-if [ ! -x "$BIN" ]; then
-  echo "no binary at $BIN: build with cargo build --release --features cuda" >&2
-  exit 1
+dev0="$GPU_BACKEND:0"
+if [ "$ngpu" -gt 1 ]; then
+  two="$GPU_BACKEND:0,1"
+elif [ "$GPU_BACKEND" = wgpu ]; then
+  two="wgpu:0,0"       # two replicas sharing adapter 0
+else
+  two=""
 fi
+cap=()
+[ -n "$STEPS" ] && cap=(--steps "$STEPS")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+t_start=$(date +%s)
 
 # run NAME TIMEOUT ARGS...: one `train --json` run, its JSON (or an error object) in $tmp/NAME.json
 run() {
@@ -33,55 +71,79 @@ run() {
     python3 - "$tmp/$name.out" "$name" "$(date +%s.%N)" "$t0" >"$tmp/$name.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); o = d.get("outcome", d)
-print(json.dumps({"run": sys.argv[2], "outcome": o.get("outcome"), "steps": o.get("steps"),
-  "examples_per_s": o.get("throughput", {}).get("examples_per_s"), "wall_s": float(sys.argv[3]) - float(sys.argv[4])}))
+print(json.dumps({"run": sys.argv[2], "backend": d.get("backend"), "outcome": o.get("outcome", {}).get("status"),
+  "steps": o.get("steps"), "steps_to_target": o.get("outcome", {}).get("step") if o.get("outcome", {}).get("status") == "reached" else None,
+  "examples_per_s": o.get("throughput", {}).get("examples_per_s"), "final_loss_scale": o.get("final_loss_scale"),
+  "skipped_steps": o.get("skipped_steps"), "wall_s": float(sys.argv[3]) - float(sys.argv[4])}))
 PY
   else
-    printf '{"run": "%s", "error": %s}\n' "$name" "$(tail -c 300 "$tmp/$name.err" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')" >"$tmp/$name.json"
+    local rc=$?
+    printf '{"run": "%s", "exit": %d, "error": %s}\n' "$name" "$rc" "$(tail -c 400 "$tmp/$name.err" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().strip()))')" >"$tmp/$name.json"
   fi
 }
 
 for p in $PRESETS; do
+  common=(--preset "$p" --batch-size "$B" --seed "$SEED" "${cap[@]}")
   for prec in fp32 bf16 fp16; do
-    run "$p.$prec.cuda0" "$T" --preset "$p" --batch-size "$B" --precision "$prec" --seed "$SEED" --devices cuda:0
+    run "$p.$prec.gpu0" "$T" "${common[@]}" --precision "$prec" --devices "$dev0"
   done
-  CUBECL_FUSION=0 BURN_FUSION=0 run "$p.fp32.cuda0.nofusion" "$T" --preset "$p" --batch-size "$B" --seed "$SEED" --devices cuda:0
-  # two trials packed on one GPU at once
-  run "$p.fp32.packed.a" "$T" --preset "$p" --batch-size "$B" --seed "$SEED" --devices cuda:0 &
-  run "$p.fp32.packed.b" "$T" --preset "$p" --batch-size "$B" --seed "$((SEED + 1))" --devices cuda:0 &
+  SCALING_LAB_FUSION=0 run "$p.fp32.gpu0.nofusion" "$T" "${common[@]}" --precision fp32 --devices "$dev0"
+  # two trials packed on one device at once
+  run "$p.fp32.packed.a" "$T" "${common[@]}" --precision fp32 --devices "$dev0" &
+  run "$p.fp32.packed.b" "$T" --preset "$p" --batch-size "$B" --seed "$((SEED + 1))" "${cap[@]}" --precision fp32 --devices "$dev0" &
   wait
-  if [ "$ngpu" -gt 1 ]; then
-    run "$p.fp32.cuda01" "$T" --preset "$p" --batch-size "$B" --seed "$SEED" --devices cuda:0,cuda:1
+  if [ -n "$two" ]; then
+    run "$p.fp32.two" "$T" "${common[@]}" --precision fp32 --devices "$two"
+    run "$p.fp32.cpu2" 300 "${common[@]}" --precision fp32 --workers 2 --steps "${STEPS:-300}"
   fi
   # the CPU at the same seed, capped at 300 steps (steps-to-target compared when both reach the target)
-  run "$p.fp32.cpu" 90 --preset "$p" --batch-size "$B" --seed "$SEED" --workers 1 --steps 300
+  run "$p.fp32.cpu" 300 "${common[@]}" --precision fp32 --workers 1 --steps "${STEPS:-300}"
 done
 
-python3 - "$tmp" "$ngpu" "$OUT_JSON" <<'PY'
+python3 - "$tmp" "$ngpu" "$OUT_JSON" "$GPU_BACKEND" "$dev0" "$two" "$B" "$SEED" "$(( $(date +%s) - t_start ))" <<'PY'
 import json, os, sys
-tmp, ngpu, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+tmp, ngpu, out, backend, dev0, two, b, seed, wall = sys.argv[1:10]
 runs = {}
 for f in sorted(os.listdir(tmp)):
     if f.endswith(".json"):
         d = json.load(open(os.path.join(tmp, f))); runs[d["run"]] = d
 def eps(k): return (runs.get(k) or {}).get("examples_per_s") or None
-summary = {"gpus": ngpu, "runs": runs, "presets": {}}
+def ratio(a, b): return a / b if a and b else None
+def close(a, c):
+    a, c = runs.get(a, {}), runs.get(c, {})
+    if a.get("outcome") == "reached" and c.get("outcome") == "reached":
+        return abs(a["steps_to_target"] - c["steps_to_target"]) <= 0.2 * max(c["steps_to_target"], 1)
+    return None
+def precision(k):
+    r = runs.get(k, {})
+    if "error" in r:
+        return {"ran": False, "refused": "cannot compute in" in r["error"], "error": r["error"]}
+    return {"ran": True, "outcome": r.get("outcome"), "steps_to_target": r.get("steps_to_target"),
+            "final_loss_scale": r.get("final_loss_scale"), "skipped_steps": r.get("skipped_steps")}
+summary = {"backend": backend, "devices": int(ngpu), "device": dev0, "two_replicas": two or None,
+           "batch_size": int(b), "seed": int(seed), "wall_s": int(wall), "runs": runs, "presets": {}}
 for k in runs:
     p = k.split(".")[0]
     if p in summary["presets"]: continue
-    f32, b16, f16 = eps(p + ".fp32.cuda0"), eps(p + ".bf16.cuda0"), eps(p + ".fp16.cuda0")
-    cpu, gpu = runs.get(p + ".fp32.cpu", {}), runs.get(p + ".fp32.cuda0", {})
-    same = None
-    if cpu.get("outcome") == "reached" and gpu.get("outcome") == "reached":
-        same = abs(cpu["steps"] - gpu["steps"]) <= 0.2 * max(cpu["steps"], 1)
+    g = p + ".fp32.gpu0"
+    f32 = eps(g)
     pa, pb = eps(p + ".fp32.packed.a"), eps(p + ".fp32.packed.b")
     summary["presets"][p] = {
-        "fp32_examples_per_s": f32, "bf16_over_fp32": b16 / f32 if b16 and f32 else None,
-        "fp16_over_fp32": f16 / f32 if f16 and f32 else None,
-        "fusion_on_over_off": f32 / eps(p + ".fp32.cuda0.nofusion") if f32 and eps(p + ".fp32.cuda0.nofusion") else None,
-        "packed_two_total_over_one": (pa + pb) / f32 if pa and pb and f32 else None,
-        "two_gpus_over_one": eps(p + ".fp32.cuda01") / f32 if eps(p + ".fp32.cuda01") and f32 else None,
-        "steps_cuda_vs_cpu_within_20pct": same,
+        "gpu_backend_label": runs.get(g, {}).get("backend"),
+        "fp32_examples_per_s": f32,
+        "fp32_steps_to_target": runs.get(g, {}).get("steps_to_target"),
+        "cpu_steps_to_target": runs.get(p + ".fp32.cpu", {}).get("steps_to_target"),
+        "steps_gpu_vs_cpu_within_20pct": close(g, p + ".fp32.cpu"),
+        "precision": {"bf16": precision(p + ".bf16.gpu0"), "fp16": precision(p + ".fp16.gpu0")},
+        "bf16_over_fp32": ratio(eps(p + ".bf16.gpu0"), f32),
+        "fp16_over_fp32": ratio(eps(p + ".fp16.gpu0"), f32),
+        "fusion_on_over_off": ratio(f32, eps(p + ".fp32.gpu0.nofusion")),
+        "nofusion_steps_to_target": runs.get(p + ".fp32.gpu0.nofusion", {}).get("steps_to_target"),
+        "packed_two_total_over_one": ratio((pa or 0) + (pb or 0), f32) if pa and pb else None,
+        "two_replicas_over_one": ratio(eps(p + ".fp32.two"), f32),
+        "two_replicas_steps_to_target": runs.get(p + ".fp32.two", {}).get("steps_to_target"),
+        "cpu2_steps_to_target": runs.get(p + ".fp32.cpu2", {}).get("steps_to_target"),
+        "steps_two_replicas_vs_cpu2_within_20pct": close(p + ".fp32.two", p + ".fp32.cpu2"),
     }
 json.dump(summary, open(out, "w"), indent=1)
 print(json.dumps(summary["presets"], indent=1))

@@ -62,9 +62,12 @@ enum Cmd {
     /// The bundled data files: install a copy, or show where they are looked for.
     #[command(subcommand)]
     Data(DataCmd),
+    /// The devices this build can train on: CPU, CUDA GPUs, wgpu adapters (--probe: precisions).
+    Devices(cli::devices::DevicesArgs),
 }
 
 fn main() -> ExitCode {
+    scaling_lab::train::wgpu::quiet_device_select_layer();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => return cli::clap_error(e),
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Some(Cmd::Bench(a)) => cli::misc::cmd_bench(a, runs_dir),
         Some(Cmd::Screenshot(a)) => cli::misc::cmd_screenshot(a, runs_dir),
         Some(Cmd::Data(c)) => cli::misc::cmd_data(c),
+        Some(Cmd::Devices(a)) => cli::devices::cmd_devices(a),
     };
     cli::finish(result)
 }

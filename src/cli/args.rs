@@ -59,7 +59,8 @@ pub struct DeviceArgs {
     /// Data-parallel CPU workers (threads), 1-8 typical (default: the preset's).
     #[arg(long, allow_negative_numbers = true, value_parser = positive(MAX_WORKERS as u64))]
     pub workers: Option<usize>,
-    /// CUDA devices, e.g. cuda:0,1 (needs a build with --features cuda).
+    /// GPU devices: cuda:0,1 (--features cuda) or wgpu:0,1 (--features wgpu; wgpu:0,0 is two
+    /// replicas sharing adapter 0).
     #[arg(long, value_name = "LIST", conflicts_with = "workers")]
     pub devices: Option<String>,
     /// Use the first N CUDA GPUs.
@@ -79,28 +80,67 @@ impl DeviceArgs {
             }));
         }
         if let Some(list) = &self.devices {
-            let mut ids = vec![];
-            for part in list.split(',') {
-                let p = part.trim();
-                let id = p.strip_prefix("cuda:").unwrap_or(p);
-                match id.parse::<usize>() {
-                    Ok(i) if i < 1024 => ids.push(i),
-                    _ => return Err(super::usage(format!("--devices: `{p}` is not cuda:N"))),
+            let spec = parse_devices(list).map_err(super::usage)?;
+            match &spec {
+                DeviceSpec::Wgpu { .. } => {
+                    train::wgpu::probe().map_err(|e| anyhow::anyhow!("--devices: {e}"))?;
+                }
+                _ => {
+                    train::runner::cuda::probe().map_err(|e| anyhow::anyhow!("--devices: {e}"))?;
                 }
             }
-            let mut sorted = ids.clone();
-            sorted.sort_unstable();
-            sorted.dedup();
-            if sorted.len() != ids.len() {
-                return Err(super::usage(format!(
-                    "--devices: `{list}` lists a device twice"
-                )));
-            }
-            train::runner::cuda::probe().map_err(|e| anyhow::anyhow!("--devices: {e}"))?;
-            return Ok(Some(DeviceSpec::Cuda { devices: ids }));
+            return Ok(Some(spec));
         }
         Ok(self.workers.map(|workers| DeviceSpec::Cpu { workers }))
     }
+}
+
+/// Parses `--devices`: `cuda:0,1`, `0,1` (CUDA), `cuda:0,cuda:1`, `wgpu:0`, `wgpu:0,1`,
+/// `wgpu:0,0` (two replicas sharing adapter 0). One kind per list; a CUDA device may not repeat.
+pub fn parse_devices(list: &str) -> Result<DeviceSpec, String> {
+    let mut kind: Option<&str> = None;
+    let mut ids = vec![];
+    for part in list.split(',') {
+        let p = part.trim();
+        let (k, id) = match p.split_once(':') {
+            Some((k, id)) => (Some(k.trim()), id.trim()),
+            None => (None, p),
+        };
+        if let Some(k) = k {
+            if k != "cuda" && k != "wgpu" {
+                return Err(format!("--devices: `{p}` is not cuda:N or wgpu:N"));
+            }
+            match kind {
+                Some(prev) if prev != k => {
+                    return Err(format!(
+                        "--devices: `{list}` mixes {prev} and {k} devices (one kind per trial)"
+                    ))
+                }
+                _ => kind = Some(k),
+            }
+        }
+        match id.parse::<usize>() {
+            Ok(i) if i < 1024 => ids.push(i),
+            _ => {
+                return Err(format!(
+                    "--devices: `{p}` is not {}:N",
+                    kind.unwrap_or("cuda")
+                ))
+            }
+        }
+    }
+    if kind == Some("wgpu") {
+        return Ok(DeviceSpec::Wgpu { adapters: ids });
+    }
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != ids.len() {
+        return Err(format!(
+            "--devices: `{list}` lists a device twice (two replicas on one GPU: wgpu:0,0)"
+        ));
+    }
+    Ok(DeviceSpec::Cuda { devices: ids })
 }
 
 #[derive(Args)]

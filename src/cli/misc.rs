@@ -59,6 +59,9 @@ pub fn cmd_tui(preset: Option<String>, open: Option<PathBuf>, runs_dir: PathBuf)
     if let Ok(n) = train::runner::cuda::probe() {
         opts.gpu_labels = (0..n).map(|i| format!("cuda:{i}")).collect();
     }
+    if let Ok(found) = train::wgpu::probe() {
+        opts.wgpu_labels = found.iter().map(|a| a.label()).collect();
+    }
     scaling_lab::tui::run(opts, factory())
 }
 

@@ -8,6 +8,7 @@
 
 pub mod args;
 pub mod checks;
+pub mod devices;
 pub mod export;
 pub mod misc;
 pub mod report;

@@ -234,9 +234,9 @@ pub fn sweep_config(
         cfg.preset.sweep.auto_concurrency = false;
     }
     if let Some(k) = a.trials_per_device {
-        if k > 0 && !matches!(cfg.devices, scaling_lab::core::DeviceSpec::Cuda { .. }) {
+        if k > 0 && cfg.devices.gpu_ids().is_none() {
             return Err(usage(
-                "--trials-per-device: a GPU setting (with --devices cuda:… or --gpus N)",
+                "--trials-per-device: a GPU setting (with --devices cuda:…/wgpu:… or --gpus N)",
             ));
         }
         cfg.preset.sweep.trials_per_device = k as usize;

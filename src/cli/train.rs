@@ -138,7 +138,8 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
     if tty {
         let _ = writeln!(std::io::stderr());
     }
-    print_outcome(a.json, &preset.name, &spec, &w, &out)?;
+    let backend = runner.backend_on(&spec.devices);
+    print_outcome(a.json, &preset.name, &backend, &spec, &w, &out)?;
     Ok(match out.outcome {
         Outcome::Cancelled { .. } => ExitCode::from(130),
         _ if super::interrupted() => ExitCode::from(130),
@@ -150,6 +151,7 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
 fn print_outcome(
     json: bool,
     preset: &str,
+    backend: &str,
     spec: &TrialSpec,
     w: &Workload,
     out: &TrialOutcome,
@@ -158,6 +160,7 @@ fn print_outcome(
     if json {
         let v = serde_json::json!({
             "preset": preset,
+            "backend": backend,
             "spec": spec,
             "target": w.target,
             "eval_every": w.eval_every,
@@ -177,7 +180,10 @@ fn print_outcome(
             "{what}, {:.1} s, {} ex/s ({}, {}, {})",
             out.wall_s,
             thousands(t.examples_per_s),
-            spec.devices.label(),
+            match spec.devices.sharing() {
+                Some(s) => format!("{}: {s}", spec.devices.label()),
+                None => spec.devices.label(),
+            },
             spec.precision.name(),
             preset
         ));

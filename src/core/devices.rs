@@ -6,12 +6,10 @@ use super::trial::DeviceSpec;
 /// The devices of one trial of a sweep on `devices` (what the plan records and the batch split
 /// uses): all of them, or one when trials get a device each.
 pub fn trial_devices(devices: &DeviceSpec, trials_per_device: usize) -> DeviceSpec {
-    match devices {
-        DeviceSpec::Cuda { devices: ids } if trials_per_device >= 1 && !ids.is_empty() => {
-            DeviceSpec::Cuda {
-                devices: vec![ids[0]],
-            }
+    match devices.gpu_ids() {
+        Some(ids) if trials_per_device >= 1 && !ids.is_empty() => {
+            devices.with_gpu_ids(vec![ids[0]])
         }
-        other => other.clone(),
+        _ => devices.clone(),
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::events::TrialEvent;
 use super::trial::{CancelToken, DeviceSpec, TrialOutcome, TrialSpec};
-use crate::workload::spec::Workload;
+use crate::workload::spec::{Precision, Workload};
 
 /// Anything that can run a trial of a workload: the Burn trainer, the NQM, a scripted fake.
 /// Implementations emit `TrialEvent`s through `emit` (never print) and return the outcome.
@@ -28,6 +28,14 @@ pub trait TrialRunner: Send + Sync {
     fn backend_on(&self, devices: &DeviceSpec) -> String {
         let _ = devices;
         self.backend()
+    }
+
+    /// Checks, before a sweep's first trial, that `devices` exist and can compute in `precision`:
+    /// one clear error instead of a sweep of failing trials. The Burn runner probes wgpu
+    /// adapters; other runners accept any devices.
+    fn check_devices(&self, devices: &DeviceSpec, precision: Precision) -> anyhow::Result<()> {
+        let _ = (devices, precision);
+        Ok(())
     }
 }
 

@@ -13,6 +13,9 @@ pub enum DeviceSpec {
     Cpu { workers: usize },
     /// One replica per listed CUDA device index.
     Cuda { devices: Vec<usize> },
+    /// One replica per listed wgpu adapter index (`--features wgpu`; Vulkan, Metal, DX12). An
+    /// index may repeat: `wgpu:0,0` is two replicas sharing adapter 0.
+    Wgpu { adapters: Vec<usize> },
 }
 
 impl DeviceSpec {
@@ -23,7 +26,64 @@ impl DeviceSpec {
         match self {
             DeviceSpec::Cpu { workers } => *workers,
             DeviceSpec::Cuda { devices } => devices.len(),
+            DeviceSpec::Wgpu { adapters } => adapters.len(),
         }
+    }
+    /// The GPU indices of a CUDA or wgpu spec (None: CPU workers).
+    pub fn gpu_ids(&self) -> Option<&[usize]> {
+        match self {
+            DeviceSpec::Cpu { .. } => None,
+            DeviceSpec::Cuda { devices } => Some(devices),
+            DeviceSpec::Wgpu { adapters } => Some(adapters),
+        }
+    }
+    /// The same kind of GPU spec on other indices (a CPU spec is returned unchanged).
+    pub fn with_gpu_ids(&self, ids: Vec<usize>) -> DeviceSpec {
+        match self {
+            DeviceSpec::Cpu { .. } => self.clone(),
+            DeviceSpec::Cuda { .. } => DeviceSpec::Cuda { devices: ids },
+            DeviceSpec::Wgpu { .. } => DeviceSpec::Wgpu { adapters: ids },
+        }
+    }
+    /// What a replica is called in messages: "workers", "GPUs" (CUDA), "replicas" (wgpu, whose
+    /// replicas may share an adapter).
+    pub fn replica_noun(&self) -> &'static str {
+        match self {
+            DeviceSpec::Cpu { .. } => "workers",
+            DeviceSpec::Cuda { .. } => "GPUs",
+            DeviceSpec::Wgpu { .. } => "replicas",
+        }
+    }
+    /// For wgpu specs that repeat an adapter: "2 replicas sharing adapter 0" (None otherwise).
+    pub fn sharing(&self) -> Option<String> {
+        let DeviceSpec::Wgpu { adapters } = self else {
+            return None;
+        };
+        let mut distinct = adapters.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() == adapters.len() {
+            return None;
+        }
+        let parts: Vec<String> = distinct
+            .iter()
+            .map(|a| {
+                let n = adapters.iter().filter(|x| *x == a).count();
+                format!(
+                    "{n} replica{} on adapter {a}",
+                    if n == 1 { "" } else { "s" }
+                )
+            })
+            .collect();
+        Some(if distinct.len() == 1 {
+            format!(
+                "{} replicas sharing adapter {}",
+                adapters.len(),
+                distinct[0]
+            )
+        } else {
+            parts.join(", ")
+        })
     }
     pub fn label(&self) -> String {
         match self {
@@ -36,6 +96,14 @@ impl DeviceSpec {
             DeviceSpec::Cuda { devices } => format!(
                 "cuda:{}",
                 devices
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            DeviceSpec::Wgpu { adapters } => format!(
+                "wgpu:{}",
+                adapters
                     .iter()
                     .map(|d| d.to_string())
                     .collect::<Vec<_>>()

@@ -25,18 +25,19 @@ impl SlotPool {
     /// The slots of a sweep on `devices` with `trials_per_device` (0: one trial spans all devices)
     /// and `concurrency` (what runs at once when trials span their devices).
     pub fn new(devices: &DeviceSpec, trials_per_device: usize, concurrency: usize) -> Self {
-        let slots: Vec<(DeviceSpec, Option<usize>)> = match devices {
-            DeviceSpec::Cuda { devices: ids } if trials_per_device >= 1 && !ids.is_empty() => {
+        // GPU trials get one device each: one slot per (distinct) device and packed trial.
+        let slots: Vec<(DeviceSpec, Option<usize>)> = match distinct_gpus(devices) {
+            Some(ids) if trials_per_device >= 1 && !ids.is_empty() => {
                 let mut v = Vec::new();
                 for _ in 0..trials_per_device {
-                    for &d in ids {
-                        v.push((DeviceSpec::Cuda { devices: vec![d] }, Some(d)));
+                    for &d in &ids {
+                        v.push((devices.with_gpu_ids(vec![d]), Some(d)));
                     }
                 }
                 v
             }
-            other => (0..concurrency.max(1))
-                .map(|_| (other.clone(), None))
+            _ => (0..concurrency.max(1))
+                .map(|_| (devices.clone(), None))
                 .collect(),
         };
         let n = slots.len();
@@ -86,6 +87,18 @@ impl SlotPool {
 
 pub use crate::core::devices::trial_devices;
 
+/// The distinct GPU indices of a CUDA or wgpu spec, in order of first appearance (`wgpu:0,0`
+/// is one adapter); None for CPU workers.
+fn distinct_gpus(devices: &DeviceSpec) -> Option<Vec<usize>> {
+    let mut out: Vec<usize> = Vec::new();
+    for &d in devices.gpu_ids()? {
+        if !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +146,28 @@ mod tests {
         assert_eq!(p.busy(), 3);
         p.release(12345); // not running: ignored
         assert_eq!(p.busy(), 3);
+    }
+
+    #[test]
+    fn wgpu_adapters_take_slots_like_cuda_devices_and_a_shared_adapter_counts_once() {
+        let wgpu = |ids: &[usize]| DeviceSpec::Wgpu {
+            adapters: ids.to_vec(),
+        };
+        let mut p = SlotPool::new(&wgpu(&[0, 1]), 2, 1);
+        assert_eq!(p.capacity(), 4);
+        let got: Vec<_> = (0..4).map(|t| p.acquire(t).unwrap()).collect();
+        assert_eq!(got, vec![wgpu(&[0]), wgpu(&[1]), wgpu(&[0]), wgpu(&[1])]);
+        // two replicas sharing adapter 0, packed 2 per device: two one-replica slots on adapter 0
+        let mut p = SlotPool::new(&wgpu(&[0, 0]), 2, 1);
+        assert_eq!(p.capacity(), 2);
+        assert_eq!(p.acquire(0), Some(wgpu(&[0])));
+        assert_eq!(p.acquire(1), Some(wgpu(&[0])));
+        assert_eq!(p.load(0), 2);
+        assert_eq!(trial_devices(&wgpu(&[0, 0]), 2), wgpu(&[0]));
+        // without packing a trial spans its replicas as listed
+        assert_eq!(trial_devices(&wgpu(&[0, 0]), 0), wgpu(&[0, 0]));
+        let mut p = SlotPool::new(&wgpu(&[0, 0]), 0, 1);
+        assert_eq!(p.acquire(3), Some(wgpu(&[0, 0])));
     }
 
     #[test]

@@ -371,9 +371,9 @@ pub fn resolve(cfg: &SweepConfig, runner: &dyn TrialRunner) -> anyhow::Result<La
     }
     let c = cores();
     let (concurrency, why) = match &cfg.devices {
-        DeviceSpec::Cuda { .. } => (
+        DeviceSpec::Cuda { .. } | DeviceSpec::Wgpu { .. } => (
             cfg.concurrency,
-            "CUDA: the device assignment sets what runs at once".to_string(),
+            "GPU: the device assignment sets what runs at once".to_string(),
         ),
         DeviceSpec::Cpu { workers } if *workers > 1 => (
             1,

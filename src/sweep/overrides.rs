@@ -173,10 +173,7 @@ pub fn check_shards(field: &'static str, sizes: &[usize], devices: &DeviceSpec) 
     if bad.is_empty() {
         return None;
     }
-    let unit = match devices {
-        DeviceSpec::Cpu { .. } => "workers",
-        DeviceSpec::Cuda { .. } => "GPUs",
-    };
+    let unit = devices.replica_noun();
     let message = if sizes.len() == 1 {
         format!(
             "batch size {} not divisible by {g} {unit} (each needs an equal shard): use a multiple of {g}",

@@ -7,7 +7,7 @@ use anyhow::Context;
 
 use super::SweepConfig;
 use crate::core::record::{Header, TrialRecord};
-use crate::core::trial::{DeviceSpec, TrialSpec};
+use crate::core::trial::TrialSpec;
 use crate::core::widen::WIDEN_ID_BASE;
 use crate::runlog::reader::read_run_log;
 use crate::runlog::writer::RunLogWriter;
@@ -122,12 +122,13 @@ fn same_trial(a: &TrialSpec, b: &TrialSpec) -> bool {
 /// replaced by the planned one: which device ran a trial is not part of its identity.
 fn assigned_as_planned(cfg: &SweepConfig, planned: &TrialSpec, logged: &TrialSpec) -> TrialSpec {
     let mut t = logged.clone();
-    if let (DeviceSpec::Cuda { devices: all }, DeviceSpec::Cuda { devices: one }, true) = (
-        &cfg.devices,
-        &logged.devices,
+    if let (Some(all), Some(one), true) = (
+        cfg.devices.gpu_ids(),
+        logged.devices.gpu_ids(),
         cfg.preset.sweep.trials_per_device >= 1,
     ) {
-        if one.len() == 1 && all.contains(&one[0]) {
+        let same_kind = cfg.devices.with_gpu_ids(one.to_vec()) == logged.devices;
+        if same_kind && one.len() == 1 && all.contains(&one[0]) {
             t.devices = planned.devices.clone();
         }
     }

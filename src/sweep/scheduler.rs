@@ -172,6 +172,8 @@ pub fn start_sweep_with(
     control: SweepControl,
 ) -> anyhow::Result<SweepHandle> {
     cfg.validate()?;
+    // A device that does not exist or cannot compute in the sweep's precision: one error now.
+    runner.check_devices(&cfg.devices, cfg.precision)?;
     let mut cfg = cfg;
     // The thread layout: the user's, a rule, or the workload's calibration (`layout`). A resumed
     // sweep keeps the concurrency its header recorded.

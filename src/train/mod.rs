@@ -20,6 +20,7 @@ pub mod optim;
 pub mod runner;
 pub mod scaler;
 pub mod trainer;
+pub mod wgpu;
 
 pub use runner::BurnRunner;
 pub use trainer::{run_trial, TrainOptions};

@@ -10,6 +10,13 @@
 //! * any other failed `cuMemAlloc`: "CUDA allocation error: DriverError(CUDA_ERROR_OUT_OF_MEMORY,
 //!   \"out of memory\")" (`IoError::Unknown` with cudarc's `DriverError` Debug text).
 //!
+//!
+//! On wgpu (cubecl-wgpu 0.10, wgpu 29) the same `BufferTooBig` is what an oversized batch meets
+//! first: CubeCL's memory pools allocate at most one binding's worth
+//! (`max_storage_buffer_binding_size`: 128 MiB on lavapipe, typically 128 MiB–4 GiB on GPUs)
+//! per tensor. A device that runs out of memory itself reports wgpu's `OutOfMemory` error
+//! ("Out of Memory"; wgpu-core's `DeviceError::OutOfMemory`: "Not enough memory left.").
+//!
 //! Such a trial becomes `Outcome::Oom { batch_size, step }` and the sweep goes on.
 
 /// The fragments that identify an out-of-memory (matched case-insensitively).
@@ -19,6 +26,7 @@ pub const OOM_MARKERS: &[&str] = &[
     "cuda_error_out_of_memory",
     "cudaerrormemoryallocation",
     "out of memory",
+    "not enough memory left",
 ];
 
 /// Whether an error or panic message says the device ran out of memory.
@@ -59,7 +67,10 @@ mod tests {
         let launch = "An out-of-memory error happened during launch\nCaused by:\n  allocation of 2147483648 bytes failed\nBacktrace\n";
         let driver = "worker 0 failed: Unknown error happened during execution\nCUDA allocation error: DriverError(CUDA_ERROR_OUT_OF_MEMORY, \"out of memory\")";
         let wrapped = "An error happened during execution\nCaused by:\n  Can't perform the IO operation because of a runtime error: An execution error happened during profiling\nCaused by:\n  can't allocate buffer of size: 4096";
-        for m in [buffer_too_big, launch, driver, wrapped] {
+        // wgpu 29: `Error::OutOfMemory`'s Display and wgpu-core's `DeviceError::OutOfMemory`
+        let wgpu_oom = "wgpu error: Out of Memory";
+        let wgpu_core = "Validation Error\n\nCaused by:\n  In Device::create_buffer\n    Not enough memory left.";
+        for m in [buffer_too_big, launch, driver, wrapped, wgpu_oom, wgpu_core] {
             assert!(is_out_of_memory(m), "not recognised: {m}");
         }
     }

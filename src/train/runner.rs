@@ -44,6 +44,9 @@ impl TrialRunner for BurnRunner {
             DeviceSpec::Cuda { devices } => {
                 cuda::run(devices, workload, spec, data, &self.options, emit, cancel)
             }
+            DeviceSpec::Wgpu { adapters } => {
+                super::wgpu::run(adapters, workload, spec, data, &self.options, emit, cancel)
+            }
         }
     }
 
@@ -55,6 +58,22 @@ impl TrialRunner for BurnRunner {
         match devices {
             DeviceSpec::Cpu { .. } => self.backend(),
             DeviceSpec::Cuda { devices } => cuda_label(devices, &gpu_names()),
+            DeviceSpec::Wgpu { adapters } => {
+                super::wgpu::label(adapters, &super::wgpu::probe().unwrap_or_default())
+            }
+        }
+    }
+
+    fn check_devices(
+        &self,
+        devices: &DeviceSpec,
+        precision: crate::workload::spec::Precision,
+    ) -> anyhow::Result<()> {
+        match devices {
+            DeviceSpec::Wgpu { adapters } => super::wgpu::check(adapters, precision)
+                .map(|_| ())
+                .map_err(|e| anyhow::anyhow!(e)),
+            _ => Ok(()),
         }
     }
 }

@@ -53,6 +53,8 @@ pub struct TuiOptions {
     pub open_log: Option<PathBuf>,
     /// Labels of the CUDA devices found (empty: CPU workers only).
     pub gpu_labels: Vec<String>,
+    /// Labels of the wgpu adapters found (`--features wgpu`; empty: none).
+    pub wgpu_labels: Vec<String>,
 }
 
 impl TuiOptions {
@@ -63,6 +65,7 @@ impl TuiOptions {
             initial_preset: None,
             open_log: None,
             gpu_labels: Vec::new(),
+            wgpu_labels: Vec::new(),
         }
     }
 }
@@ -76,6 +79,7 @@ pub fn initial_app(opts: &TuiOptions, theme: theme::Theme) -> App {
         Some(opts.initial_preset.as_deref().unwrap_or(DEFAULT_PRESET)),
         opts.gpu_labels.clone(),
     );
+    setup.add_wgpu_adapters(opts.wgpu_labels.clone());
     setup.calibrations = crate::sweep::layout::read_cache(&opts.runs_dir);
     App::new(setup, opts.runs_dir.clone(), theme)
 }

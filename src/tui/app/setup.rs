@@ -93,6 +93,9 @@ pub struct SetupState {
     /// Device choices: CPU 1–8 workers, then 1..=n of the CUDA devices found.
     pub devices: Vec<DeviceSpec>,
     pub gpu_labels: Vec<String>,
+    /// Labels of the wgpu adapters (choices after the CUDA ones: 1..=n adapters, and two
+    /// replicas sharing adapter 0 when there is one).
+    pub wgpu_labels: Vec<String>,
     pub device_idx: usize,
     pub optimizer: OptimizerKind,
     pub precision: Precision,
@@ -143,6 +146,7 @@ impl SetupState {
             field: 0,
             devices,
             gpu_labels,
+            wgpu_labels: Vec::new(),
             device_idx: 0,
             optimizer: OptimizerKind::Sgd,
             precision: Precision::Fp32,
@@ -159,6 +163,22 @@ impl SetupState {
         };
         s.reset_from_preset();
         s
+    }
+
+    /// Adds the wgpu adapters found as device choices: 1..=n adapters, and with one adapter
+    /// also two replicas sharing it (data parallelism on a one-GPU machine).
+    pub fn add_wgpu_adapters(&mut self, labels: Vec<String>) {
+        for n in 1..=labels.len() {
+            self.devices.push(DeviceSpec::Wgpu {
+                adapters: (0..n).collect(),
+            });
+        }
+        if labels.len() == 1 {
+            self.devices.push(DeviceSpec::Wgpu {
+                adapters: vec![0, 0],
+            });
+        }
+        self.wgpu_labels = labels;
     }
 
     pub fn preset(&self) -> Option<&PresetEntry> {
@@ -250,9 +270,9 @@ impl SetupState {
         Some(spt * self.total_trials() as f64 / at_once)
     }
 
-    /// Concurrency as launched (CUDA sweeps run one trial at a time).
+    /// Concurrency as launched (GPU sweeps run one trial at a time).
     pub fn effective_concurrency(&self) -> usize {
-        if matches!(self.device(), DeviceSpec::Cuda { .. }) {
+        if !self.device().is_cpu() {
             1
         } else {
             self.concurrency.max(1)
@@ -343,6 +363,13 @@ impl SetupState {
             let est = crate::sweep::layout::estimate_from(&cfg, &self.calibrations);
             gpu_scale = crate::sweep::layout::gpu_scale_warning(&cfg, est.as_ref().map(|e| &e.1));
         }
+        if self.precision == Precision::Bf16 && matches!(self.device(), DeviceSpec::Wgpu { .. }) {
+            // what the runner's precision probe finds at launch, said before it
+            out.push(Problem::error(
+                "precision",
+                "bf16 on wgpu: its WGSL shaders have no bf16 type; use fp16 (loss-scaled) or fp32",
+            ));
+        }
         out.extend(self.notes(&entry.preset));
         out.extend(gpu_scale.map(|w| Problem::warning("devices", w)));
         out
@@ -386,10 +413,10 @@ impl SetupState {
                 "CPU workers share this machine's cores: steps are real, wall time is not a GPU forecast",
             ));
         }
-        if matches!(self.device(), DeviceSpec::Cuda { .. }) && self.concurrency > 1 {
+        if !self.device().is_cpu() && self.concurrency > 1 {
             out.push(Problem::warning(
                 "concurrency",
-                "CUDA sweeps run one trial at a time (each trial owns its GPUs)",
+                "GPU sweeps run one trial at a time (each trial owns its GPUs)",
             ));
         }
         out

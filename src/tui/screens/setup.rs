@@ -241,6 +241,21 @@ fn field_value(app: &App, f: Field) -> String {
                         names.join(", ")
                     )
                 }
+                crate::core::trial::DeviceSpec::Wgpu { adapters } => {
+                    let name = |i: &usize| {
+                        s.wgpu_labels
+                            .get(*i)
+                            .cloned()
+                            .unwrap_or_else(|| format!("wgpu:{i}"))
+                    };
+                    match d.sharing() {
+                        Some(how) => format!("{how} ({})", name(&adapters[0])),
+                        None => {
+                            let names: Vec<String> = adapters.iter().map(name).collect();
+                            names.join(", ")
+                        }
+                    }
+                }
                 _ => d.label(),
             }
         }

@@ -1,0 +1,233 @@
+//! The wgpu tier, engine side (`cargo test --release --features wgpu --test wgpu_engine`): real
+//! trials on a wgpu adapter — Mesa's software Vulkan driver (lavapipe) in CI, no GPU needed.
+//! * two replicas on wgpu (`wgpu:0,0`: sharing adapter 0; the all-reduce path multi-GPU CUDA
+//!   takes) follow the trajectory of two CPU workers at the same seed;
+//! * fp16 on wgpu with the loss scaler (and a scale that overflows is skipped and halved);
+//! * Burn's generic convolution and the tensor-op SGD update on wgpu against the CPU fast paths
+//!   (im2col + gemm, the fused in-place SGD), which only Flex takes.
+//!
+//! Without an adapter every test fails with the probe's one-line reason (`.ci/run` installs
+//! lavapipe first).
+#![cfg(feature = "wgpu")]
+
+mod common;
+
+use burn::backend::wgpu::{Wgpu, WgpuDevice};
+use burn::backend::{Autodiff, Flex};
+use burn::tensor::{Tensor, TensorData};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use common::{cpu_trial, digits_workload, train};
+use scaling_lab::core::{DeviceSpec, Outcome};
+use scaling_lab::model::layers::{gemm_conv, uniform, ConvPool, Ctx};
+use scaling_lab::train::optim::sgd_update;
+use scaling_lab::train::scaler::ScalerConfig;
+use scaling_lab::train::TrainOptions;
+use scaling_lab::workload::spec::Precision;
+
+fn adapter0() -> WgpuDevice {
+    let found = scaling_lab::train::wgpu::probe().unwrap_or_else(|e| panic!("{e}"));
+    assert!(!found.is_empty());
+    // the device `wgpu:0` trains on (the runner's own mapping)
+    scaling_lab::train::wgpu::device(0).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn on_wgpu(
+    mut s: scaling_lab::core::TrialSpec,
+    adapters: &[usize],
+) -> scaling_lab::core::TrialSpec {
+    s.devices = DeviceSpec::Wgpu {
+        adapters: adapters.to_vec(),
+    };
+    s
+}
+
+/// Two replicas sharing adapter 0 take the loss trajectory and the steps-to-target of two CPU
+/// workers at the same seed: the losses of every step agree to 1e-4 (relative), the validation
+/// errors to 2 examples of 360 (as one vs four CPU workers in `engine_train`), and the
+/// steps-to-target within 20 % (the cross-backend tolerance of `gpu-check.sh` and of bf16 vs fp32).
+#[test]
+fn two_replicas_on_wgpu_follow_two_cpu_workers() {
+    let w = digits_workload();
+    let cpu = cpu_trial(&w, 64, 2, Precision::Fp32);
+    let gpu = on_wgpu(cpu.clone(), &[0, 0]);
+    let (a, la) = train(&w, &cpu, TrainOptions::default());
+    let (b, lb) = train(&w, &gpu, TrainOptions::default());
+    let (sa, sb) = (
+        a.outcome.steps_to_target().expect("cpu reached"),
+        b.outcome.steps_to_target().expect("wgpu reached"),
+    );
+    eprintln!(
+        "2 CPU workers: {sa} steps, {:.0} ex/s; wgpu:0,0: {sb} steps, {:.0} ex/s, exchange {:.2} ms/step",
+        a.throughput.examples_per_s,
+        b.throughput.examples_per_s,
+        b.throughput.exchange_s * 1e3
+    );
+    assert!(
+        (sb as f64 / sa as f64 - 1.0).abs() <= 0.20,
+        "cpu {sa} vs wgpu {sb}"
+    );
+    let n = la.len().min(lb.len());
+    assert!(n >= 20, "{n} steps compared");
+    let worst = la[..n]
+        .iter()
+        .zip(&lb[..n])
+        .map(|(x, y)| (x - y).abs() / x.abs().max(1.0))
+        .fold(0.0, f64::max);
+    eprintln!("largest relative loss difference over {n} steps: {worst:.2e}");
+    assert!(worst <= 1e-4, "losses differ by {worst:.2e}");
+    for (p, q) in a.evals.iter().zip(&b.evals) {
+        assert_eq!(p.step, q.step);
+        assert!((p.metric - q.metric).abs() <= 2.0 / 360.0, "{p:?} vs {q:?}");
+    }
+    assert!(b.throughput.exchanged_bytes_per_step > 0, "no all-reduce");
+}
+
+/// fp16 on wgpu: the loss is scaled (2^16, kept while no step overflows) and the trial reaches
+/// the target; a scale that overflows fp16 is skipped and halved until the gradients fit.
+#[test]
+fn fp16_on_wgpu_runs_with_the_loss_scaler() {
+    let w = digits_workload();
+    let s = on_wgpu(cpu_trial(&w, 64, 1, Precision::Fp16), &[0]);
+    let (out, _) = train(&w, &s, TrainOptions::default());
+    eprintln!(
+        "fp16 on wgpu: {:?}, scale {}, {} skipped",
+        out.outcome, out.final_loss_scale, out.skipped_steps
+    );
+    assert!(
+        matches!(out.outcome, Outcome::Reached { .. }),
+        "{:?}",
+        out.outcome
+    );
+    assert_eq!(out.final_loss_scale, 65536.0);
+
+    let mut w = digits_workload();
+    w.step_budget = 20;
+    w.target.value = 0.0;
+    let mut cfg = ScalerConfig::fp16();
+    cfg.init_scale = 2f64.powi(40);
+    let (out, _) = train(
+        &w,
+        &s,
+        TrainOptions {
+            scaler: Some(cfg),
+            ..Default::default()
+        },
+    );
+    assert_eq!(out.steps, 20, "applied steps count only the clean ones");
+    assert!(out.skipped_steps >= 1, "no step was skipped");
+    assert_eq!(
+        out.final_loss_scale,
+        2f64.powi(40) / 2f64.powi(out.skipped_steps as i32)
+    );
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+/// The CNN block: Burn's conv2d → max-pool on wgpu (the generic path every non-Flex backend takes)
+/// equals the CPU's im2col + gemm in values and in the gradients of input, weights and bias.
+#[test]
+fn generic_convolution_on_wgpu_matches_the_cpu_im2col_path() {
+    type G = Autodiff<Wgpu>;
+    type C = Autodiff<Flex>;
+    assert!(!gemm_conv::<G>(), "wgpu must take Burn's convolution");
+    assert!(gemm_conv::<C>(), "the CPU takes im2col + gemm");
+    let gd = adapter0();
+    let cd = Default::default();
+    let (n, h, w, cin, cout, k) = (2, 8, 8, 3, 4, 5);
+    let mut rng = StdRng::seed_from_u64(3);
+    let x_vals = uniform(&mut rng, n * h * w * cin, 1.0);
+    let probe = uniform(&mut rng, n * (h / 2) * (w / 2) * cout, 1.0);
+    let gpu = ConvPool::<G>::new(&mut StdRng::seed_from_u64(11), cin, cout, k, &gd);
+    let cpu = ConvPool::<C>::new(&mut StdRng::seed_from_u64(11), cin, cout, k, &cd);
+
+    let x = Tensor::<G, 4>::from_data(TensorData::new(x_vals.clone(), [n, h, w, cin]), &gd)
+        .require_grad();
+    let p = Tensor::<G, 4>::from_data(TensorData::new(probe.clone(), [n, h / 2, w / 2, cout]), &gd);
+    let y = gpu.forward(x.clone(), &Ctx::fp32());
+    let g = (y.clone() * p).sum().backward();
+    let v = |t: Tensor<Wgpu, 4>| t.into_data().to_vec::<f32>().unwrap();
+    let (gy, gx) = (v(y.inner()), v(x.grad(&g).unwrap()));
+    let gw = gpu
+        .w
+        .val()
+        .grad(&g)
+        .unwrap()
+        .into_data()
+        .to_vec::<f32>()
+        .unwrap();
+    let gb = gpu
+        .b
+        .val()
+        .grad(&g)
+        .unwrap()
+        .into_data()
+        .to_vec::<f32>()
+        .unwrap();
+
+    let x = Tensor::<C, 4>::from_data(TensorData::new(x_vals, [n, h, w, cin]), &cd).require_grad();
+    let p = Tensor::<C, 4>::from_data(TensorData::new(probe, [n, h / 2, w / 2, cout]), &cd);
+    let y = cpu.forward(x.clone(), &Ctx::fp32());
+    let g = (y.clone() * p).sum().backward();
+    let v = |t: Tensor<Flex, 4>| t.into_data().to_vec::<f32>().unwrap();
+    let (cy, cx) = (v(y.inner()), v(x.grad(&g).unwrap()));
+    let cw = cpu
+        .w
+        .val()
+        .grad(&g)
+        .unwrap()
+        .into_data()
+        .to_vec::<f32>()
+        .unwrap();
+    let cb = cpu
+        .b
+        .val()
+        .grad(&g)
+        .unwrap()
+        .into_data()
+        .to_vec::<f32>()
+        .unwrap();
+
+    assert!(cy.iter().any(|v| *v > 0.0), "all outputs zero");
+    assert!(max_abs_diff(&gy, &cy) < 1e-5, "values differ");
+    assert!(max_abs_diff(&gx, &cx) < 1e-4, "d/dx differs");
+    assert!(max_abs_diff(&gw, &cw) < 1e-4, "d/dw differs");
+    assert!(max_abs_diff(&gb, &cb) < 1e-4, "d/db differs");
+}
+
+/// The SGD update as tensor ops on wgpu equals the CPU's fused in-place update over several
+/// steps, for plain SGD, heavy-ball and Nesterov momentum (to f32 rounding: a GPU may fuse
+/// multiply-adds).
+#[test]
+fn generic_sgd_on_wgpu_matches_the_fused_cpu_update() {
+    let gd = adapter0();
+    let n = 1000;
+    let mut rng = StdRng::seed_from_u64(5);
+    let w0 = uniform(&mut rng, n, 1.0);
+    let grads: Vec<Vec<f32>> = (0..5).map(|_| uniform(&mut rng, n, 1.0)).collect();
+    for momentum in [None, Some((0.9, false)), Some((0.9, true))] {
+        let mut gw = Tensor::<Wgpu, 1>::from_data(TensorData::new(w0.clone(), [n]), &gd);
+        let mut cw =
+            Tensor::<Flex, 1>::from_data(TensorData::new(w0.clone(), [n]), &Default::default());
+        let (mut gv, mut cv) = (None, None);
+        for g in &grads {
+            let gg = Tensor::<Wgpu, 1>::from_data(TensorData::new(g.clone(), [n]), &gd);
+            let cg =
+                Tensor::<Flex, 1>::from_data(TensorData::new(g.clone(), [n]), &Default::default());
+            (gw, gv) = sgd_update(gw, gg, gv, 0.1, momentum);
+            (cw, cv) = sgd_update(cw, cg, cv, 0.1, momentum);
+        }
+        let a = gw.into_data().to_vec::<f32>().unwrap();
+        let b = cw.into_data().to_vec::<f32>().unwrap();
+        let d = max_abs_diff(&a, &b);
+        assert!(d < 1e-5, "{momentum:?}: weights differ by {d}");
+        assert!(max_abs_diff(&a, &w0) > 0.1, "{momentum:?}: nothing moved");
+    }
+}
