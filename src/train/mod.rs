@@ -17,6 +17,7 @@ pub use crate::core::meter;
 pub mod noise;
 pub mod oom;
 pub mod optim;
+mod options;
 pub mod runner;
 pub mod scaler;
 pub mod trainer;
