@@ -4,5 +4,6 @@
 //!
 //! Layering: imports `data` only.
 pub mod applied;
+pub mod check;
 pub mod load;
 pub mod spec;

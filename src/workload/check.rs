@@ -1,0 +1,793 @@
+//! The second pass of loading a preset: [`check`] validates the values (ranges, model/dataset/metric
+//! compatibility, sizes against the data and memory) and returns each problem with the key it is
+//! about; `load` locates the key in the file.
+
+use super::spec::{
+    DatasetKind, DatasetSpec, Decay, Metric, ModelSpec, Preset, SearchSpace, SweepDefaults,
+    Workload,
+};
+
+/// One key path segment: a table key or an array index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeySeg {
+    Key(&'static str),
+    Index(usize),
+}
+
+/// A semantic problem and the key it is about.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    pub key: Vec<KeySeg>,
+    pub message: String,
+}
+
+pub(super) fn key(path: &[&'static str]) -> Vec<KeySeg> {
+    path.iter().map(|k| KeySeg::Key(k)).collect()
+}
+
+/// The key of element `i` of `sweep.batch_sizes`.
+fn batch_size_key(i: usize) -> Vec<KeySeg> {
+    vec![
+        KeySeg::Key("sweep"),
+        KeySeg::Key("batch_sizes"),
+        KeySeg::Index(i),
+    ]
+}
+
+/// Pushes a problem about the key at `path`.
+fn bad(out: &mut Vec<Problem>, path: &[&'static str], message: String) {
+    out.push(Problem {
+        key: key(path),
+        message,
+    });
+}
+
+fn in_open_unit(v: f64) -> bool {
+    v > 0.0 && v < 1.0
+}
+
+fn positive(v: f64) -> bool {
+    v.is_finite() && v > 0.0
+}
+
+/// Longest preset name: it becomes part of the run log's file name (at most 255 bytes).
+pub const MAX_NAME_CHARS: usize = 100;
+
+/// Semantic validation of a deserialised preset; problems in document order of importance.
+pub fn check(p: &Preset) -> Vec<Problem> {
+    let mut out = Vec::new();
+    check_names(p, &mut out);
+    check_model_and_target(&p.workload, &mut out);
+    check_targets(&p.workload, &mut out);
+    check_model_sizes(&p.workload, &mut out);
+    check_dataset(&p.workload, &mut out);
+    check_measurement(&p.workload, &mut out);
+    check_defaults(&p.workload, &mut out);
+    check_search(&p.search, &mut out);
+    check_sweep(&p.sweep, &mut out);
+    out.extend(check_sizes(p, available_memory()));
+    out
+}
+
+/// `name` (it names run logs: not empty, not too long for a file name) and `description`.
+fn check_names(p: &Preset, out: &mut Vec<Problem>) {
+    if p.name.trim().is_empty() {
+        bad(out, &["name"], "name must not be empty".into());
+    } else if p.name.chars().count() > MAX_NAME_CHARS {
+        bad(
+            out,
+            &["name"],
+            format!(
+                "name is {} characters long: at most {MAX_NAME_CHARS} (it becomes part of the run log's file name)",
+                p.name.chars().count()
+            ),
+        );
+    }
+    if p.description.trim().is_empty() {
+        bad(
+            out,
+            &["description"],
+            "description must not be empty".into(),
+        );
+    }
+}
+
+/// Model ↔ dataset ↔ metric, and the target value in the metric's range.
+fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
+    let (needs, metric) = match &w.model {
+        ModelSpec::Mlp { .. } | ModelSpec::Cnn { .. } => (Some(true), Metric::ValError),
+        ModelSpec::CharLstm { .. } | ModelSpec::Mlstm { .. } | ModelSpec::Transformer { .. } => {
+            (Some(false), Metric::ValBpc)
+        }
+        ModelSpec::Nqm { .. } => (None, Metric::NqmLoss),
+    };
+    let model = w.model.short_name();
+    match (&w.dataset, needs) {
+        (None, Some(images)) => bad(
+            out,
+            &["workload", "model", "kind"],
+            format!(
+                "model `{model}` needs a dataset: add a [workload.dataset] table with an {} dataset",
+                if images { "image (digits, mnist, fashion)" } else { "text (shakespeare, reviews)" }
+            ),
+        ),
+        (Some(_), None) => bad(
+            out,
+            &["workload", "dataset"],
+            "the noisy quadratic model (`nqm`) has no dataset: remove [workload.dataset]".into(),
+        ),
+        (Some(d), Some(images)) => {
+            let is_img = image_geometry(d.name).is_some();
+            if is_img != images {
+                bad(
+                    out,
+                    &["workload", "dataset", "name"],
+                    format!(
+                        "model `{model}` is {} but dataset `{}` is {}",
+                        if images { "an image classifier" } else { "a language model" },
+                        dataset_name(d.name),
+                        if is_img { "images: use shakespeare or reviews" } else { "text: use digits, mnist or fashion" }
+                    ),
+                );
+            }
+        }
+        (None, None) => {}
+    }
+    if w.target.metric != metric {
+        bad(
+            out,
+            &["workload", "target", "metric"],
+            format!(
+                "model `{model}` reports `{}`, not `{}`",
+                metric.name(),
+                w.target.metric.name()
+            ),
+        );
+    }
+    let v = w.target.value;
+    let range = match w.target.metric {
+        Metric::ValError if !in_open_unit(v) => Some("val_error must be in (0, 1)"),
+        Metric::ValBpc if !(v > 0.0 && v < 8.0) => Some("val_bpc must be in (0, 8) bits per byte"),
+        Metric::NqmLoss if !positive(v) => Some("nqm_loss must be > 0"),
+        _ => None,
+    };
+    if let Some(range) = range {
+        bad(
+            out,
+            &["workload", "target", "value"],
+            format!("target value {v} for {range}"),
+        );
+    }
+}
+
+/// The ladder (issue 22): looser rungs read from the same trials; the goal is the strictest.
+fn check_targets(w: &Workload, out: &mut Vec<Problem>) {
+    let v = w.target.value;
+    if w.targets.len() > MAX_TARGETS {
+        bad(
+            out,
+            &["workload", "targets"],
+            format!("{} targets: at most {MAX_TARGETS}", w.targets.len()),
+        );
+    }
+    for (i, &t) in w.targets.iter().enumerate() {
+        let in_range = match w.target.metric {
+            Metric::ValError => in_open_unit(t),
+            Metric::ValBpc => t > 0.0 && t < 8.0,
+            Metric::NqmLoss => positive(t),
+        };
+        if !in_range {
+            bad(
+                out,
+                &["workload", "targets"],
+                format!(
+                    "targets: {t} is out of range for {}",
+                    w.target.metric.name()
+                ),
+            );
+        } else if t <= v {
+            bad(
+                out,
+                &["workload", "targets"],
+                format!(
+                    "targets: {t} is not looser than the goal {v}: target.value is the strictest \
+                     rung (trials run until they meet it), so set it to the strictest value and list \
+                     the looser ones in targets"
+                ),
+            );
+        } else if w.targets[..i].contains(&t) {
+            bad(
+                out,
+                &["workload", "targets"],
+                format!("targets: {t} is listed twice"),
+            );
+        }
+    }
+}
+
+/// Layer sizes > 0, heads dividing d_model, the NQM's preconditioning power.
+fn check_model_sizes(w: &Workload, out: &mut Vec<Problem>) {
+    let positive = |k: &'static str, zero: bool| -> (&'static str, bool, String) {
+        (k, zero, format!("{k} must be > 0"))
+    };
+    let model_checks: Vec<(&'static str, bool, String)> = match &w.model {
+        ModelSpec::Mlp { hidden } => vec![(
+            "hidden",
+            hidden.contains(&0),
+            "hidden layer widths must be > 0".into(),
+        )],
+        ModelSpec::Cnn { channels, dense } => vec![
+            (
+                "channels",
+                channels.contains(&0),
+                "conv channels must be > 0".into(),
+            ),
+            ("dense", *dense == 0, "dense width must be > 0".into()),
+        ],
+        ModelSpec::CharLstm { embed, hidden } | ModelSpec::Mlstm { embed, hidden } => {
+            vec![
+                positive("embed", *embed == 0),
+                positive("hidden", *hidden == 0),
+            ]
+        }
+        ModelSpec::Transformer {
+            d_model,
+            heads,
+            layers,
+            ff,
+        } => vec![
+            positive("d_model", *d_model == 0),
+            (
+                "heads",
+                *heads == 0 || !d_model.is_multiple_of(*heads.max(&1)),
+                format!("heads {heads} must be > 0 and divide d_model {d_model}"),
+            ),
+            positive("layers", *layers == 0),
+            positive("ff", *ff == 0),
+        ],
+        ModelSpec::Nqm {
+            dim,
+            precondition_power,
+        } => vec![
+            positive("dim", *dim == 0),
+            (
+                "precondition_power",
+                !(0.0..=1.0).contains(precondition_power),
+                format!("precondition_power {precondition_power} must be in [0, 1]"),
+            ),
+        ],
+    };
+    for (k, wrong, message) in model_checks {
+        if wrong {
+            bad(out, &["workload", "model", k], message);
+        }
+    }
+}
+
+/// The dataset's own settings (ranges; which dataset they apply to is `unused_keys`).
+fn check_dataset(w: &Workload, out: &mut Vec<Problem>) {
+    let Some(d) = &w.dataset else { return };
+    let positive = |k: &'static str, zero: bool| -> (&'static str, bool, String) {
+        (k, zero, format!("{k} must be > 0"))
+    };
+    let dataset_checks = [
+        (
+            "val_fraction",
+            !in_open_unit(d.val_fraction),
+            format!("val_fraction {} must be in (0, 1)", d.val_fraction),
+        ),
+        positive("seq_len", d.seq_len == 0),
+        positive("max_bytes", d.max_bytes == Some(0)),
+        (
+            "downsample",
+            d.downsample == Some(0),
+            "downsample must be ≥ 1 (2 = average-pool 2×2 blocks)".into(),
+        ),
+        positive("max_val", d.max_val == Some(0)),
+    ];
+    for (k, wrong, message) in dataset_checks {
+        if wrong {
+            bad(out, &["workload", "dataset", k], message);
+        }
+    }
+}
+
+/// Evaluation grid, budgets, clipping, divergence.
+fn check_measurement(w: &Workload, out: &mut Vec<Problem>) {
+    if w.eval_every == 0 {
+        bad(
+            out,
+            &["workload", "eval_every"],
+            "eval_every must be > 0".into(),
+        );
+    }
+    if !(w.eval_growth.is_finite() && (0.0..=1.0).contains(&w.eval_growth)) {
+        bad(
+            out,
+            &["workload", "eval_growth"],
+            format!(
+                "eval_growth {} must be in [0, 1] (0.05 = evaluate every 5% of the steps so far)",
+                w.eval_growth
+            ),
+        );
+    }
+    if w.max_examples == Some(0) {
+        bad(
+            out,
+            &["workload", "max_examples"],
+            "max_examples must be > 0 (omit it for no example budget)".into(),
+        );
+    }
+    if w.step_budget == 0 || w.step_budget < w.eval_every {
+        bad(
+            out,
+            &["workload", "step_budget"],
+            format!(
+                "step_budget {} must be at least eval_every {} (and > 0)",
+                w.step_budget, w.eval_every
+            ),
+        );
+    }
+    if let Some(c) = w.grad_clip.filter(|c| !positive(*c)) {
+        bad(
+            out,
+            &["workload", "grad_clip"],
+            format!("grad_clip {c} must be > 0"),
+        );
+    }
+    if !(w.divergence_factor.is_finite() && w.divergence_factor > 1.0) {
+        bad(
+            out,
+            &["workload", "divergence_factor"],
+            format!("divergence_factor {} must be > 1", w.divergence_factor),
+        );
+    }
+}
+
+/// The default metaparameters of a single `train` run.
+fn check_defaults(w: &Workload, out: &mut Vec<Problem>) {
+    let m = &w.defaults;
+    let k = |name: &'static str| -> [&'static str; 3] { ["workload", "defaults", name] };
+    if !positive(m.learning_rate) {
+        bad(
+            out,
+            &k("learning_rate"),
+            format!("learning_rate {} must be > 0", m.learning_rate),
+        );
+    }
+    for (name, v) in [("momentum", m.momentum), ("beta2", m.beta2)] {
+        if !(0.0..1.0).contains(&v) {
+            bad(out, &k(name), format!("{name} {v} must be in [0, 1)"));
+        }
+    }
+    if !positive(m.epsilon) {
+        bad(
+            out,
+            &k("epsilon"),
+            format!("epsilon {} must be > 0", m.epsilon),
+        );
+    }
+    if m.schedule.warmup_steps > w.step_budget {
+        bad(
+            out,
+            &["workload", "defaults", "schedule", "warmup_steps"],
+            format!(
+                "warmup_steps {} exceeds step_budget {}",
+                m.schedule.warmup_steps, w.step_budget
+            ),
+        );
+    }
+    if let Decay::Linear { alpha, steps } = m.schedule.decay {
+        let d = |name: &'static str| -> [&'static str; 5] {
+            ["workload", "defaults", "schedule", "decay", name]
+        };
+        if !(0.0..=1.0).contains(&alpha) {
+            bad(
+                out,
+                &d("alpha"),
+                format!("decay alpha {alpha} must be in [0, 1]"),
+            );
+        }
+        if steps == 0 {
+            bad(out, &d("steps"), "decay steps must be > 0".into());
+        }
+    }
+}
+
+/// The search space, with the same bounds the plan samples within (`sweep::plan`).
+fn check_search(s: &SearchSpace, out: &mut Vec<Problem>) {
+    let range = |r: [f64; 2]| positive(r[0]) && positive(r[1]) && r[0] <= r[1];
+    if !range(s.learning_rate) {
+        bad(
+            out,
+            &["search", "learning_rate"],
+            format!(
+                "learning_rate range [{}, {}] must have 0 < lo <= hi",
+                s.learning_rate[0], s.learning_rate[1]
+            ),
+        );
+    }
+    if let Some(r) = s.one_minus_momentum.filter(|r| !(range(*r) && r[1] < 1.0)) {
+        bad(
+            out,
+            &["search", "one_minus_momentum"],
+            format!(
+                "one_minus_momentum range [{}, {}] must have 0 < lo <= hi < 1 (1−γ = 1 is plain SGD: use an sgd preset)",
+                r[0], r[1]
+            ),
+        );
+    }
+    if let Some(r) = s.decay_alpha.filter(|r| !(range(*r) && r[1] <= 1.0)) {
+        bad(
+            out,
+            &["search", "decay_alpha"],
+            format!(
+                "decay_alpha range [{}, {}] must have 0 < lo <= hi <= 1",
+                r[0], r[1]
+            ),
+        );
+    }
+    let unit = |v: f64| (0.0..=1.0).contains(&v);
+    if let Some(r) = s
+        .decay_fraction
+        .filter(|r| !(unit(r[0]) && unit(r[1]) && r[0] <= r[1]))
+    {
+        bad(
+            out,
+            &["search", "decay_fraction"],
+            format!(
+                "decay_fraction range [{}, {}] must have 0 <= lo <= hi <= 1",
+                r[0], r[1]
+            ),
+        );
+    }
+    if !(0.0..1.0).contains(&s.warmup_fraction) {
+        bad(
+            out,
+            &["search", "warmup_fraction"],
+            format!("warmup_fraction {} must be in [0, 1)", s.warmup_fraction),
+        );
+    }
+    if s.base_batch == 0 {
+        bad(
+            out,
+            &["search", "base_batch"],
+            "base_batch must be > 0".into(),
+        );
+    }
+}
+
+/// Sweep defaults: counts > 0, batch sizes > 0, distinct and divisible by the workers.
+fn check_sweep(sw: &SweepDefaults, out: &mut Vec<Problem>) {
+    if sw.batch_sizes.is_empty() {
+        bad(
+            out,
+            &["sweep", "batch_sizes"],
+            "batch_sizes must not be empty".into(),
+        );
+    }
+    for (k, v) in [
+        ("workers", sw.workers),
+        ("concurrency", sw.concurrency),
+        ("trials_per_batch", sw.trials_per_batch),
+    ] {
+        if v == 0 {
+            bad(out, &["sweep", k], format!("{k} must be > 0"));
+        }
+    }
+    if sw.trials_per_device > 64 {
+        bad(
+            out,
+            &["sweep", "trials_per_device"],
+            format!(
+                "trials_per_device {} is absurd (at most 64)",
+                sw.trials_per_device
+            ),
+        );
+    }
+    for (i, &b) in sw.batch_sizes.iter().enumerate() {
+        let msg = if b == 0 {
+            Some("batch sizes must be > 0".to_string())
+        } else if let Some(first) = sw.batch_sizes[..i].iter().position(|&x| x == b) {
+            Some(format!(
+                "batch size {b} is listed twice (also element {} of batch_sizes): each B is measured once",
+                first + 1
+            ))
+        } else if sw.workers > 0 && !b.is_multiple_of(sw.workers) {
+            Some(format!(
+                "batch size {b} is not divisible by workers {} (each worker gets B/G examples)",
+                sw.workers
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = msg {
+            out.push(Problem {
+                key: batch_size_key(i),
+                message,
+            });
+        }
+    }
+}
+
+/// Upper bounds on counts that allocate per item (trials, threads): far above any real use,
+/// low enough that an absurd value is an error instead of an allocation crash.
+pub const MAX_TRIALS_PER_BATCH: usize = 100_000;
+pub const MAX_BATCH_SIZES: usize = 4_096;
+pub const MAX_WORKERS: usize = 1_024;
+/// (the same cap as `--concurrency`: a preset cannot ask for what the flag refuses)
+pub const MAX_CONCURRENCY: usize = 256;
+pub const MAX_BATCH_SIZE: usize = 1 << 30;
+/// Largest number of rungs in a ladder of targets (`workload.targets`).
+pub const MAX_TARGETS: usize = 32;
+/// Smallest validation set whose error rate is worth a target (one image = 0 % or 100 %).
+pub const MIN_VAL_EXAMPLES: usize = 10;
+
+/// (examples, height, width) of an image dataset as bundled.
+pub fn image_geometry(kind: DatasetKind) -> Option<(usize, usize, usize)> {
+    match kind {
+        DatasetKind::Digits => Some((1797, 8, 8)),
+        DatasetKind::Mnist | DatasetKind::Fashion => Some((10_000, 28, 28)),
+        DatasetKind::Shakespeare | DatasetKind::Reviews => None,
+    }
+}
+
+/// (training examples, validation examples used) of an image workload, computed exactly as the
+/// split does; `None` for text and the NQM.
+pub fn image_split_sizes(w: &super::spec::Workload) -> Option<(usize, usize)> {
+    let d = w.dataset.as_ref()?;
+    let (n, _, _) = image_geometry(d.name)?;
+    if !(d.val_fraction > 0.0 && d.val_fraction < 1.0) {
+        return None;
+    }
+    let n_val = crate::data::split::val_count(n, d.val_fraction).min(n);
+    let used = d.max_val.map_or(n_val, |m| m.min(n_val));
+    Some((n - n_val, used))
+}
+
+/// Why batch size `b` cannot be used with workload `w` on `workers` workers, if it cannot:
+/// zero, absurdly large, not divisible by the workers, or larger than the training set. For the
+/// CLI's `--batch-sizes`/`--batch-size` as well as the preset's.
+pub fn batch_size_problem(w: &super::spec::Workload, b: usize, workers: usize) -> Option<String> {
+    if b == 0 {
+        return Some("batch sizes must be > 0".into());
+    }
+    if b > MAX_BATCH_SIZE {
+        return Some(format!(
+            "batch size {b} is absurd (at most {MAX_BATCH_SIZE})"
+        ));
+    }
+    if workers > 0 && !b.is_multiple_of(workers) {
+        return Some(format!(
+            "batch size {b} is not divisible by workers {workers} (each worker gets B/G examples)"
+        ));
+    }
+    if let Some((n_train, _)) = image_split_sizes(w) {
+        if b > n_train {
+            return Some(format!(
+                "batch size {b} is larger than the {n_train} training examples"
+            ));
+        }
+    }
+    None
+}
+
+/// Memory this machine has available for a new process (bytes), from /proc/meminfo; `None` when
+/// it cannot be read.
+pub fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb.saturating_mul(1024))
+}
+
+/// Approximate trainable parameter count of the model (f64: absurd sizes must not overflow).
+pub fn approx_params(w: &super::spec::Workload) -> f64 {
+    let (c_in, h, wd) = w
+        .dataset
+        .as_ref()
+        .and_then(|d| {
+            let (_, h, wd) = image_geometry(d.name)?;
+            let f = d.downsample.unwrap_or(1).max(1);
+            Some((1.0, (h / f).max(1) as f64, (wd / f).max(1) as f64))
+        })
+        .unwrap_or((1.0, 1.0, 1.0));
+    let classes = 10.0;
+    let vocab = 256.0;
+    match &w.model {
+        ModelSpec::Mlp { hidden } => {
+            let mut prev = c_in * h * wd;
+            let mut p = 0.0;
+            for &x in hidden {
+                p += (prev + 1.0) * x as f64;
+                prev = x as f64;
+            }
+            p + (prev + 1.0) * classes
+        }
+        ModelSpec::Cnn { channels, dense } => {
+            let mut prev = c_in;
+            let mut p = 0.0;
+            for &c in channels {
+                p += 25.0 * prev * c as f64 + c as f64;
+                prev = c as f64;
+            }
+            p + (prev * h * wd + 1.0) * *dense as f64 + (*dense as f64 + 1.0) * classes
+        }
+        ModelSpec::CharLstm { embed, hidden } | ModelSpec::Mlstm { embed, hidden } => {
+            let (e, hd) = (*embed as f64, *hidden as f64);
+            vocab * e + 8.0 * (e + hd + 1.0) * hd + (hd + 1.0) * vocab
+        }
+        ModelSpec::Transformer {
+            d_model,
+            layers,
+            ff,
+            ..
+        } => {
+            let (d, f, l) = (*d_model as f64, *ff as f64, *layers as f64);
+            let seq = w.dataset.as_ref().map_or(1.0, |d| d.seq_len as f64);
+            vocab * d + seq * d + l * (4.0 * d * d + 2.0 * d * f + 8.0 * d) + (d + 1.0) * vocab
+        }
+        ModelSpec::Nqm { dim, .. } => 4.0 * *dim as f64,
+    }
+}
+
+/// Sizes that would crash on allocation or make no sense: trial/thread counts, batch sizes
+/// against the training set, degenerate validation sets, `downsample` that crops, models too big
+/// for `memory` (bytes available; `None` = unknown, only absolute caps apply).
+pub fn check_sizes(p: &Preset, memory: Option<u64>) -> Vec<Problem> {
+    let mut out = Vec::new();
+    check_counts(p, &mut out);
+    if let Some(d) = &p.workload.dataset {
+        check_data_sizes(&p.workload, d, &mut out);
+    }
+    let sw = &p.sweep;
+    for (i, &b) in sw.batch_sizes.iter().enumerate() {
+        if b == 0 || (sw.workers > 0 && !b.is_multiple_of(sw.workers)) {
+            continue; // reported by `check`
+        }
+        if let Some(message) = batch_size_problem(&p.workload, b, sw.workers) {
+            out.push(Problem {
+                key: batch_size_key(i),
+                message,
+            });
+        }
+    }
+    check_model_memory(p, memory, &mut out);
+    out
+}
+
+/// Counts that allocate per item: trials, batch sizes, workers, trials at once, base batch.
+fn check_counts(p: &Preset, out: &mut Vec<Problem>) {
+    let sw = &p.sweep;
+    let caps: [(&'static str, &'static str, usize, usize); 5] = [
+        (
+            "sweep",
+            "trials_per_batch",
+            sw.trials_per_batch,
+            MAX_TRIALS_PER_BATCH,
+        ),
+        ("sweep", "workers", sw.workers, MAX_WORKERS),
+        ("sweep", "concurrency", sw.concurrency, MAX_CONCURRENCY),
+        ("search", "base_batch", p.search.base_batch, MAX_BATCH_SIZE),
+        (
+            "sweep",
+            "batch_sizes",
+            sw.batch_sizes.len(),
+            MAX_BATCH_SIZES,
+        ),
+    ];
+    for (table, k, v, max) in caps {
+        if v > max {
+            let what = if k == "batch_sizes" {
+                format!("{v} batch sizes")
+            } else {
+                format!("{k} {v}")
+            };
+            bad(
+                out,
+                &[table, k],
+                format!("{what} is absurd (at most {max})"),
+            );
+        }
+    }
+}
+
+/// Image geometry and split sizes (`downsample`, the validation and training sets), `seq_len`.
+fn check_data_sizes(w: &Workload, d: &DatasetSpec, out: &mut Vec<Problem>) {
+    let k = |name: &'static str| -> [&'static str; 3] { ["workload", "dataset", name] };
+    if let Some((_, h, wd)) = image_geometry(d.name) {
+        if let Some(f) = d.downsample.filter(|&f| f > 0) {
+            if !h.is_multiple_of(f) || !wd.is_multiple_of(f) {
+                bad(
+                    out,
+                    &k("downsample"),
+                    format!(
+                        "downsample {f} does not divide the {h}×{wd} images (it would crop them): use a divisor of {h}"
+                    ),
+                );
+            }
+        }
+        if let Some((n_train, n_val)) = image_split_sizes(w) {
+            if n_val < MIN_VAL_EXAMPLES {
+                let key = if d.max_val.is_some_and(|m| m < MIN_VAL_EXAMPLES) {
+                    "max_val"
+                } else {
+                    "val_fraction"
+                };
+                bad(
+                    out,
+                    &k(key),
+                    format!(
+                        "the validation set would hold {n_val} examples: at least {MIN_VAL_EXAMPLES} are needed for a meaningful error rate"
+                    ),
+                );
+            }
+            if n_train < MIN_VAL_EXAMPLES {
+                bad(
+                    out,
+                    &k("val_fraction"),
+                    format!(
+                        "val_fraction {} leaves {n_train} training examples",
+                        d.val_fraction
+                    ),
+                );
+            }
+        }
+    } else if d.downsample.is_some_and(|f| f > 1) {
+        bad(
+            out,
+            &k("downsample"),
+            "downsample applies to image datasets only".into(),
+        );
+    }
+    if d.seq_len > 1 << 16 {
+        bad(
+            out,
+            &k("seq_len"),
+            format!("seq_len {} is absurd (at most 65536)", d.seq_len),
+        );
+    }
+}
+
+/// Model size against memory: weights, gradients and two optimizer slots (f32) per replica,
+/// times the replicas of the trials running at once.
+fn check_model_memory(p: &Preset, memory: Option<u64>, out: &mut Vec<Problem>) {
+    let (w, sw) = (&p.workload, &p.sweep);
+    let params = approx_params(w);
+    let replicas =
+        (sw.workers.clamp(1, MAX_WORKERS) * sw.concurrency.clamp(1, MAX_CONCURRENCY)) as f64;
+    let need = params * 16.0 * replicas;
+    let limit = memory.map_or(f64::INFINITY, |m| m as f64);
+    let model_key: &'static str = match &w.model {
+        ModelSpec::Mlp { .. } | ModelSpec::CharLstm { .. } | ModelSpec::Mlstm { .. } => "hidden",
+        ModelSpec::Cnn { .. } => "channels",
+        ModelSpec::Transformer { .. } => "d_model",
+        ModelSpec::Nqm { .. } => "dim",
+    };
+    let gib = |b: f64| b / (1u64 << 30) as f64;
+    if params > 2e10 || need > limit {
+        bad(
+            out,
+            &["workload", "model", model_key],
+            format!(
+                "the model has about {params:.2e} parameters: {:.1} GiB for weights, gradients and \
+                 optimizer state ({replicas} replica(s)), {}",
+                gib(need),
+                memory.map_or("far more than is reasonable".to_string(), |m| format!(
+                    "more than the {:.1} GiB of memory available",
+                    gib(m as f64)
+                ))
+            ),
+        );
+    }
+}
+
+fn dataset_name(k: DatasetKind) -> &'static str {
+    match k {
+        DatasetKind::Digits => "digits",
+        DatasetKind::Mnist => "mnist",
+        DatasetKind::Fashion => "fashion",
+        DatasetKind::Shakespeare => "shakespeare",
+        DatasetKind::Reviews => "reviews",
+    }
+}
