@@ -44,7 +44,8 @@ fn on_wgpu(
 }
 
 /// Two replicas sharing adapter 0 take the loss trajectory and the steps-to-target of two CPU
-/// workers at the same seed: the losses of every step agree to 1e-4 (relative), the validation
+/// workers at the same seed: the losses agree to 1e-4 (relative) over the first 10 steps and 2e-2
+/// over the trial, the validation
 /// errors to 2 examples of 360 (as one vs four CPU workers in `engine_train`), and the
 /// steps-to-target within 20 % (the cross-backend tolerance of `gpu-check.sh` and of bf16 vs fp32).
 #[test]
@@ -70,13 +71,24 @@ fn two_replicas_on_wgpu_follow_two_cpu_workers() {
     );
     let n = la.len().min(lb.len());
     assert!(n >= 20, "{n} steps compared");
-    let worst = la[..n]
-        .iter()
-        .zip(&lb[..n])
-        .map(|(x, y)| (x - y).abs() / x.abs().max(1.0))
-        .fold(0.0, f64::max);
-    eprintln!("largest relative loss difference over {n} steps: {worst:.2e}");
-    assert!(worst <= 1e-4, "losses differ by {worst:.2e}");
+    let rel = |x: &f64, y: &f64| (x - y).abs() / x.abs().max(1.0);
+    let worst = |k: usize| {
+        la[..k]
+            .iter()
+            .zip(&lb[..k])
+            .map(|(x, y)| rel(x, y))
+            .fold(0.0, f64::max)
+    };
+    let (early, all) = (worst(10), worst(n));
+    eprintln!("largest relative loss difference: {early:.2e} over 10 steps, {all:.2e} over {n}");
+    // Autotune may pick another matmul kernel per process (another summation order): rounding
+    // differences start at ~1e-7 and SGD amplifies them over a trial (2.7e-3 by step 100 was seen
+    // on lavapipe). The first steps must agree tightly, the whole trajectory closely.
+    assert!(
+        early <= 1e-4,
+        "losses differ by {early:.2e} in the first 10 steps"
+    );
+    assert!(all <= 2e-2, "losses differ by {all:.2e}");
     for (p, q) in a.evals.iter().zip(&b.evals) {
         assert_eq!(p.step, q.step);
         assert!((p.metric - q.metric).abs() <= 2.0 / 360.0, "{p:?} vs {q:?}");
