@@ -59,6 +59,9 @@ else
 fi
 cap=()
 [ -n "$STEPS" ] && cap=(--steps "$STEPS")
+# the CPU runs are capped at 300 steps unless $STEPS already caps every run (`--steps` once only)
+cpu_cap=(--steps 300)
+[ -n "$STEPS" ] && cpu_cap=()
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 t_start=$(date +%s)
@@ -94,10 +97,10 @@ for p in $PRESETS; do
   wait
   if [ -n "$two" ]; then
     run "$p.fp32.two" "$T" "${common[@]}" --precision fp32 --devices "$two"
-    run "$p.fp32.cpu2" 300 "${common[@]}" --precision fp32 --workers 2 --steps "${STEPS:-300}"
+    run "$p.fp32.cpu2" 300 "${common[@]}" --precision fp32 --workers 2 "${cpu_cap[@]}"
   fi
   # the CPU at the same seed, capped at 300 steps (steps-to-target compared when both reach the target)
-  run "$p.fp32.cpu" 300 "${common[@]}" --precision fp32 --workers 1 --steps "${STEPS:-300}"
+  run "$p.fp32.cpu" 300 "${common[@]}" --precision fp32 --workers 1 "${cpu_cap[@]}"
 done
 
 python3 - "$tmp" "$ngpu" "$OUT_JSON" "$GPU_BACKEND" "$dev0" "$two" "$B" "$SEED" "$(( $(date +%s) - t_start ))" <<'PY'
