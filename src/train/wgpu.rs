@@ -15,9 +15,6 @@
 
 use std::sync::Arc;
 
-/// Precision probes already run, per adapter: their verdicts.
-type ProbeCache = std::collections::HashMap<(usize, Precision), Result<(), String>>;
-
 use crate::core::{CancelToken, DeviceSpec, TrialEvent, TrialOutcome, TrialSpec};
 use crate::workload::spec::{Precision, Workload};
 
@@ -256,6 +253,8 @@ mod imp {
     /// Whether adapter `index` computes in `precision`: the declared support, then one tiny
     /// forward/backward in that precision, read back and checked finite (cached per process).
     pub fn check_precision(index: usize, precision: Precision) -> Result<(), String> {
+        /// Precision probes already run, per adapter: their verdicts.
+        type ProbeCache = std::collections::HashMap<(usize, Precision), Result<(), String>>;
         static DONE: OnceLock<Mutex<ProbeCache>> = OnceLock::new();
         let cache = DONE.get_or_init(Default::default);
         if let Some(r) = cache
