@@ -252,9 +252,10 @@ fn the_target_keys_act_nowhere_else() {
         ("dialog", with(running(), &[Key::Char('q')])),
     ];
     for (name, a) in &states {
+        let compare_with_runs = When::Compare.applies(a) && !a.compare.runs.is_empty();
         assert!(
-            !When::LiveFinished.applies(a)
-                && !(When::Compare.applies(a) && !a.compare.runs.is_empty())
+            !When::LiveFinished.applies(a) && !compare_with_runs,
+            "{name}"
         );
         for k in ['[', ']'] {
             let (changed, cmds) = press(a, Key::Char(k));

@@ -154,7 +154,7 @@ struct AnalysisQueue {
 
 /// What the worker runs next.
 enum Job {
-    Live(AnalysisRequest),
+    Live(Box<AnalysisRequest>),
     Compare(CompareRequest),
 }
 
@@ -189,9 +189,9 @@ impl AnalysisWorker {
     }
 
     /// Queues Compare's reading at one target, replacing one that has not started.
-    pub fn submit_compare(&self, r: Box<CompareRequest>) {
+    pub fn submit_compare(&self, r: CompareRequest) {
         let (m, cv) = &*self.queue;
-        m.lock().unwrap_or_else(|e| e.into_inner()).compare = Some(*r);
+        m.lock().unwrap_or_else(|e| e.into_inner()).compare = Some(r);
         cv.notify_one();
     }
 }
@@ -246,7 +246,7 @@ fn analysis_worker(queue: &(Mutex<AnalysisQueue>, Condvar), tx: &UnboundedSender
                 }
                 let keys: Vec<_> = q.pending.iter().map(|r| (r.for_.view, r.urgent)).collect();
                 match runnable(&keys, &ready, Instant::now()) {
-                    Ok(i) => break Job::Live(q.pending.remove(i)),
+                    Ok(i) => break Job::Live(Box::new(q.pending.remove(i))),
                     Err(None) => q = cv.wait(q).unwrap_or_else(|e| e.into_inner()),
                     Err(Some(d)) => {
                         q = cv.wait_timeout(q, d).unwrap_or_else(|e| e.into_inner()).0;
@@ -255,7 +255,7 @@ fn analysis_worker(queue: &(Mutex<AnalysisQueue>, Condvar), tx: &UnboundedSender
             }
         };
         let r = match r {
-            Job::Live(r) => r,
+            Job::Live(r) => *r,
             Job::Compare(c) => {
                 let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.run()));
                 let msg = match out {
@@ -483,7 +483,7 @@ impl Executor {
                     );
                 }
                 if let Some(w) = &self.analysis {
-                    w.submit_compare(r);
+                    w.submit_compare(*r);
                 }
             }
             Command::Quit => {}
