@@ -52,6 +52,28 @@ fn running_once() -> App {
     a
 }
 
+/// The sweep run here, finished, Live showing it (its target moves).
+fn finished() -> App {
+    static FINISHED: std::sync::OnceLock<App> = std::sync::OnceLock::new();
+    FINISHED
+        .get_or_init(|| {
+            let a = live_app(|_| false);
+            assert!(a.live_finished());
+            a
+        })
+        .clone()
+}
+
+/// Compare showing the two fixture logs.
+fn compare() -> App {
+    let mut a = app();
+    let (runs, _) =
+        loader::load_compare(&[fixture("nqm-sgd.jsonl"), fixture("nqm-momentum.jsonl")]);
+    update(&mut a, Msg::Key(Key::Char('4')));
+    update(&mut a, Msg::CompareLoaded(runs));
+    a
+}
+
 /// Runs listing the fixture logs.
 fn runs() -> App {
     let mut a = app();
@@ -113,6 +135,8 @@ fn cases() -> Vec<(&'static str, &'static str, App, Key)> {
         ("c", "Live", running(), Key::Char('c')),
         ("C / x", "Live", running(), Key::Char('C')),
         ("t", "Live", running(), Key::Char('t')),
+        ("[ ]", "Live", finished(), Key::Char('[')),
+        ("[ ]", "Compare", compare(), Key::Char('[')),
         ("m", "Live", running(), Key::Char('m')),
         (
             "← →",
@@ -211,6 +235,41 @@ fn keys_the_table_does_not_name_do_nothing() {
             );
         }
     }
-    // When::Compare exists for the footer's sake; the table has no Compare-only key today
-    let _ = When::Compare;
+}
+
+/// `[` `]` act on a finished Live screen and on Compare only: nowhere else (a running sweep's
+/// target does not move; Setup, Runs, the report, help and dialogs ignore them).
+#[test]
+fn the_target_keys_act_nowhere_else() {
+    let states: Vec<(&str, App)> = vec![
+        ("setup", app()),
+        ("live running", running()),
+        ("runs", runs()),
+        ("compare empty", with(app(), &[Key::Char('4')])),
+        ("help", with(finished(), &[Key::Char('?')])),
+        ("meta", with(finished(), &[Key::Char('m')])),
+        ("report", with(finished(), &[Key::Char('r')])),
+        ("dialog", with(running(), &[Key::Char('q')])),
+    ];
+    for (name, a) in &states {
+        let compare_with_runs = When::Compare.applies(a) && !a.compare.runs.is_empty();
+        assert!(
+            !When::LiveFinished.applies(a) && !compare_with_runs,
+            "{name}"
+        );
+        for k in ['[', ']'] {
+            let (changed, cmds) = press(a, Key::Char(k));
+            assert!(
+                !changed && cmds.is_empty(),
+                "{name}: {k} did something ({cmds:?})"
+            );
+        }
+    }
+    // where they apply, both directions act (a flash at an end of the ladder is an answer too)
+    for a in [finished(), compare()] {
+        for k in ['[', ']'] {
+            let (changed, cmds) = press(&a, Key::Char(k));
+            assert!(changed || !cmds.is_empty(), "{k} on {:?}", a.screen);
+        }
+    }
 }

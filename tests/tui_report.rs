@@ -222,3 +222,52 @@ fn a_fresh_digits_sweep_reads_the_same_in_the_tui_and_the_cli() {
     );
     assert_tui_reads_like_the_cli(&a, l, &path);
 }
+
+/// Issue 22: the target moved along the ladder in the TUI (`[` `]` on a finished Live screen)
+/// reads the numbers of `report LOG --target T --json` — one analysis — at every rung, and
+/// stepping back shows the rung's reading again (from the cache) unchanged.
+#[test]
+fn a_moved_target_reads_the_same_in_the_tui_and_the_cli() {
+    for name in [
+        "tests/fixtures/valid/nqm-sgd.jsonl",
+        "tests/fixtures/golden/digits-momentum-2workers.jsonl",
+    ] {
+        let path = root().join(name);
+        let log = read_run_log(&path).unwrap();
+        let mut a = opened(&log);
+        let goal = log.header.preset.workload.target.value;
+        let mut seen = Vec::new();
+        // up the ladder to its loosest rung, then back down to the goal
+        for k in ['[', '[', '[', ']', ']', ']'] {
+            update_settled(&mut a, Msg::Key(Key::Char(k)));
+            let l = a.log.as_ref().unwrap();
+            assert!(!l.updating(), "{name}: settled");
+            let t = l.report.analysis.target.unwrap().value;
+            assert_eq!(
+                Some(t),
+                l.target_value(),
+                "{name}: the report is of the target shown"
+            );
+            let p = path.display().to_string();
+            let json: serde_json::Value = serde_json::from_str(&run_ok(&[
+                "report",
+                &p,
+                "--target",
+                &t.to_string(),
+                "--json",
+            ]))
+            .unwrap();
+            assert_eq!(l.report.to_json(), json, "{name} at {t}");
+            seen.push(t);
+        }
+        assert!(seen[0] > goal && seen[1] > seen[0], "{name}: {seen:?}");
+        assert_eq!(seen[5], goal, "{name}: back at the goal: {seen:?}");
+        assert_eq!(seen[3], seen[1], "{name}: {seen:?}");
+        // back at the goal: today's report of the log
+        assert_eq!(
+            a.log.as_ref().unwrap().report,
+            Report::from_log(&log, 1024),
+            "{name}"
+        );
+    }
+}

@@ -65,6 +65,36 @@ fn live_finished_shows_three_regimes() {
     snap("live_finished", &a);
 }
 
+/// Issue 22: `[` `[` `]` on a finished Live screen — the target moved one rung looser than the
+/// goal; the chart, fit, regimes and table read it, the title says where on the ladder.
+#[test]
+fn live_finished_target_moved() {
+    // a real (NQM) log: the scripted sweep's sparse curves do not meet looser targets as a
+    // sweep's would
+    let log = scaling_lab::runlog::reader::read_run_log(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid/nqm-sgd.jsonl"),
+    )
+    .unwrap();
+    let mut a = app();
+    update_settled(
+        &mut a,
+        Msg::LogOpened {
+            log: Box::new(log),
+            tailing: false,
+        },
+    );
+    for k in ['[', '[', ']'] {
+        update_settled(&mut a, Msg::Key(Key::Char(k)));
+    }
+    let l = a.live().unwrap();
+    let t = l.target.expect("moved");
+    assert!(t > l.goal().unwrap());
+    assert_eq!(l.report.analysis.target.unwrap().value, t);
+    let text = render_text(&a, 160, 48);
+    assert!(text.contains(&format!("target {t} of ladder")), "{text}");
+    snap("live_finished_target", &a);
+}
+
 #[test]
 fn live_charts_toggle() {
     let mut a = live_app(|a| a.live().is_some_and(|l| l.done_count() >= 40));
@@ -177,13 +207,12 @@ fn compare_screen() {
                 *step = (*step * (4 - i as u64) / 2).div_ceil(5) * 5;
             }
         }
-        runs.push(CompareRun {
-            label: format!("digits-mlp-{}", opt.name()),
-            path: PathBuf::from(format!("runs/{i}.jsonl")),
-            optimizer: opt,
-            analysis: scaling_lab::analysis::analyze_preset(&cfg.preset, &recs),
-            done: recs.len(),
-        });
+        runs.push(CompareRun::new(
+            format!("digits-mlp-{}", opt.name()),
+            PathBuf::from(format!("runs/{i}.jsonl")),
+            &cfg.preset,
+            recs,
+        ));
     }
     update(&mut a, Msg::Key(Key::Char('4')));
     update(&mut a, Msg::CompareLoaded(runs));

@@ -154,15 +154,22 @@ pub(crate) fn bootstrap_fits(pts: &[(f64, f64)], draws: &[Vec<f64>]) -> Vec<Boot
         return Vec::new();
     }
     let mut rng = Rng::new(0x5ca1_ab1e);
-    (0..FIT_BOOTSTRAP)
-        .filter_map(|_| {
-            let p: Vec<(f64, f64)> = pts
-                .iter()
+    // the resamples drawn in order, then refitted in parallel (each refit reads its own sample
+    // only: the same numbers in the same order as one after the other; issue 22's frame budget)
+    let samples: Vec<Vec<(f64, f64)>> = (0..FIT_BOOTSTRAP)
+        .map(|_| {
+            pts.iter()
                 .zip(draws)
                 .map(|(&(b, _), d)| (b, d[rng.below(d.len())].exp()))
-                .collect();
-            let f = fit_core(&p, 120, 40)?;
-            let (p_end, m_start) = segmented_fit(&p)?.boundaries();
+                .collect()
+        })
+        .collect();
+    use rayon::prelude::*;
+    let fits: Vec<Option<BootFit>> = samples
+        .par_iter()
+        .map(|p| {
+            let f = fit_core(p, 120, 40)?;
+            let (p_end, m_start) = segmented_fit(p)?.boundaries();
             Some(BootFit {
                 b_crit: f.b_crit,
                 s_min: f.s_min,
@@ -170,7 +177,8 @@ pub(crate) fn bootstrap_fits(pts: &[(f64, f64)], draws: &[Vec<f64>]) -> Vec<Boot
                 m_start,
             })
         })
-        .collect()
+        .collect();
+    fits.into_iter().flatten().collect()
 }
 
 /// The fit's intervals from the refits, and its verdict: uncertain when r² < 0.9 or an interval

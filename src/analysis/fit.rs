@@ -35,22 +35,65 @@ pub fn segments(measured: &[(usize, u64)]) -> Vec<Segment> {
         .collect()
 }
 
-fn log_sse(pts: &[(f64, f64)], ln_bc: f64) -> (f64, f64) {
+fn log_sse(pts: &LogPoints, ln_bc: f64) -> (f64, f64) {
     let bc = ln_bc.exp();
-    let n = pts.len() as f64;
+    let n = pts.b.len() as f64;
+    // ln(1 + B_crit/B) once per point (the same values the two sums read)
+    let mut shape = [0.0f64; 64];
+    let shape: &mut [f64] = if pts.b.len() <= shape.len() {
+        &mut shape[..pts.b.len()]
+    } else {
+        return log_sse_slow(pts, bc);
+    };
+    for (l, &b) in shape.iter_mut().zip(&pts.b) {
+        *l = (1.0 + bc / b).ln();
+    }
     let mean = pts
+        .ln_s
         .iter()
-        .map(|&(b, s)| s.ln() - (1.0 + bc / b).ln())
+        .zip(shape.iter())
+        .map(|(&ls, &l)| ls - l)
         .sum::<f64>()
         / n;
     let sse = pts
+        .ln_s
         .iter()
-        .map(|&(b, s)| {
-            let r = s.ln() - mean - (1.0 + bc / b).ln();
+        .zip(shape.iter())
+        .map(|(&ls, &l)| {
+            let r = ls - mean - l;
             r * r
         })
         .sum();
     (sse, mean)
+}
+
+/// [`log_sse`] for more points than its stack buffer holds (the same arithmetic).
+fn log_sse_slow(pts: &LogPoints, bc: f64) -> (f64, f64) {
+    let n = pts.b.len() as f64;
+    let shape: Vec<f64> = pts.b.iter().map(|&b| (1.0 + bc / b).ln()).collect();
+    let mean = pts
+        .ln_s
+        .iter()
+        .zip(&shape)
+        .map(|(&ls, &l)| ls - l)
+        .sum::<f64>()
+        / n;
+    let sse = pts
+        .ln_s
+        .iter()
+        .zip(&shape)
+        .map(|(&ls, &l)| {
+            let r = ls - mean - l;
+            r * r
+        })
+        .sum();
+    (sse, mean)
+}
+
+/// The fit's points with ln S computed once (the fit evaluates `log_sse` ~200 times).
+struct LogPoints {
+    b: Vec<f64>,
+    ln_s: Vec<f64>,
 }
 
 /// The points a log-space fit can use (B and S finite and > 0); None when fewer than 3.
@@ -73,6 +116,10 @@ pub fn fit_scaling(pts: &[(f64, f64)]) -> Option<Fit> {
 /// The fit on a grid of `n_grid` cells refined by `n_golden` golden-section steps.
 pub(crate) fn fit_core(pts: &[(f64, f64)], n_grid: usize, n_golden: usize) -> Option<Fit> {
     let pts = fittable(pts)?;
+    let lp = LogPoints {
+        b: pts.iter().map(|p| p.0).collect(),
+        ln_s: pts.iter().map(|p| p.1.ln()).collect(),
+    };
     let bmin = pts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
     let bmax = pts.iter().map(|p| p.0).fold(0.0, f64::max);
     let (lo, hi) = ((bmin / 1000.0).ln(), (bmax * 1000.0).ln());
@@ -82,7 +129,7 @@ pub(crate) fn fit_core(pts: &[(f64, f64)], n_grid: usize, n_golden: usize) -> Op
         .collect();
     let (mut best_i, mut best) = (0, f64::INFINITY);
     for (i, &x) in xs.iter().enumerate() {
-        let (e, _) = log_sse(&pts, x);
+        let (e, _) = log_sse(&lp, x);
         if e < best {
             best = e;
             best_i = i;
@@ -94,7 +141,7 @@ pub(crate) fn fit_core(pts: &[(f64, f64)], n_grid: usize, n_golden: usize) -> Op
     let mut c = b - g * (b - a);
     let mut d = a + g * (b - a);
     for _ in 0..n_golden {
-        if log_sse(&pts, c).0 < log_sse(&pts, d).0 {
+        if log_sse(&lp, c).0 < log_sse(&lp, d).0 {
             b = d;
         } else {
             a = c;
@@ -103,7 +150,7 @@ pub(crate) fn fit_core(pts: &[(f64, f64)], n_grid: usize, n_golden: usize) -> Op
         d = a + g * (b - a);
     }
     let x = (a + b) / 2.0;
-    let (sse, ln_smin) = log_sse(&pts, x);
+    let (sse, ln_smin) = log_sse(&lp, x);
     let n = pts.len() as f64;
     let mean_ln = pts.iter().map(|p| p.1.ln()).sum::<f64>() / n;
     let sst: f64 = pts.iter().map(|p| (p.1.ln() - mean_ln).powi(2)).sum();

@@ -14,6 +14,8 @@ pub enum When {
     Live,
     /// Live showing the sweep this TUI runs, while it runs (pause/cancel apply).
     LiveControl,
+    /// Live showing a finished run (a finished sweep, a log): the target moves.
+    LiveFinished,
     Runs,
     Compare,
     Help,
@@ -104,6 +106,20 @@ pub const KEYS: &[Binding] = &[
         When::Live,
         Some(("m", "metaparams")),
     ),
+    b(
+        "[ ]",
+        "Live",
+        "move the target along the log's ladder: [ looser, ] stricter, down to the goal (finished runs)",
+        When::LiveFinished,
+        Some(("[ ]", "target")),
+    ),
+    b(
+        "[ ]",
+        "Compare",
+        "read every log at one target of the ladder: [ looser, ] stricter (not measured past a log's goal)",
+        When::Compare,
+        Some(("[ ]", "target")),
+    ),
     b("← →", "Metaparams", "previous / next batch size", When::Meta, Some(("←→", "batch size"))),
     b(
         "r",
@@ -152,6 +168,7 @@ impl When {
             When::Setup => app.screen == Screen::Setup,
             When::Live => live,
             When::LiveControl => live && app.viewing_sweep() && app.sweep_running(),
+            When::LiveFinished => live && app.live_finished(),
             When::Runs => app.screen == Screen::Runs,
             When::Compare => app.screen == Screen::Compare,
             When::Help => app.screen == Screen::Help,

@@ -186,13 +186,12 @@ pub fn load_compare(paths: &[PathBuf]) -> (Vec<CompareRun>, Vec<String>) {
 }
 
 pub fn compare_run(log: &RunLog) -> CompareRun {
-    CompareRun {
-        label: log.header.preset.name.clone(),
-        path: log.path.clone(),
-        optimizer: log.header.preset.workload.optimizer,
-        analysis: log.analysis(),
-        done: log.trials.len(),
-    }
+    CompareRun::new(
+        log.header.preset.name.clone(),
+        log.path.clone(),
+        &log.header.preset,
+        log.trials.clone(),
+    )
 }
 
 /// Follows a sweep directory live: every shard, including shards that appear later, merged as

@@ -20,7 +20,7 @@ use ratatui::backend::Backend;
 use ratatui::Terminal;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use super::app::{update, AnalysisRequest, App, Command, LiveView, Msg};
+use super::app::{update, AnalysisRequest, App, Command, CompareRequest, LiveView, Msg};
 use super::key::map_key;
 use super::loader;
 use crate::core::events::{SweepEvent, TrialEvent};
@@ -147,7 +147,15 @@ const ANALYSIS_DUTY: u32 = 20;
 #[derive(Default)]
 struct AnalysisQueue {
     pending: Vec<AnalysisRequest>,
+    /// Compare's runs at one target (the latest; asked for by a key: never paced).
+    compare: Option<CompareRequest>,
     closed: bool,
+}
+
+/// What the worker runs next.
+enum Job {
+    Live(Box<AnalysisRequest>),
+    Compare(CompareRequest),
 }
 
 /// One thread that runs the analysis requests (`Command::Analyze`) and answers with
@@ -177,6 +185,13 @@ impl AnalysisWorker {
         let view: LiveView = r.for_.view;
         q.pending.retain(|p| p.for_.view != view);
         q.pending.push(*r);
+        cv.notify_one();
+    }
+
+    /// Queues Compare's reading at one target, replacing one that has not started.
+    pub fn submit_compare(&self, r: CompareRequest) {
+        let (m, cv) = &*self.queue;
+        m.lock().unwrap_or_else(|e| e.into_inner()).compare = Some(r);
         cv.notify_one();
     }
 }
@@ -226,14 +241,34 @@ fn analysis_worker(queue: &(Mutex<AnalysisQueue>, Condvar), tx: &UnboundedSender
                 if q.closed {
                     return;
                 }
+                if let Some(c) = q.compare.take() {
+                    break Job::Compare(c);
+                }
                 let keys: Vec<_> = q.pending.iter().map(|r| (r.for_.view, r.urgent)).collect();
                 match runnable(&keys, &ready, Instant::now()) {
-                    Ok(i) => break q.pending.remove(i),
+                    Ok(i) => break Job::Live(Box::new(q.pending.remove(i))),
                     Err(None) => q = cv.wait(q).unwrap_or_else(|e| e.into_inner()),
                     Err(Some(d)) => {
                         q = cv.wait_timeout(q, d).unwrap_or_else(|e| e.into_inner()).0;
                     }
                 }
+            }
+        };
+        let r = match r {
+            Job::Live(r) => *r,
+            Job::Compare(c) => {
+                let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.run()));
+                let msg = match out {
+                    Ok(a) => Msg::CompareAnalyzed(Box::new(a)),
+                    Err(p) => Msg::Error(format!(
+                        "the analysis failed: {}",
+                        crate::core::panic_message(&p)
+                    )),
+                };
+                if tx.send(msg).is_err() {
+                    return;
+                }
+                continue;
             }
         };
         let t0 = Instant::now();
@@ -438,6 +473,17 @@ impl Executor {
                 }
                 if let Some(w) = &self.analysis {
                     w.submit(r);
+                }
+            }
+            Command::AnalyzeCompare(r) => {
+                if self.analysis.is_none() {
+                    self.analysis = Some(
+                        AnalysisWorker::spawn(self.tx.clone())
+                            .context("cannot start the analysis thread")?,
+                    );
+                }
+                if let Some(w) = &self.analysis {
+                    w.submit_compare(*r);
                 }
             }
             Command::Quit => {}

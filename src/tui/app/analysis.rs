@@ -88,8 +88,8 @@ pub struct Analyzed {
 
 impl AnalysisRequest {
     /// Runs the analysis: `report::build` over the inputs (the entry `scaling-lab report` uses,
-    /// with the same options), and the report's text. Seconds for thousands of trials: never on
-    /// the UI task.
+    /// with the same options: `--target T` where the request's target is not the goal), and the
+    /// report's text. Seconds for thousands of trials: never on the UI task.
     pub fn run(&self) -> Analyzed {
         let i = &self.inputs;
         let run = Run {
@@ -99,7 +99,12 @@ impl AnalysisRequest {
             progress: i.progress,
             warnings: &i.warnings,
         };
-        let report = crate::report::build(&run, &ReportOptions::default());
+        let goal = i.header.preset.workload.target;
+        let opts = ReportOptions {
+            target: (self.for_.target != goal).then_some(self.for_.target.value),
+            ..ReportOptions::default()
+        };
+        let report = crate::report::build(&run, &opts);
         let rendered = Rendered::of(&report);
         Analyzed {
             for_: self.for_,

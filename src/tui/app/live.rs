@@ -89,6 +89,14 @@ pub struct LiveState {
     pub generation: u64,
     /// The generation `report` was built at (None: never analysed).
     pub shown: Option<u64>,
+    /// The target `report` reads the trials at.
+    pub shown_at: Option<Target>,
+    /// The target moved along the ladder (`[` `]`, issue 22); None: the goal.
+    pub target: Option<f64>,
+    /// The ladder the target moves along, loosest first (computed on the first move).
+    pub ladder: Vec<f64>,
+    /// Readings of the current data at each target already analysed (`super::target`).
+    pub rungs: super::target::RungCache,
     /// The id of the analysis request this state waits for.
     pub in_flight: Option<u64>,
     /// While `report` is older than the data: the raw per-B points of the current data (best
@@ -137,6 +145,10 @@ impl LiveState {
             rendered: Rendered::default(),
             generation: 0,
             shown: None,
+            shown_at: None,
+            target: None,
+            ladder: Vec::new(),
+            rungs: Default::default(),
             in_flight: None,
             provisional: None,
             saved: 0,
@@ -256,14 +268,21 @@ impl LiveState {
         }
     }
 
-    /// The data changed since the shown report was built (an analysis is pending).
+    /// The data changed since the shown report was built, or the target moved (an analysis is
+    /// pending).
     pub fn updating(&self) -> bool {
-        self.header.is_some() && self.shown != Some(self.generation)
+        self.header.is_some()
+            && (self.shown != Some(self.generation) || self.shown_at != self.analysis_target())
     }
 
-    /// The target the state shows its reading at (the header's; issue 22 moves it).
+    /// The target the state shows its reading at: the header's, or the rung it was moved to
+    /// (`[` `]`, issue 22).
     pub fn analysis_target(&self) -> Option<Target> {
-        self.header.as_ref().map(|h| h.preset.workload.target)
+        let mut t = self.header.as_ref()?.preset.workload.target;
+        if let Some(v) = self.target {
+            t.value = v;
+        }
+        Some(t)
     }
 
     /// Marks the data changed: the report is now older than the data.
@@ -290,7 +309,8 @@ impl LiveState {
         let header = self.header.clone()?;
         self.in_flight = Some(id);
         Some(AnalysisRequest {
-            urgent: self.shown.is_none(),
+            // never analysed, or the user moved the target: at once
+            urgent: self.shown.is_none() || self.shown_at != Some(target),
             for_: AnalysisFor {
                 id,
                 view,
@@ -308,19 +328,26 @@ impl LiveState {
     }
 
     /// Folds an analysis result: adopted if this state waits for it, it is for the target shown
-    /// and newer than the report; otherwise dropped (stale). Whether it was adopted.
+    /// and newer than the report (or the report is of another target); otherwise dropped
+    /// (stale). A result of the current data is kept for its target either way (stepping back
+    /// to it is instant). Whether it was adopted.
     pub fn adopt(&mut self, a: Analyzed) -> bool {
         if self.in_flight != Some(a.for_.id) {
             return false;
         }
         self.in_flight = None;
-        let newer = self.shown.is_none_or(|g| a.for_.generation > g);
+        self.keep_rung(&a);
+        let newer = self.shown.is_none_or(|g| {
+            a.for_.generation > g
+                || (a.for_.generation == g && self.shown_at != Some(a.for_.target))
+        });
         if !newer || self.analysis_target() != Some(a.for_.target) {
             return false;
         }
         self.report = a.report;
         self.rendered = a.rendered;
         self.shown = Some(a.for_.generation);
+        self.shown_at = Some(a.for_.target);
         if !self.updating() {
             self.provisional = None;
         }
@@ -330,9 +357,20 @@ impl LiveState {
     /// The report of the finished sweep (`report::of_sweep` of the joined sweep): the final
     /// reading of the current data (an analysis still in flight is older and will be dropped).
     pub fn adopt_final(&mut self, report: Report) {
-        self.rendered = Rendered::of(&report);
+        let rendered = Rendered::of(&report);
+        let goal = self.header.as_ref().map(|h| h.preset.workload.target);
+        if let Some(g) = goal {
+            self.rungs
+                .keep(g.value, self.generation, &report, &rendered);
+        }
+        if self.target.is_some() {
+            // the user reads another rung: the goal's final reading waits in the cache
+            return;
+        }
+        self.rendered = rendered;
         self.report = report;
         self.shown = Some(self.generation);
+        self.shown_at = goal;
         self.provisional = None;
     }
 
@@ -362,14 +400,36 @@ impl LiveState {
             return;
         }
         let Some(h) = &self.header else { return };
-        let raw = crate::analysis::per_batch(&self.finished, h.preset.workload.optimizer);
-        let last = &self.report.analysis;
+        let target = self.analysis_target();
+        let raw = match self.target {
+            None => crate::analysis::per_batch(&self.finished, h.preset.workload.optimizer),
+            Some(v) => {
+                // the raw points at the moved target (the same reading the analysis makes)
+                let study = crate::core::analysis::Study::of_preset(&h.preset).at(v);
+                let reading = crate::analysis::Reading::of(&study);
+                let observed = crate::analysis::Observed::of(&self.finished, &reading);
+                crate::analysis::per_batch::per_batch_observed(&observed, study.optimizer, &reading)
+            }
+        };
+        // the last analysis's fit and regimes are kept only when it read this target
+        let empty = Analysis::default();
+        let last = if self.shown_at == target {
+            &self.report.analysis
+        } else {
+            &empty
+        };
         // a B whose trials are those the last analysis saw keeps its interval and edge marks
         let per_batch: Vec<_> = raw
             .into_iter()
             .map(
                 |p| match last.per_batch.iter().find(|q| q.batch_size == p.batch_size) {
-                    Some(q) if q.counts == p.counts && q.best_trial == p.best_trial => q.clone(),
+                    Some(q)
+                        if q.counts == p.counts
+                            && q.best_trial == p.best_trial
+                            && q.steps == p.steps =>
+                    {
+                        q.clone()
+                    }
                     _ => p,
                 },
             )
@@ -378,7 +438,7 @@ impl LiveState {
             .iter()
             .find_map(|p| p.steps.map(|s| (p.batch_size, s)));
         let a = Analysis {
-            target: self.analysis_target(),
+            target,
             per_batch,
             perfect_anchor,
             ..last.clone()

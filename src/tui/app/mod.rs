@@ -7,6 +7,7 @@
 //! * `analysis` — the analysis requests and results (the analysis runs off the UI task)
 //! * `setup` — the Setup screen's editable study and its validation
 //! * `live` — the state of one sweep (run here or read from a log)
+//! * `target` — moving a Live state's target along its ladder (`[` `]`), the per-target cache
 //! * `runs` — the Runs and Compare screens' state
 //! * `update` — `update` and the key handlers
 
@@ -14,6 +15,7 @@ mod analysis;
 mod live;
 mod runs;
 mod setup;
+mod target;
 mod update;
 
 use std::path::PathBuf;
@@ -23,8 +25,11 @@ use std::path::PathBuf;
 pub type History = crate::core::BoundedHistory<(f64, f64)>;
 pub use analysis::{AnalysisFor, AnalysisInputs, AnalysisRequest, Analyzed, Rendered};
 pub use live::{regime_spans, BestCurve, Curve, LiveSource, LiveState, RunningTrial};
-pub use runs::{CompareRun, CompareState, RunEntry, RunStatus, RunsState};
+pub use runs::{
+    CompareAnalyzed, CompareRequest, CompareRun, CompareState, RunEntry, RunStatus, RunsState,
+};
 pub use setup::{ladder_125, Field, PresetEntry, Problem, SetupFocus, SetupState, FIELDS};
+pub use target::{ladder_text, next_rung, RungCache};
 pub use update::{format_duration, update};
 
 use crate::core::events::SweepEvent;
@@ -80,6 +85,8 @@ pub enum Msg {
     Calibrated(Result<Box<crate::sweep::layout::Calibration>, String>),
     /// An analysis asked for with `Command::Analyze` finished (on the runtime's worker).
     Analyzed(Box<Analyzed>),
+    /// Compare's runs read at one target (`Command::AnalyzeCompare`, on the same worker).
+    CompareAnalyzed(Box<CompareAnalyzed>),
     Error(String),
     /// SIGTERM/SIGHUP: stop the sweep (finished trials are in the log) and quit now.
     Terminate,
@@ -101,6 +108,9 @@ pub enum Command {
     /// Run this analysis off the UI task and answer with `Msg::Analyzed` (`update` keeps at most
     /// one in flight per Live state; the runtime's worker keeps only the latest per state).
     Analyze(Box<AnalysisRequest>),
+    /// Read Compare's runs at one target off the UI task and answer with `Msg::CompareAnalyzed`
+    /// (one in flight; the latest target the user stopped at is read next).
+    AnalyzeCompare(Box<CompareRequest>),
     /// Leave the UI (the runtime stops a running sweep cleanly first).
     Quit,
 }
@@ -233,6 +243,20 @@ impl App {
         }
     }
 
+    /// The state Live shows, mutably.
+    pub(crate) fn live_mut(&mut self) -> Option<&mut LiveState> {
+        match self.view {
+            LiveView::Sweep if self.sweep.is_some() => self.sweep.as_mut(),
+            LiveView::Log if self.log.is_some() => self.log.as_mut(),
+            _ => self.sweep.as_mut().or(self.log.as_mut()),
+        }
+    }
+
+    /// Live shows a finished run (a finished sweep or a log): its target can move (`[` `]`).
+    pub fn live_finished(&self) -> bool {
+        self.live().is_some_and(|l| l.done && l.header.is_some())
+    }
+
     /// Live shows the sweep this TUI runs (controls apply).
     pub fn viewing_sweep(&self) -> bool {
         self.sweep.is_some() && (self.view == LiveView::Sweep || self.log.is_none())
@@ -258,6 +282,9 @@ impl App {
                 self.next_request += 1;
                 cmds.push(Command::Analyze(Box::new(r)));
             }
+        }
+        if let Some(r) = self.compare.request() {
+            cmds.push(Command::AnalyzeCompare(Box::new(r)));
         }
     }
 
@@ -287,6 +314,9 @@ pub fn update_settled(app: &mut App, msg: Msg) -> Vec<Command> {
         for c in todo {
             match c {
                 Command::Analyze(r) => next.extend(update(app, Msg::Analyzed(Box::new(r.run())))),
+                Command::AnalyzeCompare(r) => {
+                    next.extend(update(app, Msg::CompareAnalyzed(Box::new(r.run()))))
+                }
                 c => out.push(c),
             }
         }

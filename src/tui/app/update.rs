@@ -108,9 +108,12 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
                 }
             }
         }
-        Msg::CompareLoaded(runs) => {
-            app.compare.runs = runs;
-            app.compare.loading = false;
+        Msg::CompareLoaded(runs) => app.compare.loaded(runs),
+        Msg::CompareAnalyzed(a) => {
+            if !app.compare.adopt(*a) {
+                app.request_analyses(&mut cmds);
+                return cmds;
+            }
         }
         Msg::Calibrated(r) => {
             app.setup.calibrating = false;
@@ -258,11 +261,16 @@ fn on_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
         Screen::Runs => runs_key(app, k, cmds),
         Screen::Meta => meta_key(app, k),
         Screen::Report => report_key(app, k),
-        Screen::Compare => {
-            if k == Key::Esc {
-                app.goto(Screen::Runs);
+        Screen::Compare => match k {
+            Key::Esc => app.goto(Screen::Runs),
+            Key::Char('[') | Key::Char(']') if !app.compare.runs.is_empty() => {
+                // the readings follow through `request_analyses` (or the cache, at once)
+                if let Err(e) = app.compare.step_target(k == Key::Char(']')) {
+                    app.flash = Some(e);
+                }
             }
-        }
+            _ => {}
+        },
         Screen::Help => help_key(app, k),
     }
 }
@@ -428,6 +436,12 @@ fn live_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
         }
         Key::Tab => app.panel = (app.panel + 1) % 3,
         Key::BackTab => app.panel = (app.panel + 2) % 3,
+        Key::Char('[') | Key::Char(']') if app.live_finished() => {
+            // the reading follows through `request_analyses` (or the cache, at once)
+            if let Some(Err(e)) = app.live_mut().map(|l| l.step_target(k == Key::Char(']'))) {
+                app.flash = Some(e);
+            }
+        }
         Key::Up | Key::Down if on_sweep => {
             if let Some(l) = app.sweep.as_mut() {
                 l.selected = if k == Key::Up {

@@ -47,15 +47,20 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         .iter()
         .flat_map(|r| r.analysis.per_batch.iter().map(|p| p.batch_size))
         .collect();
+    // every run at one target (`[` `]`), or each at its own goal
+    let chart_title = match c.target {
+        Some(t) => format!(
+            "{}{} · steps vs batch size — points: best trial; lines: fits",
+            crate::tui::app::ladder_text(t, &c.ladder),
+            if c.current() { "" } else { " · updating" }
+        ),
+        None => "steps to target vs batch size — points: best trial; lines: fits".to_string(),
+    };
     let chart = ScalingChart {
         series,
         planned,
         regimes: false,
-        block: Some(panel(
-            "steps to target vs batch size — points: best trial; lines: fits",
-            false,
-            &th,
-        )),
+        block: Some(panel(&chart_title, false, &th)),
         theme: th,
         marker: Marker::Braille,
     };
@@ -80,8 +85,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         let maximal_from = maximal_from(a)
             .map(|b| format_pow2(b as u64))
             .unwrap_or_else(|| "–".into());
+        let not_measured = a.per_batch.iter().any(|p| p.not_measured);
         let (s_min, b_crit, r2) = match &a.fit {
             Some(f) => (num(f.s_min), num(f.b_crit), format!("{:.3}", f.r2)),
+            // stricter than this run's goal: never a number
+            None if not_measured => ("not".into(), "measured".into(), "–".into()),
             None => ("–".into(), "–".into(), "–".into()),
         };
         lines.push(Line::from(vec![

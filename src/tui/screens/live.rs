@@ -52,6 +52,11 @@ fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
     // until the next one lands (a quiet mark meanwhile)
     let a = l.chart();
     let mut title = match &a.target {
+        // moved along the ladder (`[` `]`): where on it
+        Some(t) if !l.ladder.is_empty() => format!(
+            "{} · steps vs batch size (log-log)",
+            crate::tui::app::ladder_text(t.value, &l.ladder)
+        ),
         Some(t) => format!(
             "steps to {} vs batch size (log-log)",
             crate::core::analysis::target_text(t).replace("<=", "≤")
