@@ -36,6 +36,8 @@ case "$GPU_BACKEND" in
     T=${T:-240}          # a software device compiles each kernel on first use (seconds each)
     STEPS=${STEPS:-300}
     PRESETS=${PRESETS:-"digits-mlp-momentum mnist-cnn-momentum"}
+    # autotune benchmarks every kernel variant on first use: minutes on a software device
+    export CUBECL_AUTOTUNE_LEVEL=${CUBECL_AUTOTUNE_LEVEL:-minimal}
     ngpu=$("$BIN" devices --json 2>/dev/null | python3 -c 'import json,sys
 d = json.load(sys.stdin)["wgpu"]
 print(len(d) if isinstance(d, list) else 0)' 2>/dev/null || echo 0)
