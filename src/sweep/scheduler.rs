@@ -415,7 +415,7 @@ impl Coordinator {
                 }
                 // A runner that reports a device out-of-memory as an error or a panic (model
                 // build, a backend's own unwraps): recorded as the `oom` outcome at this B.
-                Ok(Err(e)) if crate::train::oom::is_out_of_memory(&format!("{e:#}")) => {
+                Ok(Err(e)) if crate::train::oom::failed_out_of_memory(&format!("{e:#}")) => {
                     self.save_oom(spec, wall_s, &mut fatal);
                 }
                 Ok(Err(e)) => {
@@ -424,7 +424,7 @@ impl Coordinator {
                 }
                 Err(panic) => {
                     let what = crate::core::panic_message(&panic);
-                    if crate::train::oom::is_out_of_memory(&what) {
+                    if crate::train::oom::failed_out_of_memory(&what) {
                         self.save_oom(spec, wall_s, &mut fatal);
                         continue;
                     }

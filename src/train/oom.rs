@@ -35,6 +35,55 @@ pub fn is_out_of_memory(message: &str) -> bool {
     OOM_MARKERS.iter().any(|k| m.contains(k))
 }
 
+/// How recently a device thread's panic counts as the reason for a worker's `CallError`.
+const DEVICE_PANIC_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// When a device thread last panicked with an out-of-memory message (see [`watch_device_panics`]).
+static DEVICE_OOM_AT: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+
+/// Watches every panic of the process (once; the previous hook still runs) for an out-of-memory
+/// message. On a JIT backend the allocation fails on CubeCL's device thread ("can't allocate buffer
+/// of size: …", measured on lavapipe with a 4 GiB activation), which catches the panic, so the
+/// trial's worker only sees `CallError` (the device thread's reply was dropped). With this watch
+/// such a `CallError` within [`DEVICE_PANIC_WINDOW`] of a device out-of-memory panic is read as
+/// out of memory ([`or_oom`]). Installed by the GPU runners before a trial starts.
+pub fn watch_device_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let p = info.payload();
+            let msg = p
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+                .unwrap_or("");
+            if is_out_of_memory(msg) {
+                note_device_oom();
+            }
+            prev(info)
+        }));
+    });
+}
+
+/// Records that a device ran out of memory now (the panic watch calls it).
+pub fn note_device_oom() {
+    *DEVICE_OOM_AT.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
+}
+
+/// Whether a failure message means out of memory: its own text, or a `CallError` (a device
+/// thread's task panicked) shortly after a device thread panicked out of memory.
+pub fn failed_out_of_memory(message: &str) -> bool {
+    if is_out_of_memory(message) {
+        return true;
+    }
+    message.contains("CallError")
+        && DEVICE_OOM_AT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|t| t.elapsed() <= DEVICE_PANIC_WINDOW)
+}
+
 /// A step or evaluation result with out-of-memory split off: `Ok(Err(outcome))` when the device
 /// ran out of memory at batch size `b` after `step` applied steps (the trial's outcome), other
 /// errors unchanged.
@@ -45,7 +94,7 @@ pub fn or_oom<T>(
 ) -> anyhow::Result<Result<T, crate::core::trial::Outcome>> {
     match r {
         Ok(v) => Ok(Ok(v)),
-        Err(e) if is_out_of_memory(&format!("{e:#}")) => {
+        Err(e) if failed_out_of_memory(&format!("{e:#}")) => {
             Ok(Err(crate::core::trial::Outcome::Oom {
                 batch_size: b,
                 step,
@@ -72,6 +121,38 @@ mod tests {
         let wgpu_core = "Validation Error\n\nCaused by:\n  In Device::create_buffer\n    Not enough memory left.";
         for m in [buffer_too_big, launch, driver, wrapped, wgpu_oom, wgpu_core] {
             assert!(is_out_of_memory(m), "not recognised: {m}");
+        }
+    }
+
+    /// The failure a worker sees on wgpu when CubeCL's device thread cannot allocate (lavapipe,
+    /// a 4 GiB activation): the device thread panics with BufferTooBig and the worker gets
+    /// `CallError`. Only after such a panic is that `CallError` out of memory.
+    #[test]
+    fn a_call_error_after_a_device_thread_oom_panic_is_out_of_memory() {
+        let call_error = "worker 0 failed: called `Result::unwrap()` on an `Err` value: CallError";
+        let r: anyhow::Result<()> = Err(anyhow::anyhow!(call_error));
+        if DEVICE_OOM_AT.lock().unwrap().is_none() {
+            assert!(
+                or_oom(r, 1024, 0).is_err(),
+                "a CallError alone is not out of memory"
+            );
+        }
+        watch_device_panics();
+        let device = std::thread::Builder::new()
+            .name("DSD-test".into())
+            .spawn(|| {
+                let e: Result<(), &str> = Err("can't allocate buffer of size: 4294967296");
+                e.unwrap();
+            })
+            .unwrap();
+        assert!(device.join().is_err());
+        let r: anyhow::Result<()> = Err(anyhow::anyhow!(call_error));
+        match or_oom(r, 1024, 3) {
+            Ok(Err(crate::core::trial::Outcome::Oom {
+                batch_size: 1024,
+                step: 3,
+            })) => {}
+            other => panic!("not read as out of memory: {other:?}"),
         }
     }
 

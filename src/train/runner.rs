@@ -42,9 +42,11 @@ impl TrialRunner for BurnRunner {
                 run_trial::<CpuTrain>(devices, workload, spec, data, &self.options, emit, cancel)
             }
             DeviceSpec::Cuda { devices } => {
+                super::oom::watch_device_panics();
                 cuda::run(devices, workload, spec, data, &self.options, emit, cancel)
             }
             DeviceSpec::Wgpu { adapters } => {
+                super::oom::watch_device_panics();
                 super::wgpu::run(adapters, workload, spec, data, &self.options, emit, cancel)
             }
         }
