@@ -19,6 +19,7 @@ pub mod oom;
 pub mod optim;
 mod options;
 pub mod runner;
+mod sampler;
 pub mod scaler;
 pub mod trainer;
 pub mod wgpu;
