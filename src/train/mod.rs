@@ -20,6 +20,7 @@ pub mod optim;
 mod options;
 pub mod runner;
 mod sampler;
+mod stages;
 pub mod scaler;
 pub mod trainer;
 pub mod wgpu;

@@ -29,6 +29,7 @@ use super::scaler::{LossScaler, ScaleDecision, ScalerConfig};
 use crate::core::panic_message;
 use crate::core::{CancelToken, TrialEvent, TrialOutcome, TrialSpec};
 use super::sampler::Sampler;
+use super::stages::Stages;
 use crate::data::{self, Dataset};
 use crate::model::{Batch, Ctx, EvalSums, InputShape, Net};
 use crate::workload::spec::{Metric, Precision, Workload};
@@ -839,80 +840,4 @@ fn coordinate<B: AutodiffBackend>(
     let mut out = meter.finish(outcome, emit);
     out.stages = stages.finish(out.steps);
     Ok(out)
-}
-
-/// The stages of a batch-size schedule as the trial runs them (none without a schedule).
-///
-/// At a switch only the batch size and the learning rate change: the replicas, their optimizer
-/// state (momentum buffers, Adam moments), the loss scaler and the data order carry over. The
-/// noise-scale estimator keeps running too: its EMAs of |G|² and tr(Σ) are per-example
-/// quantities independent of B (each step's unbiased estimates use that step's B and B/G), so
-/// B_simple goes on as one estimate across the switch; the EMA's memory (decay 0.95, ~20 steps)
-/// mixes steps from both sides of the switch for a few steps.
-struct Stages<'a> {
-    schedule: Option<&'a crate::core::schedule::BatchSchedule>,
-    current: usize,
-    lr: f64,
-    runs: Vec<crate::core::schedule::StageRun>,
-}
-
-impl<'a> Stages<'a> {
-    fn new(schedule: Option<&'a crate::core::schedule::BatchSchedule>, lr: f64) -> Self {
-        let runs = schedule
-            .and_then(|s| s.stages.first())
-            .map(|st| crate::core::schedule::StageRun {
-                batch_size: st.batch_size,
-                learning_rate: st.learning_rate,
-                from: None,
-                start_step: 0,
-                start_metric: None,
-                steps: 0,
-            })
-            .into_iter()
-            .collect();
-        let lr = schedule
-            .and_then(|s| s.stages.first())
-            .map_or(lr, |s| s.learning_rate);
-        Stages {
-            schedule,
-            current: 0,
-            lr,
-            runs,
-        }
-    }
-
-    fn learning_rate(&self) -> f64 {
-        self.lr
-    }
-
-    /// After an evaluation at `step` with `metric`: the new batch size if the schedule switches.
-    fn after_eval(&mut self, step: u64, metric: f64) -> Option<usize> {
-        let s = self.schedule?;
-        let k = s.stage_after(self.current, metric);
-        if k == self.current {
-            return None;
-        }
-        self.current = k;
-        let st = &s.stages[k];
-        self.lr = st.learning_rate;
-        self.runs.push(crate::core::schedule::StageRun {
-            batch_size: st.batch_size,
-            learning_rate: st.learning_rate,
-            from: st.from,
-            start_step: step,
-            start_metric: Some(metric),
-            steps: 0,
-        });
-        Some(st.batch_size)
-    }
-
-    /// The stages that ran, with their step counts, for a trial that applied `steps` steps.
-    fn finish(mut self, steps: u64) -> Vec<crate::core::schedule::StageRun> {
-        let starts: Vec<u64> = self.runs.iter().map(|r| r.start_step).collect();
-        for (i, r) in self.runs.iter_mut().enumerate() {
-            let end = starts.get(i + 1).copied().unwrap_or(steps);
-            r.steps = end.saturating_sub(r.start_step);
-        }
-        self.runs
-    }
 }
