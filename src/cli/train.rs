@@ -54,7 +54,7 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
     super::checks::preflight_data(&w, &path)?;
     let n_train = training_set_size(&w).map_err(|e| anyhow::anyhow!("{e}"))?;
     let plan = match &a.batch_schedule {
-        Some(arg) => Some(train_schedule::plan(&a, arg, &preset, &w, &devices, n_train)?),
+        Some(arg) => Some(train_schedule::plan(&a, arg, &preset, &mut w, &devices, n_train)?),
         None => None,
     };
     let mut mp = w.defaults.clone();

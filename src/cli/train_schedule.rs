@@ -34,7 +34,7 @@ pub fn plan(
     a: &TrainArgs,
     arg: &ScheduleArg,
     preset: &Preset,
-    w: &Workload,
+    w: &mut Workload,
     devices: &DeviceSpec,
     n_train: Option<usize>,
 ) -> anyhow::Result<Plan> {
@@ -50,6 +50,10 @@ pub fn plan(
             let lw = &log.header.preset.workload;
             sched::check_same_workload(lw, &log.header.preset.name, w)
                 .map_err(|e| usage(format!("--from: {} {e}", p.display())))?;
+            if a.target.is_none() && w.target.value < lw.target.value {
+                // No --target: the log's goal (the strictest target it measured).
+                w.target.value = lw.target.value;
+            }
             if w.target.value < lw.target.value {
                 return Err(usage(format!(
                     "--from: the target {} is stricter than the log's goal {}: the log's best η and fixed B there are not measured",
@@ -65,6 +69,7 @@ pub fn plan(
         check_batch_size("batch_schedule", b, n_train).is_none()
             && check_shards("batch_schedule", &[b], devices).is_none()
     };
+    let w = &*w;
     let planned = match (arg, &log) {
         (ScheduleArg::Auto, None) => {
             return Err(flag("auto needs --from LOG (a sweep's log to read B_crit(target) from)"))
@@ -79,6 +84,11 @@ pub fn plan(
             }
         }
     };
+    let mut planned = planned;
+    planned.notes.insert(
+        0,
+        format!("to {} <= {} (the target)", w.target.metric.name(), fmt_target(w.target.value)),
+    );
     Ok(Plan { planned, log })
 }
 

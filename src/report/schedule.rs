@@ -409,7 +409,7 @@ impl Comparison {
         line(
             &mut o,
             format!(
-                "{:<22} {:>8} {:>26} {:>30} {:>24}",
+                "{:<32} {:>8} {:>24} {:>30} {:>26}",
                 "", "reached", "steps-to-target", "examples-to-target", "wall time"
             ),
         );
@@ -417,7 +417,7 @@ impl Comparison {
             line(
                 &mut o,
                 format!(
-                    "{:<22} {:>8} {:>26} {:>30} {:>24}",
+                    "{:<32} {:>8} {:>24} {:>30} {:>26}",
                     s.label,
                     format!("{}/{}", s.reached, s.runs.len()),
                     cell(s.steps, ""),
