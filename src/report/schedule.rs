@@ -5,8 +5,9 @@
 //! - η per stage from a log: the best trial's η at the *nearest measured* batch size (distance in
 //!   log B; a tie takes the smaller B), at the target that ends the stage (the next threshold, the
 //!   goal for the last stage). No interpolation: every η used was measured.
-//! - γ: the first stage's best γ for every stage (the optimizer's momentum buffer carries over a
-//!   switch; γ itself is not switched).
+//! - γ: the last stage's best γ for every stage (the optimizer's momentum buffer carries over a
+//!   switch; γ itself is not switched). Heavy-ball and Nesterov: every earlier stage's η is
+//!   rescaled to keep its best trial's effective learning rate η/(1−γ).
 //! - `auto`: the rungs of the log's ladder, loosest first; stage k runs at B_crit(T_k) rounded to
 //!   the nearest measured B that the replicas divide, until the metric meets T_k. Rungs whose
 //!   B_crit is missing or uncertain are skipped; a rung whose B would not grow keeps the previous
@@ -21,7 +22,7 @@ use super::{thousands, Run};
 use crate::analysis::ladder::{BestAt, TrendVerdict};
 use crate::core::schedule::{examples_to, BatchSchedule, BatchStage, StageRun};
 use crate::core::{TrialOutcome, TrialRecord};
-use crate::workload::spec::Workload;
+use crate::workload::spec::{OptimizerKind, Workload};
 
 /// Refuses a log of another workload: dataset, model and optimizer must be the preset's.
 pub fn check_same_workload(log: &Workload, log_name: &str, w: &Workload) -> Result<(), String> {
@@ -81,7 +82,7 @@ pub fn from_log(run: &Run, pairs: &[(usize, Option<f64>)], goal: f64) -> Result<
     let r = targets::build(run, &ends);
     let mut stages = Vec::new();
     let mut notes = Vec::new();
-    let mut momentum = None;
+    let mut gammas = Vec::new();
     for (i, ((b, from), end)) in pairs.iter().zip(&ends).enumerate() {
         let point = r.curve.iter().find(|p| near(p.target, *end));
         let best = point
@@ -93,9 +94,7 @@ pub fn from_log(run: &Run, pairs: &[(usize, Option<f64>)], goal: f64) -> Result<
                     i + 1
                 )
             })?;
-        if i == 0 {
-            momentum = best.best_momentum;
-        }
+        gammas.push(best.best_momentum);
         notes.push(format!(
             "stage {}: B = {b}, η = {:.4} (best at B = {} to {})",
             i + 1,
@@ -109,6 +108,7 @@ pub fn from_log(run: &Run, pairs: &[(usize, Option<f64>)], goal: f64) -> Result<
             from: *from,
         });
     }
+    let momentum = one_momentum(run, &mut stages, &gammas, &mut notes);
     Ok(Planned {
         schedule: BatchSchedule { stages },
         momentum,
@@ -123,7 +123,7 @@ pub fn auto(run: &Run, fits: &dyn Fn(usize) -> bool) -> Result<Planned, String> 
     let r = targets::build(run, &[]);
     let mut notes = Vec::new();
     let mut stages: Vec<BatchStage> = Vec::new();
-    let mut momentum = None;
+    let mut gammas = Vec::new();
     let mut prev_target: Option<f64> = None;
     for p in &r.curve {
         let t = fmt_target(p.target);
@@ -156,9 +156,7 @@ pub fn auto(run: &Run, fits: &dyn Fn(usize) -> bool) -> Result<Planned, String> 
             }
             _ => {}
         }
-        if stages.is_empty() {
-            momentum = best.best_momentum;
-        }
+        gammas.push(best.best_momentum);
         notes.push(format!(
             "rung {t}: B_crit {b_crit:.0} → B = {b} (nearest measured), η = {:.4} (best at B = {b} to {t}){}",
             best.best_lr,
@@ -174,6 +172,7 @@ pub fn auto(run: &Run, fits: &dyn Fn(usize) -> bool) -> Result<Planned, String> 
     if stages.is_empty() {
         return Err("no rung of the log has a certain B_crit: no schedule to run".into());
     }
+    let momentum = one_momentum(run, &mut stages, &gammas, &mut notes);
     let warning = match &r.b_crit_trend {
         Some(tr) if tr.verdict == TrendVerdict::Grows => None,
         Some(tr) => Some(format!(
@@ -190,6 +189,36 @@ pub fn auto(run: &Run, fits: &dyn Fn(usize) -> bool) -> Result<Planned, String> 
         notes,
         warning,
     })
+}
+
+/// γ of every stage: the last stage's best (the optimizer's momentum is not switched mid-trial).
+/// Heavy-ball and Nesterov: each earlier stage's η is rescaled to keep its best trial's
+/// effective learning rate η/(1−γ) at that γ. Adam (γ = β1): η as measured. SGD: none.
+fn one_momentum(
+    run: &Run,
+    stages: &mut [BatchStage],
+    gammas: &[Option<f64>],
+    notes: &mut Vec<String>,
+) -> Option<f64> {
+    let last = (*gammas.last()?)?;
+    let heavy_ball = matches!(
+        run.header.preset.workload.optimizer,
+        OptimizerKind::Momentum | OptimizerKind::Nesterov
+    );
+    for (st, g) in stages.iter_mut().zip(gammas) {
+        match g {
+            Some(g) if heavy_ball && (g - last).abs() > 1e-12 && *g < 1.0 => {
+                let lr = st.learning_rate * (1.0 - last) / (1.0 - g);
+                notes.push(format!(
+                    "B = {}: η {:.4} at its best γ {g:.4} → η {lr:.4} at γ {last:.4} (same η/(1−γ))",
+                    st.batch_size, st.learning_rate
+                ));
+                st.learning_rate = lr;
+            }
+            _ => {}
+        }
+    }
+    Some(last)
 }
 
 /// Steps and examples to `target` of a logged trial: its first evaluation meeting it.
@@ -315,7 +344,7 @@ pub struct Comparison {
 pub fn rules() -> Vec<String> {
     vec![
         "η per stage: the log's best η at the nearest measured B (log distance), to the target ending the stage; no interpolation".into(),
-        "γ: the first stage's best, kept for every stage (the momentum buffer carries over a switch)".into(),
+        "γ: the last stage's best for every stage (the momentum buffer carries over a switch); heavy-ball/Nesterov: earlier stages' η rescaled to keep their best η/(1−γ)".into(),
         "best fixed B: the log's trial with the fewest steps to the target (ties: fewer examples), re-run here with its η (γ) at the same seeds".into(),
     ]
 }
@@ -401,7 +430,7 @@ impl Comparison {
                 "fixed: B = {}, η = {:.4}{} (log trial {}: {} steps there)",
                 self.fixed_batch_size,
                 self.fixed_lr,
-                self.fixed_momentum.map(|m| format!(", γ = {m}")).unwrap_or_default(),
+                self.fixed_momentum.map(|m| format!(", γ = {m:.4}")).unwrap_or_default(),
                 self.fixed_trial,
                 self.fixed_logged_steps
             ),
