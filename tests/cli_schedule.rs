@@ -61,11 +61,17 @@ fn check_stages(out: &serde_json::Value, v: &serde_json::Value) -> Vec<u64> {
             .iter()
             .find(|(st, m)| *st > prev && *m <= from)
             .expect("an evaluation met the threshold");
-        assert_eq!(first.0, start, "stage {k} starts at the first evaluation meeting {from}");
+        assert_eq!(
+            first.0, start,
+            "stage {k} starts at the first evaluation meeting {from}"
+        );
         assert_eq!(s["start_metric"].as_f64().unwrap(), first.1);
         switches.push(start);
     }
-    assert_eq!(sum_steps, reached, "the stages' steps add up to the trial's");
+    assert_eq!(
+        sum_steps, reached,
+        "the stages' steps add up to the trial's"
+    );
     assert_eq!(v["examples_to_target"].as_u64().unwrap(), examples);
     switches
 }
@@ -88,7 +94,10 @@ fn a_scheduled_digits_trial_switches_twice_on_two_workers() {
     let out = &v["outcome"];
     assert_eq!(out["outcome"]["status"], "reached", "{v}");
     assert_eq!(v["spec"]["devices"]["workers"], 2);
-    assert_eq!(v["spec"]["batch_size"], 16, "the trial starts at the first stage");
+    assert_eq!(
+        v["spec"]["batch_size"], 16,
+        "the trial starts at the first stage"
+    );
     let switches = check_stages(out, &v);
     assert_eq!(switches.len(), 2, "{v}");
     let bs: Vec<u64> = out["stages"]
@@ -122,23 +131,55 @@ fn a_scheduled_digits_trial_switches_twice_on_two_workers() {
 fn every_bad_schedule_is_one_usage_error_naming_the_flag() {
     let base = ["train", "--preset", "digits-mlp-sgd", "--workers", "2"];
     for (extra, needle) in [
-        (&["--batch-schedule", "64,0.2:32"][..], "batch sizes must increase"),
-        (&["--batch-schedule", "16,0.1:64,0.2:256"], "thresholds must decrease"),
-        (&["--batch-schedule", "16,0.2:63"], "not divisible by 2 workers"),
-        (&["--batch-schedule", "16,1.5:64"], "out of range for val_error"),
-        (&["--batch-schedule", "16,0.03:64"], "not looser than the target"),
-        (&["--batch-schedule", "16,0.2:4096"], "larger than the training set"),
+        (
+            &["--batch-schedule", "64,0.2:32"][..],
+            "batch sizes must increase",
+        ),
+        (
+            &["--batch-schedule", "16,0.1:64,0.2:256"],
+            "thresholds must decrease",
+        ),
+        (
+            &["--batch-schedule", "16,0.2:63"],
+            "not divisible by 2 workers",
+        ),
+        (
+            &["--batch-schedule", "16,1.5:64"],
+            "out of range for val_error",
+        ),
+        (
+            &["--batch-schedule", "16,0.03:64"],
+            "not looser than the target",
+        ),
+        (
+            &["--batch-schedule", "16,0.2:4096"],
+            "larger than the training set",
+        ),
         (&["--batch-schedule", "auto"], "auto needs --from"),
-        (&["--batch-schedule", "16,0.2:64", "--batch-size", "32"], "cannot be used with"),
+        (
+            &["--batch-schedule", "16,0.2:64", "--batch-size", "32"],
+            "cannot be used with",
+        ),
         (&["--batch-schedule", "16,x:64"], "not a number"),
-        (&["--batch-schedule", "16,0.2:64", "--from", "/nonexistent.jsonl"], "--from"),
+        (
+            &[
+                "--batch-schedule",
+                "16,0.2:64",
+                "--from",
+                "/nonexistent.jsonl",
+            ],
+            "--from",
+        ),
     ] {
         let mut a: Vec<&str> = base.to_vec();
         a.extend_from_slice(extra);
         let (code, err) = fails(&a);
         assert_eq!(code, 2, "{a:?}: {err}");
         assert!(err.contains(needle), "{a:?}: {err}");
-        assert!(err.contains("--batch-schedule") || err.contains("--from"), "{a:?}: {err}");
+        assert!(
+            err.contains("--batch-schedule") || err.contains("--from"),
+            "{a:?}: {err}"
+        );
         assert_eq!(err.trim_end().lines().count(), 1, "{a:?}: {err}");
     }
 }
@@ -210,10 +251,15 @@ fn from_a_log_the_schedule_is_compared_with_the_best_fixed_b_and_auto_reads_b_cr
         .iter()
         .map(|x| x.as_str().unwrap().to_string())
         .collect();
-    for (k, word) in [("steps", "steps-to-target"), ("examples", "examples-to-target")] {
+    for (k, word) in [
+        ("steps", "steps-to-target"),
+        ("examples", "examples-to-target"),
+    ] {
         if let (Some(a), Some(b)) = (med(s, k), med(f, k)) {
             assert_eq!(
-                loses.iter().any(|l| l.contains(&format!("loses on {word}"))),
+                loses
+                    .iter()
+                    .any(|l| l.contains(&format!("loses on {word}"))),
                 a > b,
                 "{k}: {a} vs {b}: {loses:?}"
             );
@@ -231,8 +277,14 @@ fn from_a_log_the_schedule_is_compared_with_the_best_fixed_b_and_auto_reads_b_cr
         "--repeats",
         "1",
     ]);
-    assert!(text.contains("Batch-size schedule vs the best fixed B"), "{text}");
-    assert!(text.contains("steps-to-target") && text.contains("examples-to-target"), "{text}");
+    assert!(
+        text.contains("Batch-size schedule vs the best fixed B"),
+        "{text}"
+    );
+    assert!(
+        text.contains("steps-to-target") && text.contains("examples-to-target"),
+        "{text}"
+    );
     assert!(text.contains("rule: η per stage"), "{text}");
 
     // auto: the rungs of the ladder; uncertain rungs skipped, said so; stages at measured B
@@ -271,7 +323,10 @@ fn from_a_log_the_schedule_is_compared_with_the_best_fixed_b_and_auto_reads_b_cr
     );
     // this log's B_crit does not grow (no trend): the warning, and the run goes on
     if c["warning"].is_string() {
-        assert!(e.contains("warning: the log gives no reason for a schedule"), "{e}");
+        assert!(
+            e.contains("warning: the log gives no reason for a schedule"),
+            "{e}"
+        );
     }
 
     // a log of another workload is refused
@@ -285,7 +340,10 @@ fn from_a_log_the_schedule_is_compared_with_the_best_fixed_b_and_auto_reads_b_cr
         &log,
     ]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("another workload") && err.contains("optimizer"), "{err}");
+    assert!(
+        err.contains("another workload") && err.contains("optimizer"),
+        "{err}"
+    );
     // a target stricter than the log's goal is not measured there
     let (code, err) = fails(&[
         "train",

@@ -54,7 +54,9 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
     super::checks::preflight_data(&w, &path)?;
     let n_train = training_set_size(&w).map_err(|e| anyhow::anyhow!("{e}"))?;
     let plan = match &a.batch_schedule {
-        Some(arg) => Some(train_schedule::plan(&a, arg, &preset, &mut w, &devices, n_train)?),
+        Some(arg) => Some(train_schedule::plan(
+            &a, arg, &preset, &mut w, &devices, n_train,
+        )?),
         None => None,
     };
     let mut mp = w.defaults.clone();
@@ -115,7 +117,9 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
     }
     if let Some(p) = plan.as_ref().filter(|p| p.log.is_some()) {
         if node.is_some() {
-            return Err(usage("--from: the comparison runs on one node; drop --nodes"));
+            return Err(usage(
+                "--from: the comparison runs on one node; drop --nodes",
+            ));
         }
         return train_schedule::compare(&a, p, &preset.name, &w, &spec, &options, &cancel);
     }
@@ -194,7 +198,10 @@ fn print_outcome(
         });
         if !out.stages.is_empty() {
             // the stages as they ran are `outcome.stages`; examples Σ steps × B to the target
-            let ex = out.outcome.steps_to_target().map(|s| examples_to(&out.stages, 0, s));
+            let ex = out
+                .outcome
+                .steps_to_target()
+                .map(|s| examples_to(&out.stages, 0, s));
             v["examples_to_target"] = serde_json::json!(ex);
         }
         outln(&serde_json::to_string(&v)?);
@@ -250,10 +257,15 @@ fn stages_text(out: &TrialOutcome, metric: &str) -> String {
         .iter()
         .map(|s| {
             let at = match (s.from, s.start_metric) {
-                (Some(t), Some(m)) => format!(" from step {} ({metric} {m:.4} <= {t})", s.start_step),
+                (Some(t), Some(m)) => {
+                    format!(" from step {} ({metric} {m:.4} <= {t})", s.start_step)
+                }
                 _ => String::new(),
             };
-            format!("B {} η {:.4}{at}: {} steps", s.batch_size, s.learning_rate, s.steps)
+            format!(
+                "B {} η {:.4}{at}: {} steps",
+                s.batch_size, s.learning_rate, s.steps
+            )
         })
         .collect();
     let ex = match out.outcome.steps_to_target() {

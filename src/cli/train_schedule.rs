@@ -39,10 +39,14 @@ pub fn plan(
     n_train: Option<usize>,
 ) -> anyhow::Result<Plan> {
     if w.dataset.is_none() {
-        return Err(flag("only for a trained workload (the NQM has no batches to grow)"));
+        return Err(flag(
+            "only for a trained workload (the NQM has no batches to grow)",
+        ));
     }
     if a.from.is_some() && (a.lr.is_some() || a.lr_rule.is_some()) {
-        return Err(usage("--lr/--lr-rule: not with --from (η per stage comes from the log)"));
+        return Err(usage(
+            "--lr/--lr-rule: not with --from (η per stage comes from the log)",
+        ));
     }
     let log = match &a.from {
         Some(p) => {
@@ -72,7 +76,9 @@ pub fn plan(
     let w = &*w;
     let planned = match (arg, &log) {
         (ScheduleArg::Auto, None) => {
-            return Err(flag("auto needs --from LOG (a sweep's log to read B_crit(target) from)"))
+            return Err(flag(
+                "auto needs --from LOG (a sweep's log to read B_crit(target) from)",
+            ))
         }
         (ScheduleArg::Auto, Some(log)) => sched::auto(&Run::of_log(log), &fits).map_err(flag)?,
         (ScheduleArg::Explicit(pairs), log) => {
@@ -87,7 +93,11 @@ pub fn plan(
     let mut planned = planned;
     planned.notes.insert(
         0,
-        format!("to {} <= {} (the target)", w.target.metric.name(), fmt_target(w.target.value)),
+        format!(
+            "to {} <= {} (the target)",
+            w.target.metric.name(),
+            fmt_target(w.target.value)
+        ),
     );
     Ok(Plan { planned, log })
 }
@@ -121,7 +131,12 @@ fn check_pairs(
 }
 
 /// η per stage by the LR rule, from the (possibly overridden) default η at the base batch.
-fn by_rule(a: &TrainArgs, preset: &Preset, w: &Workload, pairs: &[(usize, Option<f64>)]) -> Planned {
+fn by_rule(
+    a: &TrainArgs,
+    preset: &Preset,
+    w: &Workload,
+    pairs: &[(usize, Option<f64>)],
+) -> Planned {
     let rule: LrRule = a.lr_rule.map(Into::into).unwrap_or(preset.search.lr_rule);
     let base = a.base_batch.unwrap_or(preset.search.base_batch);
     let lr0 = w.defaults.learning_rate;
@@ -133,13 +148,22 @@ fn by_rule(a: &TrainArgs, preset: &Preset, w: &Workload, pairs: &[(usize, Option
             from,
         })
         .collect();
-    let which = if a.lr_rule.is_some() { "--lr-rule" } else { "the preset's search.lr_rule" };
+    let which = if a.lr_rule.is_some() {
+        "--lr-rule"
+    } else {
+        "the preset's search.lr_rule"
+    };
+    let rule_name = format!("{rule:?}").to_lowercase();
     let mut notes = vec![format!(
-        "η per stage: {which} ({}) from η = {lr0} at B = {base}",
-        format!("{rule:?}").to_lowercase()
+        "η per stage: {which} ({rule_name}) from η = {lr0} at B = {base}"
     )];
     for (i, s) in stages.iter().enumerate() {
-        notes.push(format!("stage {}: B = {}, η = {:.4}", i + 1, s.batch_size, s.learning_rate));
+        notes.push(format!(
+            "stage {}: B = {}, η = {:.4}",
+            i + 1,
+            s.batch_size,
+            s.learning_rate
+        ));
     }
     Planned {
         schedule: BatchSchedule { stages },
@@ -176,7 +200,10 @@ pub fn compare(
     let run = Run::of_log(log);
     let target = w.target.value;
     let (best, logged) = sched::best_fixed(&run, target).ok_or_else(|| {
-        usage(format!("--from: no trial of the log reached {}", fmt_target(target)))
+        usage(format!(
+            "--from: no trial of the log reached {}",
+            fmt_target(target)
+        ))
     })?;
     let fixed_spec = TrialSpec {
         batch_size: best.spec.batch_size,
@@ -184,7 +211,10 @@ pub fn compare(
         ..spec.clone()
     };
     if let Some(p) = check_shards("batch_size", &[fixed_spec.batch_size], &spec.devices) {
-        return Err(usage(format!("--from: the log's best fixed B: {}", p.message)));
+        return Err(usage(format!(
+            "--from: the log's best fixed B: {}",
+            p.message
+        )));
     }
     let sched_runner = scaling_lab::sweep::runner_for(w, options)?;
     let fixed_opts = TrainOptions {
@@ -209,7 +239,8 @@ pub fn compare(
             let r = SideRun::of(seed, sp.batch_size, &out);
             eprintln!(
                 "{what} seed {seed}: {} in {:.1} s",
-                r.steps.map_or_else(|| r.outcome.clone(), |s| format!("{s} steps")),
+                r.steps
+                    .map_or_else(|| r.outcome.clone(), |s| format!("{s} steps")),
                 r.wall_s
             );
             runs.push(r);

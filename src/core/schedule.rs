@@ -53,17 +53,22 @@ pub fn parse(s: &str) -> Result<Vec<(usize, Option<f64>)>, String> {
         let last = i + 1 == parts.len();
         let mut it = p.split(',').map(str::trim);
         let b_text = it.next().unwrap_or("");
-        let b: usize = b_text
-            .parse()
-            .ok()
-            .filter(|&b| b > 0)
-            .ok_or_else(|| format!("stage {}: batch size {b_text:?} is not a positive integer", i + 1))?;
+        let b: usize = b_text.parse().ok().filter(|&b| b > 0).ok_or_else(|| {
+            format!(
+                "stage {}: batch size {b_text:?} is not a positive integer",
+                i + 1
+            )
+        })?;
         let t = it.next();
         if it.next().is_some() || (t.is_some() == last) {
             return Err(format!(
                 "stage {}: {p:?} should be {}",
                 i + 1,
-                if last { "B (the last stage has no threshold)" } else { "B,THRESHOLD" }
+                if last {
+                    "B (the last stage has no threshold)"
+                } else {
+                    "B,THRESHOLD"
+                }
             ));
         }
         if let Some((pb, _)) = out.last() {
@@ -140,7 +145,10 @@ pub fn examples_to(stages: &[StageRun], batch_size: usize, step: u64) -> u64 {
     }
     let mut n = 0;
     for (i, s) in stages.iter().enumerate() {
-        let end = stages.get(i + 1).map_or(u64::MAX, |n| n.start_step).min(step);
+        let end = stages
+            .get(i + 1)
+            .map_or(u64::MAX, |n| n.start_step)
+            .min(step);
         if end > s.start_step {
             n += (end - s.start_step) * s.batch_size as u64;
         }
@@ -158,7 +166,10 @@ mod tests {
             parse("16,0.2:64,0.08:256").unwrap(),
             vec![(16, None), (64, Some(0.2)), (256, Some(0.08))]
         );
-        assert_eq!(parse(" 8 , 0.5 : 32 ").unwrap(), vec![(8, None), (32, Some(0.5))]);
+        assert_eq!(
+            parse(" 8 , 0.5 : 32 ").unwrap(),
+            vec![(8, None), (32, Some(0.5))]
+        );
     }
 
     #[test]

@@ -48,10 +48,8 @@ pub fn check_same_workload(log: &Workload, log_name: &str, w: &Workload) -> Resu
 /// The best trial's η (and γ) at the measured batch size nearest `b` (in log B; ties: smaller).
 pub fn nearest_best(best: &[BestAt], b: usize) -> Option<&BestAt> {
     let d = |x: &BestAt| ((x.batch_size as f64).ln() - (b as f64).ln()).abs();
-    best.iter().min_by(|x, y| {
-        d(x).total_cmp(&d(y))
-            .then(x.batch_size.cmp(&y.batch_size))
-    })
+    best.iter()
+        .min_by(|x, y| d(x).total_cmp(&d(y)).then(x.batch_size.cmp(&y.batch_size)))
 }
 
 /// A schedule planned from a log, with what was decided on the way.
@@ -134,13 +132,22 @@ pub fn auto(run: &Run, fits: &dyn Fn(usize) -> bool) -> Result<Planned, String> 
                 continue;
             }
             (None, _) => {
-                notes.push(format!("rung {t}: skipped, no B_crit (too few batch sizes measured)"));
+                notes.push(format!(
+                    "rung {t}: skipped, no B_crit (too few batch sizes measured)"
+                ));
                 continue;
             }
         };
-        let candidates: Vec<BestAt> = p.best.iter().filter(|x| fits(x.batch_size)).cloned().collect();
+        let candidates: Vec<BestAt> = p
+            .best
+            .iter()
+            .filter(|x| fits(x.batch_size))
+            .cloned()
+            .collect();
         let Some(best) = nearest_best(&candidates, b_crit.round().max(1.0) as usize) else {
-            notes.push(format!("rung {t}: skipped, no measured B the replicas divide"));
+            notes.push(format!(
+                "rung {t}: skipped, no measured B the replicas divide"
+            ));
             continue;
         };
         let b = best.batch_size;
@@ -223,7 +230,11 @@ fn one_momentum(
 
 /// Steps and examples to `target` of a logged trial: its first evaluation meeting it.
 fn to_target(o: &TrialOutcome, batch_size: usize, target: f64) -> Option<(u64, u64)> {
-    let step = o.evals.iter().find(|e| e.metric.is_finite() && e.metric <= target)?.step;
+    let step = o
+        .evals
+        .iter()
+        .find(|e| e.metric.is_finite() && e.metric <= target)?
+        .step;
     Some((step, examples_to(&o.stages, batch_size, step)))
 }
 
@@ -430,7 +441,9 @@ impl Comparison {
                 "fixed: B = {}, η = {:.4}{} (log trial {}: {} steps there)",
                 self.fixed_batch_size,
                 self.fixed_lr,
-                self.fixed_momentum.map(|m| format!(", γ = {m:.4}")).unwrap_or_default(),
+                self.fixed_momentum
+                    .map(|m| format!(", γ = {m:.4}"))
+                    .unwrap_or_default(),
                 self.fixed_trial,
                 self.fixed_logged_steps
             ),
@@ -467,8 +480,13 @@ impl Comparison {
                 format!(
                     "  seed {}: {} {}",
                     r.seed,
-                    r.steps.map_or_else(|| r.outcome.clone(), |s| format!("{s} steps")),
-                    if sw.is_empty() { "(no switch)".into() } else { sw.join(", ") }
+                    r.steps
+                        .map_or_else(|| r.outcome.clone(), |s| format!("{s} steps")),
+                    if sw.is_empty() {
+                        "(no switch)".into()
+                    } else {
+                        sw.join(", ")
+                    }
                 ),
             );
         }
@@ -518,22 +536,50 @@ mod tests {
             steps,
             examples: steps.map(|s| s * 10),
             wall_s: wall,
-            outcome: if steps.is_some() { "reached" } else { "not reached" }.into(),
+            outcome: if steps.is_some() {
+                "reached"
+            } else {
+                "not reached"
+            }
+            .into(),
             stages: vec![],
         }
     }
 
     #[test]
     fn says_where_the_schedule_loses() {
-        let s = Side::new("schedule".into(), vec![run(Some(30), 1.0), run(None, 3.0), run(Some(50), 2.0)]);
-        let f = Side::new("fixed".into(), vec![run(Some(40), 5.0), run(Some(40), 5.0), run(Some(40), 5.0)]);
-        assert_eq!(s.steps, Some(Spread { median: 40.0, min: 30.0, max: 50.0 }));
+        let s = Side::new(
+            "schedule".into(),
+            vec![run(Some(30), 1.0), run(None, 3.0), run(Some(50), 2.0)],
+        );
+        let f = Side::new(
+            "fixed".into(),
+            vec![run(Some(40), 5.0), run(Some(40), 5.0), run(Some(40), 5.0)],
+        );
+        assert_eq!(
+            s.steps,
+            Some(Spread {
+                median: 40.0,
+                min: 30.0,
+                max: 50.0
+            })
+        );
         let l = losses(&s, &f);
-        assert!(l[0].contains("reliability: it reached the target in 2/3"), "{l:?}");
+        assert!(
+            l[0].contains("reliability: it reached the target in 2/3"),
+            "{l:?}"
+        );
         assert_eq!(l.len(), 1, "{l:?}"); // a median tie is no loss; wall time is faster
-        let f2 = Side::new("fixed".into(), vec![run(Some(20), 0.5), run(Some(20), 0.5), run(Some(20), 0.5)]);
+        let f2 = Side::new(
+            "fixed".into(),
+            vec![run(Some(20), 0.5), run(Some(20), 0.5), run(Some(20), 0.5)],
+        );
         let l = losses(&s, &f2);
-        assert!(l.iter().any(|x| x.contains("loses on steps-to-target: median 40 vs 20")), "{l:?}");
+        assert!(
+            l.iter()
+                .any(|x| x.contains("loses on steps-to-target: median 40 vs 20")),
+            "{l:?}"
+        );
         assert!(l.iter().any(|x| x.contains("loses on wall time")), "{l:?}");
     }
 }

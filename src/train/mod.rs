@@ -20,8 +20,8 @@ pub mod optim;
 mod options;
 pub mod runner;
 mod sampler;
-mod stages;
 pub mod scaler;
+mod stages;
 pub mod trainer;
 pub mod wgpu;
 

@@ -12,7 +12,11 @@ pub(super) struct Sampler<'a> {
 }
 
 impl<'a> Sampler<'a> {
-    pub(super) fn new(dataset: &'a Dataset, shards: Vec<std::ops::Range<usize>>, seed: u64) -> Self {
+    pub(super) fn new(
+        dataset: &'a Dataset,
+        shards: Vec<std::ops::Range<usize>>,
+        seed: u64,
+    ) -> Self {
         Sampler {
             dataset,
             images: match dataset {
@@ -57,4 +61,3 @@ impl<'a> Sampler<'a> {
             .collect()
     }
 }
-

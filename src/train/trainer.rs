@@ -25,11 +25,11 @@ use super::meter::{MeterOptions, StepSample, TrialMeter};
 use super::noise::{Cadence, NoiseScaleEstimator};
 use super::optim::Opt;
 pub use super::options::{default_noise_every, TrainOptions};
+use super::sampler::Sampler;
 use super::scaler::{LossScaler, ScaleDecision, ScalerConfig};
+use super::stages::Stages;
 use crate::core::panic_message;
 use crate::core::{CancelToken, TrialEvent, TrialOutcome, TrialSpec};
-use super::sampler::Sampler;
-use super::stages::Stages;
 use crate::data::{self, Dataset};
 use crate::model::{Batch, Ctx, EvalSums, InputShape, Net};
 use crate::workload::spec::{Metric, Precision, Workload};
@@ -777,7 +777,10 @@ fn coordinate<B: AutodiffBackend>(
         }
         let t_step = Instant::now();
         let before = meter.applied();
-        let lr = spec.metaparams.schedule.lr_at(stages.learning_rate(), before);
+        let lr = spec
+            .metaparams
+            .schedule
+            .lr_at(stages.learning_rate(), before);
         let loss_scale = scaler.scale();
         let sampled = cadence.as_ref().is_some_and(|c| c.due(before));
         let stepped = workers.step(sampler.next(b), lr, loss_scale, workload.grad_clip, sampled);
