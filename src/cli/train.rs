@@ -60,29 +60,7 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         None => None,
     };
     let mut mp = w.defaults.clone();
-    let batch_size = match &plan {
-        Some(p) => {
-            // η of the first stage (the trainer switches it with B); γ from the log if read.
-            let s = &p.planned.schedule.stages[0];
-            mp.learning_rate = s.learning_rate;
-            mp.momentum = p.planned.momentum.unwrap_or(mp.momentum);
-            train_schedule::announce(&p.planned);
-            s.batch_size
-        }
-        None => {
-            if let Some(rule) = a.lr_rule {
-                let r: LrRule = rule.into();
-                let base = a.base_batch.unwrap_or(preset.search.base_batch);
-                mp.learning_rate = r.scale(mp.learning_rate, a.batch_size, base);
-            }
-            if let Some(p) = check_batch_size("batch_size", a.batch_size, n_train)
-                .or_else(|| check_shards("batch_size", &[a.batch_size], &devices))
-            {
-                return Err(usage(p.to_string()));
-            }
-            a.batch_size
-        }
-    };
+    let batch_size = batch_and_lr(&a, &preset, plan.as_ref(), &mut mp, n_train, &devices)?;
     // What the optimizer applies (no γ for SGD, …): the record states only what ran.
     let mp = scaling_lab::workload::applied::as_applied(&w, &mp);
     let spec = TrialSpec {
@@ -273,4 +251,39 @@ fn stages_text(out: &TrialOutcome, metric: &str) -> String {
         None => String::new(),
     };
     format!("  stages: {}{ex}", parts.join(", "))
+}
+
+/// The first batch size of the trial and its η (and γ): the schedule's first stage, or
+/// `--batch-size` with `--lr-rule` applied (checked against the data and the replicas).
+fn batch_and_lr(
+    a: &TrainArgs,
+    preset: &scaling_lab::workload::spec::Preset,
+    plan: Option<&train_schedule::Plan>,
+    mp: &mut scaling_lab::workload::spec::Metaparams,
+    n_train: Option<usize>,
+    devices: &DeviceSpec,
+) -> anyhow::Result<usize> {
+    Ok(match plan {
+        Some(p) => {
+            // η of the first stage (the trainer switches it with B); γ from the log if read.
+            let s = &p.planned.schedule.stages[0];
+            mp.learning_rate = s.learning_rate;
+            mp.momentum = p.planned.momentum.unwrap_or(mp.momentum);
+            train_schedule::announce(&p.planned);
+            s.batch_size
+        }
+        None => {
+            if let Some(rule) = a.lr_rule {
+                let r: LrRule = rule.into();
+                let base = a.base_batch.unwrap_or(preset.search.base_batch);
+                mp.learning_rate = r.scale(mp.learning_rate, a.batch_size, base);
+            }
+            if let Some(p) = check_batch_size("batch_size", a.batch_size, n_train)
+                .or_else(|| check_shards("batch_size", &[a.batch_size], devices))
+            {
+                return Err(usage(p.to_string()));
+            }
+            a.batch_size
+        }
+    })
 }
