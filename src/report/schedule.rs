@@ -9,7 +9,8 @@
 //!   switch; γ itself is not switched). Heavy-ball and Nesterov: every earlier stage's η is
 //!   rescaled to keep its best trial's effective learning rate η/(1−γ).
 //! - `auto`: the rungs of the log's ladder, loosest first; stage k runs at B_crit(T_k) rounded to
-//!   the nearest measured B that the replicas divide, until the metric meets T_k. Rungs whose
+//!   the nearest measured B that the replicas divide, until the metric meets T_k, with the best η
+//!   at that B to T_k (a stage kept over later rungs: to the last of them). Rungs whose
 //!   B_crit is missing or uncertain are skipped; a rung whose B would not grow keeps the previous
 //!   stage's B (a schedule only grows the batch).
 //! - The best fixed-B trial at target T: the log's trial with the fewest steps to T (its first
@@ -155,9 +156,18 @@ pub fn auto(run: &Run, fits: &dyn Fn(usize) -> bool) -> Result<Planned, String> 
         prev_target = Some(p.target);
         match stages.last_mut() {
             Some(last) if b <= last.batch_size => {
+                // The stage now ends at this rung: its η (γ) is the best at its B to here.
+                let here = p.best.iter().find(|x| x.batch_size == last.batch_size);
+                if let (Some(h), Some(g)) = (here, gammas.last_mut()) {
+                    last.learning_rate = h.best_lr;
+                    *g = h.best_momentum;
+                }
                 notes.push(format!(
-                    "rung {t}: B_crit {b_crit:.0} → B = {b}, not above the previous stage's {}: kept at {} until {t}",
-                    last.batch_size, last.batch_size
+                    "rung {t}: B_crit {b_crit:.0} → B = {b}, not above the previous stage's {}: kept at {} until {t}{}",
+                    last.batch_size,
+                    last.batch_size,
+                    here.map(|h| format!(", η = {:.4} (best at B = {} to {t})", h.best_lr, h.batch_size))
+                        .unwrap_or_default()
                 ));
                 continue;
             }
