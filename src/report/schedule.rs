@@ -405,7 +405,7 @@ fn short(v: f64) -> String {
     if v.fract() == 0.0 {
         thousands(v)
     } else {
-        format!("{v:.2}")
+        format!("{v:.3}")
     }
 }
 
