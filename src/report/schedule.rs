@@ -49,8 +49,15 @@ pub fn check_same_workload(log: &Workload, log_name: &str, w: &Workload) -> Resu
 /// The best trial's η (and γ) at the measured batch size nearest `b` (in log B; ties: smaller).
 pub fn nearest_best(best: &[BestAt], b: usize) -> Option<&BestAt> {
     let d = |x: &BestAt| ((x.batch_size as f64).ln() - (b as f64).ln()).abs();
-    best.iter()
-        .min_by(|x, y| d(x).total_cmp(&d(y)).then(x.batch_size.cmp(&y.batch_size)))
+    best.iter().min_by(|x, y| {
+        let (dx, dy) = (d(x), d(y));
+        // a tie in log B (up to rounding: ln 32 − ln 16 vs ln 64 − ln 32) takes the smaller B
+        if (dx - dy).abs() < 1e-9 {
+            x.batch_size.cmp(&y.batch_size)
+        } else {
+            dx.total_cmp(&dy)
+        }
+    })
 }
 
 /// A schedule planned from a log, with what was decided on the way.
