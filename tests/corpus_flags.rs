@@ -129,6 +129,27 @@ fn corpus(tmp: &Path) -> Vec<Case> {
             "--no-noise-scale",
         ),
         (&["--preset", "nqm-sgd", "--momentum", "0.5"], "--momentum"),
+        // issue 22 part 4: a bad batch-size schedule
+        (&["--batch-schedule", "64,0.2:32"], "--batch-schedule"),
+        (
+            &["--batch-schedule", "16,0.1:64,0.2:256"],
+            "--batch-schedule",
+        ),
+        (
+            &["--batch-schedule", "16,0.2:63", "--workers", "2"],
+            "--batch-schedule",
+        ),
+        (&["--batch-schedule", "16,1.5:64"], "--batch-schedule"),
+        (&["--batch-schedule", "16,0.2:4096"], "--batch-schedule"),
+        (&["--batch-schedule", "auto"], "--batch-schedule"),
+        (
+            &["--batch-schedule", "16,0.2:64", "--batch-size", "32"],
+            "--batch-schedule",
+        ),
+        (
+            &["--preset", "nqm-sgd", "--batch-schedule", "4,0.5:16"],
+            "--batch-schedule",
+        ),
     ];
     for (args, names) in train_bad {
         let mut a = vec!["train", "--preset", "digits-mlp-sgd"];

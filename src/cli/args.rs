@@ -50,6 +50,20 @@ fn positive(max: u64) -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::<usize>::new().range(1..=max)
 }
 
+/// `--batch-schedule`: "auto", or the explicit form (checked by `core::schedule::parse`).
+#[derive(Clone, Debug)]
+pub enum ScheduleArg {
+    Auto,
+    Explicit(Vec<(usize, Option<f64>)>),
+}
+
+fn parse_schedule(s: &str) -> Result<ScheduleArg, String> {
+    if s.trim() == "auto" {
+        return Ok(ScheduleArg::Auto);
+    }
+    scaling_lab::core::schedule::parse(s).map(ScheduleArg::Explicit)
+}
+
 fn positive_u64() -> clap::builder::RangedU64ValueParser<u64> {
     clap::builder::RangedU64ValueParser::<u64>::new().range(1..)
 }
@@ -187,6 +201,20 @@ pub struct TrainArgs {
     /// cadence follows the measured cost of a sample, ≤ 3% of the trial's time).
     #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = positive_u64(), conflicts_with = "no_noise_scale")]
     pub noise_every: Option<u64>,
+    /// A batch-size schedule instead of --batch-size: "16,0.2:64,0.08:256" (B = 16, then 64 from
+    /// the first evaluation meeting 0.2, then 256 from one meeting 0.08), or "auto" with --from
+    /// LOG (B_crit of each rung of the log's ladder). η per stage: the preset's LR rule, or the
+    /// log's best η with --from (docs/targets.md).
+    #[arg(long, value_name = "SPEC", value_parser = parse_schedule, conflicts_with = "batch_size")]
+    pub batch_schedule: Option<ScheduleArg>,
+    /// With --batch-schedule: a sweep's run log of this workload. η per stage from its best
+    /// trials; the schedule runs --repeats seeds beside the log's best fixed batch size (re-run
+    /// here at the same seeds) and the comparison is printed.
+    #[arg(long, value_name = "LOG", requires = "batch_schedule")]
+    pub from: Option<std::path::PathBuf>,
+    /// With --from: seeds per side of the comparison (default 3).
+    #[arg(long, requires = "from", allow_negative_numbers = true, value_parser = positive(100))]
+    pub repeats: Option<usize>,
     /// Print the outcome as one JSON object.
     #[arg(long)]
     pub json: bool,

@@ -15,6 +15,7 @@ pub mod report;
 pub mod sweep;
 pub mod sweep_peer;
 pub mod train;
+pub mod train_schedule;
 
 use std::io::Write;
 use std::path::Path;

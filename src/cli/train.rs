@@ -3,6 +3,7 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
+use scaling_lab::core::schedule::examples_to;
 use scaling_lab::core::{CancelToken, DeviceSpec, Outcome, TrialEvent, TrialOutcome, TrialSpec};
 use scaling_lab::report::{outcome_text, thousands};
 use scaling_lab::sweep::overrides::{
@@ -14,6 +15,7 @@ use scaling_lab::workload::load::find_preset;
 use scaling_lab::workload::spec::{LrRule, Workload};
 
 use super::args::TrainArgs;
+use super::train_schedule;
 use super::{check_problems, on_interrupt, outln, usage, CmdResult};
 
 pub fn cmd_train(a: TrainArgs) -> CmdResult {
@@ -48,25 +50,22 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         ..Default::default()
     };
     check_problems(&overrides.apply_to_workload(&mut w))?;
-    let mut mp = w.defaults.clone();
-    if let Some(rule) = a.lr_rule {
-        let r: LrRule = rule.into();
-        let base = a.base_batch.unwrap_or(preset.search.base_batch);
-        mp.learning_rate = r.scale(mp.learning_rate, a.batch_size, base);
-    }
-    // What the optimizer applies (no γ for SGD, …): the record states only what ran.
-    let mp = scaling_lab::workload::applied::as_applied(&w, &mp);
     let devices = a.devices.spec()?.unwrap_or(DeviceSpec::Cpu { workers: 1 });
     super::checks::preflight_data(&w, &path)?;
     let n_train = training_set_size(&w).map_err(|e| anyhow::anyhow!("{e}"))?;
-    if let Some(p) = check_batch_size("batch_size", a.batch_size, n_train)
-        .or_else(|| check_shards("batch_size", &[a.batch_size], &devices))
-    {
-        return Err(usage(p.to_string()));
-    }
+    let plan = match &a.batch_schedule {
+        Some(arg) => Some(train_schedule::plan(
+            &a, arg, &preset, &mut w, &devices, n_train,
+        )?),
+        None => None,
+    };
+    let mut mp = w.defaults.clone();
+    let batch_size = batch_and_lr(&a, &preset, plan.as_ref(), &mut mp, n_train, &devices)?;
+    // What the optimizer applies (no γ for SGD, …): the record states only what ran.
+    let mp = scaling_lab::workload::applied::as_applied(&w, &mp);
     let spec = TrialSpec {
         trial_id: 0,
-        batch_size: a.batch_size,
+        batch_size,
         devices: devices.clone(),
         precision: w.precision,
         metaparams: mp,
@@ -85,16 +84,25 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         c.init_scale = s;
         options.scaler = Some(c);
     }
+    options.batch_schedule = plan.as_ref().map(|p| p.planned.schedule.clone());
     // One node of a multi-node trial (src/cluster).
     let node = scaling_lab::cluster::node_session(&a.nodes)?;
     options.cluster = node.as_ref().map(|n| n.spec.clone());
-    let runner = scaling_lab::sweep::runner_for(&w, &options)?;
-    let tty = std::io::stderr().is_terminal();
     let cancel = CancelToken::new();
     {
         let c = cancel.clone();
         on_interrupt(move || c.cancel());
     }
+    if let Some(p) = plan.as_ref().filter(|p| p.log.is_some()) {
+        if node.is_some() {
+            return Err(usage(
+                "--from: the comparison runs on one node; drop --nodes",
+            ));
+        }
+        return train_schedule::compare(&a, p, &preset.name, &w, &spec, &options, &cancel);
+    }
+    let runner = scaling_lab::sweep::runner_for(&w, &options)?;
+    let tty = std::io::stderr().is_terminal();
     let metric = w.target.metric.name();
     let mut last_metric = f64::NAN;
     let mut noise = None;
@@ -158,7 +166,7 @@ fn print_outcome(
 ) -> anyhow::Result<()> {
     let metric = w.target.metric.name();
     if json {
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "preset": preset,
             "backend": backend,
             "spec": spec,
@@ -166,6 +174,14 @@ fn print_outcome(
             "eval_every": w.eval_every,
             "outcome": out,
         });
+        if !out.stages.is_empty() {
+            // the stages as they ran are `outcome.stages`; examples Σ steps × B to the target
+            let ex = out
+                .outcome
+                .steps_to_target()
+                .map(|s| examples_to(&out.stages, 0, s));
+            v["examples_to_target"] = serde_json::json!(ex);
+        }
         outln(&serde_json::to_string(&v)?);
     } else {
         let t = &out.throughput;
@@ -205,6 +221,69 @@ fn print_outcome(
             t.reads_per_step,
             t.reads_per_eval,
         ));
+        if !out.stages.is_empty() {
+            outln(&stages_text(out, metric));
+        }
     }
     Ok(())
+}
+
+/// The stages a scheduled trial ran, with the step of each switch and the examples to the target.
+fn stages_text(out: &TrialOutcome, metric: &str) -> String {
+    let parts: Vec<String> = out
+        .stages
+        .iter()
+        .map(|s| {
+            let at = match (s.from, s.start_metric) {
+                (Some(t), Some(m)) => {
+                    format!(" from step {} ({metric} {m:.4} <= {t})", s.start_step)
+                }
+                _ => String::new(),
+            };
+            format!(
+                "B {} η {:.4}{at}: {} steps",
+                s.batch_size, s.learning_rate, s.steps
+            )
+        })
+        .collect();
+    let ex = match out.outcome.steps_to_target() {
+        Some(s) => format!("; examples to target {}", examples_to(&out.stages, 0, s)),
+        None => String::new(),
+    };
+    format!("  stages: {}{ex}", parts.join(", "))
+}
+
+/// The first batch size of the trial and its η (and γ): the schedule's first stage, or
+/// `--batch-size` with `--lr-rule` applied (checked against the data and the replicas).
+fn batch_and_lr(
+    a: &TrainArgs,
+    preset: &scaling_lab::workload::spec::Preset,
+    plan: Option<&train_schedule::Plan>,
+    mp: &mut scaling_lab::workload::spec::Metaparams,
+    n_train: Option<usize>,
+    devices: &DeviceSpec,
+) -> anyhow::Result<usize> {
+    Ok(match plan {
+        Some(p) => {
+            // η of the first stage (the trainer switches it with B); γ from the log if read.
+            let s = &p.planned.schedule.stages[0];
+            mp.learning_rate = s.learning_rate;
+            mp.momentum = p.planned.momentum.unwrap_or(mp.momentum);
+            train_schedule::announce(&p.planned);
+            s.batch_size
+        }
+        None => {
+            if let Some(rule) = a.lr_rule {
+                let r: LrRule = rule.into();
+                let base = a.base_batch.unwrap_or(preset.search.base_batch);
+                mp.learning_rate = r.scale(mp.learning_rate, a.batch_size, base);
+            }
+            if let Some(p) = check_batch_size("batch_size", a.batch_size, n_train)
+                .or_else(|| check_shards("batch_size", &[a.batch_size], devices))
+            {
+                return Err(usage(p.to_string()));
+            }
+            a.batch_size
+        }
+    })
 }

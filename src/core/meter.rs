@@ -104,6 +104,10 @@ pub struct TrialMeter<'w> {
     eval_unsent: bool,
     applied: u64,
     attempts: u64,
+    /// Examples of the attempted and of the applied steps (Σ steps × B: a batch-size schedule
+    /// changes B mid-trial, see `set_batch_size`).
+    examples: u64,
+    applied_examples: u64,
     skipped: u64,
     loss_scale: f64,
     initial_loss: Option<f64>,
@@ -141,6 +145,8 @@ impl<'w> TrialMeter<'w> {
             eval_unsent: false,
             applied: 0,
             attempts: 0,
+            examples: 0,
+            applied_examples: 0,
             skipped: 0,
             loss_scale: opts.initial_loss_scale,
             initial_loss: None,
@@ -205,6 +211,9 @@ impl<'w> TrialMeter<'w> {
     /// Books a sample; returns the outcome if the trial must stop (diverged).
     pub fn record(&mut self, s: StepSample) -> Option<Outcome> {
         self.attempts += s.attempted;
+        let b = self.spec.batch_size as u64;
+        self.examples += s.attempted * b;
+        self.applied_examples += s.applied.min(s.attempted) * b;
         self.skipped += s.attempted - s.applied.min(s.attempted);
         self.applied += s.applied;
         self.loss_scale = s.loss_scale;
@@ -235,6 +244,23 @@ impl<'w> TrialMeter<'w> {
             self.loss_acc.1 += s.applied;
         }
         None
+    }
+
+    /// A batch-size schedule switched to batch size `b` (at an evaluation): later steps count
+    /// `b` examples each. With an example budget (`max_examples`) the step budget becomes what
+    /// the examples left allow at `b` (never below the steps already applied).
+    pub fn set_batch_size(&mut self, b: usize) {
+        self.spec.batch_size = b;
+        if let Some(e) = self.workload.max_examples {
+            let left = e.saturating_sub(self.applied_examples);
+            let more = left.div_ceil(b.max(1) as u64);
+            self.budget = self.workload.step_budget.min(self.applied + more);
+        }
+    }
+
+    /// Examples of the applied steps so far (Σ steps × B).
+    pub fn applied_examples(&self) -> u64 {
+        self.applied_examples
     }
 
     fn diverged(&mut self, reason: String) -> Option<Outcome> {
@@ -300,7 +326,7 @@ impl<'w> TrialMeter<'w> {
 
     fn examples_per_s(&self) -> f64 {
         if self.train_time > 0.0 {
-            self.attempts as f64 * self.spec.batch_size as f64 / self.train_time
+            self.examples as f64 / self.train_time
         } else {
             0.0
         }
@@ -383,6 +409,7 @@ impl<'w> TrialMeter<'w> {
             },
             evals: std::mem::take(&mut self.evals),
             reason: self.reason.take(),
+            stages: Vec::new(),
         };
         emit(TrialEvent::Finished {
             outcome: Box::new(out.clone()),

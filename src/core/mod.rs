@@ -12,6 +12,7 @@ pub mod events;
 pub mod meter;
 pub mod record;
 pub mod runner;
+pub mod schedule;
 pub mod trial;
 pub mod widen;
 

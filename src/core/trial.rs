@@ -277,6 +277,10 @@ pub struct TrialOutcome {
     /// (diverged: "training loss is NaN", "50 consecutive steps skipped …"). Absent in older logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// A trial run with a batch-size schedule: its stages as they ran (empty: one batch size,
+    /// `TrialSpec::batch_size`, the whole trial; absent in logs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<crate::core::schedule::StageRun>,
 }
 
 impl TrialOutcome {
@@ -293,6 +297,7 @@ impl TrialOutcome {
             noise: NoiseSummary::default(),
             throughput: Throughput::default(),
             reason: None,
+            stages: Vec::new(),
         }
     }
 }

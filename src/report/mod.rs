@@ -25,6 +25,7 @@ pub mod headless;
 pub mod json;
 pub mod notes;
 pub mod projection;
+pub mod schedule;
 pub mod targets;
 pub mod text;
 

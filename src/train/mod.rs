@@ -19,7 +19,9 @@ pub mod oom;
 pub mod optim;
 mod options;
 pub mod runner;
+mod sampler;
 pub mod scaler;
+mod stages;
 pub mod trainer;
 pub mod wgpu;
 

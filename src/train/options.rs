@@ -27,6 +27,10 @@ pub struct TrainOptions {
     /// This process is one node of a multi-node trial (src/cluster): the global batch is split
     /// over every node's replicas and the all-reduce spans the nodes. `None`: one process.
     pub cluster: Option<super::multinode::ClusterSpec>,
+    /// A batch-size schedule (issue 22 part 4): the trial starts at its first stage's batch size
+    /// (which must be the spec's) and switches at evaluations; `None`: `TrialSpec::batch_size`
+    /// the whole trial.
+    pub batch_schedule: Option<crate::core::schedule::BatchSchedule>,
 }
 
 impl Default for TrainOptions {
@@ -40,6 +44,7 @@ impl Default for TrainOptions {
             bucket_bytes: exchange::default_bucket_bytes(),
             max_consecutive_skips: 50,
             cluster: None,
+            batch_schedule: None,
         }
     }
 }

@@ -25,10 +25,12 @@ use super::meter::{MeterOptions, StepSample, TrialMeter};
 use super::noise::{Cadence, NoiseScaleEstimator};
 use super::optim::Opt;
 pub use super::options::{default_noise_every, TrainOptions};
+use super::sampler::Sampler;
 use super::scaler::{LossScaler, ScaleDecision, ScalerConfig};
+use super::stages::Stages;
 use crate::core::panic_message;
 use crate::core::{CancelToken, TrialEvent, TrialOutcome, TrialSpec};
-use crate::data::{self, Dataset, ImageBatcher, TextBatcher};
+use crate::data::{self, Dataset};
 use crate::model::{Batch, Ctx, EvalSums, InputShape, Net};
 use crate::workload::spec::{Metric, Precision, Workload};
 
@@ -40,7 +42,7 @@ pub(crate) static COLLECTIVE: Mutex<()> = Mutex::new(());
 
 /// Host-side shard of a batch.
 #[derive(Clone)]
-enum HostBatch {
+pub(super) enum HostBatch {
     Images(Vec<usize>),
     Text(Vec<i64>, Vec<i64>),
 }
@@ -433,10 +435,20 @@ pub fn run_trial<B: AutodiffBackend>(
     let scaler_cfg = scaler_config(spec.precision, opts.scaler.as_ref())?;
     // Over N nodes the global batch is split into N×G shards; this node takes its G.
     let nodes = opts.cluster.as_ref().map_or(1, |c| c.nodes);
-    let shards = match &opts.cluster {
-        Some(c) => c.local_shards(spec.batch_size, world)?,
-        None => data::shard_ranges(spec.batch_size, world).map_err(|e| anyhow!("{e}"))?,
-    };
+    let schedule = opts.batch_schedule.as_ref();
+    if let Some(s) = schedule {
+        anyhow::ensure!(
+            s.first_batch() == spec.batch_size,
+            "the batch-size schedule starts at {} but the trial's batch size is {}",
+            s.first_batch(),
+            spec.batch_size
+        );
+        // Every stage's shards are checked before the first step.
+        for st in &s.stages {
+            shards_of(opts.cluster.as_ref(), st.batch_size, world)?;
+        }
+    }
+    let shards = shards_of(opts.cluster.as_ref(), spec.batch_size, world)?;
     let ctx = Ctx {
         dtype: compute_dtype(spec.precision),
     };
@@ -527,7 +539,9 @@ pub fn run_trial<B: AutodiffBackend>(
         workload,
         spec,
         dataset: &dataset,
-        shards: &shards,
+        shards,
+        cluster: opts.cluster.as_ref(),
+        schedule,
         noise_scale: opts.noise_scale,
         noise_every: opts.noise_every,
         nodes,
@@ -554,6 +568,19 @@ pub fn run_trial<B: AutodiffBackend>(
         let _ = h.join();
     }
     result
+}
+
+/// This process's replicas' rows of a global batch of `b` (over every node's replicas for a
+/// multi-node trial).
+fn shards_of(
+    cluster: Option<&super::multinode::ClusterSpec>,
+    b: usize,
+    world: usize,
+) -> anyhow::Result<Vec<std::ops::Range<usize>>> {
+    match cluster {
+        Some(c) => c.local_shards(b, world),
+        None => data::shard_ranges(b, world).map_err(|e| anyhow!("{e}")),
+    }
 }
 
 /// The loss scaler of a trial: fp16 scales (the default or a validated override); fp32 and bf16
@@ -688,54 +715,6 @@ impl<B: AutodiffBackend> Workers<'_, B> {
     }
 }
 
-/// Draws the global batch of the next step and splits it into the replicas' shards.
-struct Sampler<'a> {
-    dataset: &'a Dataset,
-    images: Option<ImageBatcher>,
-    text: Option<TextBatcher>,
-    shards: &'a [std::ops::Range<usize>],
-}
-
-impl<'a> Sampler<'a> {
-    fn new(dataset: &'a Dataset, shards: &'a [std::ops::Range<usize>], seed: u64) -> Self {
-        Sampler {
-            dataset,
-            images: match dataset {
-                Dataset::Images(d) => Some(ImageBatcher::new(d.n_train(), seed)),
-                _ => None,
-            },
-            text: match dataset {
-                Dataset::Text(d) => Some(TextBatcher::new(d.seq_len, seed)),
-                _ => None,
-            },
-            shards,
-        }
-    }
-
-    fn next(&mut self, b: usize) -> Vec<HostBatch> {
-        if let Some(bt) = self.images.as_mut() {
-            let idx = bt.next_batch(b);
-            return self
-                .shards
-                .iter()
-                .map(|r| HostBatch::Images(idx[r.clone()].to_vec()))
-                .collect();
-        }
-        let d = self.dataset.as_text().expect("text dataset");
-        let (x, y) = self.text.as_mut().expect("text batcher").next_batch(d, b);
-        let l = d.seq_len;
-        self.shards
-            .iter()
-            .map(|r| {
-                HostBatch::Text(
-                    x[r.start * l..r.end * l].to_vec(),
-                    y[r.start * l..r.end * l].to_vec(),
-                )
-            })
-            .collect()
-    }
-}
-
 /// The validation metric of a workload from summed evaluation statistics.
 fn metric_of(workload: &Workload, s: &EvalSums) -> f64 {
     let bits = workload.target.metric == Metric::ValBpc || workload.model.is_language_model();
@@ -751,8 +730,10 @@ struct Trial<'a> {
     workload: &'a Workload,
     spec: &'a TrialSpec,
     dataset: &'a Dataset,
-    /// The replicas' rows of a global batch.
-    shards: &'a [std::ops::Range<usize>],
+    /// The replicas' rows of a global batch (at the first stage's B with a schedule).
+    shards: Vec<std::ops::Range<usize>>,
+    cluster: Option<&'a super::multinode::ClusterSpec>,
+    schedule: Option<&'a crate::core::schedule::BatchSchedule>,
     noise_scale: bool,
     noise_every: Option<u64>,
     /// Processes (nodes) the trial spans; `world` replicas per node.
@@ -773,21 +754,20 @@ fn coordinate<B: AutodiffBackend>(
         workload,
         spec,
         dataset,
-        shards,
         noise_scale,
         noise_every,
         nodes,
+        ..
     } = *trial;
     let local = workers.world();
     let world = local * nodes;
-    let b = spec.batch_size;
-    let mp = &spec.metaparams;
+    let mut b = spec.batch_size;
+    let mut stages = Stages::new(trial.schedule, spec.metaparams.learning_rate);
     let mut noise = NoiseScaleEstimator::new(0.95);
     // G ≥ 2: every step, from the exchange's buffers. G = 1: a half-batch gradient on the steps
     // the cadence picks (from the measured cost, or every `noise_every` steps).
     let mut cadence = (noise_scale && world == 1 && b >= 2).then(|| Cadence::new(noise_every));
-    let b_small = (b / world.max(1)) as f64;
-    let mut sampler = Sampler::new(dataset, shards, spec.seed);
+    let mut sampler = Sampler::new(dataset, trial.shards.clone(), spec.seed);
     let started = Instant::now();
 
     meter.start(emit);
@@ -797,7 +777,10 @@ fn coordinate<B: AutodiffBackend>(
         }
         let t_step = Instant::now();
         let before = meter.applied();
-        let lr = mp.schedule.lr_at(mp.learning_rate, before);
+        let lr = spec
+            .metaparams
+            .schedule
+            .lr_at(stages.learning_rate(), before);
         let loss_scale = scaler.scale();
         let sampled = cadence.as_ref().is_some_and(|c| c.due(before));
         let stepped = workers.step(sampler.next(b), lr, loss_scale, workload.grad_clip, sampled);
@@ -829,6 +812,7 @@ fn coordinate<B: AutodiffBackend>(
         if applied && noise_scale {
             let s2 = loss_scale * loss_scale;
             if world > 1 {
+                let b_small = (b / world) as f64;
                 noise.update(b_small, r.local_sq / s2, b as f64, r.global_sq / s2);
             } else if b >= 2 {
                 noise.observe_step(b as f64, r.global_sq / s2);
@@ -849,7 +833,14 @@ fn coordinate<B: AutodiffBackend>(
             if let Some(o) = meter.eval(metric, emit) {
                 break o;
             }
+            if let Some(nb) = stages.after_eval(meter.applied(), metric) {
+                b = nb;
+                sampler.set_shards(shards_of(trial.cluster, b, local)?);
+                meter.set_batch_size(b);
+            }
         }
     };
-    Ok(meter.finish(outcome, emit))
+    let mut out = meter.finish(outcome, emit);
+    out.stages = stages.finish(out.steps);
+    Ok(out)
 }

@@ -94,6 +94,7 @@ pub fn scripted_outcome(spec: &TrialSpec, k: usize, cfg: &SweepConfig) -> TrialO
             ..Default::default()
         },
         reason: None,
+        stages: Vec::new(),
     }
 }
 
