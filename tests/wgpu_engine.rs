@@ -83,9 +83,12 @@ fn two_replicas_on_wgpu_follow_two_cpu_workers() {
     eprintln!("largest relative loss difference: {early:.2e} over 10 steps, {all:.2e} over {n}");
     // Autotune may pick another matmul kernel per process (another summation order): rounding
     // differences start at ~1e-7 and SGD amplifies them over a trial (2.7e-3 by step 100 was seen
-    // on lavapipe). The first steps must agree tightly, the whole trajectory closely.
+    // on lavapipe; within the first 10 steps 1.3e-7 in one process and 6.4e-4 in another, on a
+    // machine under load). The first steps must agree to rounding amplified by a few steps (a
+    // wrong all-reduce — a sum instead of a mean, a missing shard — differs by ~1e-1 at once), the
+    // whole trajectory closely.
     assert!(
-        early <= 1e-4,
+        early <= 2e-3,
         "losses differ by {early:.2e} in the first 10 steps"
     );
     assert!(all <= 2e-2, "losses differ by {all:.2e}");
