@@ -37,51 +37,26 @@ pub fn segments(measured: &[(usize, u64)]) -> Vec<Segment> {
 
 fn log_sse(pts: &LogPoints, ln_bc: f64) -> (f64, f64) {
     let bc = ln_bc.exp();
-    let n = pts.b.len() as f64;
-    // ln(1 + B_crit/B) once per point (the same values the two sums read)
-    let mut shape = [0.0f64; 64];
-    let shape: &mut [f64] = if pts.b.len() <= shape.len() {
-        &mut shape[..pts.b.len()]
-    } else {
-        return log_sse_slow(pts, bc);
-    };
+    // ln(1 + B_crit/B) once per point (the same values the two sums read), on the stack
+    let mut buf = [0.0f64; 64];
+    if pts.b.len() > buf.len() {
+        let shape: Vec<f64> = pts.b.iter().map(|&b| (1.0 + bc / b).ln()).collect();
+        return sse_and_mean(&pts.ln_s, &shape);
+    }
+    let shape = &mut buf[..pts.b.len()];
     for (l, &b) in shape.iter_mut().zip(&pts.b) {
         *l = (1.0 + bc / b).ln();
     }
-    let mean = pts
-        .ln_s
-        .iter()
-        .zip(shape.iter())
-        .map(|(&ls, &l)| ls - l)
-        .sum::<f64>()
-        / n;
-    let sse = pts
-        .ln_s
-        .iter()
-        .zip(shape.iter())
-        .map(|(&ls, &l)| {
-            let r = ls - mean - l;
-            r * r
-        })
-        .sum();
-    (sse, mean)
+    sse_and_mean(&pts.ln_s, shape)
 }
 
-/// [`log_sse`] for more points than its stack buffer holds (the same arithmetic).
-fn log_sse_slow(pts: &LogPoints, bc: f64) -> (f64, f64) {
-    let n = pts.b.len() as f64;
-    let shape: Vec<f64> = pts.b.iter().map(|&b| (1.0 + bc / b).ln()).collect();
-    let mean = pts
-        .ln_s
+/// The least-squares intercept of ln S − shape and its sum of squared residuals: (sse, mean).
+fn sse_and_mean(ln_s: &[f64], shape: &[f64]) -> (f64, f64) {
+    let n = ln_s.len() as f64;
+    let mean = ln_s.iter().zip(shape).map(|(&ls, &l)| ls - l).sum::<f64>() / n;
+    let sse = ln_s
         .iter()
-        .zip(&shape)
-        .map(|(&ls, &l)| ls - l)
-        .sum::<f64>()
-        / n;
-    let sse = pts
-        .ln_s
-        .iter()
-        .zip(&shape)
+        .zip(shape)
         .map(|(&ls, &l)| {
             let r = ls - mean - l;
             r * r
