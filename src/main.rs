@@ -64,6 +64,9 @@ enum Cmd {
     Data(DataCmd),
     /// The devices this build can train on: CPU, CUDA GPUs, wgpu adapters (--probe: precisions).
     Devices(cli::devices::DevicesArgs),
+    /// Internal: whether a trial fits in device memory (a sweep's child process; JSON on stdin).
+    #[command(name = "fit-probe", hide = true)]
+    FitProbe,
 }
 
 fn main() -> ExitCode {
@@ -86,6 +89,8 @@ fn main() -> ExitCode {
         Some(Cmd::Screenshot(a)) => cli::misc::cmd_screenshot(a, runs_dir),
         Some(Cmd::Data(c)) => cli::misc::cmd_data(c),
         Some(Cmd::Devices(a)) => cli::devices::cmd_devices(a),
+        // exits at once: the device threads of a probe that ran out of memory are not joined
+        Some(Cmd::FitProbe) => std::process::exit(scaling_lab::train::fit_probe::child_main()),
     };
     cli::finish(result)
 }

@@ -16,7 +16,16 @@ use super::{check_regular_file, out, outln, usage, CmdResult};
 
 /// The runner factory of the TUI's sweeps.
 pub fn factory() -> RunnerFactory {
-    Arc::new(|w| scaling_lab::sweep::runner_for(w, &TrainOptions::default()))
+    Arc::new(|w| scaling_lab::sweep::runner_for(w, &sweep_options()))
+}
+
+/// The trainer's options for a sweep of this binary: GPU trials are probed for memory in a child
+/// process first (`train::fit_probe`).
+pub fn sweep_options() -> TrainOptions {
+    TrainOptions {
+        fit_probe: true,
+        ..Default::default()
+    }
 }
 
 /// Why the full-screen UI cannot be drawn here (None: it can).

@@ -17,7 +17,6 @@ use scaling_lab::report::ReportOptions;
 use scaling_lab::runlog::link_table::find_link_table;
 use scaling_lab::sweep::overrides::{check_config, SweepOverrides};
 use scaling_lab::sweep::{self, SweepConfig, SweepControl};
-use scaling_lab::train::TrainOptions;
 use scaling_lab::workload::applied::Setting;
 use scaling_lab::workload::load::find_preset;
 
@@ -292,7 +291,7 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
             &mut ClusterCli { progress: Stdout },
         );
     }
-    let runner = sweep::runner_for(&cfg.preset.workload, &TrainOptions::default())?;
+    let runner = sweep::runner_for(&cfg.preset.workload, &super::misc::sweep_options())?;
     let mut cfg = cfg;
     if a.slurm.dry_run {
         return dry_run(&cfg, runner.as_ref(), resume.as_deref());

@@ -512,6 +512,8 @@ fn run_sweep(
     }
     let options = TrainOptions {
         cluster: spec.clone(),
+        // several trials per process: probe GPU trials' memory in a child (train::fit_probe)
+        fit_probe: true,
         ..Default::default()
     };
     let runner: Arc<dyn TrialRunner> = runner_for(&cfg.preset.workload, &options)?;

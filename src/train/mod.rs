@@ -10,6 +10,7 @@ pub mod allreduce_bench;
 pub mod bench;
 pub mod dtype;
 pub mod exchange;
+pub mod fit_probe;
 pub mod grads;
 pub mod multinode;
 /// The measurement loop lives in `core::meter` (the NQM drives it too); re-exported for the trainer.

@@ -31,6 +31,11 @@ pub struct TrainOptions {
     /// (which must be the spec's) and switches at evaluations; `None`: `TrialSpec::batch_size`
     /// the whole trial.
     pub batch_schedule: Option<crate::core::schedule::BatchSchedule>,
+    /// Before a trial on a JIT device (CUDA, wgpu) at a batch size not yet known to fit, ask a
+    /// child process of this binary whether it fits (`fit_probe`): an out-of-memory there is the
+    /// trial's `oom` outcome and leaves this process's device usable. Set by the sweeps of the
+    /// `scaling-lab` binary (several trials per process); `false` for `train` and library users.
+    pub fit_probe: bool,
 }
 
 impl Default for TrainOptions {
@@ -45,6 +50,7 @@ impl Default for TrainOptions {
             max_consecutive_skips: 50,
             cluster: None,
             batch_schedule: None,
+            fit_probe: false,
         }
     }
 }

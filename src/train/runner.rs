@@ -22,6 +22,26 @@ impl BurnRunner {
     }
 }
 
+impl BurnRunner {
+    /// With `fit_probe` and a multi-trial process: whether a child process ran out of device
+    /// memory on this trial's first steps (`fit_probe`). No verdict counts as "fits".
+    fn probe_oom(&self, workload: &Workload, spec: &TrialSpec, cancel: &CancelToken) -> bool {
+        if !self.options.fit_probe || self.options.cluster.is_some() {
+            return false;
+        }
+        let Ok(exe) = std::env::current_exe() else {
+            return false;
+        };
+        let request = super::fit_probe::ProbeRequest {
+            workload: workload.clone(),
+            spec: spec.clone(),
+            noise_scale: self.options.noise_scale,
+            eval_batch: self.options.eval_batch,
+        };
+        super::fit_probe::fits(&exe, &request, cancel) == super::fit_probe::Fit::OutOfMemory
+    }
+}
+
 impl TrialRunner for BurnRunner {
     fn run(
         &self,
@@ -41,13 +61,22 @@ impl TrialRunner for BurnRunner {
                 let devices = vec![Default::default(); *workers];
                 run_trial::<CpuTrain>(devices, workload, spec, data, &self.options, emit, cancel)
             }
+            _ if self.probe_oom(workload, spec, cancel) => Ok(TrialOutcome::bare(
+                crate::core::Outcome::Oom {
+                    batch_size: spec.batch_size,
+                    step: 0,
+                },
+                0,
+            )),
             DeviceSpec::Cuda { devices } => {
                 super::oom::watch_device_panics();
-                cuda::run(devices, workload, spec, data, &self.options, emit, cancel)
+                let options = gpu_options(&self.options, spec, &data);
+                cuda::run(devices, workload, spec, data, &options, emit, cancel)
             }
             DeviceSpec::Wgpu { adapters } => {
                 super::oom::watch_device_panics();
-                super::wgpu::run(adapters, workload, spec, data, &self.options, emit, cancel)
+                let options = gpu_options(&self.options, spec, &data);
+                super::wgpu::run(adapters, workload, spec, data, &options, emit, cancel)
             }
         }
     }
@@ -78,6 +107,31 @@ impl TrialRunner for BurnRunner {
             _ => Ok(()),
         }
     }
+}
+
+/// The smallest evaluation forward on a GPU, in examples (sequences for text).
+const GPU_EVAL_FLOOR: usize = 128;
+
+/// The options of a trial on a GPU: the evaluation forward takes at most the trial's per-replica
+/// batch (at least [`GPU_EVAL_FLOOR`] examples) instead of `eval_batch`, so a trial whose training
+/// step fits in device memory also fits in its evaluation (measured on lavapipe: a 262,144-wide
+/// MLP fitted at B = 8 but its 1,000-example evaluation needed a 1 GiB activation). The CPU keeps
+/// `eval_batch` (memory is not the limit there, and larger forwards are faster).
+fn gpu_options(
+    options: &TrainOptions,
+    spec: &TrialSpec,
+    data: &crate::data::Dataset,
+) -> TrainOptions {
+    let per_replica = spec.batch_size / spec.devices.replicas().max(1);
+    let unit = match data {
+        crate::data::Dataset::Text(d) => d.seq_len,
+        crate::data::Dataset::Images(_) => 1,
+    };
+    let mut o = options.clone();
+    o.eval_batch = o
+        .eval_batch
+        .min(per_replica.max(GPU_EVAL_FLOOR).saturating_mul(unit));
+    o
 }
 
 /// "burn-cuda (cuda:0 NVIDIA H200, cuda:1 NVIDIA H200)"; devices whose name is unknown are
