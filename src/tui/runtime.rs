@@ -1,6 +1,7 @@
 //! The UI task: one `tokio::select!` loop over terminal input (crossterm `EventStream`), engine
 //! events (the scheduler's std channel, bridged by a forwarding thread), a 1 Hz tick (clock, run-log
-//! tail) and a frame deadline that exists only while the state is dirty (≤ 15 fps). Training runs
+//! tail) and a frame deadline that exists only while the state is dirty (≤ 15 fps after a key or a
+//! resize, ≤ 10 fps when only engine progress changed it). Training runs
 //! on the scheduler's own threads; the analysis on one worker thread (`AnalysisWorker`: the latest
 //! request per Live state wins); file reads and joining a finished sweep on the blocking pool; this
 //! loop only folds messages and draws. Nothing here polls: every thread blocks until it has work.
@@ -130,8 +131,11 @@ fn bridge(srx: std::sync::mpsc::Receiver<SweepEvent>, tx: UnboundedSender<Msg>) 
     }
 }
 
-/// Minimum time between two frames (15 fps).
+/// Minimum time between two frames (15 fps) when a key or a resize changed the screen.
 pub const FRAME: Duration = Duration::from_millis(1000 / 15);
+/// Minimum time between two frames that only show engine progress (10 fps): a running sweep
+/// redraws this often, which is most of the TUI's own CPU time (docs/tui.md).
+pub const PROGRESS_FRAME: Duration = Duration::from_millis(100);
 /// Clock tick: ETA refresh and run-log tail polling.
 pub const TICK: Duration = Duration::from_secs(1);
 /// Longest the loop folds queued messages before it yields to input and drawing.
@@ -139,9 +143,9 @@ const DRAIN: Duration = Duration::from_millis(15);
 /// Pacing of the analysis worker (see `AnalysisWorker`): after an analysis of a Live state that
 /// took d, the next one of that state starts no sooner than `ANALYSIS_DUTY` × d later, and at
 /// least `ANALYSIS_GAP` and at most `ANALYSIS_MAX_GAP` later.
-const ANALYSIS_GAP: Duration = Duration::from_secs(2);
+const ANALYSIS_GAP: Duration = Duration::from_secs(3);
 const ANALYSIS_MAX_GAP: Duration = Duration::from_secs(10);
-const ANALYSIS_DUTY: u32 = 20;
+const ANALYSIS_DUTY: u32 = 30;
 
 /// The requests waiting for the analysis worker: the latest per Live state.
 #[derive(Default)]
@@ -161,7 +165,7 @@ enum Job {
 /// One thread that runs the analysis requests (`Command::Analyze`) and answers with
 /// `Msg::Analyzed`. A request replaces a queued one for the same Live state (the latest data
 /// wins). Paced per Live state: while trials keep landing, a state is re-analysed at most every
-/// 2 s (and at most 1/20 of the time: 1 core-% for a 50 ms analysis) — the chart shows the new
+/// 3 s (and at most 1/30 of the time: 1.7 core-% for a 100 ms analysis) — the chart shows the new
 /// trials' points at once, their intervals, fit and regimes when the analysis lands. An urgent
 /// request (a state never analysed: a log just opened, a resumed sweep) is not paced.
 pub struct AnalysisWorker {
@@ -619,6 +623,8 @@ where
     #[cfg(unix)]
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let mut last_draw: Option<Instant> = None;
+    // a key or a resize changed the screen since the last frame: draw at FRAME, not PROGRESS_FRAME
+    let mut urgent = false;
     if let Ok(sz) = terminal.size() {
         update(app, Msg::Resize(sz.width, sz.height));
     }
@@ -626,9 +632,10 @@ where
         if app.quit {
             break;
         }
-        // Draw when dirty, at most every FRAME.
+        // Draw when dirty, at most every FRAME (PROGRESS_FRAME for engine progress alone).
         let deadline = if app.dirty {
-            Some(last_draw.map(|t| t + FRAME).unwrap_or_else(Instant::now))
+            let gap = if urgent { FRAME } else { PROGRESS_FRAME };
+            Some(last_draw.map(|t| t + gap).unwrap_or_else(Instant::now))
         } else {
             None
         };
@@ -661,8 +668,10 @@ where
                     None => std::future::pending::<()>().await,
                 }
             } => {
+                handle(app, exec, Msg::Frame);
                 terminal.draw(|f| super::screens::draw(f, app)).map_err(|e| anyhow::anyhow!("{e}"))?;
                 app.dirty = false;
+                urgent = false;
                 last_draw = Some(Instant::now());
                 None
             }
@@ -673,6 +682,7 @@ where
             }
         };
         if let Some(m) = msg {
+            urgent |= matches!(m, Msg::Key(_) | Msg::Resize(..));
             handle(app, exec, m);
             // fold whatever else is queued (for a bounded time) before drawing again
             let t = Instant::now();
@@ -797,11 +807,11 @@ mod tests {
         );
         // urgent: at once
         assert_eq!(runnable(&[(LiveView::Sweep, true)], &ready, now), Ok(0));
-        // the gap: 20 × the analysis' time, within [2 s, 10 s]
+        // the gap: 30 × the analysis' time, within [3 s, 10 s]
         assert_eq!(analysis_gap(Duration::from_millis(10)), ANALYSIS_GAP);
         assert_eq!(
             analysis_gap(Duration::from_millis(200)),
-            Duration::from_secs(4)
+            Duration::from_secs(6)
         );
         assert_eq!(analysis_gap(Duration::from_secs(3)), ANALYSIS_MAX_GAP);
     }

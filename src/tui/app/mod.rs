@@ -88,6 +88,9 @@ pub enum Msg {
     /// Compare's runs read at one target (`Command::AnalyzeCompare`, on the same worker).
     CompareAnalyzed(Box<CompareAnalyzed>),
     Error(String),
+    /// The runtime is about to draw a frame: bring what the views derive from folded engine
+    /// events up to date (the provisional chart points, deferred from `SweepBatch`).
+    Frame,
     /// SIGTERM/SIGHUP: stop the sweep (finished trials are in the log) and quit now.
     Terminate,
 }
@@ -268,8 +271,10 @@ impl App {
     }
 
     /// Asks for the analyses that are due (a Live state whose data are newer than its report and
-    /// that waits for none) and refreshes the provisional chart points: the end of every `update`.
-    pub(crate) fn request_analyses(&mut self, cmds: &mut Vec<Command>) {
+    /// that waits for none) and refreshes the provisional chart points (unless `defer`: the
+    /// runtime's engine batches, whose points follow at the next `Msg::Frame`, at most 10 per
+    /// second instead of once per landed trial): the end of every `update`.
+    pub(crate) fn request_analyses(&mut self, cmds: &mut Vec<Command>, defer: bool) {
         for view in [LiveView::Sweep, LiveView::Log] {
             let id = self.next_request;
             let state = match view {
@@ -277,7 +282,9 @@ impl App {
                 LiveView::Log => self.log.as_mut(),
             };
             let Some(l) = state else { continue };
-            l.refresh_provisional();
+            if !defer {
+                l.refresh_provisional();
+            }
             if let Some(r) = l.request(id, view) {
                 self.next_request += 1;
                 cmds.push(Command::Analyze(Box::new(r)));

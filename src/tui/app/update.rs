@@ -13,7 +13,8 @@ use crate::tui::key::Key;
 /// Folds one message into the state; returns what the runtime must do.
 pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
     let mut cmds = Vec::new();
-    let redraw = !matches!(msg, Msg::Tick(_));
+    let redraw = !matches!(msg, Msg::Tick(_) | Msg::Frame);
+    let defer = matches!(msg, Msg::SweepBatch(_));
     match msg {
         Msg::Tick(now) => {
             app.now = now;
@@ -111,7 +112,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
         Msg::CompareLoaded(runs) => app.compare.loaded(runs),
         Msg::CompareAnalyzed(a) => {
             if !app.compare.adopt(*a) {
-                app.request_analyses(&mut cmds);
+                app.request_analyses(&mut cmds, false);
                 return cmds;
             }
         }
@@ -136,11 +137,12 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             let adopted = state.is_some_and(|l| l.adopt(*a));
             // a dropped (stale) result changes nothing on screen
             if !adopted {
-                app.request_analyses(&mut cmds);
+                app.request_analyses(&mut cmds, false);
                 return cmds;
             }
         }
         Msg::Error(e) => app.flash = Some(e),
+        Msg::Frame => {}
         Msg::Terminate => {
             if app.sweep_running() {
                 cmds.push(Command::CancelSweep);
@@ -152,7 +154,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
     if redraw {
         app.dirty = true;
     }
-    app.request_analyses(&mut cmds);
+    app.request_analyses(&mut cmds, defer);
     cmds
 }
 
