@@ -59,6 +59,7 @@ pub mod regimes;
 pub mod search;
 pub mod stats;
 pub mod steps;
+pub mod until;
 
 #[cfg(test)]
 pub(crate) mod tests;

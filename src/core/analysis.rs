@@ -253,6 +253,34 @@ pub struct BatchPoint {
     /// measured here (`steps` is None). Never true at the goal or a looser target.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_measured: bool,
+    /// A sweep with `--until REL`, at its goal: what it did at this B (issue 26).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<UntilStatus>,
+    /// Why `until` is `stalled` (or `budget` with no interval at all), in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_reason: Option<String>,
+}
+
+/// What `--until REL` did at one batch size (`analysis::until`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum UntilStatus {
+    /// The interval's relative half-width is within ±REL.
+    Met,
+    /// More trials did not narrow it (`until_reason` says why); `--until` stopped adding here.
+    Stalled,
+    /// The search budget ran out (or the sweep was stopped) while it was still wider than ±REL.
+    Budget,
+}
+
+impl UntilStatus {
+    pub fn label(self) -> &'static str {
+        match self {
+            UntilStatus::Met => "met",
+            UntilStatus::Stalled => "stalled",
+            UntilStatus::Budget => "budget",
+        }
+    }
 }
 
 impl BatchPoint {

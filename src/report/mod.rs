@@ -396,7 +396,17 @@ pub fn study_of(run: &Run, target: Option<f64>) -> Study {
 /// header's preset, at `opts.target` when given), the report's numbers, and the time-to-target
 /// projection.
 pub fn build(run: &Run, opts: &ReportOptions) -> Report {
-    let analysis = crate::analysis::analyze(&study_of(run, opts.target), run.trials);
+    let study = study_of(run, opts.target);
+    let mut analysis = crate::analysis::analyze(&study, run.trials);
+    // `--until REL`: what it did at each B (at the goal, the reading it narrowed)
+    if let Some(rel) = run.header.adaptive.as_ref().and_then(|a| a.until) {
+        if study.target == study.goal {
+            use crate::analysis::until;
+            let k = run.header.trials_per_batch;
+            let st = until::stalled(run.trials, study.optimizer, &analysis.per_batch, k);
+            until::mark(&mut analysis.per_batch, run.trials, rel, &st);
+        }
+    }
     let mut r = from_analysis(analysis, run);
     r.add_projection(run, opts);
     r

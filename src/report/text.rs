@@ -68,6 +68,45 @@ pub fn per_batch_table(a: &Analysis) -> String {
             let _ = writeln!(s, " +{} out of memory", c.oom);
         }
     }
+    s.push_str(&until_lines(a));
+    s
+}
+
+/// `--until`: where it met its half-width, and why it did not elsewhere (one line per such B), so
+/// that a wide interval is never read as a tight one. Empty for a sweep without `--until`.
+pub fn until_lines(a: &Analysis) -> String {
+    use crate::core::analysis::UntilStatus;
+    let mut s = String::new();
+    let met: Vec<String> = a
+        .per_batch
+        .iter()
+        .filter(|p| p.until == Some(UntilStatus::Met))
+        .map(|p| p.batch_size.to_string())
+        .collect();
+    if !met.is_empty() {
+        let _ = writeln!(s, "  --until met at B = {}", met.join(", "));
+    }
+    for p in &a.per_batch {
+        let Some(st) = p.until.filter(|st| *st != UntilStatus::Met) else {
+            continue;
+        };
+        let why = p.until_reason.clone().unwrap_or_else(|| match st {
+            UntilStatus::Budget => {
+                "the search budget ran out (or the sweep stopped) while it still narrowed".into()
+            }
+            _ => String::new(),
+        });
+        let w = p
+            .rel_half_width()
+            .map(|w| format!(" (±{:.0} %)", w * 100.0))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  --until {} at B = {}{w}: {why}",
+            st.label(),
+            p.batch_size
+        );
+    }
     s
 }
 
