@@ -92,9 +92,19 @@ fn two_replicas_on_wgpu_follow_two_cpu_workers() {
         "losses differ by {early:.2e} in the first 10 steps"
     );
     assert!(all <= 2e-2, "losses differ by {all:.2e}");
+    // Validation errors: early in training, when the error falls by several points a step, the
+    // same rounding moves predictions that sit on a decision boundary (measured on lavapipe: 6 of
+    // 359 at step 10, error 0.61 vs 0.59, with losses within 6.4e-4); a wrong exchange moves
+    // them by tens of points. Within 0.03 everywhere, and within 2/360 once the error is below 0.1.
+    assert_eq!(a.evals.len(), b.evals.len());
     for (p, q) in a.evals.iter().zip(&b.evals) {
         assert_eq!(p.step, q.step);
-        assert!((p.metric - q.metric).abs() <= 2.0 / 360.0, "{p:?} vs {q:?}");
+        let tol = if p.metric.max(q.metric) < 0.1 {
+            2.0 / 360.0
+        } else {
+            0.03
+        };
+        assert!((p.metric - q.metric).abs() <= tol, "{p:?} vs {q:?}");
     }
     assert!(b.throughput.exchanged_bytes_per_step > 0, "no all-reduce");
 }
