@@ -121,9 +121,11 @@ pub fn stall_reason(p: &BatchPoint, trials: &[TrialRecord], rel: f64) -> String 
             "a lone lucky trial: the best reached in {best} steps, the next best in {second}; \
              more search trials rarely beat it, so resamples without it stay far above"
         ),
-        _ => "more trials did not narrow it (the best of K varies more than ±REL between \
-              searches at this B)"
-            .replace("REL", &format!("{:.0} %", rel * 100.0)),
+        _ => format!(
+            "more trials did not narrow it (the best of K varies more than ±{:.0} % between \
+             searches at this B)",
+            rel * 100.0
+        ),
     }
 }
 

@@ -622,12 +622,12 @@ impl Coordinator {
         }
         let opt = self.cfg.preset.workload.optimizer;
         let mut pts = crate::analysis::per_batch_with_ci(&self.records, opt);
-        // a B whose last trials did not narrow it gets no more (the budget goes elsewhere)
+        pts.retain(|p| p.rel_half_width().is_some_and(|w| w > rel));
+        // a B whose last trials did not narrow it gets no more (the budget goes elsewhere); only
+        // the B still wider than ±REL are judged
         let stalled =
             crate::analysis::until::stalled(&self.records, opt, &pts, self.cfg.trials_per_batch);
-        pts.retain(|p| {
-            p.rel_half_width().is_some_and(|w| w > rel) && !stalled.contains(&p.batch_size)
-        });
+        pts.retain(|p| !stalled.contains(&p.batch_size));
         // Widest first; ties → smaller B.
         pts.sort_by(|a, b| {
             b.rel_half_width()

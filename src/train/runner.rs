@@ -20,9 +20,7 @@ impl BurnRunner {
     pub fn new(options: TrainOptions) -> Self {
         BurnRunner { options }
     }
-}
 
-impl BurnRunner {
     /// With `fit_probe` and a multi-trial process: whether a child process ran out of device
     /// memory on this trial's first steps (`fit_probe`). No verdict counts as "fits".
     fn probe_oom(&self, workload: &Workload, spec: &TrialSpec, cancel: &CancelToken) -> bool {
