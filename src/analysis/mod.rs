@@ -50,6 +50,7 @@
 //! `cluster` and the views.
 
 pub mod bootstrap;
+pub mod censored;
 pub mod fit;
 pub mod ladder;
 pub mod lr;
