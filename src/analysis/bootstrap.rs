@@ -2,6 +2,7 @@
 //! documentation of `analysis`): per-B draws of ln S(B) and `steps_ci`, and the refits of the fit
 //! and the regime boundaries to one draw per B.
 
+use super::censored::{TailFit, TailObs};
 use super::fit::fit_core;
 use super::regimes::segmented_fit;
 use super::stats::interval95;
@@ -29,104 +30,63 @@ impl Rng {
     }
 }
 
-/// `BOOTSTRAP_DRAWS` draws of ln S(B) (see the module documentation). `outcomes`: one entry per
-/// non-cancelled search trial at B (Some(steps) if it reached); `best` their minimum; `cap` bounds a
-/// resample without any reaching trial; `seed_log_ratios`: ln(repeat steps / their median).
-pub fn bootstrap_min(
-    outcomes: &[Option<u64>],
-    best: u64,
-    cap: u64,
-    seed_log_ratios: &[f64],
-    seed: u64,
-) -> Vec<f64> {
-    let mut rng = Rng::new(seed);
-    let best = best.max(1);
-    let lb = (best as f64).ln();
-    let dcap = (cap.max(best) as f64 / best as f64).ln();
-    let n = outcomes.len();
-    (0..BOOTSTRAP_DRAWS)
-        .map(|_| {
-            let mut m: Option<u64> = None;
-            for _ in 0..n {
-                if let Some(s) = outcomes[rng.below(n)] {
-                    m = Some(m.map_or(s, |x| x.min(s)));
-                }
-            }
-            let d = m.map_or(dcap, |m| (m.max(best) as f64 / best as f64).ln().min(dcap));
-            let sign = if rng.next() & 1 == 0 { 1.0 } else { -1.0 };
-            let mut x = lb + sign * d;
-            if !seed_log_ratios.is_empty() {
-                x += seed_log_ratios[rng.below(seed_log_ratios.len())];
-            }
-            x
-        })
-        .collect()
+/// How the lower-tail model reads one trial's observation (`analysis::censored`): a trial cut by
+/// early stopping at cap c is "steps ≥ c" (censored), never "never reaches"; a diverged or
+/// out-of-memory trial never reaches; a cancelled one is not a trial.
+pub fn tail_obs(o: Observation) -> Option<TailObs> {
+    Some(match o {
+        Observation::Reached { step } => TailObs::Event(step as f64),
+        Observation::Censored {
+            at,
+            early_stopped: true,
+        } => TailObs::Cut(at as f64),
+        Observation::Censored {
+            at,
+            early_stopped: false,
+        } => TailObs::Censored(at as f64),
+        Observation::NotReached { budget } => TailObs::Censored(budget as f64),
+        Observation::Diverged { .. } | Observation::Oom { .. } => TailObs::Never,
+        Observation::Cancelled => return None,
+    })
 }
 
-/// What the bootstrap of one batch size resamples: the outcomes of its non-cancelled search
-/// trials, the cap of a resample that never reaches, and the seed ratios of the repeats.
-struct Sample {
-    outcomes: Vec<Option<u64>>,
-    cap: u64,
-    seed_log_ratios: Vec<f64>,
-}
-
-/// The sample of one batch size from its search trials' observations (`obs`) and the
-/// observations of the best trial's repeats (`repeats`).
-fn sample_at(obs: &[Observation], repeats: &[Observation], p: &BatchPoint, best: u64) -> Sample {
-    let at_b: Vec<Observation> = obs
-        .iter()
-        .copied()
-        .filter(|o| !matches!(o, Observation::Cancelled))
-        .collect();
-    let outcomes: Vec<Option<u64>> = at_b.iter().map(|o| o.steps()).collect();
-    let cap = at_b
-        .iter()
-        .map(|o| match *o {
-            Observation::Reached { step } => step,
-            Observation::NotReached { budget } => budget,
-            _ => 0,
-        })
-        .max()
-        .unwrap_or(0)
-        .max(2 * best);
-    let seed_log_ratios: Vec<f64> = match &p.repeat_steps {
-        Some(r) if r.runs >= 2 => {
-            let mut v = vec![best];
-            if p.best_trial.is_some() {
-                v.extend(repeats.iter().filter_map(|o| o.steps()));
-            }
-            v.iter()
-                .map(|&s| (s.max(1) as f64 / r.median.max(1.0)).ln())
-                .collect()
-        }
-        _ => Vec::new(),
-    };
-    Sample {
-        outcomes,
-        cap,
-        seed_log_ratios,
-    }
+/// The per-B seed of the draws (the same records give the same intervals).
+pub fn draw_seed(batch_size: usize) -> u64 {
+    crate::core::splitmix64(0xb007_5742_u64 ^ batch_size as u64)
 }
 
 /// Sets `steps_ci` of every measured B and returns its ln S draws (one vector per B with steps, in
 /// `per_batch` order). Reads the trials' observations at one target only (`steps::Observed`).
+///
+/// `steps_ci` is the 95 % interval of the censoring-aware lower-tail model
+/// (`analysis::censored`, docs/intervals.md) for S*_K — the median of the best of the K
+/// non-cancelled search trials at B, what a rerun of the same protocol typically gives — widened to
+/// contain S(B) and, with `--repeats`, the repeats' min–max (seed noise at the best
+/// metaparameters). It needs at least two trials (or repeats). The draws feed the fit and
+/// regime refits.
 pub(crate) fn bootstrap_all(observed: &Observed, per_batch: &mut [BatchPoint]) -> Vec<Vec<f64>> {
     let mut out = Vec::new();
     for p in per_batch.iter_mut() {
         let Some(best) = p.steps else { continue };
-        let repeats = p
-            .best_trial
-            .map(|id| observed.repeats_of(id))
-            .unwrap_or_default();
-        let s = sample_at(&observed.at(p.batch_size), &repeats, p, best);
-        let seed = crate::core::splitmix64(0xb007_5742_u64 ^ p.batch_size as u64);
-        let draws = bootstrap_min(&s.outcomes, best, s.cap, &s.seed_log_ratios, seed);
-        if s.outcomes.len() >= 2 || !s.seed_log_ratios.is_empty() {
+        let obs: Vec<TailObs> = observed
+            .at(p.batch_size)
+            .into_iter()
+            .filter_map(tail_obs)
+            .collect();
+        // one trial (or none that reached, which cannot happen where S(B) exists) says nothing
+        // of the spread: the refits take S(B) as it is there
+        let draws = match TailFit::new(&obs).filter(|_| obs.len() >= 2) {
+            Some(fit) => {
+                fit.draws_ln_best_median(obs.len(), BOOTSTRAP_DRAWS, draw_seed(p.batch_size))
+            }
+            None => vec![(best.max(1) as f64).ln(); BOOTSTRAP_DRAWS],
+        };
+        let repeats = p.repeat_steps.as_ref().filter(|r| r.runs >= 2);
+        if obs.len() >= 2 || repeats.is_some() {
             if let Some([lo, hi]) = interval95(draws.clone()) {
                 let mut lo = (lo.exp() * (1.0 + 1e-9)).floor() as u64;
                 let mut hi = (hi.exp() * (1.0 - 1e-9)).ceil() as u64;
-                if let Some(r) = &p.repeat_steps {
+                if let Some(r) = repeats {
                     lo = lo.min(r.min);
                     hi = hi.max(r.max);
                 }

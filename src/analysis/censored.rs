@@ -1,12 +1,12 @@
 //! A censoring-aware interval for S(B) from a lower-tail model (issue 26; docs/intervals.md): the
-//! measured candidate for `steps_ci`, **not yet the report's interval** (the report still uses
-//! `bootstrap::bootstrap_min`). It answers the issue's two objections to today's bootstrap:
+//! report's `steps_ci` (through `bootstrap::bootstrap_all`). It answers the issue's two objections
+//! to the bootstrap of the minimum it replaced:
 //!
 //! * a trial cut by early stopping at cap `c` is used as what it is, "steps ≥ c" (right-censored),
 //!   never as "never reaches";
 //! * the interval narrows as trials that reach accumulate (its width shrinks like σ/√d, d the
-//!   number of reaching trials in the lower half), unlike the pivot on the observed minimum of the
-//!   earlier design (`docs/intervals-censored.patch`), whose width σ·Gumbel cannot shrink.
+//!   number of reaching trials in the lower half), unlike a pivot on the observed minimum, whose
+//!   width σ·Gumbel cannot shrink.
 //!
 //! Model: ln T = μ + σ·W with W standard minimum-Gumbel (T Weibull), fitted to the lower half of
 //! the trials only (every value above the median of all values, a never-reaching trial counting as
@@ -141,23 +141,39 @@ impl TailFit {
         self.events
     }
 
-    /// `count` posterior draws of ln S*_n (the median best-of-`n`), from a fixed `seed`.
+    /// One posterior draw of (μ, σ) from `rng`: σ from its grid posterior, then λ | σ ~
+    /// Gamma(d, A_σ) as a sum of d unit exponentials. The uniforms are taken in a fixed order (σ's
+    /// first), so the same stream on data with one more event gives a nearby draw (common random
+    /// numbers: `--until` compares intervals before and after a trial with little noise).
+    fn draw_params(&self, rng: &mut Rng) -> (f64, f64) {
+        let u = unit(rng);
+        let i = self.grid.partition_point(|g| g.2 < u).min(GRID - 1);
+        let (sigma, ln_a, _) = self.grid[i];
+        let g: f64 = (0..self.events).map(|_| -unit(rng).ln()).sum();
+        let ln_lambda = g.ln() - ln_a;
+        (self.y0 - sigma * ln_lambda, sigma)
+    }
+
+    /// `count` posterior draws of ln S*_n (the median best-of-`n`), from a fixed `seed` (each draw
+    /// from its own stream).
     pub fn draws_ln_best_median(&self, n: usize, count: usize, seed: u64) -> Vec<f64> {
-        let mut rng = Rng::new(seed);
-        let unit = |r: &mut Rng| ((r.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
         let shift = (2f64.ln()).ln() - (n.max(1) as f64).ln();
         (0..count)
-            .map(|_| {
-                let u = unit(&mut rng);
-                let i = self.grid.partition_point(|g| g.2 < u).min(GRID - 1);
-                let (sigma, ln_a, _) = self.grid[i];
-                // λ | σ ~ Gamma(d, A_σ): a sum of d unit exponentials over A_σ
-                let g: f64 = (0..self.events).map(|_| -unit(&mut rng).ln()).sum();
-                let ln_lambda = g.ln() - ln_a;
-                let mu = self.y0 - sigma * ln_lambda;
+            .map(|j| {
+                let mut rng = Rng::new(crate::core::splitmix64(seed ^ ((j as u64) << 1)));
+                let (mu, sigma) = self.draw_params(&mut rng);
                 mu + sigma * shift
             })
             .collect()
+    }
+
+    /// One trial's steps drawn from the posterior predictive (the lower-tail model: the body
+    /// above the fitted half is extrapolated, which matters only below a cap near the tail).
+    pub(crate) fn draw_trial(&self, rng: &mut Rng) -> f64 {
+        let (mu, sigma) = self.draw_params(rng);
+        // W standard minimum-Gumbel: ln of a unit exponential
+        let w = (-unit(rng).ln()).ln();
+        (mu + sigma * w).exp()
     }
 
     /// The posterior median of σ.
@@ -165,6 +181,10 @@ impl TailFit {
         let i = self.grid.partition_point(|g| g.2 < 0.5).min(GRID - 1);
         self.grid[i].0
     }
+}
+
+fn unit(r: &mut Rng) -> f64 {
+    ((r.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
 }
 
 /// The 95 % interval for S*_n in steps (None without a reaching trial), from `draws` draws.

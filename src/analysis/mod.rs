@@ -14,15 +14,15 @@
 //!   are counted separately and never contribute a result. **Repeats** (`TrialSpec::repeat_of`):
 //!   S(B) stays the best-of-K minimum over the *search* trials (the paper's definition; the counts
 //!   too are of search trials); repeats give `repeat_steps` (median, min–max over seeds).
-//! * `bootstrap` — **uncertainty** (science.md §8), the one place that resamples. Per B, the K
-//!   search trials are resampled with replacement and the minimum recomputed (a resample without a
-//!   reaching trial counts as "no result", capped at the largest budget seen; early-stopped trials
-//!   count as not reached, which can only widen the interval). The minimum of a resample can never
-//!   fall below the observed minimum, so the draws' log-distance from it is symmetrised (a random
-//!   sign): `steps_ci` is the 2.5–97.5 % range of those draws. With `--repeats`, each draw is also
-//!   multiplied by a random seed ratio (repeat / median of the repeats), and `steps_ci` is widened
-//!   to the repeats' min–max. Fit and boundary intervals refit the model to one draw per B, 200
-//!   times. All random numbers come from fixed seeds: the same records give the same intervals.
+//! * `bootstrap` — **uncertainty** (science.md §8), the one place that draws. Per B, the K
+//!   non-cancelled search trials are read by the censoring-aware lower-tail model of `censored`
+//!   (issue 26, docs/intervals.md): reached at s is an event; a trial cut by early stopping at cap
+//!   c is "≥ c", as is one that ran its budget; a diverged or out-of-memory one never reaches.
+//!   `steps_ci` is the 95 % interval for S*_K, the median of the best of K (what a rerun of the
+//!   same protocol typically gives), widened to contain S(B) and, with `--repeats`, the repeats'
+//!   min–max (seed noise at the best metaparameters). Fit and boundary intervals refit the model
+//!   to one draw per B, 200 times. All random numbers come from fixed seeds: the same records give
+//!   the same intervals.
 //! * `fit` — the **perfect-scaling reference** `S(B0)·B0/B` (anchored at the smallest B that
 //!   reached), the local **segment slopes** `d ln S / d ln B` between consecutive measured B, and
 //!   the **fit** of `S = S_min·(1 + B_crit/B)` by least squares on ln S (McCandlish et al.): for a
@@ -69,7 +69,7 @@ use crate::core::analysis::{Analysis, BatchPoint, Note, Study};
 use crate::core::record::TrialRecord;
 use crate::workload::spec::{OptimizerKind, Preset};
 
-pub use bootstrap::{bootstrap_min, BOOTSTRAP_DRAWS, FIT_BOOTSTRAP};
+pub use bootstrap::{BOOTSTRAP_DRAWS, FIT_BOOTSTRAP};
 pub use fit::{
     fit_range, fit_scaling, perfect_scaling_steps, segments, FitRange, MAXIMAL_SLOPE, PERFECT_SLOPE,
 };

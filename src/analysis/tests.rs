@@ -1,7 +1,7 @@
 //! Tests of the analysis (per-B steps, bootstrap, fit, regimes, search edges, LR rules).
 
 use super::bootstrap::Rng;
-use super::stats::{interval95, quantile_sorted};
+use super::stats::quantile_sorted;
 use super::*;
 use crate::core::analysis::*;
 use crate::core::record::TrialRecord;
@@ -377,20 +377,27 @@ fn bootstrap_covers_the_typical_best_of_k() {
     let (mut covered, mut n) = (0, 0);
     for r in 0..300u64 {
         let o = draw(k);
-        let Some(best) = o.iter().flatten().min().copied() else {
+        if o.iter().flatten().next().is_none() {
             continue;
-        };
-        let d = bootstrap_min(&o, best, 20_000, &[], r);
-        let [lo, hi] = interval95(d).unwrap();
+        }
+        // as the report reads them: reached, or ran the 20,000-step budget without reaching
+        let obs: Vec<crate::analysis::censored::TailObs> = o
+            .iter()
+            .map(|s| match s {
+                Some(s) => crate::analysis::censored::TailObs::Event(*s as f64),
+                None => crate::analysis::censored::TailObs::Censored(20_000.0),
+            })
+            .collect();
+        let [lo, hi] = crate::analysis::censored::interval_best_median(&obs, 400, r).unwrap();
         n += 1;
-        if lo.exp() <= typical && typical <= hi.exp() {
+        if lo <= typical && typical <= hi {
             covered += 1;
         }
     }
-    // Measured: 0.83 (nominal 0.95). The bootstrap of a minimum under-covers — it cannot see
-    // values below the K it has — which is why --repeats and --until exist.
+    // Measured: 0.83 with the bootstrap of the minimum that `steps_ci` was before issue 26 (it
+    // cannot see values below the K it has); the censoring-aware tail model covers.
     let rate = covered as f64 / n as f64;
-    assert!(rate >= 0.75, "coverage {rate:.2} of {n}");
+    assert!((0.88..=0.995).contains(&rate), "coverage {rate:.2} of {n}");
 }
 
 #[test]

@@ -267,8 +267,9 @@ pub struct SweepArgs {
     /// Re-run each batch size's best metaparameters with R−1 more seeds (S(B) median, min–max).
     #[arg(long, value_name = "R", allow_negative_numbers = true, value_parser = positive(100))]
     pub repeats: Option<usize>,
-    /// Keep adding trials where the steps-to-target interval is widest until every relative
-    /// half-width is ≤ REL (e.g. 0.1) or --max-trials is spent.
+    /// Keep adding trials where one more is expected to narrow the steps-to-target interval most,
+    /// until every relative half-width is ≤ REL (e.g. 0.25), every other B has flattened, or
+    /// --max-trials is spent; the report says per B: met, stalled (why) or budget.
     #[arg(long, value_name = "REL", allow_negative_numbers = true)]
     pub until: Option<f64>,
     /// Trial budget of --until (default 4× the plan).

@@ -404,7 +404,11 @@ pub fn build(run: &Run, opts: &ReportOptions) -> Report {
             use crate::analysis::until;
             let k = run.header.trials_per_batch;
             let st = until::stalled(run.trials, study.optimizer, &analysis.per_batch, k);
-            until::mark(&mut analysis.per_batch, run.trials, rel, &st);
+            let preset = &run.header.preset;
+            let looks = until::outlooks(run.trials, preset, &analysis.per_batch, rel);
+            let budget = run.header.adaptive.as_ref().and_then(|a| a.max_trials);
+            let left = budget.map_or(0, |m| m.saturating_sub(until::search_trials(run.trials)));
+            until::mark(&mut analysis.per_batch, run.trials, rel, &st, &looks, left);
         }
     }
     let mut r = from_analysis(analysis, run);

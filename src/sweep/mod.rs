@@ -42,8 +42,9 @@ pub struct SweepConfig {
     /// `--repeats R`: after the search trials, run each B's best metaparameters R − 1 more times
     /// with new seeds (1 = no repeats). Repeats never change S(B); see `analysis`.
     pub repeats: usize,
-    /// `--until REL`: keep adding search trials (Halton continuation) at the B whose `steps_ci`
-    /// relative half-width is widest until all are ≤ REL or `max_trials` search trials ran.
+    /// `--until REL`: keep adding search trials (Halton continuation) at the B where one more is
+    /// expected to narrow `steps_ci` most (`analysis::until::outlook`), until all are ≤ REL or have
+    /// flattened, or `max_trials` search trials ran.
     pub until: Option<f64>,
     /// Budget of search trials for `until` (plan included); None = 4 × the plan.
     pub max_trials: Option<usize>,

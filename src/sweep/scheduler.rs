@@ -620,24 +620,28 @@ impl Coordinator {
         if search_ids.len() >= self.cfg.search_budget() {
             return None;
         }
+        let left = self.cfg.search_budget() - search_ids.len();
         let opt = self.cfg.preset.workload.optimizer;
         let mut pts = crate::analysis::per_batch_with_ci(&self.records, opt);
         pts.retain(|p| p.rel_half_width().is_some_and(|w| w > rel));
         // a B whose last trials did not narrow it gets no more (the budget goes elsewhere); only
         // the B still wider than ±REL are judged
-        let stalled =
-            crate::analysis::until::stalled(&self.records, opt, &pts, self.cfg.trials_per_batch);
-        pts.retain(|p| !stalled.contains(&p.batch_size));
-        // Widest first; ties → smaller B.
-        pts.sort_by(|a, b| {
-            b.rel_half_width()
-                .unwrap_or(0.0)
-                .total_cmp(&a.rel_half_width().unwrap_or(0.0))
+        use crate::analysis::until;
+        let stalled = until::stalled(&self.records, opt, &pts, self.cfg.trials_per_batch);
+        let busy: HashSet<usize> = running.values().map(|s| s.batch_size).collect();
+        pts.retain(|p| !stalled.contains(&p.batch_size) && !busy.contains(&p.batch_size));
+        // ranked by the expected narrowing of one more trial (the tail model's posterior
+        // predictive); a B that has flattened, or could not get within ±REL on the budget left at
+        // its rate, gets none: the budget goes where it helps
+        let mut looks = until::outlooks(&self.records, &self.cfg.preset, &pts, rel);
+        looks.retain(|o| !o.flattened(rel, left));
+        looks.sort_by(|a, b| {
+            b.narrowing()
+                .total_cmp(&a.narrowing())
                 .then(a.batch_size.cmp(&b.batch_size))
         });
         let n = self.cfg.batch_sizes.len();
-        let busy: HashSet<usize> = running.values().map(|s| s.batch_size).collect();
-        let p = pts.iter().find(|p| !busy.contains(&p.batch_size))?;
+        let p = looks.first()?;
         let bi = self
             .cfg
             .batch_sizes
@@ -777,7 +781,21 @@ impl Coordinator {
             // A repeat measures its own steps-to-target: never cut.
             .filter(|_| spec.repeat_of.is_none())
             .flatten()
-            .filter(|&best| best < full_budget);
+            .filter(|&best| best < full_budget)
+            // a `--until` trial beyond the plan runs on to a multiple of S(B): its reaching
+            // between S(B) and that cap is what narrows the interval (analysis::until::UNTIL_CAP)
+            .map(|best| {
+                let beyond_plan = self.cfg.until.is_some()
+                    && spec.trial_id < WIDEN_ID_BASE
+                    && spec.trial_id as usize
+                        >= self.cfg.batch_sizes.len() * self.cfg.trials_per_batch;
+                if beyond_plan {
+                    crate::analysis::until::until_cap(Some(best), full_budget)
+                } else {
+                    best
+                }
+            })
+            .filter(|&cap| cap < full_budget);
         if let Some(best) = cap {
             workload.step_budget = best.max(1);
             workload.max_examples = None;
