@@ -5,7 +5,7 @@
 use super::censored::{TailFit, TailObs};
 use super::fit::fit_core;
 use super::regimes::segmented_fit;
-use super::stats::interval95;
+use super::stats::{interval95, interval95_about};
 use super::steps::{Observation, Observed};
 use crate::core::analysis::{BatchPoint, Fit};
 
@@ -144,8 +144,8 @@ pub(crate) fn bootstrap_fits(pts: &[(f64, f64)], draws: &[Vec<f64>]) -> Vec<Boot
 /// The fit's intervals from the refits, and its verdict: uncertain when r² < 0.9 or an interval
 /// is wider than its value.
 pub(crate) fn attach_fit_intervals(f: &mut Fit, boot: &[BootFit]) {
-    f.b_crit_ci = interval95(boot.iter().map(|b| b.b_crit).collect());
-    f.s_min_ci = interval95(boot.iter().map(|b| b.s_min).collect());
+    f.b_crit_ci = interval95_about(boot.iter().map(|b| b.b_crit).collect(), f.b_crit);
+    f.s_min_ci = interval95_about(boot.iter().map(|b| b.s_min).collect(), f.s_min);
     let wide = |ci: Option<[f64; 2]>, v: f64| ci.is_some_and(|[lo, hi]| hi - lo > v);
     f.uncertain = f.r2 < 0.9 || wide(f.b_crit_ci, f.b_crit) || wide(f.s_min_ci, f.s_min);
 }

@@ -5,7 +5,7 @@
 //! second set of regimes).
 
 use super::fit::fittable;
-use super::stats::interval95;
+use super::stats::interval95_about;
 use crate::core::analysis::{Fit, Note, Regime, RegimeSpan, SpanEnd};
 
 /// A regime boundary whose 95 % interval spans more than this factor in B (3 doublings) is
@@ -277,8 +277,8 @@ pub(crate) fn regimes(
     let hi_d = if maximal { m_start } else { bmax };
     let part = Partition {
         diminishing: points_in(&bs, lo_d, hi_d) >= 2 && hi_d > lo_d * 1.05,
-        p_ci: interval95(boot.iter().map(|b| b.0).collect()),
-        m_ci: interval95(boot.iter().map(|b| b.1).collect()),
+        p_ci: interval95_about(boot.iter().map(|b| b.0).collect(), p_end),
+        m_ci: interval95_about(boot.iter().map(|b| b.1).collect(), m_start),
         bs,
         p_end,
         m_start,

@@ -28,6 +28,20 @@ pub fn quantile_sorted(v: &[f64], q: f64) -> f64 {
     }
 }
 
+/// [`interval95`] of a bootstrap of an estimate, widened to contain the estimate itself: the
+/// percentile interval of a biased statistic can miss its own point (a fit's S_min to draws
+/// skewed upward by the tail model), and an interval that excludes the number printed beside it
+/// reads as an error.
+pub fn interval95_about(v: Vec<f64>, point: f64) -> Option<[f64; 2]> {
+    interval95(v).map(|[lo, hi]| {
+        if point.is_finite() {
+            [lo.min(point), hi.max(point)]
+        } else {
+            [lo, hi]
+        }
+    })
+}
+
 /// 2.5 % and 97.5 % quantiles.
 pub fn interval95(mut v: Vec<f64>) -> Option<[f64; 2]> {
     v.retain(|x| x.is_finite());

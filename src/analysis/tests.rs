@@ -374,7 +374,7 @@ fn bootstrap_covers_the_typical_best_of_k() {
         .collect();
     mins.sort_by(|a, b| a.total_cmp(b));
     let typical = quantile_sorted(&mins, 0.5);
-    let (mut covered, mut n) = (0, 0);
+    let (mut covered, mut n, mut widths) = (0, 0, Vec::new());
     for r in 0..300u64 {
         let o = draw(k);
         if o.iter().flatten().next().is_none() {
@@ -390,14 +390,25 @@ fn bootstrap_covers_the_typical_best_of_k() {
             .collect();
         let [lo, hi] = crate::analysis::censored::interval_best_median(&obs, 400, r).unwrap();
         n += 1;
+        widths.push((hi - lo) / (2.0 * typical));
         if lo <= typical && typical <= hi {
             covered += 1;
         }
     }
+    widths.sort_by(|a, b| a.total_cmp(b));
+    let width = quantile_sorted(&widths, 0.5);
+    eprintln!("coverage {covered}/{n}, median relative half-width {width:.3}");
     // Measured: 0.83 with the bootstrap of the minimum that `steps_ci` was before issue 26 (it
     // cannot see values below the K it has); the censoring-aware tail model covers.
+    // These steps have a hard floor (S0 = 1000: |z| ≥ 0), which the Weibull tail (unbounded
+    // below in ln steps) does not know: it over-covers here (measured 300/300, median relative
+    // half-width 0.35). Bound the price of that instead of the upper coverage.
     let rate = covered as f64 / n as f64;
-    assert!((0.88..=0.995).contains(&rate), "coverage {rate:.2} of {n}");
+    assert!(rate >= 0.88, "coverage {rate:.2} of {n}");
+    assert!(
+        width < 0.5,
+        "median relative half-width {width:.3}: too wide for a floor at S0"
+    );
 }
 
 #[test]
