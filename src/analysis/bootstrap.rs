@@ -55,6 +55,19 @@ pub fn draw_seed(batch_size: usize) -> u64 {
     crate::core::splitmix64(0xb007_5742_u64 ^ batch_size as u64)
 }
 
+/// The tail-model observations of the non-cancelled search trials at `b`.
+pub(crate) fn tail_obs_at(observed: &Observed, b: usize) -> Vec<TailObs> {
+    observed.at(b).into_iter().filter_map(tail_obs).collect()
+}
+
+/// `BOOTSTRAP_DRAWS` draws of ln S*_n from the tail model of `obs` (the trials at a B whose draws
+/// are seeded by `seed`); None with fewer than two trials or none that reached (one trial says
+/// nothing of the spread).
+pub(crate) fn tail_draws(obs: &[TailObs], seed: u64) -> Option<Vec<f64>> {
+    let fit = TailFit::new(obs).filter(|_| obs.len() >= 2)?;
+    Some(fit.draws_ln_best_median(obs.len(), BOOTSTRAP_DRAWS, seed))
+}
+
 /// Sets `steps_ci` of every measured B and returns its ln S draws (one vector per B with steps, in
 /// `per_batch` order). Reads the trials' observations at one target only (`steps::Observed`).
 ///
@@ -68,19 +81,10 @@ pub(crate) fn bootstrap_all(observed: &Observed, per_batch: &mut [BatchPoint]) -
     let mut out = Vec::new();
     for p in per_batch.iter_mut() {
         let Some(best) = p.steps else { continue };
-        let obs: Vec<TailObs> = observed
-            .at(p.batch_size)
-            .into_iter()
-            .filter_map(tail_obs)
-            .collect();
-        // one trial (or none that reached, which cannot happen where S(B) exists) says nothing
-        // of the spread: the refits take S(B) as it is there
-        let draws = match TailFit::new(&obs).filter(|_| obs.len() >= 2) {
-            Some(fit) => {
-                fit.draws_ln_best_median(obs.len(), BOOTSTRAP_DRAWS, draw_seed(p.batch_size))
-            }
-            None => vec![(best.max(1) as f64).ln(); BOOTSTRAP_DRAWS],
-        };
+        let obs = tail_obs_at(observed, p.batch_size);
+        // without a model (one trial) the refits take S(B) as it is there
+        let draws = tail_draws(&obs, draw_seed(p.batch_size))
+            .unwrap_or_else(|| vec![(best.max(1) as f64).ln(); BOOTSTRAP_DRAWS]);
         let repeats = p.repeat_steps.as_ref().filter(|r| r.runs >= 2);
         if obs.len() >= 2 || repeats.is_some() {
             if let Some([lo, hi]) = interval95(draws.clone()) {

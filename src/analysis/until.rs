@@ -112,11 +112,7 @@ pub fn until_cap(best: Option<u64>, full_budget: u64) -> u64 {
 /// S*_K widened to contain S(B), over S(B)), without repeats; None with fewer than two trials or
 /// none that reached.
 fn model_width(obs: &[TailObs], seed: u64) -> Option<f64> {
-    if obs.len() < 2 {
-        return None;
-    }
-    let fit = TailFit::new(obs)?;
-    let d = fit.draws_ln_best_median(obs.len(), super::BOOTSTRAP_DRAWS, seed);
+    let d = super::bootstrap::tail_draws(obs, seed)?;
     let [lo, hi] = super::stats::interval95(d)?;
     let best = obs
         .iter()
@@ -179,12 +175,7 @@ impl Outlook {
 
 /// The tail-model observations of the non-cancelled search trials at `b` (at the goal).
 fn observations_at(trials: &[TrialRecord], b: usize) -> Vec<TailObs> {
-    let observed = super::Observed::of(trials, &super::Reading::Goal);
-    observed
-        .at(b)
-        .into_iter()
-        .filter_map(super::bootstrap::tail_obs)
-        .collect()
+    super::bootstrap::tail_obs_at(&super::Observed::of(trials, &super::Reading::Goal), b)
 }
 
 /// The [`Outlook`] at `b` for one more search trial cut at `cap` steps (`full_budget`: the B's
