@@ -443,6 +443,67 @@ fn early_stopping_keeps_steps_to_target() {
     }
 }
 
+/// With several trials at once, early stopping still cuts every trial at the cap a one-at-a-time
+/// sweep gives it: a trial never starts while another at its B runs, so its cap is the best of all
+/// trials before it at its B, however the trials' finishing order is scrambled.
+#[test]
+fn early_stopping_caps_do_not_depend_on_concurrency() {
+    let run = |concurrency: usize| {
+        let (_dir, mut cfg) = config(OptimizerKind::Momentum);
+        cfg.concurrency = concurrency;
+        // two B and three at once: a trial's predecessors at its B are often still running
+        cfg.batch_sizes = vec![16, 256];
+        cfg.trials_per_batch = 12;
+        assert!(cfg.preset.sweep.early_stopping);
+        // trials take 0-9 ms before they run, so they finish in an order of their own
+        let runner = Arc::new(BeforeNqm {
+            before: |s: &TrialSpec| {
+                std::thread::sleep(Duration::from_millis(s.trial_id * 7 % 10));
+                Ok(())
+            },
+            backend: "nqm-closed-form",
+        });
+        let (res, _) = common::run_sweep(cfg, runner, None);
+        let log = read_run_log(&res.log_path).unwrap();
+        let mut per_trial: Vec<(u64, Outcome, u64)> = log
+            .trials
+            .iter()
+            .map(|t| (t.trial_id, t.outcome.outcome.clone(), t.outcome.steps))
+            .collect();
+        per_trial.sort_by_key(|t| t.0);
+        (
+            res.analysis,
+            per_trial,
+            log.trials.iter().map(|t| t.trial_id).collect::<Vec<_>>(),
+        )
+    };
+    let (one, one_trials, _) = run(1);
+    let (three, three_trials, order) = run(3);
+    assert_eq!(one_trials.len(), 24);
+    let stopped = one_trials
+        .iter()
+        .filter(|t| {
+            matches!(
+                t.1,
+                Outcome::NotReached {
+                    early_stopped: true,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert!(
+        stopped > 0,
+        "no trial was stopped early: the test shows nothing"
+    );
+    assert!(
+        order.windows(2).any(|w| w[0] > w[1]),
+        "three at once finished in plan order: the test shows nothing"
+    );
+    assert_eq!(one_trials, three_trials);
+    assert_eq!(one.per_batch, three.per_batch);
+}
+
 /// A GPU-shaped fake: trials at B ≥ 256 run out of device memory (as cubecl reports it: an
 /// error at B = 256, a panic at B = 1024); the others record the device they were given and how
 /// many trials ran on it at once.

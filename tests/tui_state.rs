@@ -458,11 +458,12 @@ fn setup_auto_layout_widen_and_the_gpu_scale_warning() {
     assert!(a.setup.auto_layout());
     assert!(config(&a).preset.sweep.auto_concurrency);
     // ... until the field is edited: then the user's number wins
+    let shown = a.setup.presets[sel].preset.sweep.concurrency;
     go_to_field(&mut a, Field::Concurrency);
     key(&mut a, Key::Right);
     let cfg = config(&a);
     assert!(!cfg.preset.sweep.auto_concurrency && !a.setup.auto_layout());
-    assert_eq!(cfg.concurrency, 2);
+    assert_eq!(cfg.concurrency, shown + 1);
     // widen: off by default, then N moves, launched as --widen N
     assert_eq!(config(&a).widen, 0);
     go_to_field(&mut a, Field::Widen);
@@ -473,7 +474,7 @@ fn setup_auto_layout_widen_and_the_gpu_scale_warning() {
     let [Command::Launch(launched)] = cmds.as_slice() else {
         panic!("{cmds:?}")
     };
-    assert_eq!((launched.widen, launched.concurrency), (2, 2));
+    assert_eq!((launched.widen, launched.concurrency), (2, shown + 1));
 
     // a GPU-scale preset on the CPU warns (not blocking), first without an estimate ...
     let mut a = app();

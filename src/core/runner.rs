@@ -58,6 +58,24 @@ pub fn with_thread_budget<R>(threads: Option<usize>, f: impl FnOnce() -> R) -> R
     r
 }
 
+/// Runs `f` with a thread budget **inside its own rayon pool** of that many threads (`None`: on
+/// this thread, with the global pool). The trial's replica then computes on the pool's thread
+/// itself (the trainer sees it is already in a pool of its budget and runs inline): no hand-over
+/// to a worker thread and back twice a step, and every parallel op of the trial stays in its pool.
+/// A pool that cannot be built falls back to `with_thread_budget` on this thread.
+pub fn in_thread_budget<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> R {
+    match threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()) {
+        Some(pool) => pool.install(|| with_thread_budget(threads, f)),
+        None => with_thread_budget(threads, f),
+    }
+}
+
+/// Whether this thread is a worker of a rayon pool of exactly `threads` threads (a trial started
+/// by `in_thread_budget`).
+pub fn in_budget_pool(threads: usize) -> bool {
+    rayon::current_thread_index().is_some() && rayon::current_num_threads() == threads
+}
+
 /// The thread budget set by `with_thread_budget` on this thread.
 pub fn thread_budget() -> Option<usize> {
     THREAD_BUDGET.with(|b| b.get())

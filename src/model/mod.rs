@@ -237,24 +237,21 @@ impl<B: Backend> Net<B> {
         cross_entropy(logits, y)
     }
 
-    /// Sums for validation metrics (no gradient needed: call on `model.valid()`).
-    pub fn eval_sums(&self, batch: &Batch<B>, c: &Ctx) -> EvalSums {
-        let n = batch.len();
-        let v = self.eval_stats(batch, c).into_data();
-        let v = v.iter::<f64>().collect::<Vec<_>>();
-        EvalSums::from_stats(n, v[0], v[1])
-    }
-
-    /// [Σ −log p(y), correct predictions] of the batch on the device (fp32; counts are exact up to
-    /// 2^24 examples a batch), for one read-back of many batches.
-    pub fn eval_stats(&self, batch: &Batch<B>, c: &Ctx) -> Tensor<B, 1> {
+    /// The batch's evaluation statistics on the device (fp32; counts are exact up to 2^24 examples
+    /// a batch), for one read-back of many batches: `[Σ −log p(y), correct predictions]` with
+    /// `with_nll`, else `[correct predictions]` (an error-rate metric needs no softmax). The
+    /// prediction is the argmax of the logits either way, so the error count does not depend on
+    /// `with_nll`. No gradient is needed: call on `model.valid()`.
+    pub fn eval_stats(&self, batch: &Batch<B>, c: &Ctx, with_nll: bool) -> Tensor<B, 1> {
         let (logits, y) = self.logits(batch, c);
         let n = y.dims()[0];
+        let pred = logits.clone().argmax(1).reshape([n]);
+        let correct = pred.equal(y.clone()).int().sum().float();
+        if !with_nll {
+            return correct;
+        }
         let logp = activation::log_softmax(logits, 1);
-        let picked = logp.clone().gather(1, y.clone().reshape([n, 1]));
-        let nll = picked.sum().neg();
-        let pred = logp.argmax(1).reshape([n]);
-        let correct = pred.equal(y).int().sum().float();
+        let nll = logp.gather(1, y.reshape([n, 1])).sum().neg();
         Tensor::cat(vec![nll, correct], 0)
     }
 }

@@ -175,7 +175,7 @@ fn step_time(
     threads: Option<usize>,
 ) -> anyhow::Result<f64> {
     let w = short(w, steps);
-    let o = crate::core::with_thread_budget(threads, || {
+    let o = crate::core::in_thread_budget(threads, || {
         runner.run(
             &w,
             &spec(&w, b, precision),
@@ -622,6 +622,8 @@ mod tests {
     fn the_cached_estimate_and_the_gpu_scale_warning() {
         let (_, preset) = crate::workload::load::find_preset("digits-mlp-sgd").unwrap();
         let mut cfg = SweepConfig::from_preset(preset, None, PathBuf::from("runs"));
+        // the bound of one trial at a time first (the preset runs two at once)
+        cfg.concurrency = 1;
         let mut c = cal(
             vec![(16, 0.001 + 16e-5), (1024, 0.001 + 1024e-5)],
             1e3,

@@ -345,11 +345,16 @@ impl Coordinator {
                     self.emit(SweepEvent::Paused { paused });
                 }
                 while !paused && running.len() < self.slots.capacity() {
-                    let next = match queue.pop_front() {
-                        Some(spec) => Some(spec),
-                        None => self.next_extra(&running_specs),
+                    if queue.is_empty() {
+                        match self.next_extra(&running_specs) {
+                            Some(spec) => queue.push_back(spec),
+                            None => break,
+                        }
+                    }
+                    let Some(spec) = self.next_startable(&mut queue, &running_specs) else {
+                        // every queued trial waits for a trial at its B (early stopping)
+                        break;
                     };
-                    let Some(spec) = next else { break };
                     if self.control.is_user_cancelled(spec.trial_id) {
                         // Skipped before it started: recorded as cancelled at step 0.
                         let outcome = empty_outcome(Outcome::Cancelled { step: 0 });
@@ -520,6 +525,28 @@ impl Coordinator {
     /// `--until` search trials (one at a time per batch size), then — once no search trial is running — the `--repeats` of each B's best trial.
     /// A pure function of the records and the running trials, so a resumed sweep (one trial at a
     /// time) continues exactly where it stopped.
+    /// The first queued trial that may start now. With early stopping a trial's step budget is
+    /// cut at the best steps-to-target measured at its B *when it starts*, so with several trials
+    /// at once a trial waits while another trial at its B runs (the scheduler starts one at another
+    /// B meanwhile): every trial then starts after all trials queued before it at its B finished,
+    /// its cap is the one a one-at-a-time sweep gives it, and the results do not depend on which
+    /// trial finished first. Repeats (never cut) and sweeps without early stopping do not wait.
+    fn next_startable(
+        &self,
+        queue: &mut VecDeque<TrialSpec>,
+        running: &HashMap<u64, TrialSpec>,
+    ) -> Option<TrialSpec> {
+        let waits = |t: &TrialSpec| {
+            self.cfg.preset.sweep.early_stopping
+                && t.repeat_of.is_none()
+                && running
+                    .values()
+                    .any(|r| r.batch_size == t.batch_size && r.repeat_of.is_none())
+        };
+        let i = queue.iter().position(|t| !waits(t))?;
+        queue.remove(i)
+    }
+
     fn next_extra(&self, running: &HashMap<u64, TrialSpec>) -> Option<TrialSpec> {
         let spec = self
             .next_widen(running)
@@ -810,12 +837,12 @@ impl Coordinator {
         );
         let body = move || {
             let t0 = Instant::now();
-            let finished = std::cell::Cell::new(false);
+            let finished = std::sync::atomic::AtomicBool::new(false);
             let emit = |mut event: TrialEvent| {
                 let is_step = matches!(event, TrialEvent::Step(_));
                 if let TrialEvent::Finished { outcome } = &mut event {
                     mark_early_stop(&mut outcome.outcome, cap);
-                    finished.set(true);
+                    finished.store(true, std::sync::atomic::Ordering::Relaxed);
                 }
                 let ev = SweepEvent::Trial {
                     trial_id: id,
@@ -830,7 +857,7 @@ impl Coordinator {
             };
             let mut result: TrialResult = catch_unwind(AssertUnwindSafe(|| {
                 let mut e = |ev: TrialEvent| emit(ev);
-                crate::core::with_thread_budget(threads, || {
+                crate::core::in_thread_budget(threads, || {
                     runner.run(&workload, &spec, &mut e, &token)
                 })
             }));
@@ -838,7 +865,7 @@ impl Coordinator {
                 mark_early_stop(&mut o.outcome, cap);
             }
             if let Ok(Ok(o)) = &result {
-                if !finished.get() {
+                if !finished.load(std::sync::atomic::Ordering::Relaxed) {
                     emit(TrialEvent::Finished {
                         outcome: Box::new(o.clone()),
                     });

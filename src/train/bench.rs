@@ -536,7 +536,7 @@ pub fn concurrency_points(precision: Precision) -> Vec<ConcurrencyPoint> {
                     let p = &p;
                     s.spawn(move || {
                         // the scheduler's layout: each trial's replica in its own 1-thread pool
-                        crate::core::with_thread_budget(Some(1), || {
+                        crate::core::in_thread_budget(Some(1), || {
                             trainer_point(p, b, steps, precision).map(|_| ())
                         })
                     })

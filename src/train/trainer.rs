@@ -97,6 +97,8 @@ struct Worker<B: AutodiffBackend> {
     bucket_bytes: usize,
     /// Measure |g_shard|² for the noise scale.
     noise: bool,
+    /// Evaluations sum the negative log-likelihood (the metric is in bits), not only the errors.
+    nll: bool,
     /// Blocking device→host reads since the last reply.
     reads: u64,
     /// The validation batches on the device, after the first evaluation.
@@ -303,9 +305,10 @@ impl<B: AutodiffBackend> Worker<B> {
             self.val = Some(self.val_batches());
         }
         let val = self.val.as_ref().expect("built above");
+        let with_nll = self.nll;
         let stats: Vec<_> = val
             .iter()
-            .map(|(batch, _)| model.eval_stats(batch, &self.ctx))
+            .map(|(batch, _)| model.eval_stats(batch, &self.ctx, with_nll))
             .collect();
         let sizes: Vec<usize> = val.iter().map(|(_, n)| *n).collect();
         let mut sums = EvalSums::default();
@@ -314,7 +317,12 @@ impl<B: AutodiffBackend> Worker<B> {
         }
         let v = self.read(Tensor::cat(stats, 0))?;
         for (i, n) in sizes.into_iter().enumerate() {
-            add(&mut sums, EvalSums::from_stats(n, v[2 * i], v[2 * i + 1]));
+            let s = if with_nll {
+                EvalSums::from_stats(n, v[2 * i], v[2 * i + 1])
+            } else {
+                EvalSums::from_stats(n, 0.0, v[i])
+            };
+            add(&mut sums, s);
         }
         Ok(sums)
     }
@@ -471,13 +479,14 @@ pub fn run_trial<B: AutodiffBackend>(
 
     // A thread budget from the scheduler (several trials at once): each replica computes in its
     // own rayon pool, the budget split over the replicas.
-    let pool_threads = crate::core::thread_budget().map(|n| (n / world).max(1));
+    let budget = crate::core::thread_budget();
+    let pool_threads = budget.map(|n| (n / world).max(1));
     let (reply_tx, reply_rx) = channel::<(usize, Reply)>();
     let mut cmd_txs = Vec::with_capacity(world);
     let mut handles = Vec::with_capacity(world);
-    // One replica in one process, no thread budget: it runs on this thread (no hand-over to a
-    // worker thread and back, twice a step); otherwise one thread per replica.
-    let inline = world * nodes == 1 && pool_threads.is_none();
+    // One replica in one process, with no thread budget or already in its budget's pool: it runs
+    // on this thread (no hand-over to a worker and back twice a step); else a thread per replica.
+    let inline = world * nodes == 1 && budget.is_none_or(crate::core::in_budget_pool);
     let mut inline_worker = None;
     for (rank, dev) in devices.iter().enumerate() {
         let replica = if rank == 0 {
@@ -497,6 +506,7 @@ pub fn run_trial<B: AutodiffBackend>(
             eval_batch: opts.eval_batch,
             bucket_bytes: opts.bucket_bytes,
             noise: opts.noise_scale,
+            nll: metric_in_bits(workload),
             reads: 0,
             val: None,
         };
@@ -715,10 +725,15 @@ impl<B: AutodiffBackend> Workers<'_, B> {
     }
 }
 
+/// Whether the workload's validation metric is in bits (from the negative log-likelihood), not an
+/// error rate.
+fn metric_in_bits(workload: &Workload) -> bool {
+    workload.target.metric == Metric::ValBpc || workload.model.is_language_model()
+}
+
 /// The validation metric of a workload from summed evaluation statistics.
 fn metric_of(workload: &Workload, s: &EvalSums) -> f64 {
-    let bits = workload.target.metric == Metric::ValBpc || workload.model.is_language_model();
-    if bits {
+    if metric_in_bits(workload) {
         s.nll / s.count.max(1.0) / std::f64::consts::LN_2
     } else {
         s.errors / s.count.max(1.0)
