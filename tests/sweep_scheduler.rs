@@ -504,6 +504,44 @@ fn early_stopping_caps_do_not_depend_on_concurrency() {
     assert_eq!(one.per_batch, three.per_batch);
 }
 
+/// `--until` places its trials from the finished ones in waves that start when nothing runs, so
+/// with several trials at once which trials it adds, and their outcomes, do not depend on which
+/// trial happened to finish first.
+#[test]
+fn until_places_the_same_trials_however_the_trials_finish() {
+    let run = |jitter: u64| {
+        let (_dir, mut cfg) = config(OptimizerKind::Momentum);
+        cfg.concurrency = 2;
+        cfg.trials_per_batch = 3;
+        cfg.until = Some(0.02);
+        cfg.max_trials = Some(48);
+        let runner = Arc::new(BeforeNqm {
+            before: move |s: &TrialSpec| {
+                std::thread::sleep(Duration::from_millis((s.trial_id * jitter) % 11));
+                Ok(())
+            },
+            backend: "nqm-closed-form",
+        });
+        let (res, _) = common::run_sweep(cfg, runner, None);
+        let log = read_run_log(&res.log_path).unwrap();
+        let mut per_trial: Vec<(u64, Outcome)> = log
+            .trials
+            .iter()
+            .map(|t| (t.trial_id, t.outcome.outcome.clone()))
+            .collect();
+        per_trial.sort_by_key(|t| t.0);
+        per_trial
+    };
+    let a = run(3);
+    assert!(
+        a.len() > 24,
+        "--until added few trials: the test shows little ({})",
+        a.len()
+    );
+    assert_eq!(a, run(7));
+    assert_eq!(a, run(5));
+}
+
 /// A GPU-shaped fake: trials at B ≥ 256 run out of device memory (as cubecl reports it: an
 /// error at B = 256, a panic at B = 1024); the others record the device they were given and how
 /// many trials ran on it at once.

@@ -281,3 +281,44 @@ pub fn cross_entropy<B: Backend>(logits: Tensor<B, 2>, y: Tensor<B, 1, Int>) -> 
     let logp = activation::log_softmax(logits, 1);
     logp.gather(1, y.reshape([n, 1])).mean().neg()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::Flex;
+    use burn::tensor::TensorData;
+
+    /// An error-rate evaluation (no softmax) counts the same correct predictions as the one that
+    /// also sums the negative log-likelihood, and that sum is the cross-entropy's.
+    #[test]
+    fn eval_stats_with_and_without_the_nll_agree() {
+        let dev = Default::default();
+        let spec = ModelSpec::Mlp { hidden: vec![16] };
+        let shape = InputShape::images(1, 4, 4, 5);
+        let net = Net::<Flex>::init(&spec, shape, 3, &dev).unwrap();
+        let n = 64;
+        let x: Vec<f32> = (0..n * 16)
+            .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+            .collect();
+        let y: Vec<i64> = (0..n).map(|i| (i * 7 % 5) as i64).collect();
+        let batch = Batch::Images {
+            x: Tensor::from_data(TensorData::new(x, [n, 1, 4, 4]), &dev),
+            y: Tensor::from_data(TensorData::new(y, [n]), &dev),
+        };
+        let c = Ctx::fp32();
+        let read = |t: Tensor<Flex, 1>| t.into_data().iter::<f64>().collect::<Vec<_>>();
+        let both = read(net.eval_stats(&batch, &c, true));
+        let errors_only = read(net.eval_stats(&batch, &c, false));
+        assert_eq!(both.len(), 2);
+        assert_eq!(errors_only, vec![both[1]]);
+        assert!(
+            both[1] > 0.0 && both[1] < n as f64,
+            "a trivial case: {both:?}"
+        );
+        let mean_ce = read(net.loss(&batch, &c))[0];
+        assert!(
+            (both[0] / n as f64 - mean_ce).abs() < 1e-5,
+            "{both:?} vs {mean_ce}"
+        );
+    }
+}

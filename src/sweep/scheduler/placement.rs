@@ -1,0 +1,222 @@
+//! What the coordinator starts next: the first queued trial that may start (early stopping's
+//! caps do not depend on which trial finished first), and the trials beyond the plan (`--widen`,
+//! `--until`, `--repeats`), each a pure function of the finished and running trials.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+
+use super::Coordinator;
+use crate::core::events::SweepEvent;
+use crate::core::record::TrialRecord;
+use crate::core::trial::TrialSpec;
+use crate::core::widen::{RangeShift, WidenId, WIDEN_ID_BASE};
+use crate::sweep::plan;
+
+impl Coordinator {
+    /// The first queued trial that may start now. With early stopping a trial's step budget is
+    /// cut at the best steps-to-target measured at its B *when it starts*, so with several trials
+    /// at once a trial waits while another trial at its B runs (the scheduler starts one at another
+    /// B meanwhile): every trial then starts after all trials queued before it at its B finished,
+    /// its cap is the one a one-at-a-time sweep gives it, and the results do not depend on which
+    /// trial finished first. Repeats (never cut) and sweeps without early stopping do not wait.
+    pub(super) fn next_startable(
+        &self,
+        queue: &mut VecDeque<TrialSpec>,
+        running: &HashMap<u64, TrialSpec>,
+    ) -> Option<TrialSpec> {
+        let waits = |t: &TrialSpec| {
+            self.cfg.preset.sweep.early_stopping
+                && t.repeat_of.is_none()
+                && running
+                    .values()
+                    .any(|r| r.batch_size == t.batch_size && r.repeat_of.is_none())
+        };
+        let i = queue.iter().position(|t| !waits(t))?;
+        queue.remove(i)
+    }
+
+    /// The next trial beyond the plan, if any: first `--widen` trials in re-centred ranges, then
+    /// `--until` search trials (one at a time per batch size), then — once no search trial is running — the `--repeats` of each B's best trial.
+    /// A pure function of the records and the running trials, so a resumed sweep (one trial at a
+    /// time) continues exactly where it stopped.
+    pub(super) fn next_extra(&self, running: &HashMap<u64, TrialSpec>) -> Option<TrialSpec> {
+        let spec = self
+            .next_widen(running)
+            .or_else(|| self.next_until(running))
+            .or_else(|| {
+                if running.values().any(|s| s.repeat_of.is_none()) {
+                    return None; // the best trial may still change
+                }
+                self.next_repeat(running)
+            })?;
+        self.emit(SweepEvent::Queued {
+            trial_id: spec.trial_id,
+            batch_size: spec.batch_size,
+        });
+        Some(spec)
+    }
+
+    /// `--widen`: at each B (in order) whose search trials have all finished, fill the open
+    /// re-centred group, or open the next one when the best trial sits at the edge of the explored
+    /// range (`analysis::widen_step`). A pure function of the records and running trials.
+    fn next_widen(&self, running: &HashMap<u64, TrialSpec>) -> Option<TrialSpec> {
+        if self.cfg.widen == 0 {
+            return None;
+        }
+        let per_group = crate::core::widen::group_size(self.cfg.trials_per_batch);
+        for (bi, &b) in self.cfg.batch_sizes.iter().enumerate() {
+            let at_b = |s: &&TrialSpec| s.batch_size == b && s.repeat_of.is_none();
+            let specs: Vec<&TrialSpec> = self
+                .records
+                .iter()
+                .map(|r| &r.spec)
+                .chain(running.values())
+                .filter(at_b)
+                .collect();
+            // An open group (fewer than per_group trials logged or running): its lowest free j.
+            let mut groups: BTreeMap<RangeShift, BTreeSet<u64>> = BTreeMap::new();
+            for s in &specs {
+                if let Some(w) = WidenId::decode(s.trial_id) {
+                    groups.entry(w.shift).or_default().insert(w.j);
+                }
+            }
+            let open = groups
+                .iter()
+                .find(|(_, js)| (js.len() as u64) < per_group)
+                .map(|(g, js)| (*g, (0..).find(|j| !js.contains(j)).unwrap_or(0)));
+            let (shift, j) = match open {
+                Some(o) => o,
+                None => {
+                    if running.values().any(|s| at_b(&s)) {
+                        continue; // the best trial at b may still change
+                    }
+                    let recs: Vec<&TrialRecord> = self
+                        .records
+                        .iter()
+                        .filter(|r| r.spec.batch_size == b)
+                        .collect();
+                    let opt = self.cfg.preset.workload.optimizer;
+                    let Some(next) = crate::analysis::widen_step(
+                        &self.cfg.preset.search,
+                        opt,
+                        b,
+                        &recs,
+                        self.cfg.widen as i32,
+                    ) else {
+                        continue;
+                    };
+                    (next, 0)
+                }
+            };
+            let id = WidenId {
+                batch_index: bi,
+                shift,
+                j,
+            }
+            .encode()?;
+            return plan::widen_trial(
+                &self.cfg.preset,
+                &self.cfg.batch_sizes,
+                id,
+                &self.cfg.trial_devices(),
+                self.cfg.precision,
+                self.cfg.seed,
+            );
+        }
+        None
+    }
+
+    fn next_until(&self, running: &HashMap<u64, TrialSpec>) -> Option<TrialSpec> {
+        let rel = self.cfg.until?;
+        let search_ids: HashSet<u64> = self
+            .records
+            .iter()
+            .map(|r| &r.spec)
+            .chain(running.values())
+            .filter(|s| s.repeat_of.is_none() && s.trial_id < WIDEN_ID_BASE)
+            .map(|s| s.trial_id)
+            .collect();
+        if search_ids.len() >= self.cfg.search_budget() {
+            return None;
+        }
+        let left = self.cfg.search_budget() - search_ids.len();
+        let opt = self.cfg.preset.workload.optimizer;
+        let mut pts = crate::analysis::per_batch_with_ci(&self.records, opt);
+        pts.retain(|p| p.rel_half_width().is_some_and(|w| w > rel));
+        // a B whose last trials did not narrow it gets no more (the budget goes elsewhere); only
+        // the B still wider than ±REL are judged
+        use crate::analysis::until;
+        let stalled = until::stalled(&self.records, opt, &pts, self.cfg.trials_per_batch);
+        let busy: HashSet<usize> = running.values().map(|s| s.batch_size).collect();
+        pts.retain(|p| !stalled.contains(&p.batch_size) && !busy.contains(&p.batch_size));
+        // ranked by the expected narrowing of one more trial (the tail model's posterior
+        // predictive); a B that has flattened, or could not get within ±REL on the budget left at
+        // its rate, gets none: the budget goes where it helps
+        let mut looks = until::outlooks(&self.records, &self.cfg.preset, &pts, rel);
+        looks.retain(|o| !o.flattened(rel, left));
+        looks.sort_by(|a, b| {
+            b.narrowing()
+                .total_cmp(&a.narrowing())
+                .then(a.batch_size.cmp(&b.batch_size))
+        });
+        let n = self.cfg.batch_sizes.len();
+        let p = looks.first()?;
+        let bi = self
+            .cfg
+            .batch_sizes
+            .iter()
+            .position(|&b| b == p.batch_size)?;
+        let k = search_ids
+            .iter()
+            .filter(|&&id| id < plan::REPEAT_ID_BASE && id as usize % n == bi)
+            .map(|&id| id as usize / n + 1)
+            .max()
+            .unwrap_or(0);
+        Some(plan::trial_at(
+            &self.cfg.preset,
+            &self.cfg.batch_sizes,
+            k,
+            bi,
+            &self.cfg.trial_devices(),
+            self.cfg.precision,
+            self.cfg.seed,
+        ))
+    }
+
+    fn next_repeat(&self, running: &HashMap<u64, TrialSpec>) -> Option<TrialSpec> {
+        if self.cfg.repeats <= 1 {
+            return None;
+        }
+        let all: Vec<&TrialSpec> = self
+            .records
+            .iter()
+            .map(|r| &r.spec)
+            .chain(running.values())
+            .collect();
+        for &b in &self.cfg.batch_sizes {
+            // The best search trial at b (earliest step, ties → lower id), as in the analysis.
+            let best = self
+                .records
+                .iter()
+                .filter(|r| r.spec.batch_size == b && r.spec.repeat_of.is_none())
+                .filter_map(|r| {
+                    r.outcome
+                        .outcome
+                        .steps_to_target()
+                        .map(|s| (s, r.trial_id, r))
+                })
+                .min_by_key(|&(s, id, _)| (s, id));
+            let Some((_, id, base)) = best else { continue };
+            let have = all.iter().filter(|s| s.repeat_of == Some(id)).count();
+            if have + 1 < self.cfg.repeats {
+                let next_id = all
+                    .iter()
+                    .map(|s| s.trial_id)
+                    .filter(|&i| i >= plan::REPEAT_ID_BASE)
+                    .max()
+                    .map_or(plan::REPEAT_ID_BASE, |m| m + 1);
+                return Some(plan::repeat_of(&base.spec, next_id, self.cfg.seed));
+            }
+        }
+        None
+    }
+}
