@@ -203,10 +203,18 @@ fn print_outcome(
             spec.precision.name(),
             preset
         ));
+        let cost = if out.noise.cost_s > 0.0 && out.wall_s > 0.0 {
+            format!(
+                ", {:.1} % of the trial's time",
+                100.0 * out.noise.cost_s / out.wall_s
+            )
+        } else {
+            String::new()
+        };
         let sampled = match (out.noise.samples, out.noise.sample_every) {
             (0, _) => String::new(),
-            (_, 1) => " (tr Σ every step)".into(),
-            (n, k) => format!(" (tr Σ on {n} steps, every {k} at the end)"),
+            (_, 1) => format!(" (tr Σ every step{cost})"),
+            (n, k) => format!(" (tr Σ on {n} steps, every {k} at the end{cost})"),
         };
         outln(&format!(
             "  step {:.2} ms = compute {:.2} ms + exchange {:.2} ms; {} params, {} B exchanged/step; loss scale {}, {} skipped; B_simple {}{sampled}; device reads {:.2}/step, {:.2}/eval",

@@ -119,6 +119,7 @@ pub struct TrialMeter<'w> {
     noise_at_target: Option<f64>,
     noise_samples: u64,
     noise_every: u64,
+    noise_cost_s: f64,
     /// Blocking device reads of the training steps (all local replicas) and of the evaluations.
     step_reads: u64,
     replicas: u64,
@@ -158,6 +159,7 @@ impl<'w> TrialMeter<'w> {
             noise_at_target: None,
             noise_samples: 0,
             noise_every: 0,
+            noise_cost_s: 0.0,
             step_reads: 0,
             replicas: 1,
             eval_reads: 0,
@@ -279,6 +281,13 @@ impl<'w> TrialMeter<'w> {
         self.noise_every = every;
     }
 
+    /// Books seconds spent on the noise-scale estimate's own work (not on training).
+    pub fn add_noise_cost(&mut self, seconds: f64) {
+        if seconds.is_finite() && seconds > 0.0 {
+            self.noise_cost_s += seconds;
+        }
+    }
+
     /// Books `reads` blocking device→host reads: of a training step over `replicas` replicas, or
     /// of an evaluation.
     pub fn add_reads(&mut self, reads: u64, replicas: u64, eval: bool) {
@@ -394,6 +403,7 @@ impl<'w> TrialMeter<'w> {
                 trajectory: self.trajectory.points(),
                 samples: self.noise_samples,
                 sample_every: self.noise_every,
+                cost_s: self.noise_cost_s,
             },
             throughput: Throughput {
                 examples_per_s: self.examples_per_s(),

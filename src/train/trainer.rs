@@ -68,6 +68,8 @@ struct Report {
     global_sq: f64,
     /// One worker, sampled step: tr(Σ) from the half-batch gradient (scaled); NaN otherwise.
     trace: f64,
+    /// Seconds the sampled step's extra half-batch backward and distance took (0 if none).
+    noise_s: f64,
     compute_s: f64,
     exchange_s: f64,
     /// Blocking device→host reads this step took.
@@ -160,12 +162,18 @@ impl<B: AutodiffBackend> Worker<B> {
         // One worker, sampled step: the gradient of the first half of the batch beside the whole
         // one's, |g − g_half|² for tr(Σ). The update uses the whole batch's gradient either way,
         // so sampling never changes the trajectory.
+        let t_half = Instant::now();
         let half = if sample && self.world == 1 && batch.len() >= 2 {
             let (n, h) = (batch.len(), batch.len() / 2);
             let (_, gh) = self.backward(&batch.narrow(0, h), loss_scale);
             Some((n, h, grads::sq_dist(self.net(), &g, &gh)))
         } else {
             None
+        };
+        let noise_s = if half.is_some() {
+            t_half.elapsed().as_secs_f64()
+        } else {
+            0.0
         };
         let compute_s = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
@@ -228,6 +236,7 @@ impl<B: AutodiffBackend> Worker<B> {
             local_sq,
             global_sq,
             trace,
+            noise_s,
             compute_s,
             exchange_s,
             reads: std::mem::take(&mut self.reads),
@@ -669,6 +678,7 @@ impl<B: AutodiffBackend> Workers<'_, B> {
             local_sq: 0.0,
             global_sq: f64::NAN,
             trace: f64::NAN,
+            noise_s: 0.0,
             compute_s: 0.0,
             exchange_s: f64::INFINITY,
             reads: 0,
@@ -807,6 +817,7 @@ fn coordinate<B: AutodiffBackend>(
         let step_s = t_step.elapsed().as_secs_f64();
         let applied = scaler.update(r.global_sq.is_finite()) == ScaleDecision::Apply;
         meter.add_reads(r.reads, local as u64, false);
+        meter.add_noise_cost(r.noise_s);
         let sample = StepSample {
             applied: applied as u64,
             attempted: 1,
