@@ -12,7 +12,8 @@
 #   GPU_BACKEND=wgpu: `cargo build --release --features wgpu`; presets sized for a software
 #     device (lavapipe): digits-mlp-momentum and mnist-cnn-momentum at B=64, every run capped at
 #     $STEPS steps and $T s (CI runs this on lavapipe; its time there is not yet measured: docs/gpu.md).
-# Env: BIN, OUT_JSON, GPU_BACKEND, PRESETS, B, SEED, T, STEPS.
+# Env: BIN, OUT_JSON, RUNS_LOG, GPU_BACKEND, PRESETS, B, SEED, T, STEPS, CPU (0: no CPU runs, for a preset too slow
+# on the CPU to reach its target inside a device lease).
 set -uo pipefail
 BIN=${BIN:-./target/release/scaling-lab}
 OUT_JSON=${OUT_JSON:-gpu-check.json}
@@ -72,19 +73,23 @@ t_start=$(date +%s)
 run() {
   local name=$1 to=$2; shift 2
   local t0=$(date +%s.%N)
-  if timeout "$to" "$BIN" train --json "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"; then
+  if timeout -k 15 "$to" "$BIN" train --json "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"; then
     python3 - "$tmp/$name.out" "$name" "$(date +%s.%N)" "$t0" >"$tmp/$name.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); o = d.get("outcome", d)
 print(json.dumps({"run": sys.argv[2], "backend": d.get("backend"), "outcome": o.get("outcome", {}).get("status"),
   "steps": o.get("steps"), "steps_to_target": o.get("outcome", {}).get("step") if o.get("outcome", {}).get("status") == "reached" else None,
   "examples_per_s": o.get("throughput", {}).get("examples_per_s"), "final_loss_scale": o.get("final_loss_scale"),
-  "skipped_steps": o.get("skipped_steps"), "wall_s": float(sys.argv[3]) - float(sys.argv[4])}))
+  "skipped_steps": o.get("skipped_steps"), "step_s": o.get("throughput", {}).get("step_s"),
+  "reads_per_step": o.get("throughput", {}).get("reads_per_step"), "reads_per_eval": o.get("throughput", {}).get("reads_per_eval"),
+  "noise_cost_s": (o.get("noise") or {}).get("cost_s"), "trial_wall_s": o.get("wall_s"),
+  "wall_s": float(sys.argv[3]) - float(sys.argv[4])}))
 PY
   else
     local rc=$?
     printf '{"run": "%s", "exit": %d, "error": %s}\n' "$name" "$rc" "$(tail -c 400 "$tmp/$name.err" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().strip()))')" >"$tmp/$name.json"
-  fi
+  fi  # each run's line as it ends (RUNS_LOG: a log that outlives a check killed by its caller's timeout)
+  [ -n "${RUNS_LOG:-}" ] && cat "$tmp/$name.json" >>"$RUNS_LOG"
 }
 
 for p in $PRESETS; do
@@ -99,9 +104,10 @@ for p in $PRESETS; do
   wait
   if [ -n "$two" ]; then
     run "$p.fp32.two" "$T" "${common[@]}" --precision fp32 --devices "$two"
-    run "$p.fp32.cpu2" 300 "${common[@]}" --precision fp32 --workers 2 "${cpu_cap[@]}"
+    [ "${CPU:-1}" = 0 ] || run "$p.fp32.cpu2" 300 "${common[@]}" --precision fp32 --workers 2 "${cpu_cap[@]}"
   fi
   # the CPU at the same seed, capped at 300 steps (steps-to-target compared when both reach the target)
+  [ "${CPU:-1}" = 0 ] && continue
   run "$p.fp32.cpu" 300 "${common[@]}" --precision fp32 --workers 1 "${cpu_cap[@]}"
 done
 
@@ -137,6 +143,8 @@ for k in runs:
         "gpu_backend_label": runs.get(g, {}).get("backend"),
         "fp32_examples_per_s": f32,
         "fp32_steps_to_target": runs.get(g, {}).get("steps_to_target"),
+        "fp32_step_s": runs.get(g, {}).get("step_s"),
+        "fp32_reads_per_step": runs.get(g, {}).get("reads_per_step"),
         "cpu_steps_to_target": runs.get(p + ".fp32.cpu", {}).get("steps_to_target"),
         "steps_gpu_vs_cpu_within_20pct": close(g, p + ".fp32.cpu"),
         "precision": {"bf16": precision(p + ".bf16.gpu0"), "fp16": precision(p + ".fp16.gpu0")},

@@ -211,7 +211,8 @@ pub struct NoiseSummary {
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub sample_every: u64,
     /// Seconds the estimate's own work took in this trial: at G = 1 the extra half-batch backward
-    /// and its distance on the sampled steps (host time: exact on the CPU, the dispatch on a GPU);
+    /// and its distance on the sampled steps after the first (host time: exact on the CPU, the
+    /// dispatch on a GPU; the first step is cold, with a GPU's kernel compilation and autotuning);
     /// 0 at G ≥ 2, where the norms come from the exchange's buffers. Absent (0) in older logs.
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub cost_s: f64,

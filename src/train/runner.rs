@@ -238,35 +238,45 @@ pub mod cuda {
 
     pub type CudaTrain = Autodiff<Cuda>;
 
-    /// Number of CUDA devices, or a one-line reason why there are none. Burn panics when the
-    /// driver is missing, so the probe runs under `catch_unwind` with the panic message silenced.
+    /// Number of CUDA devices, or a one-line reason why there are none (probed once per process).
+    /// The driver counts the GPUs (no device is created past the last one: Burn panics there), then
+    /// device 0 computes one sum, which loads NVRTC and compiles a kernel. A missing driver or
+    /// NVRTC is a panic inside cudarc/CubeCL, so the probe runs under `catch_unwind` with the
+    /// panic hook silenced, and the panic's message (which library, where it was searched) is the
+    /// reason given.
     pub fn probe() -> Result<usize, String> {
+        static PROBE: std::sync::OnceLock<Result<usize, String>> = std::sync::OnceLock::new();
+        PROBE.get_or_init(probe_once).clone()
+    }
+
+    fn probe_once() -> Result<usize, String> {
         let prev = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
-        let r = std::panic::catch_unwind(|| {
-            use burn::tensor::Tensor;
-            let mut n = 0;
-            for i in 0..16 {
-                let dev = CudaDevice::new(i);
-                let ok = std::panic::catch_unwind(|| {
-                    let t = Tensor::<Cuda, 1>::from_floats([1.0, 2.0], &dev);
-                    let _ = t.sum().into_scalar();
-                })
-                .is_ok();
-                if !ok {
-                    break;
-                }
-                n += 1;
+        let r = std::panic::catch_unwind(|| -> Result<usize, String> {
+            use burn::tensor::{ElementConversion, Tensor};
+            let n = cudarc::driver::CudaContext::device_count()
+                .map_err(|e| format!("the CUDA driver could not count the GPUs ({e:?})"))?;
+            if n <= 0 {
+                return Err("the CUDA driver found no GPU".into());
             }
-            n
+            let dev = CudaDevice::new(0);
+            let t = Tensor::<Cuda, 1>::from_floats([1.0, 2.0], &dev);
+            let s: f32 = t.sum().into_scalar().elem();
+            if s != 3.0 {
+                return Err(format!("cuda:0 computed 1 + 2 = {s}"));
+            }
+            Ok(n as usize)
         });
         std::panic::set_hook(prev);
-        match r {
-            Ok(0) | Err(_) => Err(
-                "no usable CUDA device: the CUDA driver (libcuda) or a GPU was not found".into(),
-            ),
-            Ok(n) => Ok(n),
-        }
+        let why = match r {
+            Ok(Ok(n)) => return Ok(n),
+            Ok(Err(e)) => e,
+            Err(p) => crate::core::runner::panic_message(&p),
+        };
+        Err(format!(
+            "no usable CUDA device: {}",
+            why.split_whitespace().collect::<Vec<_>>().join(" ")
+        ))
     }
 
     pub fn run(

@@ -817,7 +817,11 @@ fn coordinate<B: AutodiffBackend>(
         let step_s = t_step.elapsed().as_secs_f64();
         let applied = scaler.update(r.global_sq.is_finite()) == ScaleDecision::Apply;
         meter.add_reads(r.reads, local as u64, false);
-        meter.add_noise_cost(r.noise_s);
+        // the first step is cold (buffers allocated; on a GPU its kernels compiled and autotuned:
+        // 138 s of a 184 s first CUDA trial): its sample is not the estimate's running cost
+        if before > 0 {
+            meter.add_noise_cost(r.noise_s);
+        }
         let sample = StepSample {
             applied: applied as u64,
             attempted: 1,
