@@ -8,14 +8,16 @@ Runs the same sweep twice with the release binary:
      then `q`.
 For both it prints the whole-process wall and CPU time (user+sys of the process and all its
 threads, from wait4). For the TUI run it also samples every thread's CPU time
-(/proc/PID/task/*/stat) once a second while the sweep runs and attributes it by thread name:
+(/proc/PID/task/*/stat) every 0.25 s while the sweep runs, up to the last sample before the run log's
+summary line was written (the log's modification time), and attributes it by thread name:
   - UI: the main thread (it runs the UI loop), tokio's `tui` threads, `tui-analysis` (the
     analysis worker) and `tui-event-bridge`;
   - engine: everything else (`sweep-coordinator`, `trial-*` and their workers' pools) — the same
     threads the headless run has.
 The UI figure is what the screen costs while the user waits on a running sweep, as a % of one
-core. A thread that exits keeps its last sample, so it loses at most its last second (the event
-bridge ends with the sweep; the tokio blocking pool's threads only read files and join the sweep).
+core. A thread that exits keeps its last sample, so it loses at most its last 0.25 s (the event
+bridge ends with the sweep). What the UI threads do in the 3 s after the sweep ended (join it,
+build its report, read the runs list again) is printed apart: it happens once per sweep.
 
 Usage: python3 benches/tui_cost.py [--preset digits-mlp-momentum] [--size 120x40]
                                    [--trials N] [--bin target/release/scaling-lab]
@@ -72,6 +74,11 @@ def process_cpu(pid):
 
 def is_ui(tid, name, pid):
     return tid == str(pid) or name == "tui" or name.startswith("tui-")
+
+
+def summary_mtime(runs_dir):
+    """When the run log's summary line was written (the log's modification time)."""
+    return max(os.path.getmtime(os.path.join(runs_dir, f)) for f in os.listdir(runs_dir) if f.endswith(".jsonl"))
 
 
 def summary_written(runs_dir):
@@ -133,22 +140,37 @@ def through_tui(bin_, preset, runs_dir, cols, rows):
     before = thread_times(pid)
     os.write(fd, b"\r")
     t0 = time.monotonic()
-    # every thread's CPU as last seen (a thread that exited keeps its last sample)
+    # every thread's CPU as last seen (a thread that exited keeps its last sample), sampled every
+    # 0.25 s with the wall clock, so that the window can end at the summary line's write: what the
+    # TUI does after the sweep (its report, the runs list read again) is counted apart, once
     last = dict(before)
+    samples = [(time.time(), time.monotonic(), dict(last))]
     while not summary_written(runs_dir):
-        drain(fd, b"", 1.0)
+        drain(fd, b"", 0.25)
         last.update(thread_times(pid))
+        samples.append((time.time(), time.monotonic(), dict(last)))
         if time.monotonic() - t0 > 3600:
             sys.exit("the sweep did not end within an hour")
-    sweep_wall = time.monotonic() - t0
+    ended = summary_mtime(runs_dir)
+    at_end = [x for x in samples if x[0] <= ended] or samples[:1]
+    _, mono_end, during = at_end[-1]
+    sweep_wall = mono_end - t0
     sweep_cpu = process_cpu(pid) - setup_cpu
-    threads = {}
-    for t, (n, c) in last.items():
-        if is_ui(t, n, pid):
-            key = "main (UI loop)" if t == str(pid) else n
-            threads[key] = threads.get(key, 0) + c - before.get(t, (n, 0))[1]
-    # the finished sweep on screen, nothing pressed, then quit
+
+    def ui_cpu(snapshot):
+        out = {}
+        for t, (n, c) in snapshot.items():
+            if is_ui(t, n, pid):
+                key = "main (UI loop)" if t == str(pid) else n
+                out[key] = out.get(key, 0) + c - before.get(t, (n, 0))[1]
+        return out
+
+    threads = ui_cpu(during)
+    # the end of the sweep (report, runs list), then the finished sweep on screen, nothing pressed
     drain(fd, b"", 3.0)
+    after = dict(last)
+    after.update(thread_times(pid))
+    end_ui = sum(ui_cpu(after).values()) - sum(threads.values())
     idle0 = process_cpu(pid)
     drain(fd, b"", 10.0)
     idle = process_cpu(pid) - idle0
@@ -170,6 +192,7 @@ def through_tui(bin_, preset, runs_dir, cols, rows):
         "sweep_cpu": sweep_cpu,
         "ui": sum(threads.values()),
         "ui_threads": threads,
+        "end_ui": end_ui,
         "idle_10s": idle,
         "status": status,
     }
@@ -216,6 +239,7 @@ def main():
     )
     for n, c in sorted(t["ui_threads"].items(), key=lambda x: -x[1]):
         print(f"    {n:<18} {c:6.2f} CPU-s")
+    print(f"  UI threads at the sweep's end (its report, the runs list; 3 s, once): {t['end_ui']:.2f} CPU-s")
     print(
         f"  idle on the finished sweep: {t['idle_10s']:.2f} CPU-s in 10 s "
         f"({t['idle_10s'] * 10:.2f} % of one core)"
