@@ -21,6 +21,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use scaling_lab::runlog::{self, RunLog};
 use scaling_lab::sweep::overrides::Problem;
@@ -164,8 +165,23 @@ pub fn check_regular_file(path: &Path, what: &str) -> anyhow::Result<()> {
 
 static SIGNALS: AtomicUsize = AtomicUsize::new(0);
 
+/// How long a stop may wait for the step in progress before the process quits by itself. A stop
+/// is taken between steps; on a GPU the first step of a process compiles and autotunes its
+/// kernels for minutes (161–173 s measured for the paper CNN on an H200, docs/gpu.md), and a
+/// single SIGTERM (`timeout`, a scheduler) must not wait on that. Env `SCALING_LAB_STOP_GRACE_S`.
+pub const STOP_GRACE: Duration = Duration::from_secs(30);
+
+fn stop_grace() -> Duration {
+    std::env::var("SCALING_LAB_STOP_GRACE_S")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map_or(STOP_GRACE, Duration::from_secs_f64)
+}
+
 /// Installs the ctrl-c/SIGTERM policy: the first signal calls `on_first` (cancel, keep what is
-/// saved), a second one ends the process at once with exit code 130.
+/// saved), a second one ends the process at once with exit code 130, and so does a stop still
+/// waiting on a step after `STOP_GRACE` (finished trials are in the run log already).
 pub fn on_interrupt(on_first: impl Fn() + Send + 'static) {
     let _ = ctrlc::set_handler(move || {
         if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
@@ -173,6 +189,17 @@ pub fn on_interrupt(on_first: impl Fn() + Send + 'static) {
                 std::io::stderr(),
                 "\ninterrupted: stopping (press ctrl-c again to quit at once)"
             );
+            let grace = stop_grace();
+            std::thread::spawn(move || {
+                std::thread::sleep(grace);
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "interrupted: still stopping after {} s (a step in progress; on a GPU, maybe its \
+                     kernels compiling): quitting now; finished trials are in the run log",
+                    grace.as_secs_f64()
+                );
+                std::process::exit(130);
+            });
             on_first();
         } else {
             std::process::exit(130);
