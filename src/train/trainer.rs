@@ -162,18 +162,14 @@ impl<B: AutodiffBackend> Worker<B> {
         // One worker, sampled step: the gradient of the first half of the batch beside the whole
         // one's, |g − g_half|² for tr(Σ). The update uses the whole batch's gradient either way,
         // so sampling never changes the trajectory.
-        let t_half = Instant::now();
-        let half = if sample && self.world == 1 && batch.len() >= 2 {
+        let (half, noise_s) = if sample && self.world == 1 && batch.len() >= 2 {
+            let t_half = Instant::now();
             let (n, h) = (batch.len(), batch.len() / 2);
             let (_, gh) = self.backward(&batch.narrow(0, h), loss_scale);
-            Some((n, h, grads::sq_dist(self.net(), &g, &gh)))
+            let d = grads::sq_dist(self.net(), &g, &gh);
+            (Some((n, h, d)), t_half.elapsed().as_secs_f64())
         } else {
-            None
-        };
-        let noise_s = if half.is_some() {
-            t_half.elapsed().as_secs_f64()
-        } else {
-            0.0
+            (None, 0.0)
         };
         let compute_s = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();

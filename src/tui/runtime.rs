@@ -30,7 +30,7 @@ use crate::core::RunnerFactory;
 use crate::runlog::{read_run_log, RunLog, RunLogTail};
 use crate::sweep::{start_sweep, SweepConfig, SweepControl, SweepHandle};
 
-/// How often the bridge forwards coalesced progress events.
+/// The bridge forwards the engine's events at most once per this interval (see `bridge`).
 pub const COALESCE: Duration = Duration::from_millis(66);
 
 /// Coalesces the scheduler's events into at most one batch per `COALESCE` (15 a second), so the
