@@ -296,3 +296,72 @@ fn devices_lists_the_adapter_and_probes_its_precisions() {
     assert!(bf16.contains("WGSL has no bf16"), "{bf16}");
     assert!(a["max_binding_bytes"].as_u64().unwrap() > 0);
 }
+
+/// CubeCL's caches are the binary's, per user and device kind (src/train/kernel_cache.rs): a trial
+/// on wgpu:0 writes its autotune results under `SCALING_LAB_KERNEL_CACHE/wgpu`, `devices` names
+/// that directory, and `off` leaves it alone.
+#[test]
+fn the_kernel_cache_goes_where_the_variable_says_and_off_turns_it_off() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("k");
+    let d = dir.to_str().unwrap();
+    let train = [
+        "train",
+        "--preset",
+        "digits-mlp-momentum",
+        "--devices",
+        "wgpu:0",
+        "--batch-size",
+        "64",
+        "--steps",
+        "10",
+        "--json",
+    ];
+    let (code, out, err) = run_env(&train, &[("SCALING_LAB_KERNEL_CACHE", d)]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let files: Vec<_> = walk(&dir.join("wgpu"));
+    assert!(
+        files
+            .iter()
+            .any(|f| f.to_string_lossy().contains("autotune")),
+        "no autotune cache under {}: {files:?}",
+        dir.display()
+    );
+    let (code, out, err) = run_env(&["devices", "--json"], &[("SCALING_LAB_KERNEL_CACHE", d)]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["kernel_cache"], dir.join("wgpu").to_str().unwrap(), "{v}");
+    let (code, out, _) = run_env(&["devices"], &[("SCALING_LAB_KERNEL_CACHE", d)]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains(&format!("kernel cache: {}", dir.join("wgpu").display())),
+        "{out}"
+    );
+
+    let (code, out, err) = run_env(&train, &[("SCALING_LAB_KERNEL_CACHE", "off")]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (_, out, _) = run_env(
+        &["devices", "--json"],
+        &[("SCALING_LAB_KERNEL_CACHE", "off")],
+    );
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(
+        v["kernel_cache"]["off"].as_str().unwrap().contains("off"),
+        "{v}"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

@@ -61,11 +61,17 @@ pub fn cmd_devices(a: DevicesArgs) -> CmdResult {
                 .collect(),
             Err(_) => Vec::new(),
         };
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "cpu_cores": cores,
             "cuda": match &cuda { Ok(n) => serde_json::json!(n), Err(e) => serde_json::json!(e) },
             "wgpu": match &wgpu { Ok(_) => serde_json::json!(adapters), Err(e) => serde_json::json!(e) },
         });
+        if let Some(k) = train::kernel_cache::configured() {
+            v["kernel_cache"] = match k {
+                Ok(dir) => serde_json::json!(dir),
+                Err(why) => serde_json::json!({ "off": why }),
+            };
+        }
         outln(&serde_json::to_string(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -105,6 +111,20 @@ pub fn cmd_devices(a: DevicesArgs) -> CmdResult {
         Err(e) => {
             outln(&format!("wgpu: none ({e})"));
         }
+    }
+    // only once a GPU backend has started (a build without one has nothing to cache)
+    match train::kernel_cache::configured() {
+        Some(Ok(dir)) => {
+            outln(&format!(
+                "kernel cache: {} ({}=off to disable)",
+                dir.display(),
+                train::kernel_cache::ENV
+            ));
+        }
+        Some(Err(why)) => {
+            outln(&format!("kernel cache: none ({why})"));
+        }
+        None => (),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -12,6 +12,7 @@ pub mod dtype;
 pub mod exchange;
 pub mod fit_probe;
 pub mod grads;
+pub mod kernel_cache;
 pub mod multinode;
 /// The measurement loop lives in `core::meter` (the NQM drives it too); re-exported for the trainer.
 pub use crate::core::meter;

@@ -259,6 +259,12 @@ pub mod cuda {
             if n <= 0 {
                 return Err("the CUDA driver found no GPU".into());
             }
+            // the kernel cache is keyed by cuda:0's architecture (PTX for one is not loaded on
+            // another); CubeCL reads its configuration when the first device starts, below
+            let arch = cudarc::driver::CudaContext::new(0)
+                .and_then(|c| c.compute_capability())
+                .map_or_else(|_| "cuda".to_string(), |(a, b)| format!("cuda-sm{a}{b}"));
+            let _ = crate::train::kernel_cache::configure(&arch);
             let dev = CudaDevice::new(0);
             let t = Tensor::<Cuda, 1>::from_floats([1.0, 2.0], &dev);
             let s: f32 = t.sum().into_scalar().elem();

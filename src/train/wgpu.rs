@@ -195,6 +195,8 @@ mod imp {
     fn enumerated() -> &'static [(Adapter, Option<WgpuDevice>)] {
         static ALL: OnceLock<Vec<(Adapter, Option<WgpuDevice>)>> = OnceLock::new();
         ALL.get_or_init(|| {
+            // before any CubeCL device starts: the autotune cache per user (kernel_cache.rs)
+            let _ = crate::train::kernel_cache::configure("wgpu");
             // A broken driver may panic inside wgpu: no adapters then, and no message printed.
             quiet(|| std::panic::catch_unwind(enumerate).unwrap_or_default())
         })
