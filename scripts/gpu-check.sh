@@ -87,7 +87,10 @@ print(json.dumps({"run": sys.argv[2], "backend": d.get("backend"), "outcome": o.
 PY
   else
     local rc=$?
-    printf '{"run": "%s", "exit": %d, "error": %s}\n' "$name" "$rc" "$(tail -c 400 "$tmp/$name.err" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().strip()))')" >"$tmp/$name.json"
+    local why=""
+    # 124: `timeout` stopped it; 137: killed after the grace (a first step still compiling)
+    case $rc in 124 | 137) why="timed out after $to s (T): " ;; esac
+    printf '{"run": "%s", "exit": %d, "error": %s}\n' "$name" "$rc" "$( (printf '%s' "$why"; tail -c 400 "$tmp/$name.err") | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().strip()))')" >"$tmp/$name.json"
   fi  # each run's line as it ends (RUNS_LOG: a log that outlives a check killed by its caller's timeout)
   [ -n "${RUNS_LOG:-}" ] && cat "$tmp/$name.json" >>"$RUNS_LOG"
 }
