@@ -5,6 +5,7 @@
 
 pub mod layers;
 mod lm;
+pub mod split;
 
 use burn::module::Module;
 use burn::tensor::backend::Backend;
