@@ -197,9 +197,8 @@ pub struct TrainArgs {
     /// Skip the gradient-noise-scale estimate.
     #[arg(long)]
     pub no_noise_scale: bool,
-    /// One worker: measure tr(Σ) for the noise scale every K steps (1 = every step; default: every
-    /// step for the MLP and CNN in fp32 on the CPU, where it is free; else the cadence follows the
-    /// measured cost of a sample, ≤ 3% of the trial's time).
+    /// One worker: measure tr(Σ) for the noise scale every K steps (1 = every step; default: the
+    /// cadence follows the measured cost of a sample, ≤ 3% of the trial's time).
     #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = positive_u64(), conflicts_with = "no_noise_scale")]
     pub noise_every: Option<u64>,
     /// A batch-size schedule instead of --batch-size: "16,0.2:64,0.08:256" (B = 16, then 64 from

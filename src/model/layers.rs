@@ -75,19 +75,7 @@ impl<B: Backend> Dense<B> {
         }
     }
     pub fn forward2(&self, x: Tensor<B, 2>, c: &Ctx) -> Tensor<B, 2> {
-        self.forward2_with(x, c.w(&self.w), c.w(&self.b), |_, y| y)
-    }
-    /// x·w + b with the given weights; `tap` sees the input rows and the output before it is
-    /// returned (the split-gradient forward adds its probe there: `model::split`).
-    pub fn forward2_with(
-        &self,
-        x: Tensor<B, 2>,
-        w: Tensor<B, 2>,
-        b: Tensor<B, 1>,
-        tap: impl FnOnce(&Tensor<B, 2>, Tensor<B, 2>) -> Tensor<B, 2>,
-    ) -> Tensor<B, 2> {
-        let y = x.clone().matmul(w) + b.unsqueeze::<2>();
-        tap(&x, y)
+        x.matmul(c.w(&self.w)) + c.w(&self.b).unsqueeze::<2>()
     }
     pub fn forward3(&self, x: Tensor<B, 3>, c: &Ctx) -> Tensor<B, 3> {
         let [b, t, d] = x.dims();
@@ -158,19 +146,6 @@ impl<B: Backend> ConvPool<B> {
 
     /// im2col (one gather) + one gemm, then pool, bias, ReLU.
     pub fn forward_gemm(&self, x: Tensor<B, 4>, c: &Ctx) -> Tensor<B, 4> {
-        self.forward_gemm_with(x, c.w(&self.w), c.w(&self.b), |_, y| y)
-    }
-
-    /// [`Self::forward_gemm`] with the given weights; `tap` sees the im2col rows [N·H·W, k·k·Cin]
-    /// (example-major: example i owns rows i·H·W ..) and the convolution's output rows before
-    /// pooling (the split-gradient forward adds its probe there: `model::split`).
-    pub fn forward_gemm_with(
-        &self,
-        x: Tensor<B, 4>,
-        weight: Tensor<B, 2>,
-        bias: Tensor<B, 1>,
-        tap: impl FnOnce(&Tensor<B, 2>, Tensor<B, 2>) -> Tensor<B, 2>,
-    ) -> Tensor<B, 4> {
         let [n, h, w, cin] = x.dims();
         let k = self.kernel;
         let cout = self.b.dims()[0];
@@ -181,7 +156,7 @@ impl<B: Backend> ConvPool<B> {
         let padded = Tensor::cat(vec![flat, zero], 0);
         let idx = im2col_index::<B>(n, h, w, k, &padded.device());
         let cols = padded.select(0, idx).reshape([rows, k * k * cin]);
-        let y = tap(&cols, cols.clone().matmul(weight)); // [N·H·W, Cout]
+        let y = cols.matmul(c.w(&self.w)); // [N·H·W, Cout]
         let (h2, w2) = (h / 2, w / 2);
         let y = if h % 2 == 1 || w % 2 == 1 {
             y.reshape([n, h, w, cout])
@@ -196,7 +171,7 @@ impl<B: Backend> ConvPool<B> {
             .reshape([n * h2 * w2, 2, cout])
             .max_dim(1)
             .reshape([n * h2 * w2, cout]);
-        let y = activation::relu(y + bias.unsqueeze::<2>());
+        let y = activation::relu(y + c.w(&self.b).unsqueeze::<2>());
         y.reshape([n, h2, w2, cout])
     }
 

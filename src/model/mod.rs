@@ -5,7 +5,6 @@
 
 pub mod layers;
 mod lm;
-pub mod split;
 
 use burn::module::Module;
 use burn::tensor::backend::Backend;

@@ -35,8 +35,7 @@ pub const MIN_TRACE_WINDOW: f64 = 20.0;
 ///   the step computes it anyway (clipping, the loss scaler's finite check). E|g_B|² = |G|² + tr(Σ)/B.
 /// * **sampled steps**: an unbiased tr(Σ) from two gradients of the same step at two batch sizes
 ///   (the replicas' shard gradients against their mean at G ≥ 2, free: the exchange holds them;
-///   at G = 1 the gradient of half the batch against the whole one: free where the step forms its
-///   gradient as the sum of its halves', `model::split`, else one extra half-batch backward).
+///   at G = 1 the gradient of half the batch against the whole one, one extra half-batch backward).
 ///
 /// |G|² = mean(|g_B|²) − mean(tr)/B over the last ~`1/(1−decay)` steps (20 at 0.95, as McCandlish
 /// et al.'s EMA); tr(Σ) over at least the last [`MIN_TRACE_WINDOW`] samples, then the last half of

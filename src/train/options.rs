@@ -8,12 +8,10 @@ use super::scaler::ScalerConfig;
 /// Options that are not part of a trial's identity.
 #[derive(Clone, Debug)]
 pub struct TrainOptions {
-    /// Estimate the gradient noise scale (free at G ≥ 2 and for a split step at G = 1,
-    /// `model::split`; else sampled at G = 1, see `noise_every`).
+    /// Estimate the gradient noise scale (free at G ≥ 2; sampled at G = 1, see `noise_every`).
     pub noise_scale: bool,
-    /// One worker: sample tr(Σ) every this many steps (1 = every step). `None` (the default):
-    /// every step where the step's gradient splits into its halves' (`model::split`), else the
-    /// cadence follows the measured cost (`noise::Cadence`).
+    /// One worker: sample tr(Σ) every this many steps (1 = every step). `None`: the cadence
+    /// follows the measured cost (`noise::Cadence`), the default.
     pub noise_every: Option<u64>,
     /// Override of the fp16 loss scaler (default: 2^16, ×0.5, ×2 after 2000). Only fp16 scales
     /// the loss: fp32 and bf16 keep scale 1 (and skip non-finite steps) whatever is given here.

@@ -60,15 +60,6 @@ enum Cmd {
     Stop,
 }
 
-/// A split step's half: (examples, examples in the first half, |g − g_half|² on the device,
-/// seconds it took).
-type HalfDistance<B> = (
-    usize,
-    usize,
-    Tensor<<B as AutodiffBackend>::InnerBackend, 1>,
-    f64,
-);
-
 struct Report {
     loss: f64,
     /// |g_shard|² (scaled by the loss scale²); NaN when the noise scale is off or G = 1.
@@ -108,10 +99,6 @@ struct Worker<B: AutodiffBackend> {
     bucket_bytes: usize,
     /// Measure |g_shard|² for the noise scale.
     noise: bool,
-    /// One replica of the MLP or the CNN in fp32 on the CPU: every step's gradient is formed as
-    /// the sum of its two halves' (`model::split`), so a tr(Σ) sample costs no extra backward.
-    /// Taken whether or not the noise scale is on, so that it never changes the trajectory.
-    split: bool,
     /// Evaluations sum the negative log-likelihood (the metric is in bits), not only the errors.
     nll: bool,
     /// Blocking device→host reads since the last reply.
@@ -142,40 +129,8 @@ impl<B: AutodiffBackend> Worker<B> {
         }
     }
 
-    /// The batch's mean loss (on the device, not read) and the gradients of loss × `loss_scale`;
-    /// with `half` on a split step also (examples in the first half, |g − g_half|² on the device,
-    /// the seconds that distance took).
+    /// The batch's mean loss (on the device, not read) and the gradients of loss × `loss_scale`.
     fn backward(
-        &self,
-        batch: &Batch<B>,
-        loss_scale: f64,
-        half: bool,
-    ) -> (
-        Tensor<B::InnerBackend, 1>,
-        GradientsParams,
-        Option<HalfDistance<B>>,
-    ) {
-        if let Some(f) = self
-            .split
-            .then(|| self.net().split_forward(batch, &self.ctx))
-            .flatten()
-        {
-            let loss = f.loss.clone();
-            let value = loss.clone().inner();
-            let scaled = if loss_scale != 1.0 {
-                loss.mul_scalar(loss_scale)
-            } else {
-                loss
-            };
-            let s = f.grads(&scaled.backward(), half);
-            let d = s.diff_sq.map(|d| (batch.len(), s.half, d, s.diff_s));
-            return (value, s.grads, d);
-        }
-        let (value, g) = self.plain_backward(batch, loss_scale);
-        (value, g, None)
-    }
-
-    fn plain_backward(
         &self,
         batch: &Batch<B>,
         loss_scale: f64,
@@ -203,22 +158,18 @@ impl<B: AutodiffBackend> Worker<B> {
     ) -> anyhow::Result<Report> {
         let t0 = Instant::now();
         let batch = self.batch(&shard);
-        let want_half = sample && self.world == 1 && batch.len() >= 2;
-        let (loss, g, split_half) = self.backward(&batch, loss_scale, want_half);
+        let (loss, g) = self.backward(&batch, loss_scale);
         // One worker, sampled step: the gradient of the first half of the batch beside the whole
-        // one's, |g − g_half|² for tr(Σ) — from the split step's two halves, else from an extra
-        // half-batch backward. The update uses the whole batch's gradient either way, so
-        // sampling never changes the trajectory.
-        let (half, noise_s) = match split_half {
-            Some((n, h, d, s)) => (Some((n, h, d)), s),
-            None if want_half => {
-                let t_half = Instant::now();
-                let (n, h) = (batch.len(), batch.len() / 2);
-                let (_, gh) = self.plain_backward(&batch.narrow(0, h), loss_scale);
-                let d = grads::sq_dist(self.net(), &g, &gh);
-                (Some((n, h, d)), t_half.elapsed().as_secs_f64())
-            }
-            None => (None, 0.0),
+        // one's, |g − g_half|² for tr(Σ). The update uses the whole batch's gradient either way,
+        // so sampling never changes the trajectory.
+        let (half, noise_s) = if sample && self.world == 1 && batch.len() >= 2 {
+            let t_half = Instant::now();
+            let (n, h) = (batch.len(), batch.len() / 2);
+            let (_, gh) = self.backward(&batch.narrow(0, h), loss_scale);
+            let d = grads::sq_dist(self.net(), &g, &gh);
+            (Some((n, h, d)), t_half.elapsed().as_secs_f64())
+        } else {
+            (None, 0.0)
         };
         let compute_s = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
@@ -522,8 +473,6 @@ pub fn run_trial<B: AutodiffBackend>(
     )
     .context("building the model")?;
     let params = model.num_params() as u64;
-    // one replica of a model whose gradients split (`Worker::split`)
-    let split = world * nodes == 1 && model.splits(&ctx);
 
     let _guard = if world * nodes > 1 {
         let g = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
@@ -562,7 +511,6 @@ pub fn run_trial<B: AutodiffBackend>(
             eval_batch: opts.eval_batch,
             bucket_bytes: opts.bucket_bytes,
             noise: opts.noise_scale,
-            split,
             nll: metric_in_bits(workload),
             reads: 0,
             val: None,
@@ -601,7 +549,6 @@ pub fn run_trial<B: AutodiffBackend>(
         cmd: &cmd_txs,
         replies: &reply_rx,
         inline: inline_worker,
-        free_trace: split,
     };
     let trial = Trial {
         workload,
@@ -673,8 +620,6 @@ struct Workers<'a, B: AutodiffBackend> {
     replies: &'a Receiver<(usize, Reply)>,
     /// The one replica, on the coordinator's thread (then `cmd` is empty).
     inline: Option<std::cell::RefCell<Worker<B>>>,
-    /// A tr(Σ) sample costs no extra backward (`Worker::split`): sample every step.
-    free_trace: bool,
 }
 
 impl<B: AutodiffBackend> Workers<'_, B> {
@@ -840,12 +785,9 @@ fn coordinate<B: AutodiffBackend>(
     let mut b = spec.batch_size;
     let mut stages = Stages::new(trial.schedule, spec.metaparams.learning_rate);
     let mut noise = NoiseScaleEstimator::new(0.95);
-    // G ≥ 2: every step, from the exchange's buffers. G = 1: every step where the step's gradient
-    // splits into its halves' (the MLP and the CNN on the CPU, `model::split`: no extra backward),
-    // else a half-batch gradient on the steps the cadence picks (from the measured cost, or every
-    // `noise_every` steps).
-    let cadence_every = noise_every.or(workers.free_trace.then_some(1));
-    let mut cadence = (noise_scale && world == 1 && b >= 2).then(|| Cadence::new(cadence_every));
+    // G ≥ 2: every step, from the exchange's buffers. G = 1: a half-batch gradient on the steps
+    // the cadence picks (from the measured cost, or every `noise_every` steps).
+    let mut cadence = (noise_scale && world == 1 && b >= 2).then(|| Cadence::new(noise_every));
     let mut sampler = Sampler::new(dataset, trial.shards.clone(), spec.seed);
     let started = Instant::now();
 
