@@ -131,6 +131,9 @@ fn the_noise_scale_never_changes_the_trajectory_and_says_how_often_it_sampled() 
         );
         assert_eq!(on.outcome, off.outcome);
         assert!(on.noise.b_simple.is_some_and(|b| b > 0.0), "{:?}", on.noise);
+        // its 95 % interval, recorded with it, contains it
+        let (b, iv) = (on.noise.b_simple.unwrap(), on.noise.interval.unwrap());
+        assert!(iv.contains(b), "{b} outside {iv:?}");
         match every {
             Some(k) => {
                 assert_eq!(on.noise.sample_every, k);

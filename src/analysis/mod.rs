@@ -67,6 +67,7 @@ pub(crate) mod tests;
 
 use crate::core::analysis::{Analysis, BatchPoint, Note, Study};
 use crate::core::record::TrialRecord;
+use crate::core::NoiseInterval;
 use crate::workload::spec::{OptimizerKind, Preset};
 
 pub use bootstrap::{BOOTSTRAP_DRAWS, FIT_BOOTSTRAP};
@@ -138,6 +139,7 @@ pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
         .filter_map(|p| p.b_simple)
         .filter(|x| x.is_finite() && *x > 0.0)
         .collect();
+    let noise_interval = noise_band(&per_batch);
     let lr_rules = lr::lr_rules(&per_batch);
     if let Some(s) = &study.search {
         search::mark_search_edges(&mut per_batch, trials, s, optimizer, &mut notes);
@@ -154,6 +156,7 @@ pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
         segments,
         fit,
         noise_prediction: median(noise),
+        noise_interval,
         regimes,
         notes,
     }
@@ -170,4 +173,24 @@ pub fn per_batch_with_ci(trials: &[TrialRecord], optimizer: OptimizerKind) -> Ve
     let mut p = per_batch::per_batch_observed(&observed, optimizer, &Reading::Goal);
     bootstrap::bootstrap_all(&observed, &mut p);
     p
+}
+
+/// The band around the median B_simple of the best trials: the medians of their 95 % intervals'
+/// ends (an unbounded end counts as +∞). None unless every best trial with a finite B_simple
+/// recorded an interval (older logs, other targets, the NQM).
+fn noise_band(per_batch: &[BatchPoint]) -> Option<NoiseInterval> {
+    let with: Vec<&BatchPoint> = per_batch
+        .iter()
+        .filter(|p| p.b_simple.is_some_and(|x| x.is_finite() && x > 0.0))
+        .collect();
+    let ivs: Vec<NoiseInterval> = with.iter().filter_map(|p| p.b_simple_interval).collect();
+    if ivs.is_empty() || ivs.len() != with.len() {
+        return None;
+    }
+    let lo = median(ivs.iter().map(|i| i.lo).collect())?;
+    let hi = median(ivs.iter().map(|i| i.hi.unwrap_or(f64::INFINITY)).collect())?;
+    Some(NoiseInterval {
+        lo,
+        hi: hi.is_finite().then_some(hi),
+    })
 }

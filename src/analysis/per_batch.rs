@@ -71,6 +71,10 @@ pub fn per_batch_observed(
                 p.best_momentum = optimizer_momentum(optimizer, m.momentum);
                 p.best_effective_lr = Some(m.effective_lr(optimizer));
                 p.b_simple = noise_at(t, s, reading);
+                p.b_simple_interval = match reading {
+                    Reading::Goal => p.b_simple.and(t.outcome.noise.interval),
+                    Reading::At(_) => None,
+                };
                 p.repeat_steps = repeat_steps(s, &observed.repeats_of(t.trial_id));
             }
             p

@@ -626,3 +626,45 @@ fn isotonic_pools_violators() {
     );
     assert!(seg.rmse_log < 1e-6);
 }
+
+/// The band around the median B_simple: the medians of the best trials' interval ends (an
+/// unbounded end as +∞); none where a best trial with a B_simple recorded no interval.
+#[test]
+fn the_noise_band_is_the_median_of_the_best_trials_intervals() {
+    let with = |mut r: TrialRecord, lo: f64, hi: Option<f64>| {
+        r.outcome.noise.interval = Some(NoiseInterval { lo, hi });
+        r
+    };
+    let reached = |step| Outcome::Reached { step };
+    let t = vec![
+        with(rec(0, 16, 0.1, reached(400), Some(60.0)), 40.0, Some(90.0)),
+        // not the best trial at B = 16: its interval does not count
+        with(rec(1, 16, 0.2, reached(500), Some(9.0)), 1.0, Some(2.0)),
+        with(rec(2, 32, 0.1, reached(250), Some(80.0)), 50.0, None),
+        with(
+            rec(3, 64, 0.1, reached(150), Some(100.0)),
+            70.0,
+            Some(200.0),
+        ),
+    ];
+    let a = analyze(&Study::bare(target(), OptimizerKind::Momentum), &t);
+    assert_eq!(a.noise_prediction, Some(80.0));
+    assert_eq!(a.per_batch[0].b_simple_interval.map(|i| i.lo), Some(40.0));
+    assert_eq!(
+        a.noise_interval,
+        Some(NoiseInterval {
+            lo: 50.0,
+            hi: Some(200.0)
+        })
+    );
+    // two of three unbounded: the band is unbounded above
+    let mut t2 = t.clone();
+    t2[3].outcome.noise.interval = Some(NoiseInterval { lo: 70.0, hi: None });
+    let a = analyze(&Study::bare(target(), OptimizerKind::Momentum), &t2);
+    assert_eq!(a.noise_interval.map(|i| (i.lo, i.hi)), Some((50.0, None)));
+    // a best trial without an interval (an older log): no band, the median stays
+    let mut t3 = t;
+    t3[2].outcome.noise.interval = None;
+    let a = analyze(&Study::bare(target(), OptimizerKind::Momentum), &t3);
+    assert_eq!((a.noise_prediction, a.noise_interval), (Some(80.0), None));
+}

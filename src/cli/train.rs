@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use scaling_lab::core::schedule::examples_to;
 use scaling_lab::core::{CancelToken, DeviceSpec, Outcome, TrialEvent, TrialOutcome, TrialSpec};
-use scaling_lab::report::{outcome_text, thousands};
+use scaling_lab::report::{band, outcome_text, thousands};
 use scaling_lab::sweep::overrides::{
     check_batch_size, check_shards, training_set_size, SweepOverrides,
 };
@@ -225,7 +225,11 @@ fn print_outcome(
             t.exchanged_bytes_per_step,
             out.final_loss_scale,
             out.skipped_steps,
-            out.noise.b_simple.map(|v| format!("{v:.1}")).unwrap_or_else(|| "n/a".into()),
+            match (out.noise.b_simple, &out.noise.interval) {
+                (Some(v), Some(i)) => format!("{v:.1} (95 % {})", band(i)),
+                (Some(v), None) => format!("{v:.1}"),
+                (None, _) => "n/a".into(),
+            },
             t.reads_per_step,
             t.reads_per_eval,
         ));

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::core::NoiseInterval;
 use crate::workload::spec::{LrRule, OptimizerKind, Preset, SearchSpace, Target};
 
 /// What a sweep's trials are read against: the target, the optimizer (which metaparameters exist)
@@ -234,6 +235,9 @@ pub struct BatchPoint {
     pub best_effective_lr: Option<f64>,
     /// Gradient noise scale of the best trial.
     pub b_simple: Option<f64>,
+    /// Its 95 % interval (at the goal, where the trial recorded one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b_simple_interval: Option<NoiseInterval>,
     /// 95 % interval of `steps` (lo ≤ steps ≤ hi): bootstrap over this B's search trials of the
     /// best-of-K minimum, symmetrised in log space, widened by the seed spread of the repeats.
     #[serde(default)]
@@ -436,6 +440,10 @@ pub struct Analysis {
     pub fit: Option<Fit>,
     /// Median B_simple over the best trials: the noise-scale prediction of B_crit.
     pub noise_prediction: Option<f64>,
+    /// A band around `noise_prediction`: the medians of the best trials' 95 % intervals' ends
+    /// (an unbounded end counts as +∞), where every best trial with a B_simple has an interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_interval: Option<NoiseInterval>,
     pub lr_rules: Vec<LrRulePoint>,
     /// The regimes as one ordered partition of the measured range: the one regime model.
     pub regimes: Vec<RegimeSpan>,

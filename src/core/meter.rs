@@ -28,8 +28,8 @@
 use std::time::{Duration, Instant};
 
 use crate::core::{
-    BoundedHistory, CancelToken, EvalPoint, NoiseSummary, Outcome, StepStats, Throughput,
-    TrialEvent, TrialOutcome, TrialSpec,
+    BoundedHistory, CancelToken, EvalPoint, NoiseInterval, NoiseSummary, Outcome, StepStats,
+    Throughput, TrialEvent, TrialOutcome, TrialSpec,
 };
 use crate::workload::spec::Workload;
 
@@ -117,6 +117,8 @@ pub struct TrialMeter<'w> {
     evals: Vec<EvalPoint>,
     noise: Option<f64>,
     noise_at_target: Option<f64>,
+    noise_interval: Option<NoiseInterval>,
+    interval_at_target: Option<NoiseInterval>,
     noise_samples: u64,
     noise_every: u64,
     noise_cost_s: f64,
@@ -157,6 +159,8 @@ impl<'w> TrialMeter<'w> {
             evals: Vec::new(),
             noise: None,
             noise_at_target: None,
+            noise_interval: None,
+            interval_at_target: None,
             noise_samples: 0,
             noise_every: 0,
             noise_cost_s: 0.0,
@@ -275,6 +279,11 @@ impl<'w> TrialMeter<'w> {
         self.noise = b_simple.filter(|v| v.is_finite());
     }
 
+    /// The current estimate's 95 % interval (None where the estimator gives none).
+    pub fn set_noise_interval(&mut self, interval: Option<NoiseInterval>) {
+        self.noise_interval = interval;
+    }
+
     /// How the noise scale was sampled so far: tr(Σ) samples and the steps between two.
     pub fn set_noise_sampling(&mut self, samples: u64, every: u64) {
         self.noise_samples = samples;
@@ -376,6 +385,7 @@ impl<'w> TrialMeter<'w> {
         }
         if self.workload.target.is_met(metric) {
             self.noise_at_target = self.noise;
+            self.interval_at_target = self.noise.and(self.noise_interval);
             return Some(Outcome::Reached { step });
         }
         None
@@ -400,6 +410,11 @@ impl<'w> TrialMeter<'w> {
             wall_s: self.started.elapsed().as_secs_f64(),
             noise: NoiseSummary {
                 b_simple: self.noise_at_target.or(self.noise),
+                interval: if self.noise_at_target.is_some() {
+                    self.interval_at_target
+                } else {
+                    self.noise.and(self.noise_interval)
+                },
                 trajectory: self.trajectory.points(),
                 samples: self.noise_samples,
                 sample_every: self.noise_every,

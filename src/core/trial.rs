@@ -216,6 +216,26 @@ pub struct NoiseSummary {
     /// 0 at G ≥ 2, where the norms come from the exchange's buffers. Absent (0) in older logs.
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub cost_s: f64,
+    /// 95 % interval of `b_simple` from the sampling noise of its two running means (tr(Σ) and
+    /// |g_B|², each with its window's variance and lag-1 autocorrelation; the delta method on
+    /// ln B_simple). Absent in older logs, at targets other than the goal, and for the NQM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<NoiseInterval>,
+}
+
+/// A 95 % interval of a B_simple estimate.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+pub struct NoiseInterval {
+    pub lo: f64,
+    /// None: unbounded above — the |G|² estimate is not resolved from 0 at 95 %.
+    pub hi: Option<f64>,
+}
+
+impl NoiseInterval {
+    /// Whether `v` lies inside (an unbounded interval contains everything above `lo`).
+    pub fn contains(&self, v: f64) -> bool {
+        v >= self.lo && self.hi.is_none_or(|h| v <= h)
+    }
 }
 
 fn is_zero_u64(n: &u64) -> bool {

@@ -1,6 +1,14 @@
 //! Numbers and outcomes in words: the one formatting of every view (text, TUI, compare).
 
-use crate::core::trial::Outcome;
+use crate::core::trial::{NoiseInterval, Outcome};
+
+/// A B_simple interval in words: "180–410", or "≥ 180" where it is unbounded above.
+pub fn band(i: &NoiseInterval) -> String {
+    match i.hi {
+        Some(hi) => format!("{}–{}", num(i.lo), num(hi)),
+        None => format!("≥ {}", num(i.lo)),
+    }
+}
 
 /// Compact number: 3 significant digits, scientific outside [1e-3, 1e5).
 pub fn num(x: f64) -> String {

@@ -41,10 +41,11 @@ use crate::analysis::{fit_range, lr_scaling_exponent, perfect_scaling_steps, Fit
 use crate::core::analysis::{Analysis, OutcomeCounts, Regime, Study};
 use crate::core::events::TrialErrorNote;
 use crate::core::record::{Header, TrialRecord};
+use crate::core::trial::NoiseInterval;
 use crate::runlog::RunLog;
 use crate::sweep::SweepResult;
 
-pub use format::{num, opt_num, outcome_text, thousands};
+pub use format::{band, num, opt_num, outcome_text, thousands};
 
 /// Version of the JSON shape of [`Report`] (`docs/report-schema.json`). Version 2 (issue 21): one
 /// regime model reaches the outputs — `per_batch[].regime` (the ordered partition's regime at B)
@@ -148,6 +149,11 @@ pub struct NoiseSummary {
     /// log does not say (older logs, imports, the NQM).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampled_every: Option<f64>,
+    /// The band around the median: the medians of the best trials' 95 % intervals' ends (`hi`
+    /// null: unbounded above). Absent where a best trial recorded no interval (older logs, other
+    /// targets than the goal, the NQM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<NoiseInterval>,
 }
 
 /// The G = (measured devices) check of the projection model against the best trial's own time.
@@ -333,6 +339,7 @@ fn from_analysis(analysis: Analysis, run: &Run) -> Report {
         median_b_simple: n,
         ratio_to_b_crit: a.fit.as_ref().map(|f| n / f.b_crit),
         sampled_every: noise_sampling(run.trials, a),
+        interval: a.noise_interval,
     });
     let h = run.header;
     Report {

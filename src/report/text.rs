@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::format::{fmt_b, num, opt_num};
+use super::format::{band, fmt_b, num, opt_num};
 use super::notes::note_text;
 use super::{regime_at, Report};
 use crate::analysis::perfect_scaling_steps;
@@ -275,12 +275,16 @@ impl Report {
                 );
             }
         }
+        let with_band = |n: &super::NoiseSummary| match &n.interval {
+            Some(i) => format!("{}, 95 % band {}", num(n.median_b_simple), band(i)),
+            None => num(n.median_b_simple),
+        };
         match (&self.noise, &self.fit) {
             (Some(n), Some(f)) => {
                 let _ = writeln!(
                     s,
                     "noise scale: median B_simple of the best trials = {} (fitted B_crit = {}, ratio {:.2})",
-                    num(n.median_b_simple),
+                    with_band(n),
                     num(f.b_crit),
                     n.ratio_to_b_crit.unwrap_or(f64::NAN)
                 );
@@ -289,7 +293,7 @@ impl Report {
                 let _ = writeln!(
                     s,
                     "noise scale: median B_simple of the best trials = {}",
-                    num(n.median_b_simple)
+                    with_band(n)
                 );
             }
             _ => {

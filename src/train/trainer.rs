@@ -847,6 +847,7 @@ fn coordinate<B: AutodiffBackend>(
                 }
             }
             meter.set_noise(noise.b_simple());
+            meter.set_noise_interval(noise.interval());
             meter.set_noise_sampling(noise.samples, cadence.as_ref().map_or(1, |c| c.every()));
         }
         if meter.progress(emit) {

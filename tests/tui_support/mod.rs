@@ -8,7 +8,7 @@ use scaling_lab::core::analysis::Analysis;
 use scaling_lab::core::events::{PlanInfo, StepStats, SweepEvent, TrialEvent};
 use scaling_lab::core::record::TrialRecord;
 use scaling_lab::core::trial::{
-    EvalPoint, NoiseSummary, Outcome, Throughput, TrialOutcome, TrialSpec,
+    EvalPoint, NoiseInterval, NoiseSummary, Outcome, Throughput, TrialOutcome, TrialSpec,
 };
 use scaling_lab::sweep::SweepConfig;
 use scaling_lab::tui::app::{update, update_settled, App, Msg};
@@ -86,6 +86,10 @@ pub fn scripted_outcome(spec: &TrialSpec, k: usize, cfg: &SweepConfig) -> TrialO
         evals,
         noise: NoiseSummary {
             b_simple: Some(150.0 + spec.batch_size as f64 / 64.0),
+            interval: Some(NoiseInterval {
+                lo: 60.0,
+                hi: (spec.batch_size >= 64).then_some(400.0),
+            }),
             ..Default::default()
         },
         throughput: Throughput {

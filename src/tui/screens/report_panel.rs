@@ -12,7 +12,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{ellipsize, kv, panel};
-use crate::report::num;
+use crate::report::{band, num};
 use crate::tui::app::{format_duration, App, LiveSource, LiveState};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::log_axis::{format_pow2, format_si};
@@ -156,6 +156,9 @@ fn number_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
             th,
             th.text(),
         ));
+        if let Some(i) = &n.interval {
+            lines.push(kv("  95 % band", band(i), th, th.dim()));
+        }
     }
     if let Some(p) = report.perfect_up_to {
         lines.push(kv("perfect ≤", p.to_string(), th, th.text()));
