@@ -144,4 +144,33 @@ fn sweep_json_validates_and_matches_report_json() {
     for key in ["per_batch", "fit", "regimes", "noise", "kept", "target"] {
         assert_eq!(sweep[key], report[key], "{key}");
     }
+    // a real training's log (B_simple and its interval in every trial) validates against the
+    // run-log schema, and the report's band comes from those intervals
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("docs/runlog-schema.json")).unwrap(),
+    )
+    .unwrap();
+    let runlog = jsonschema::validator_for(&schema).expect("schema compiles");
+    let mut intervals = 0;
+    for (i, line) in std::fs::read_to_string(&log).unwrap().lines().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let errors: Vec<String> = runlog
+            .iter_errors(&v)
+            .map(|e| format!("at {}: {}", e.instance_path, e))
+            .collect();
+        assert!(errors.is_empty(), "{log}:{}: {}", i + 1, errors.join("\n"));
+        let noise = &v["outcome"]["noise"];
+        if noise["b_simple"].is_number() {
+            let (b, lo) = (
+                noise["b_simple"].as_f64().unwrap(),
+                &noise["interval"]["lo"],
+            );
+            assert!(lo.as_f64().is_some_and(|lo| lo <= b), "{line}");
+            intervals += 1;
+        }
+    }
+    assert!(intervals >= 3, "{intervals} trials with an interval");
+    if report["noise"].is_object() {
+        assert!(report["noise"]["interval"]["lo"].is_number(), "{report}");
+    }
 }

@@ -75,11 +75,13 @@ fn two_nodes(base: &[&str], limit: Duration) -> (Output, Output) {
     let (o0, o1) = (w0.expect("rank 0 hung"), w1.expect("rank 1 hung"));
     eprintln!("two nodes: {:.1} s", t0.elapsed().as_secs_f64());
     for (r, o) in [(0, &o0), (1, &o1)] {
+        // both ranks' stderr: the one that failed often only reports what the other saw
         assert!(
             o.status.success(),
-            "rank {r} failed: {}\n{}",
+            "rank {r} failed: {}\nrank 0 stderr:\n{}\nrank 1 stderr:\n{}",
             o.status,
-            String::from_utf8_lossy(&o.stderr)
+            String::from_utf8_lossy(&o0.stderr),
+            String::from_utf8_lossy(&o1.stderr)
         );
     }
     (o0, o1)
@@ -347,11 +349,16 @@ impl Node {
 fn until_both_run(nodes: &mut [Node; 2], what: &str, cond: &dyn Fn(&[Node; 2]) -> bool) {
     let t0 = Instant::now();
     while !cond(nodes) {
-        for (r, n) in nodes.iter_mut().enumerate() {
-            assert!(
-                n.child.try_wait().unwrap().is_none(),
-                "rank {r} ended before {what}: {}",
-                n.stderr()
+        let ended = nodes
+            .iter_mut()
+            .position(|n| n.child.try_wait().unwrap().is_some());
+        if let Some(r) = ended {
+            // both ranks' stderr: the one that ended often only reports what the other saw
+            std::thread::sleep(Duration::from_millis(300));
+            panic!(
+                "rank {r} ended before {what}.\nrank 0 stderr:\n{}\nrank 1 stderr:\n{}",
+                nodes[0].stderr(),
+                nodes[1].stderr()
             );
         }
         assert!(t0.elapsed() < Duration::from_secs(90), "no {what} in 90 s");

@@ -11,7 +11,7 @@ use plotters::prelude::*;
 
 use crate::core::analysis::{target_text, Analysis, BatchPoint};
 use crate::core::record::TrialRecord;
-use crate::core::trial::Outcome;
+use crate::core::trial::{NoiseInterval, Outcome};
 use crate::runlog::reader::RunLog;
 use crate::workload::spec::{Decay, OptimizerKind, SearchSpace};
 
@@ -19,10 +19,21 @@ fn opt(x: Option<f64>) -> String {
     x.map(|v| format!("{v}")).unwrap_or_default()
 }
 
+/// A B_simple interval as two CSV fields: empty without one, "inf" where unbounded above.
+fn interval_fields(i: Option<NoiseInterval>) -> (String, String) {
+    match i {
+        None => (String::new(), String::new()),
+        Some(i) => (
+            format!("{}", i.lo),
+            i.hi.map_or_else(|| "inf".into(), |h| format!("{h}")),
+        ),
+    }
+}
+
 /// One row per batch size.
 pub fn points_csv(a: &Analysis) -> String {
     let mut s = String::from(
-        "batch_size,steps,best_trial,trials,reached,diverged,not_reached,cancelled,best_lr,best_momentum,best_effective_lr,b_simple,perfect_scaling_steps,fitted_steps,steps_ci_lo,steps_ci_hi,at_search_edge,search_edges,repeat_runs,repeat_median,repeat_min,repeat_max,regime\n",
+        "batch_size,steps,best_trial,trials,reached,diverged,not_reached,cancelled,best_lr,best_momentum,best_effective_lr,b_simple,perfect_scaling_steps,fitted_steps,steps_ci_lo,steps_ci_hi,at_search_edge,search_edges,repeat_runs,repeat_median,repeat_min,repeat_max,regime,b_simple_lo,b_simple_hi\n",
     );
     for p in &a.per_batch {
         let perfect = a
@@ -48,9 +59,10 @@ pub fn points_csv(a: &Analysis) -> String {
             .find(|s| b >= s.b_lo / 1.0001 && b <= s.b_hi * 1.0001)
             .map(|s| s.regime.short())
             .unwrap_or_default();
+        let (b_lo, b_hi) = interval_fields(p.b_simple_interval);
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             p.batch_size,
             p.steps.map(|x| x.to_string()).unwrap_or_default(),
             p.best_trial.map(|x| x.to_string()).unwrap_or_default(),
@@ -73,7 +85,9 @@ pub fn points_csv(a: &Analysis) -> String {
             opt(r.map(|r| r.median)),
             r.map(|r| r.min.to_string()).unwrap_or_default(),
             r.map(|r| r.max.to_string()).unwrap_or_default(),
-            regime
+            regime,
+            b_lo,
+            b_hi
         );
     }
     s
@@ -82,7 +96,7 @@ pub fn points_csv(a: &Analysis) -> String {
 /// One row per trial.
 pub fn trials_csv(trials: &[TrialRecord]) -> String {
     let mut s = String::from(
-        "trial_id,batch_size,outcome,outcome_step,steps_to_target,learning_rate,momentum,warmup_steps,decay_alpha,decay_steps,seed,b_simple,wall_s,examples_per_s,evals,repeat_of\n",
+        "trial_id,batch_size,outcome,outcome_step,steps_to_target,learning_rate,momentum,warmup_steps,decay_alpha,decay_steps,seed,b_simple,wall_s,examples_per_s,evals,repeat_of,b_simple_lo,b_simple_hi\n",
     );
     for t in trials {
         let o = &t.outcome.outcome;
@@ -98,9 +112,10 @@ pub fn trials_csv(trials: &[TrialRecord]) -> String {
             Decay::Constant => (String::new(), String::new()),
             Decay::Linear { alpha, steps } => (alpha.to_string(), steps.to_string()),
         };
+        let (b_lo, b_hi) = interval_fields(t.outcome.noise.interval);
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             t.trial_id,
             t.spec.batch_size,
             o.label().replace(' ', "_"),
@@ -118,7 +133,9 @@ pub fn trials_csv(trials: &[TrialRecord]) -> String {
             t.outcome.wall_s,
             t.outcome.throughput.examples_per_s,
             t.outcome.evals.len(),
-            t.spec.repeat_of.map(|x| x.to_string()).unwrap_or_default()
+            t.spec.repeat_of.map(|x| x.to_string()).unwrap_or_default(),
+            b_lo,
+            b_hi
         );
     }
     s

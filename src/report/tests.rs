@@ -162,3 +162,66 @@ fn regimes_line_and_regime_at_read_the_partition() {
     assert_eq!(perfect_scaling_extent(&a), Some(regime_ranges(&a)[0].1));
     assert_eq!(maximal_from(&a), regime_ranges(&a).last().map(|r| r.0));
 }
+
+/// The B_simple intervals reach every view: the text report's band, the report JSON, and the
+/// CSV exports ("inf" where unbounded above, empty where a trial recorded none).
+#[test]
+fn the_noise_band_reaches_text_json_and_csv() {
+    use crate::core::trial::NoiseInterval;
+    let iv = |lo, hi| Some(NoiseInterval { lo, hi });
+    let mut trials = vec![];
+    for (i, (b, s, v, band)) in [
+        (16usize, 800u64, 60.0, iv(20.0, None)),
+        (64, 220, 80.0, iv(40.0, Some(160.0))),
+        (256, 80, 100.0, iv(70.0, Some(150.0))),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut r = rec(i as u64, b, 0.1, Outcome::Reached { step: s }, Some(v));
+        r.outcome.noise.interval = band;
+        trials.push(r);
+    }
+    let h = header();
+    let report = build(
+        &Run {
+            header: &h,
+            trials: &trials,
+            path: None,
+            progress: Progress::default(),
+            warnings: &[],
+        },
+        &ReportOptions::default(),
+    );
+    let n = report.noise.as_ref().unwrap();
+    assert_eq!(n.median_b_simple, 80.0);
+    assert_eq!(n.interval, iv(40.0, Some(160.0)));
+    assert!(
+        report.text().contains("= 80.0, 95 % band 40.0–160"),
+        "{}",
+        report.text()
+    );
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["noise"]["interval"]["hi"], 160.0);
+    let a = crate::analysis::analyze(&Study::bare(target(), OptimizerKind::Sgd), &trials);
+    let csv = export::points_csv(&a);
+    let header_cols: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let (lo_at, hi_at) = (
+        header_cols
+            .iter()
+            .position(|c| *c == "b_simple_lo")
+            .unwrap(),
+        header_cols
+            .iter()
+            .position(|c| *c == "b_simple_hi")
+            .unwrap(),
+    );
+    let row16: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!((row16[lo_at], row16[hi_at]), ("20", "inf"));
+    let tcsv = export::trials_csv(&trials);
+    let row: Vec<&str> = tcsv.lines().nth(2).unwrap().split(',').collect();
+    assert_eq!(&row[row.len() - 2..], ["40", "160"]);
+    trials[0].outcome.noise.interval = None;
+    let tcsv = export::trials_csv(&trials);
+    assert!(tcsv.lines().nth(1).unwrap().ends_with(",,"), "{tcsv}");
+}

@@ -205,7 +205,8 @@ impl NoiseScaleEstimator {
     /// (delta method on ln B_simple = ln T − ln(Ḡ − T/B) with Student's t for the degrees of
     /// freedom of the two variances' estimates, T and Ḡ = mean|g_B|² taken as
     /// independent, which overstates the spread where both move together). Unbounded above
-    /// where |G|² = Ḡ − T/B is not resolved from 0 at 95 %. It covers the noise of the samples
+    /// where |G|² = Ḡ − T/B is not resolved from 0 at 95 %, and then bounded below by T's lower
+    /// end over Ḡ's upper end. It covers the noise of the samples
     /// in the windows, not the lag of a window behind a B_simple that moves during training.
     pub fn interval(&self) -> Option<NoiseInterval> {
         let b_simple = self.b_simple()?;
@@ -223,9 +224,18 @@ impl NoiseScaleEstimator {
         let z = t_975(dof);
         let se_ln = (part_t + part_big).sqrt();
         let se_g2 = (var_big + var_t / (b * b)).sqrt();
-        let lo = b_simple * (-z * se_ln).exp();
-        let hi = (g2 - z * se_g2 > 0.0).then(|| b_simple * (z * se_ln).exp());
-        Some(NoiseInterval { lo, hi })
+        if g2 - z * se_g2 > 0.0 {
+            return Some(NoiseInterval {
+                lo: b_simple * (-z * se_ln).exp(),
+                hi: Some(b_simple * (z * se_ln).exp()),
+            });
+        }
+        // |G|² not resolved from 0: no upper bound, and the log-scale delta method says nothing
+        // below either (a relative error past 100 %). B_simple rises with T and falls with Ḡ, so
+        // its lower bound is T's lower end over Ḡ's upper end.
+        let t_lo = (t - z * var_t.sqrt()).max(0.0);
+        let lo = t_lo / (big + z * var_big.sqrt() - t_lo / b);
+        Some(NoiseInterval { lo, hi: None })
     }
 
     /// The estimate of |G|².
