@@ -14,6 +14,10 @@ use tokio::sync::Mutex;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+/// scaling-lab patch: attempts to reach a peer's data server, and the pause between two (5 s).
+const DATA_CONNECT_TRIES: u32 = 100;
+const DATA_CONNECT_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TensorTransferId(u64);
 
@@ -188,7 +192,21 @@ impl<B: Backend, P: Protocol> TensorDataService<B, P> {
             Some(stream) => Some(stream.clone()),
             None => {
                 // Open a new WebSocket connection to the address
-                let stream = P::Client::connect(address.clone(), "data").await;
+                // scaling-lab patch: retry for a few seconds. A peer's data server that is not
+                // listening yet (it starts with the peer's trial, which may register a moment
+                // after this one) refused the one attempt, and the all-reduce failed with
+                // `PeerLost` though the peer was alive. A dead peer still fails (after the
+                // retries, or at once when the caller aborts the global mode).
+                let mut stream = None;
+                for attempt in 0..DATA_CONNECT_TRIES {
+                    stream = P::Client::connect(address.clone(), "data").await;
+                    if stream.is_some() {
+                        break;
+                    }
+                    if attempt + 1 < DATA_CONNECT_TRIES {
+                        tokio::time::sleep(DATA_CONNECT_PAUSE).await;
+                    }
+                }
 
                 let Some(stream) = stream else {
                     log::warn!("Failed to connect to data server at {address:?}");
