@@ -279,7 +279,8 @@ impl<'w> TrialMeter<'w> {
         self.noise = b_simple.filter(|v| v.is_finite());
     }
 
-    /// The current estimate's 95 % interval (None where the estimator gives none).
+    /// The estimate's 95 % interval now (None where the estimator gives none): set before an
+    /// evaluation and before `finish`, where it is recorded.
     pub fn set_noise_interval(&mut self, interval: Option<NoiseInterval>) {
         self.noise_interval = interval;
     }

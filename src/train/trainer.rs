@@ -847,7 +847,6 @@ fn coordinate<B: AutodiffBackend>(
                 }
             }
             meter.set_noise(noise.b_simple());
-            meter.set_noise_interval(noise.interval());
             meter.set_noise_sampling(noise.samples, cadence.as_ref().map_or(1, |c| c.every()));
         }
         if meter.progress(emit) {
@@ -857,6 +856,8 @@ fn coordinate<B: AutodiffBackend>(
             };
             meter.add_reads(reads, 1, true);
             let metric = metric_of(workload, &sums);
+            // the interval is read where it is recorded (an evaluation, the end), not every step
+            meter.set_noise_interval(noise.interval());
             if let Some(o) = meter.eval(metric, emit) {
                 break o;
             }
@@ -867,6 +868,7 @@ fn coordinate<B: AutodiffBackend>(
             }
         }
     };
+    meter.set_noise_interval(noise.interval());
     let mut out = meter.finish(outcome, emit);
     out.stages = stages.finish(out.steps);
     Ok(out)
