@@ -15,7 +15,7 @@ use scaling_lab::core::{CancelToken, TrialOutcome, TrialSpec};
 use scaling_lab::model::layers::Ctx;
 use scaling_lab::model::{Batch, InputShape, Net};
 use scaling_lab::train::exchange::{all_reduce_mean, join_collective, DEFAULT_BUCKET_BYTES};
-use scaling_lab::train::optim::Opt;
+use scaling_lab::train::optim::{MemberStep, Opt};
 use scaling_lab::train::{run_trial, TrainOptions};
 use scaling_lab::workload::spec::*;
 
@@ -93,10 +93,7 @@ fn train_both(
             std::thread::spawn(move || {
                 join_collective::<Flex>(rank, world, None, &Default::default()).unwrap();
                 let ctx = Ctx { dtype };
-                let (mut oa, mut ob) = (
-                    Opt::<Net<B>, B>::new(kind, &mp),
-                    Opt::<Net<B>, B>::new(kind, &mp),
-                );
+                let (mut oa, mut ob) = (Opt::<B>::new(kind, &mp), Opt::<B>::new(kind, &mp));
                 let mut norms = vec![];
                 for step in 0..steps {
                     let x = batch(rank, step, 16);
@@ -106,8 +103,8 @@ fn train_both(
                     };
                     let ga = grads(&a);
                     let gb = grads(&b);
-                    let ra = all_reduce_mean(&a, ga, rank, bucket_bytes, true).unwrap();
-                    let rb = all_reduce_mean(&b, gb, rank, 0, true).unwrap();
+                    let ra = all_reduce_mean(&a, ga, rank, bucket_bytes, true, 1).unwrap();
+                    let rb = all_reduce_mean(&b, gb, rank, 0, true, 1).unwrap();
                     // the norms stay on the device until the trainer's one read a step
                     let sc = |t: &burn::tensor::Tensor<Flex, 1>| t.clone().into_scalar() as f64;
                     let opt =
@@ -123,8 +120,15 @@ fn train_both(
                         c / loss_scale
                     };
                     let (fa, fb) = (factor(gsa), factor(gsb));
-                    a = oa.step(mp.learning_rate, a.clone(), ra.into_grads(&a, fa));
-                    b = ob.step(mp.learning_rate, b.clone(), rb.into_grads(&b, fb));
+                    let step = |factor| MemberStep {
+                        lr: mp.learning_rate,
+                        factor,
+                        apply: true,
+                    };
+                    let g = ra.into_grads(&a);
+                    a = oa.step_members(a.clone(), g, &[step(fa)]);
+                    let g = rb.into_grads(&b);
+                    b = ob.step_members(b.clone(), g, &[step(fb)]);
                 }
                 (values(&a), values(&b), norms)
             })

@@ -19,14 +19,14 @@ type B = Autodiff<Flex>;
 fn run_steps(kind: OptimizerKind, mp: &Metaparams, xs: &[f32]) -> Vec<f64> {
     let dev = Default::default();
     let mut m: Dense<B> = Dense {
-        w: param(vec![1.0], [1, 1], &dev),
-        b: param(vec![0.0], [1], &dev),
+        w: param(vec![1.0], [1, 1, 1], &dev),
+        b: param(vec![0.0], [1, 1], &dev),
     };
-    let mut opt = Opt::<Dense<B>, B>::new(kind, mp);
+    let mut opt = Opt::<B>::new(kind, mp);
     let mut ws = vec![];
     for &x in xs {
-        let xt = Tensor::<B, 2>::from_data(TensorData::new(vec![x], [1, 1]), &dev);
-        let loss = m.forward2(xt, &Ctx::fp32()).sum();
+        let xt = Tensor::<B, 3>::from_data(TensorData::new(vec![x], [1, 1, 1]), &dev);
+        let loss = m.forward(xt, &Ctx::fp32()).sum();
         let g = GradientsParams::from_grads(loss.backward(), &m);
         m = opt.step(mp.learning_rate, m, g);
         ws.push(m.w.val().into_scalar() as f64);

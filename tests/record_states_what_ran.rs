@@ -10,7 +10,6 @@ use std::process::Command;
 use burn::backend::{Autodiff, Flex};
 use serde_json::Value;
 
-use scaling_lab::model::layers::Dense;
 use scaling_lab::nqm::NqmState;
 use scaling_lab::train::optim::{Applied, Opt};
 use scaling_lab::workload::load::find_preset;
@@ -45,7 +44,7 @@ fn train(preset: &str, extra: &[&str]) -> Result<Value, (Option<i32>, String)> {
 /// The hyperparameters of the optimizer the trainer builds from `mp` (`Opt::new`, as
 /// `train::trainer` does), read back from the object.
 fn optimizer_state(kind: OptimizerKind, mp: &Metaparams) -> Applied {
-    Opt::<Dense<B>, B>::new(kind, mp).applied()
+    Opt::<B>::new(kind, mp).applied()
 }
 
 /// The record claims exactly what the optimizer applies: γ (0 = no momentum buffer), β2 and ε

@@ -505,6 +505,7 @@ fn setup_auto_layout_widen_and_the_gpu_scale_warning() {
             concurrency: 1,
             measured: String::new(),
             n_val: 360,
+            fused: Vec::new(),
         },
     );
     let e = a

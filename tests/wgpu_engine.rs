@@ -21,10 +21,11 @@ use rand::SeedableRng;
 use common::{cpu_trial, digits_workload, train};
 use scaling_lab::core::{DeviceSpec, Outcome};
 use scaling_lab::model::layers::{gemm_conv, uniform, ConvPool, Ctx};
-use scaling_lab::train::optim::sgd_update;
+use scaling_lab::train::optim::{update_param, MemberStep, Parts};
 use scaling_lab::train::scaler::ScalerConfig;
 use scaling_lab::train::TrainOptions;
 use scaling_lab::workload::spec::Precision;
+use scaling_lab::workload::spec::{Metaparams, OptimizerKind};
 
 fn adapter0() -> WgpuDevice {
     let found = scaling_lab::train::wgpu::probe().unwrap_or_else(|e| panic!("{e}"));
@@ -227,32 +228,63 @@ fn generic_convolution_on_wgpu_matches_the_cpu_im2col_path() {
     assert!(max_abs_diff(&gb, &cb) < 1e-4, "d/db differs");
 }
 
-/// The SGD update as tensor ops on wgpu equals the CPU's fused in-place update over several
-/// steps, for plain SGD, heavy-ball and Nesterov momentum (to f32 rounding: a GPU may fuse
-/// multiply-adds).
+/// The optimizers' update as tensor ops on wgpu equals the CPU's fused in-place update over
+/// several steps, for plain SGD, heavy-ball and Nesterov momentum and Adam, with two members of a
+/// group that differ in learning rate, γ and gradient factor, one of them skipping a step (to f32
+/// rounding: a GPU may fuse multiply-adds).
 #[test]
-fn generic_sgd_on_wgpu_matches_the_fused_cpu_update() {
+fn generic_updates_on_wgpu_match_the_fused_cpu_update() {
     let gd = adapter0();
     let n = 1000;
     let mut rng = StdRng::seed_from_u64(5);
-    let w0 = uniform(&mut rng, n, 1.0);
-    let grads: Vec<Vec<f32>> = (0..5).map(|_| uniform(&mut rng, n, 1.0)).collect();
-    for momentum in [None, Some((0.9, false)), Some((0.9, true))] {
-        let mut gw = Tensor::<Wgpu, 1>::from_data(TensorData::new(w0.clone(), [n]), &gd);
-        let mut cw =
-            Tensor::<Flex, 1>::from_data(TensorData::new(w0.clone(), [n]), &Default::default());
-        let (mut gv, mut cv) = (None, None);
-        for g in &grads {
-            let gg = Tensor::<Wgpu, 1>::from_data(TensorData::new(g.clone(), [n]), &gd);
-            let cg =
-                Tensor::<Flex, 1>::from_data(TensorData::new(g.clone(), [n]), &Default::default());
-            (gw, gv) = sgd_update(gw, gg, gv, 0.1, momentum);
-            (cw, cv) = sgd_update(cw, cg, cv, 0.1, momentum);
+    let w0 = uniform(&mut rng, 2 * n, 1.0);
+    let grads: Vec<Vec<f32>> = (0..5).map(|_| uniform(&mut rng, 2 * n, 1.0)).collect();
+    let mps = [Metaparams::new(0.1, 0.9), Metaparams::new(0.03, 0.5)];
+    for kind in [
+        OptimizerKind::Sgd,
+        OptimizerKind::Momentum,
+        OptimizerKind::Nesterov,
+        OptimizerKind::Adam,
+    ] {
+        let mut gp = Parts::<Wgpu> {
+            w: Tensor::from_data(TensorData::new(w0.clone(), [2 * n]), &gd),
+            g: Tensor::from_data(TensorData::new(grads[0].clone(), [2 * n]), &gd),
+            first: None,
+            second: None,
+        };
+        let cd = Default::default();
+        let mut cp = Parts::<Flex> {
+            w: Tensor::from_data(TensorData::new(w0.clone(), [2 * n]), &cd),
+            g: Tensor::from_data(TensorData::new(grads[0].clone(), [2 * n]), &cd),
+            first: None,
+            second: None,
+        };
+        let mut before = [0u32; 2];
+        for (s, g) in grads.iter().enumerate() {
+            let plan = [
+                MemberStep {
+                    lr: mps[0].learning_rate,
+                    factor: 1.0,
+                    apply: true,
+                },
+                MemberStep {
+                    lr: mps[1].learning_rate,
+                    factor: 0.5,
+                    apply: s != 2,
+                },
+            ];
+            gp.g = Tensor::from_data(TensorData::new(g.clone(), [2 * n]), &gd);
+            cp.g = Tensor::from_data(TensorData::new(g.clone(), [2 * n]), &cd);
+            gp = update_param(gp, kind, &mps, &before, &plan);
+            cp = update_param(cp, kind, &mps, &before, &plan);
+            for (b, p) in before.iter_mut().zip(&plan) {
+                *b += p.apply as u32;
+            }
         }
-        let a = gw.into_data().to_vec::<f32>().unwrap();
-        let b = cw.into_data().to_vec::<f32>().unwrap();
+        let a = gp.w.into_data().to_vec::<f32>().unwrap();
+        let b = cp.w.into_data().to_vec::<f32>().unwrap();
         let d = max_abs_diff(&a, &b);
-        assert!(d < 1e-5, "{momentum:?}: weights differ by {d}");
-        assert!(max_abs_diff(&a, &w0) > 0.1, "{momentum:?}: nothing moved");
+        assert!(d < 1e-5, "{kind:?}: weights differ by {d}");
+        assert!(max_abs_diff(&a, &w0) > 0.01, "{kind:?}: nothing moved");
     }
 }

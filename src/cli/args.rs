@@ -10,7 +10,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use scaling_lab::core::DeviceSpec;
 use scaling_lab::sweep::overrides::MAX_WORKERS;
 use scaling_lab::train;
-use scaling_lab::workload::spec::{LrRule, Precision};
+use scaling_lab::workload::spec::{Fuse, LrRule, Precision};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum PrecisionArg {
@@ -62,6 +62,20 @@ fn parse_schedule(s: &str) -> Result<ScheduleArg, String> {
         return Ok(ScheduleArg::Auto);
     }
     scaling_lab::core::schedule::parse(s).map(ScheduleArg::Explicit)
+}
+
+/// `--fuse`: a number of trials (≥ 1; 1 = off), "off" or "auto".
+fn parse_fuse(s: &str) -> Result<Fuse, String> {
+    let f = Fuse::parse(s)?;
+    if let Some(k) = f.members() {
+        if k > scaling_lab::train::runner::MAX_GROUP {
+            return Err(format!(
+                "{k} trials in one group: at most {}",
+                scaling_lab::train::runner::MAX_GROUP
+            ));
+        }
+    }
+    Ok(f)
 }
 
 fn positive_u64() -> clap::builder::RangedU64ValueParser<u64> {
@@ -242,6 +256,10 @@ pub struct SweepArgs {
     /// all the devices, the default).
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(0..=64))]
     pub trials_per_device: Option<u64>,
+    /// Fused trial groups: the trials of one batch size trained as one program, at most K at a
+    /// time; `off` trains every trial alone; `auto` (the default) measures which K pays.
+    #[arg(long, value_name = "K|off|auto", value_parser = parse_fuse, allow_negative_numbers = true)]
+    pub fuse: Option<Fuse>,
     #[arg(long, value_enum)]
     pub precision: Option<PrecisionArg>,
     #[arg(long, allow_negative_numbers = true)]

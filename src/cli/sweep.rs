@@ -166,6 +166,7 @@ fn resume_conflicts(a: &SweepArgs) -> Option<&'static str> {
         (a.until.is_some(), "--until"),
         (a.max_trials.is_some(), "--max-trials"),
         (a.widen.is_some(), "--widen"),
+        (a.fuse.is_some(), "--fuse"),
     ]
     .into_iter()
     .find(|(given, _)| *given)
@@ -256,6 +257,9 @@ pub fn sweep_config(
     if let Some(n) = a.widen {
         cfg.widen = n;
     }
+    if let Some(f) = a.fuse {
+        cfg.fuse = f;
+    }
     if a.max_trials.is_some() {
         if cfg.until.is_none() {
             return Err(usage("--max-trials: only with --until REL"));
@@ -322,6 +326,11 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
         );
         cfg.concurrency = l.concurrency;
         cfg.preset.sweep.auto_concurrency = false;
+    }
+    if resume.is_none() {
+        let (fuse, why) = sweep::layout::resolve_fuse(&cfg, runner.as_ref())?;
+        eprintln!("{} ({why})", fuse_line(fuse));
+        cfg.fuse = fuse;
     }
     let (tx, rx) = std::sync::mpsc::sync_channel(4096);
     let control = SweepControl::new();
@@ -399,6 +408,16 @@ fn announce_gpu_calibration(cfg: &SweepConfig) {
 /// `sweep --dry-run` (without --slurm): the plan, the thread layout the scheduler would use and
 /// the wall-time bound; runs no trial of the sweep (the layout calibration may run, once per
 /// workload, and is cached in the runs directory).
+/// "fused groups: up to 6 trials of a batch size as one program" / "fused groups: off".
+fn fuse_line(f: scaling_lab::workload::spec::Fuse) -> String {
+    match f.members() {
+        Some(k) if k > 1 => {
+            format!("fused groups: up to {k} trials of a batch size as one program")
+        }
+        _ => "fused groups: off (every trial alone)".into(),
+    }
+}
+
 fn dry_run(
     cfg: &SweepConfig,
     runner: &dyn scaling_lab::core::TrialRunner,
@@ -427,6 +446,14 @@ fn dry_run(
             .map_or(String::new(), |t| format!(", {t} thread(s) each")),
         layout.why
     ));
+    if resume.is_none() {
+        let mut cfg = cfg.clone();
+        cfg.concurrency = layout.concurrency;
+        let (fuse, why) = sweep::layout::resolve_fuse(&cfg, runner)?;
+        outln(&format!("{} ({why})", fuse_line(fuse)));
+    } else {
+        outln(&format!("{} (the log's)", fuse_line(cfg.fuse)));
+    }
     match &est {
         Some(e) => outln(&format!("estimated wall time: {}", e.line())),
         None => outln("estimated wall time: not available for this device/workload"),

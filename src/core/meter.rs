@@ -28,8 +28,8 @@
 use std::time::{Duration, Instant};
 
 use crate::core::{
-    BoundedHistory, CancelToken, EvalPoint, NoiseInterval, NoiseSummary, Outcome, StepStats,
-    Throughput, TrialEvent, TrialOutcome, TrialSpec,
+    BoundedHistory, CancelToken, EvalPoint, GroupRun, NoiseInterval, NoiseSummary, Outcome,
+    StepStats, Throughput, TrialEvent, TrialOutcome, TrialSpec,
 };
 use crate::workload::spec::Workload;
 
@@ -131,6 +131,10 @@ pub struct TrialMeter<'w> {
     sum_compute: f64,
     sum_exchange: f64,
     reason: Option<String>,
+    /// The fused group the trial trains in (None: alone).
+    group: Option<GroupRun>,
+    /// The budget was cut below the workload's by `cap_budget` (a fused group's early stop).
+    capped: bool,
 }
 
 impl<'w> TrialMeter<'w> {
@@ -172,6 +176,8 @@ impl<'w> TrialMeter<'w> {
             sum_compute: 0.0,
             sum_exchange: 0.0,
             reason: None,
+            group: None,
+            capped: false,
             opts,
         }
     }
@@ -210,8 +216,25 @@ impl<'w> TrialMeter<'w> {
         }
         (self.applied >= self.budget).then_some(Outcome::NotReached {
             budget: self.budget,
-            early_stopped: false,
+            early_stopped: self.capped,
         })
+    }
+
+    /// Early stopping inside a fused group: another member reached the target at `step`, so this
+    /// trial can no longer set its batch size's steps-to-target past it. The budget becomes
+    /// `step` (or the steps already applied, if more): the trial stops there, evaluated at its last
+    /// step like any budget, and its outcome says it was cut (`early_stopped`).
+    pub fn cap_budget(&mut self, step: u64) {
+        let cap = step.max(self.applied);
+        if cap < self.budget {
+            self.budget = cap;
+            self.capped = true;
+        }
+    }
+
+    /// The fused group the trial trains in (recorded in its outcome).
+    pub fn set_group(&mut self, group: GroupRun) {
+        self.group = Some(group);
     }
 
     /// Books a sample; returns the outcome if the trial must stop (diverged).
@@ -436,6 +459,7 @@ impl<'w> TrialMeter<'w> {
             evals: std::mem::take(&mut self.evals),
             reason: self.reason.take(),
             stages: Vec::new(),
+            group: self.group.take(),
         };
         emit(TrialEvent::Finished {
             outcome: Box::new(out.clone()),

@@ -53,6 +53,10 @@ pub struct Header {
     /// `--repeats` / `--until` of the sweep (absent: neither; what `--resume` re-runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<Adaptive>,
+    /// The most trials of one batch size trained as one fused group (1: every trial alone; what
+    /// `--resume` keeps; absent in logs from before fused groups, which trained alone).
+    #[serde(default = "one")]
+    pub fuse: usize,
 }
 
 /// Trials a sweep adds beyond its plan (`SweepConfig::{repeats, until, max_trials, widen}`).

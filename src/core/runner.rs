@@ -30,6 +30,31 @@ pub trait TrialRunner: Send + Sync {
         self.backend()
     }
 
+    /// The most trials of `workload` this runner trains as one fused program on `devices`
+    /// (`run_group`); 1: it trains each trial alone.
+    fn max_group(&self, workload: &Workload, devices: &DeviceSpec) -> usize {
+        let _ = (workload, devices);
+        1
+    }
+
+    /// Trains `group.specs` — trials of `workload` at one batch size and precision, on the same
+    /// devices — as one fused group. `emit(i, event)` and `done(i, result)` name a trial by its
+    /// index in `group.specs`; `done` is called exactly once per trial, as soon as it finished (a
+    /// sweep saves it at once). The default trains the trials one after another with `run` (runners
+    /// that do not fuse; their `max_group` of 1 keeps a sweep's groups to one trial).
+    fn run_group(
+        &self,
+        workload: &Workload,
+        group: &Group<'_>,
+        emit: &mut dyn FnMut(usize, TrialEvent),
+        done: &mut dyn FnMut(usize, anyhow::Result<TrialOutcome>),
+    ) {
+        for (i, spec) in group.specs.iter().enumerate() {
+            let r = self.run(workload, spec, &mut |e| emit(i, e), &group.cancels[i]);
+            done(i, r);
+        }
+    }
+
     /// Checks, before a sweep's first trial, that `devices` exist and can compute in `precision`:
     /// one clear error instead of a sweep of failing trials. The Burn runner probes wgpu
     /// adapters; other runners accept any devices.
@@ -37,6 +62,16 @@ pub trait TrialRunner: Send + Sync {
         let _ = (devices, precision);
         Ok(())
     }
+}
+
+/// Trials trained together as one fused group (`TrialRunner::run_group`).
+pub struct Group<'a> {
+    pub specs: &'a [TrialSpec],
+    /// One per trial.
+    pub cancels: &'a [CancelToken],
+    /// Stop every member at the first member's reach (a sweep's search trials: past that step
+    /// none of them can set the batch size's steps-to-target).
+    pub lockstep_cut: bool,
 }
 
 /// Builds the runner for a workload (Burn trainer for data workloads, closed-form NQM, fakes in tests).

@@ -307,6 +307,17 @@ pub struct TrialOutcome {
     /// `TrialSpec::batch_size`, the whole trial; absent in logs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<crate::core::schedule::StageRun>,
+    /// A trial trained in a fused group (several trials of one batch size as one program): the
+    /// group it ran in. Absent: trained alone (and in logs from before fused groups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<GroupRun>,
+}
+
+/// The fused group a trial trained in (`TrialOutcome::group`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct GroupRun {
+    /// The trials trained together, by id, in the group's order (this one among them).
+    pub trials: Vec<u64>,
 }
 
 impl TrialOutcome {
@@ -324,6 +335,7 @@ impl TrialOutcome {
             throughput: Throughput::default(),
             reason: None,
             stages: Vec::new(),
+            group: None,
         }
     }
 }

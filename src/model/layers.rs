@@ -1,15 +1,24 @@
 //! Small functional layers whose parameters are fp32 master weights, cast to the compute precision at use.
 //! Initialisation uses our own seeded RNG (not Burn's global one) so a trial is reproducible across
 //! backends and identical on every replica.
+//!
+//! **The member axis.** Every parameter has a leading axis of K *members*: K trials of one workload at
+//! one batch size trained together as one program (HFTA, Wang et al. MLSys 2021; what `vmap` over
+//! trials is in JAX). A lone trial is K = 1. Member k's weights are slice k of every parameter, and no
+//! op mixes members: member k's loss, gradients and updates equal those of the same trial run alone.
+//! Activations carry the axis too: `[K, M, d]` for dense layers (M rows a member), `[K·N, H, W, C]`
+//! (member-major) for images.
 
 use burn::module::{Module, Param};
 use burn::tensor::backend::Backend;
-use burn::tensor::module::{conv2d, max_pool2d};
+use burn::tensor::module::{conv2d, embedding, max_pool2d};
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{activation, Device, FloatDType, Int, Tensor, TensorData};
 use rand::rngs::StdRng;
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
+
+use super::kernels;
 
 /// Compute precision of the forward pass (None = fp32, no casts).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -37,6 +46,10 @@ impl Ctx {
     pub fn w<B: Backend, const D: usize>(&self, p: &Param<Tensor<B, D>>) -> Tensor<B, D> {
         self.cast(p.val())
     }
+    /// Whether the forward pass computes in fp32 (the CPU kernels' precision).
+    pub fn is_fp32(&self) -> bool {
+        self.dtype.is_none_or(|d| d == FloatDType::F32)
+    }
 }
 
 pub fn param<B: Backend, const D: usize>(
@@ -59,62 +72,83 @@ pub fn normal(rng: &mut StdRng, n: usize, std: f64) -> Vec<f32> {
     (0..n).map(|_| d.sample(rng) as f32).collect()
 }
 
-/// y = x·W + b, W: [in, out].
+/// y = x·W + b per member, W: [K, in, out], b: [K, out].
 #[derive(Module, Debug)]
 pub struct Dense<B: Backend> {
-    pub w: Param<Tensor<B, 2>>,
-    pub b: Param<Tensor<B, 1>>,
+    pub w: Param<Tensor<B, 3>>,
+    pub b: Param<Tensor<B, 2>>,
 }
 
 impl<B: Backend> Dense<B> {
+    /// One member.
     pub fn new(rng: &mut StdRng, din: usize, dout: usize, device: &Device<B>) -> Self {
         let bound = 1.0 / (din as f64).sqrt();
         Dense {
-            w: param(uniform(rng, din * dout, bound), [din, dout], device),
-            b: param(uniform(rng, dout, bound), [dout], device),
+            w: param(uniform(rng, din * dout, bound), [1, din, dout], device),
+            b: param(uniform(rng, dout, bound), [1, dout], device),
         }
     }
-    pub fn forward2(&self, x: Tensor<B, 2>, c: &Ctx) -> Tensor<B, 2> {
-        x.matmul(c.w(&self.w)) + c.w(&self.b).unsqueeze::<2>()
-    }
-    pub fn forward3(&self, x: Tensor<B, 3>, c: &Ctx) -> Tensor<B, 3> {
-        let [b, t, d] = x.dims();
-        let y = self.forward2(x.reshape([b * t, d]), c);
-        let out = y.dims()[1];
-        y.reshape([b, t, out])
+    /// x: [K, M, in] → [K, M, out].
+    pub fn forward(&self, x: Tensor<B, 3>, c: &Ctx) -> Tensor<B, 3> {
+        x.matmul(c.w(&self.w)) + c.w(&self.b).unsqueeze_dim::<3>(1)
     }
 }
 
-/// Matrix without bias, W: [in, out].
+/// Matrix without bias per member, W: [K, in, out].
 #[derive(Module, Debug)]
 pub struct Proj<B: Backend> {
-    pub w: Param<Tensor<B, 2>>,
+    pub w: Param<Tensor<B, 3>>,
 }
 
 impl<B: Backend> Proj<B> {
     pub fn new(rng: &mut StdRng, din: usize, dout: usize, device: &Device<B>) -> Self {
         let bound = 1.0 / (din as f64).sqrt();
         Proj {
-            w: param(uniform(rng, din * dout, bound), [din, dout], device),
+            w: param(uniform(rng, din * dout, bound), [1, din, dout], device),
         }
     }
-    pub fn forward2(&self, x: Tensor<B, 2>, c: &Ctx) -> Tensor<B, 2> {
+    /// x: [K, M, in] → [K, M, out].
+    pub fn forward(&self, x: Tensor<B, 3>, c: &Ctx) -> Tensor<B, 3> {
         x.matmul(c.w(&self.w))
     }
+}
+
+/// An embedding table per member, [K, V, E]: ids [K·N, T] (member-major rows) → [K, N·T, E].
+pub fn embed<B: Backend>(
+    table: &Param<Tensor<B, 3>>,
+    ids: Tensor<B, 2, Int>,
+    c: &Ctx,
+) -> Tensor<B, 3> {
+    let [k, v, e] = table.dims();
+    let [rows, t] = ids.dims();
+    let n = rows / k;
+    let flat = c.w(table).reshape([k * v, e]);
+    let ids = if k == 1 {
+        ids
+    } else {
+        // member k reads rows k·V … k·V + V − 1 of the flat table
+        let offsets = Tensor::<B, 1, Int>::arange(0..k as i64, &ids.device())
+            .mul_scalar(v as i64)
+            .reshape([k, 1, 1]);
+        (ids.reshape([k, n, t]) + offsets).reshape([rows, t])
+    };
+    embedding(flat, ids).reshape([k, n * t, e])
 }
 
 /// The simple CNN's block on NHWC activations: k×k convolution ("same" padding, stride 1, cross-correlation
 /// like Burn's `conv2d`), 2×2 max-pool (floor), bias, ReLU.
 ///
-/// On the CPU (Flex) the convolution is one im2col gather plus one large gemm, so its backward is two large
-/// gemms and one scatter-add instead of Flex's single-threaded `conv2d` backward. Pooling before bias and
-/// ReLU is the same function (both are monotone per channel) on a quarter of the elements. Other backends
-/// (CUDA) use Burn's `conv2d` and `max_pool2d` on the same weights.
+/// On the CPU (Flex, fp32) the block is one op of our own (`kernels::conv_pool`: an im2col of
+/// contiguous copies, one gemm per member, pooling with its argmax kept for a hand-written backward),
+/// checked against Burn's `conv2d` → ReLU → `max_pool2d` in values and gradients. Pooling before bias
+/// and ReLU is the same function (both are monotone per channel) on a quarter of the elements. Other
+/// backends (CUDA, wgpu) run Burn's `conv2d` (grouped over the members) and `max_pool2d` on the same
+/// weights.
 #[derive(Module, Debug)]
 pub struct ConvPool<B: Backend> {
-    /// [k·k·cin, cout]; row (kh·k + kw)·cin + c holds Burn's `w[cout][c][kh][kw]`.
-    pub w: Param<Tensor<B, 2>>,
-    pub b: Param<Tensor<B, 1>>,
+    /// [K, k·k·cin, cout]; row (kh·k + kw)·cin + c holds Burn's `w[cout][c][kh][kw]`.
+    pub w: Param<Tensor<B, 3>>,
+    pub b: Param<Tensor<B, 2>>,
     pub kernel: usize,
 }
 
@@ -127,16 +161,23 @@ impl<B: Backend> ConvPool<B> {
         ConvPool {
             w: param(
                 burn_to_gemm_layout(&burn_order, cout, cin, k),
-                [fan_in, cout],
+                [1, fan_in, cout],
                 device,
             ),
-            b: param(uniform(rng, cout, bound), [cout], device),
+            b: param(uniform(rng, cout, bound), [1, cout], device),
             kernel: k,
         }
     }
 
-    /// x: [N, H, W, Cin] → [N, H/2, W/2, Cout].
+    /// x: [K·N, H, W, Cin] → [K·N, H/2, W/2, Cout].
     pub fn forward(&self, x: Tensor<B, 4>, c: &Ctx) -> Tensor<B, 4> {
+        if c.is_fp32() {
+            if let Some(y) =
+                kernels::conv_pool::<B>(x.clone(), self.w.val(), self.b.val(), self.kernel)
+            {
+                return y;
+            }
+        }
         if gemm_conv::<B>() {
             self.forward_gemm(x, c)
         } else {
@@ -144,55 +185,83 @@ impl<B: Backend> ConvPool<B> {
         }
     }
 
-    /// im2col (one gather) + one gemm, then pool, bias, ReLU.
+    /// im2col (one gather) + one gemm per member, then pool, bias, ReLU, in Burn's generic ops (the
+    /// CPU path in reduced precision).
     pub fn forward_gemm(&self, x: Tensor<B, 4>, c: &Ctx) -> Tensor<B, 4> {
-        let [n, h, w, cin] = x.dims();
+        let [kn, h, w, cin] = x.dims();
+        let [members, kkc, cout] = self.w.dims();
+        let n = kn / members;
         let k = self.kernel;
-        let cout = self.b.dims()[0];
-        let rows = n * h * w;
+        let rows = kn * h * w;
         let flat = x.reshape([rows, cin]);
         // one zero row at index `rows`: the padding
         let zero = flat.clone().slice([0..1, 0..cin]).zeros_like();
         let padded = Tensor::cat(vec![flat, zero], 0);
-        let idx = im2col_index::<B>(n, h, w, k, &padded.device());
-        let cols = padded.select(0, idx).reshape([rows, k * k * cin]);
-        let y = cols.matmul(c.w(&self.w)); // [N·H·W, Cout]
+        let idx = im2col_index::<B>(kn, h, w, k, &padded.device());
+        let cols = padded
+            .select(0, idx)
+            .reshape([members, n * h * w, k * k * cin]);
+        debug_assert_eq!(kkc, k * k * cin);
+        let y = cols.matmul(c.w(&self.w)); // [K, N·H·W, Cout]
         let (h2, w2) = (h / 2, w / 2);
         let y = if h % 2 == 1 || w % 2 == 1 {
-            y.reshape([n, h, w, cout])
-                .slice([0..n, 0..2 * h2, 0..2 * w2, 0..cout])
+            y.reshape([kn, h, w, cout])
+                .slice([0..kn, 0..2 * h2, 0..2 * w2, 0..cout])
         } else {
-            y.reshape([n, h, w, cout])
+            y.reshape([kn, h, w, cout])
         };
         // 2×2 max-pool: rows pairs, then column pairs
         let y = y
-            .reshape([n * h2, 2, 2 * w2 * cout])
+            .reshape([kn * h2, 2, 2 * w2 * cout])
             .max_dim(1)
-            .reshape([n * h2 * w2, 2, cout])
+            .reshape([kn * h2 * w2, 2, cout])
             .max_dim(1)
-            .reshape([n * h2 * w2, cout]);
-        let y = activation::relu(y + c.w(&self.b).unsqueeze::<2>());
-        y.reshape([n, h2, w2, cout])
+            .reshape([members, n * h2 * w2, cout]);
+        let y = activation::relu(y + c.w(&self.b).unsqueeze_dim::<3>(1));
+        y.reshape([kn, h2, w2, cout])
     }
 
-    /// Burn's `conv2d` + `max_pool2d` on the same weights (the reference, and the path off the CPU).
+    /// Burn's `conv2d` (grouped: one group per member) + `max_pool2d` on the same weights (the
+    /// reference, and the path off the CPU).
     pub fn forward_burn(&self, x: Tensor<B, 4>, c: &Ctx) -> Tensor<B, 4> {
         let k = self.kernel;
-        let [fan_in, cout] = self.w.dims();
+        let [members, fan_in, cout] = self.w.dims();
         let cin = fan_in / (k * k);
+        let [kn, h, wd, _] = x.dims();
+        let n = kn / members;
         let p = k / 2;
+        // [K, k·k·cin, cout] → [K·cout, cin, k, k]
         let w = c
             .w(&self.w)
-            .reshape([k, k, cin, cout])
-            .permute([3, 2, 0, 1]);
+            .reshape([members, k, k, cin, cout])
+            .permute([0, 4, 3, 1, 2])
+            .reshape([members * cout, cin, k, k]);
+        // [K·N, H, W, cin] → [N, K·cin, H, W]
+        let x = if members == 1 {
+            x.permute([0, 3, 1, 2])
+        } else {
+            x.reshape([members, n, h, wd, cin])
+                .permute([1, 0, 4, 2, 3])
+                .reshape([n, members * cin, h, wd])
+        };
+        let bias = c.w(&self.b).reshape([members * cout]);
         let y = conv2d(
-            x.permute([0, 3, 1, 2]),
+            x,
             w,
-            Some(c.w(&self.b)),
-            ConvOptions::new([1, 1], [p, p], [1, 1], 1),
+            Some(bias),
+            ConvOptions::new([1, 1], [p, p], [1, 1], members),
         );
         let y = activation::relu(y);
-        max_pool2d(y, [2, 2], [2, 2], [0, 0], [1, 1], false).permute([0, 2, 3, 1])
+        let y = max_pool2d(y, [2, 2], [2, 2], [0, 0], [1, 1], false);
+        let [_, _, h2, w2] = y.dims();
+        if members == 1 {
+            y.permute([0, 2, 3, 1])
+        } else {
+            // [N, K·cout, h2, w2] → [K·N, h2, w2, cout]
+            y.reshape([n, members, cout, h2, w2])
+                .permute([1, 0, 3, 4, 2])
+                .reshape([kn, h2, w2, cout])
+        }
     }
 }
 
@@ -276,27 +345,28 @@ fn im2col_index<B: Backend>(
     t
 }
 
-/// Layer norm over the last dimension, computed in fp32.
+/// Layer norm over the last dimension per member (γ, β: [K, d]), computed in fp32.
 #[derive(Module, Debug)]
 pub struct Norm<B: Backend> {
-    pub gamma: Param<Tensor<B, 1>>,
-    pub beta: Param<Tensor<B, 1>>,
+    pub gamma: Param<Tensor<B, 2>>,
+    pub beta: Param<Tensor<B, 2>>,
 }
 
 impl<B: Backend> Norm<B> {
     pub fn new(d: usize, device: &Device<B>) -> Self {
         Norm {
-            gamma: param(vec![1.0; d], [d], device),
-            beta: param(vec![0.0; d], [d], device),
+            gamma: param(vec![1.0; d], [1, d], device),
+            beta: param(vec![0.0; d], [1, d], device),
         }
     }
+    /// x: [K, M, d].
     pub fn forward(&self, x: Tensor<B, 3>, c: &Ctx) -> Tensor<B, 3> {
         let x = c.to_f32(x);
         let mean = x.clone().mean_dim(2);
         let xc = x - mean;
         let var = xc.clone().powi_scalar(2).mean_dim(2);
         let y = xc / (var + 1e-5).sqrt();
-        let y = y * self.gamma.val().unsqueeze::<3>() + self.beta.val().unsqueeze::<3>();
+        let y = y * self.gamma.val().unsqueeze_dim::<3>(1) + self.beta.val().unsqueeze_dim::<3>(1);
         c.cast(y)
     }
 }
@@ -321,37 +391,44 @@ mod tests {
         t.into_data().to_vec::<f32>().unwrap()
     }
 
-    /// The im2col + gemm block equals Burn's conv2d → ReLU → max_pool2d in values and in the gradients of
-    /// the input, the weights and the bias (odd and even sizes, several kernels and channel counts).
+    /// The three ways of running the block — our CPU kernel, the generic im2col + gemm, and Burn's
+    /// grouped `conv2d` → ReLU → `max_pool2d` — agree in values and in the gradients of the input,
+    /// the weights and the bias (odd and even sizes, several kernels and channel counts, 1 and 3
+    /// members with different weights per member).
     #[test]
-    fn gemm_conv_matches_burn_conv2d_values_and_gradients() {
+    fn the_conv_block_paths_agree_in_values_and_gradients() {
         let dev = Default::default();
-        for &(n, h, w, cin, cout, k) in &[
-            (2, 6, 6, 1, 4, 5),
-            (2, 7, 5, 3, 4, 5),
-            (3, 8, 8, 2, 5, 3),
-            (1, 4, 6, 4, 2, 1),
+        for &(members, n, h, w, cin, cout, k) in &[
+            (1, 2, 6, 6, 1, 4, 5),
+            (1, 2, 7, 5, 3, 4, 5),
+            (3, 3, 8, 8, 2, 5, 3),
+            (2, 1, 4, 6, 4, 2, 1),
+            (3, 2, 7, 7, 8, 16, 5),
         ] {
             let mut rng = StdRng::seed_from_u64(7 + (n * h * w * cin * k) as u64);
-            let layer = ConvPool::<Ad>::new(&mut rng, cin, cout, k, &dev);
-            let x_vals = uniform(&mut rng, n * h * w * cin, 1.0);
-            let out_len = n * (h / 2) * (w / 2) * cout;
+            let layers: Vec<ConvPool<Ad>> = (0..members)
+                .map(|_| ConvPool::<Ad>::new(&mut rng, cin, cout, k, &dev))
+                .collect();
+            let layer = crate::model::stack_members(layers);
+            let kn = members * n;
+            let x_vals = uniform(&mut rng, kn * h * w * cin, 1.0);
+            let out_len = kn * (h / 2) * (w / 2) * cout;
             let probe = Tensor::<Ad, 4>::from_data(
-                TensorData::new(uniform(&mut rng, out_len, 1.0), [n, h / 2, w / 2, cout]),
+                TensorData::new(uniform(&mut rng, out_len, 1.0), [kn, h / 2, w / 2, cout]),
                 &dev,
             );
-            let run = |gemm: bool| {
+            let run = |path: usize| {
                 let x = Tensor::<Ad, 4>::from_data(
-                    TensorData::new(x_vals.clone(), [n, h, w, cin]),
+                    TensorData::new(x_vals.clone(), [kn, h, w, cin]),
                     &dev,
                 )
                 .require_grad();
-                let y = if gemm {
-                    layer.forward_gemm(x.clone(), &Ctx::fp32())
-                } else {
-                    layer.forward_burn(x.clone(), &Ctx::fp32())
+                let y = match path {
+                    0 => layer.forward(x.clone(), &Ctx::fp32()),
+                    1 => layer.forward_gemm(x.clone(), &Ctx::fp32()),
+                    _ => layer.forward_burn(x.clone(), &Ctx::fp32()),
                 };
-                assert_eq!(y.dims(), [n, h / 2, w / 2, cout]);
+                assert_eq!(y.dims(), [kn, h / 2, w / 2, cout]);
                 let loss = (y.clone() * probe.clone()).sum();
                 let g = loss.backward();
                 (
@@ -361,18 +438,20 @@ mod tests {
                     vals(layer.b.val().grad(&g).unwrap()),
                 )
             };
-            let (y1, gx1, gw1, gb1) = run(true);
-            let (y2, gx2, gw2, gb2) = run(false);
-            let case = (n, h, w, cin, cout, k);
-            assert!(y1.iter().any(|v| *v > 0.0), "{case:?}: all outputs zero");
-            assert!(max_abs_diff(&y1, &y2) < 1e-5, "{case:?}: values differ");
-            assert!(max_abs_diff(&gx1, &gx2) < 1e-4, "{case:?}: d/dx differs");
-            assert!(max_abs_diff(&gw1, &gw2) < 1e-4, "{case:?}: d/dw differs");
-            assert!(max_abs_diff(&gb1, &gb2) < 1e-4, "{case:?}: d/db differs");
+            let (y0, gx0, gw0, gb0) = run(0);
+            let case = (members, n, h, w, cin, cout, k);
+            assert!(y0.iter().any(|v| *v > 0.0), "{case:?}: all outputs zero");
             assert!(
-                gw1.iter().any(|v| v.abs() > 1e-6),
+                gw0.iter().any(|v| v.abs() > 1e-6),
                 "{case:?}: zero weight gradient"
             );
+            for path in [1, 2] {
+                let (y, gx, gw, gb) = run(path);
+                assert!(max_abs_diff(&y0, &y) < 1e-5, "{case:?} path {path}: values");
+                assert!(max_abs_diff(&gx0, &gx) < 1e-4, "{case:?} path {path}: d/dx");
+                assert!(max_abs_diff(&gw0, &gw) < 1e-4, "{case:?} path {path}: d/dw");
+                assert!(max_abs_diff(&gb0, &gb) < 1e-4, "{case:?} path {path}: d/db");
+            }
         }
     }
 
@@ -395,5 +474,25 @@ mod tests {
     fn only_flex_takes_the_gemm_convolution() {
         assert!(gemm_conv::<Flex>());
         assert!(gemm_conv::<Ad>());
+    }
+
+    /// Each member of an embedding reads its own table.
+    #[test]
+    fn each_member_embeds_from_its_own_table() {
+        let dev = Default::default();
+        let (k, v, e) = (3, 4, 2);
+        let table: Vec<f32> = (0..k * v * e).map(|i| i as f32).collect();
+        let p = param::<Flex, 3>(table.clone(), [k, v, e], &dev);
+        let ids = Tensor::<Flex, 2, Int>::from_data(
+            TensorData::new(vec![1i64, 3, 0, 2, 3, 3], [k * 2, 1]),
+            &dev,
+        );
+        let out = vals(embed(&p, ids, &Ctx::fp32()));
+        let row = |m: usize, id: usize| table[(m * v + id) * e..(m * v + id + 1) * e].to_vec();
+        let want: Vec<f32> = [(0, 1), (0, 3), (1, 0), (1, 2), (2, 3), (2, 3)]
+            .iter()
+            .flat_map(|&(m, id)| row(m, id))
+            .collect();
+        assert_eq!(out, want);
     }
 }

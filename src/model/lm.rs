@@ -1,39 +1,58 @@
 //! Character-level language models: LSTM, multiplicative LSTM (Puri et al.), pre-norm causal Transformer.
+//! Every parameter has the leading member axis of `layers` ([K, …]); the input ids are [K·N, T]
+//! (member-major rows) and the logits [K, N·T, vocab].
 
 use burn::module::{Module, Param};
 use burn::tensor::backend::Backend;
-use burn::tensor::module::embedding;
 use burn::tensor::{activation, Bool, Device, Int, Tensor, TensorData};
 use rand::rngs::StdRng;
 
-use super::layers::{normal, param, Ctx, Dense, Norm, Proj};
+use super::kernels;
+use super::layers::{embed, normal, param, Ctx, Dense, Norm, Proj};
 
-fn embed<B: Backend>(table: &Param<Tensor<B, 2>>, x: Tensor<B, 2, Int>, c: &Ctx) -> Tensor<B, 3> {
-    embedding(c.w(table), x)
+/// Step i of a sequence [K, N, T, d] → [K, N, d].
+fn step_slice<B: Backend>(t: &Tensor<B, 4>, i: usize) -> Tensor<B, 3> {
+    let [k, n, _, d] = t.dims();
+    t.clone()
+        .slice([0..k, 0..n, i..i + 1, 0..d])
+        .reshape([k, n, d])
 }
 
-fn step_slice<B: Backend>(t: &Tensor<B, 3>, i: usize) -> Tensor<B, 2> {
-    let [b, _, d] = t.dims();
-    t.clone().slice([0..b, i..i + 1, 0..d]).reshape([b, d])
+/// The LSTM cell from the 4·H gate pre-activations (i, f, o, u) and the previous cell state:
+/// c = f·c_prev + i·u, h = o·tanh(c) with σ on i, f, o and tanh on u. On the CPU (fp32) one op of our
+/// own with vectorised activations and a hand-written backward (`kernels::lstm_cell`), checked against
+/// these generic ops.
+pub fn lstm_cell<B: Backend>(
+    gates: Tensor<B, 3>,
+    c_prev: Tensor<B, 3>,
+    c: &Ctx,
+) -> (Tensor<B, 3>, Tensor<B, 3>) {
+    if c.is_fp32() {
+        if let Some(r) = kernels::lstm_cell::<B>(gates.clone(), c_prev.clone()) {
+            return r;
+        }
+    }
+    lstm_cell_ops(gates, c_prev)
 }
 
-fn lstm_cell<B: Backend>(
-    gates: Tensor<B, 2>,
-    c_prev: Tensor<B, 2>,
-) -> (Tensor<B, 2>, Tensor<B, 2>) {
-    let mut g = gates.chunk(4, 1).into_iter();
+/// The LSTM cell in Burn's generic ops (the reference, and the path off the CPU).
+pub fn lstm_cell_ops<B: Backend>(
+    gates: Tensor<B, 3>,
+    c_prev: Tensor<B, 3>,
+) -> (Tensor<B, 3>, Tensor<B, 3>) {
+    let mut g = gates.chunk(4, 2).into_iter();
     let i = activation::sigmoid(g.next().unwrap());
     let f = activation::sigmoid(g.next().unwrap());
     let o = activation::sigmoid(g.next().unwrap());
     let u = g.next().unwrap().tanh();
-    let c = f * c_prev + i * u;
-    let h = o * c.clone().tanh();
-    (h, c)
+    let cell = f * c_prev + i * u;
+    let h = o * cell.clone().tanh();
+    (h, cell)
 }
 
 #[derive(Module, Debug)]
 pub struct CharLstm<B: Backend> {
-    pub embed: Param<Tensor<B, 2>>,
+    pub embed: Param<Tensor<B, 3>>,
     pub wx: Dense<B>,
     pub wh: Proj<B>,
     pub out: Dense<B>,
@@ -45,7 +64,7 @@ impl<B: Backend> CharLstm<B> {
         CharLstm {
             embed: param(
                 normal(rng, vocab * e, 1.0 / (e as f64).sqrt()),
-                [vocab, e],
+                [1, vocab, e],
                 device,
             ),
             wx: Dense::new(rng, e, 4 * h, device),
@@ -55,42 +74,48 @@ impl<B: Backend> CharLstm<B> {
         }
     }
 
-    /// Logits [N, T, vocab] in fp32.
+    /// Logits [K, N·T, vocab] in fp32.
     pub fn forward(&self, x: Tensor<B, 2, Int>, c: &Ctx) -> Tensor<B, 3> {
-        let [n, t] = x.dims();
+        let [rows, t] = x.dims();
+        let k = self.embed.dims()[0];
+        let n = rows / k;
         let dev = x.device();
-        let xg = self.wx.forward3(embed(&self.embed, x, c), c);
-        let hs = unroll([n, t, self.hidden], &dev, c, |i, h| {
-            step_slice(&xg, i) + self.wh.forward2(h, c)
+        let xg = self
+            .wx
+            .forward(embed(&self.embed, x, c), c)
+            .reshape([k, n, t, 4 * self.hidden]);
+        let hs = unroll([k, n, t, self.hidden], &dev, c, |i, h| {
+            step_slice(&xg, i) + self.wh.forward(h, c)
         });
-        c.to_f32(self.out.forward3(hs, c))
+        c.to_f32(self.out.forward(hs, c))
     }
 }
 
 /// Runs an LSTM-style recurrence for `t` steps from a zero state: `gates(i, h)` gives the 4·H
-/// pre-activations at step i from the previous hidden state. Returns the hidden states [N, T, H].
+/// pre-activations [K, N, 4H] at step i from the previous hidden state [K, N, H]. Returns the hidden
+/// states [K, N·T, H] (row n·T + i of a member is example n at step i).
 fn unroll<B: Backend>(
-    [n, t, hidden]: [usize; 3],
+    [k, n, t, hidden]: [usize; 4],
     dev: &Device<B>,
     c: &Ctx,
-    mut gates: impl FnMut(usize, Tensor<B, 2>) -> Tensor<B, 2>,
+    mut gates: impl FnMut(usize, Tensor<B, 3>) -> Tensor<B, 3>,
 ) -> Tensor<B, 3> {
-    let mut h = c.cast(Tensor::<B, 2>::zeros([n, hidden], dev));
+    let mut h = c.cast(Tensor::<B, 3>::zeros([k, n, hidden], dev));
     let mut cell = h.clone();
     let mut hs = Vec::with_capacity(t);
     for i in 0..t {
-        let (h2, c2) = lstm_cell(gates(i, h), cell);
+        let (h2, c2) = lstm_cell(gates(i, h), cell, c);
         h = h2;
         cell = c2;
         hs.push(h.clone());
     }
-    Tensor::stack::<3>(hs, 1)
+    Tensor::stack::<4>(hs, 2).reshape([k, n * t, hidden])
 }
 
 /// Multiplicative LSTM: m = (W_mx·x) ⊙ (W_mh·h); gates = W_x·x + W_m·m + b.
 #[derive(Module, Debug)]
 pub struct Mlstm<B: Backend> {
-    pub embed: Param<Tensor<B, 2>>,
+    pub embed: Param<Tensor<B, 3>>,
     pub wmx: Proj<B>,
     pub wmh: Proj<B>,
     pub wx: Dense<B>,
@@ -104,7 +129,7 @@ impl<B: Backend> Mlstm<B> {
         Mlstm {
             embed: param(
                 normal(rng, vocab * e, 1.0 / (e as f64).sqrt()),
-                [vocab, e],
+                [1, vocab, e],
                 device,
             ),
             wmx: Proj::new(rng, e, h, device),
@@ -117,22 +142,21 @@ impl<B: Backend> Mlstm<B> {
     }
 
     pub fn forward(&self, x: Tensor<B, 2, Int>, c: &Ctx) -> Tensor<B, 3> {
-        let [n, t] = x.dims();
+        let [rows, t] = x.dims();
+        let k = self.embed.dims()[0];
+        let n = rows / k;
         let dev = x.device();
         let e = embed(&self.embed, x, c);
-        let [_, _, ed] = e.dims();
-        let xm = c.w(&self.wmx.w);
-        let xm = e
-            .clone()
-            .reshape([n * t, ed])
-            .matmul(xm)
-            .reshape([n, t, self.hidden]);
-        let xg = self.wx.forward3(e, c);
-        let hs = unroll([n, t, self.hidden], &dev, c, |i, h| {
-            let m = step_slice(&xm, i) * self.wmh.forward2(h, c);
-            step_slice(&xg, i) + self.wm.forward2(m, c)
+        let xm = self
+            .wmx
+            .forward(e.clone(), c)
+            .reshape([k, n, t, self.hidden]);
+        let xg = self.wx.forward(e, c).reshape([k, n, t, 4 * self.hidden]);
+        let hs = unroll([k, n, t, self.hidden], &dev, c, |i, h| {
+            let m = step_slice(&xm, i) * self.wmh.forward(h, c);
+            step_slice(&xg, i) + self.wm.forward(m, c)
         });
-        c.to_f32(self.out.forward3(hs, c))
+        c.to_f32(self.out.forward(hs, c))
     }
 }
 
@@ -149,8 +173,8 @@ pub struct Block<B: Backend> {
 /// Pre-norm causal Transformer LM with learned positions.
 #[derive(Module, Debug)]
 pub struct TransformerLm<B: Backend> {
-    pub tok: Param<Tensor<B, 2>>,
-    pub pos: Param<Tensor<B, 2>>,
+    pub tok: Param<Tensor<B, 3>>,
+    pub pos: Param<Tensor<B, 3>>,
     pub blocks: Vec<Block<B>>,
     pub ln_f: Norm<B>,
     pub head: Dense<B>,
@@ -180,8 +204,8 @@ impl<B: Backend> TransformerLm<B> {
             })
             .collect();
         TransformerLm {
-            tok: param(normal(rng, vocab * d, 0.02), [vocab, d], device),
-            pos: param(normal(rng, max_len * d, 0.02), [max_len, d], device),
+            tok: param(normal(rng, vocab * d, 0.02), [1, vocab, d], device),
+            pos: param(normal(rng, max_len * d, 0.02), [1, max_len, d], device),
             blocks,
             ln_f: Norm::new(d, device),
             head: Dense::new(rng, d, vocab, device),
@@ -190,31 +214,100 @@ impl<B: Backend> TransformerLm<B> {
     }
 
     pub fn forward(&self, x: Tensor<B, 2, Int>, c: &Ctx) -> Tensor<B, 3> {
-        let [n, t] = x.dims();
+        let [rows, t] = x.dims();
         let dev = x.device();
-        let [max_len, d] = self.pos.dims();
+        let [k, max_len, d] = self.pos.dims();
+        let n = rows / k;
         assert!(t <= max_len, "sequence longer than the model's context");
-        let pos = c.w(&self.pos).slice([0..t, 0..d]).unsqueeze::<3>();
-        let mut hdn = embed(&self.tok, x, c) + pos;
-        let mask: Vec<bool> = (0..t * t).map(|k| (k % t) > (k / t)).collect();
+        let pos = c
+            .w(&self.pos)
+            .slice([0..k, 0..t, 0..d])
+            .unsqueeze_dim::<4>(1);
+        let mut hdn = (embed(&self.tok, x, c).reshape([k, n, t, d]) + pos).reshape([k, n * t, d]);
+        let mask: Vec<bool> = (0..t * t).map(|i| (i % t) > (i / t)).collect();
         let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(mask, [t, t]), &dev)
             .unsqueeze::<4>()
-            .expand([n, self.heads, t, t]);
+            .expand([rows, self.heads, t, t]);
         let dh = d / self.heads;
         for b in &self.blocks {
-            let a = b.qkv.forward3(b.ln1.forward(hdn.clone(), c), c);
+            let a = b.qkv.forward(b.ln1.forward(hdn.clone(), c), c);
             let mut qkv = a.chunk(3, 2).into_iter();
-            let split = |z: Tensor<B, 3>| z.reshape([n, t, self.heads, dh]).swap_dims(1, 2);
+            let split = |z: Tensor<B, 3>| z.reshape([rows, t, self.heads, dh]).swap_dims(1, 2);
             let q = split(qkv.next().unwrap());
-            let k = split(qkv.next().unwrap());
+            let kk = split(qkv.next().unwrap());
             let v = split(qkv.next().unwrap());
-            let scores = c.to_f32(q.matmul(k.swap_dims(2, 3))) / (dh as f64).sqrt();
+            let scores = c.to_f32(q.matmul(kk.swap_dims(2, 3))) / (dh as f64).sqrt();
             let att = activation::softmax(scores.mask_fill(mask.clone(), -1e9), 3);
-            let y = c.cast(att).matmul(v).swap_dims(1, 2).reshape([n, t, d]);
-            hdn = hdn + b.proj.forward3(y, c);
-            let f = activation::gelu(b.ff1.forward3(b.ln2.forward(hdn.clone(), c), c));
-            hdn = hdn + b.ff2.forward3(f, c);
+            let y = c.cast(att).matmul(v).swap_dims(1, 2).reshape([k, n * t, d]);
+            hdn = hdn + b.proj.forward(y, c);
+            let f = activation::gelu(b.ff1.forward(b.ln2.forward(hdn.clone(), c), c));
+            hdn = hdn + b.ff2.forward(f, c);
         }
-        c.to_f32(self.head.forward3(self.ln_f.forward(hdn, c), c))
+        c.to_f32(self.head.forward(self.ln_f.forward(hdn, c), c))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::{Autodiff, Flex};
+    use rand::SeedableRng;
+
+    type Ad = Autodiff<Flex>;
+
+    fn vals<const D: usize>(t: Tensor<Flex, D>) -> Vec<f32> {
+        t.into_data().to_vec::<f32>().unwrap()
+    }
+
+    /// The CPU's LSTM cell equals the generic ops in values and in the gradients of the gate
+    /// pre-activations and the previous cell state (saturated gates included).
+    #[test]
+    fn the_lstm_cell_kernel_matches_the_generic_ops() {
+        let dev = Default::default();
+        let mut rng = StdRng::seed_from_u64(5);
+        for &(k, n, h) in &[(1, 3, 4), (3, 5, 16), (2, 1, 7)] {
+            let g = super::super::layers::uniform(&mut rng, k * n * 4 * h, 6.0);
+            let cp = super::super::layers::uniform(&mut rng, k * n * h, 2.0);
+            let ph = super::super::layers::uniform(&mut rng, k * n * h, 1.0);
+            let pc = super::super::layers::uniform(&mut rng, k * n * h, 1.0);
+            let run = |fast: bool| {
+                let gt =
+                    Tensor::<Ad, 3>::from_data(TensorData::new(g.clone(), [k, n, 4 * h]), &dev)
+                        .require_grad();
+                let ct = Tensor::<Ad, 3>::from_data(TensorData::new(cp.clone(), [k, n, h]), &dev)
+                    .require_grad();
+                let (hh, cc) = if fast {
+                    kernels::lstm_cell::<Ad>(gt.clone(), ct.clone()).expect("the CPU kernel")
+                } else {
+                    lstm_cell_ops(gt.clone(), ct.clone())
+                };
+                let probe_h =
+                    Tensor::<Ad, 3>::from_data(TensorData::new(ph.clone(), [k, n, h]), &dev);
+                let probe_c =
+                    Tensor::<Ad, 3>::from_data(TensorData::new(pc.clone(), [k, n, h]), &dev);
+                let loss = (hh.clone() * probe_h).sum() + (cc.clone() * probe_c).sum();
+                let grads = loss.backward();
+                (
+                    vals(hh.inner()),
+                    vals(cc.inner()),
+                    vals(gt.grad(&grads).unwrap()),
+                    vals(ct.grad(&grads).unwrap()),
+                )
+            };
+            let a = run(true);
+            let b = run(false);
+            let close = |x: &[f32], y: &[f32], what: &str| {
+                for (p, q) in x.iter().zip(y) {
+                    assert!(
+                        (p - q).abs() <= 2e-6 * (1.0 + q.abs()),
+                        "{what}: {p} vs {q}"
+                    );
+                }
+            };
+            close(&a.0, &b.0, "h");
+            close(&a.1, &b.1, "c");
+            close(&a.2, &b.2, "d/dgates");
+            close(&a.3, &b.3, "d/dc_prev");
+        }
     }
 }

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use super::SweepConfig;
 use crate::core::trial::{CancelToken, DeviceSpec, TrialSpec};
 use crate::core::TrialRunner;
-use crate::workload::spec::{ModelSpec, Precision, Workload};
+use crate::workload::spec::{Fuse, ModelSpec, Precision, Workload};
 
 /// Name of the calibration cache in the runs directory.
 pub const CACHE_FILE: &str = "layout-calibration.json";
@@ -57,6 +57,19 @@ pub struct Calibration {
     /// time estimate; 0 in caches written before it was recorded).
     #[serde(default)]
     pub n_val: usize,
+    /// Fused groups measured at `batch` (`resolve_fuse`): total examples/s of a group of
+    /// `members` trials on `threads` threads (empty in caches from before fused groups).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fused: Vec<FusedPoint>,
+}
+
+/// The throughput of one fused group size (`Calibration::fused`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct FusedPoint {
+    pub members: usize,
+    pub threads: usize,
+    /// Σ over the members of examples/s.
+    pub examples_per_s: f64,
 }
 
 impl Calibration {
@@ -259,6 +272,7 @@ pub fn calibrate(
         },
         measured: chrono::Local::now().to_rfc3339(),
         n_val: 0,
+        fused: Vec::new(),
     })
 }
 
@@ -292,6 +306,7 @@ pub fn quick_calibration(
             chrono::Local::now().to_rfc3339()
         ),
         n_val: 0,
+        fused: Vec::new(),
     })
 }
 
@@ -405,6 +420,173 @@ pub fn resolve(cfg: &SweepConfig, runner: &dyn TrialRunner) -> anyhow::Result<La
         threads_per_trial: threads_per_trial(&cfg.devices, concurrency, c),
         why,
     })
+}
+
+/// Mean seconds per step of a fused group of `members` trials at `b` (`steps` steps), on
+/// `threads` threads (None: all); an out-of-memory or a failure is an error.
+#[allow(clippy::too_many_arguments)]
+fn group_step_time(
+    runner: &dyn TrialRunner,
+    w: &Workload,
+    b: usize,
+    steps: u64,
+    precision: Precision,
+    threads: Option<usize>,
+    members: usize,
+) -> anyhow::Result<f64> {
+    let w = short(w, steps);
+    let specs: Vec<TrialSpec> = (0..members as u64)
+        .map(|i| TrialSpec {
+            trial_id: i,
+            seed: i,
+            ..spec(&w, b, precision)
+        })
+        .collect();
+    let cancels = vec![CancelToken::new(); members];
+    let group = crate::core::Group {
+        specs: &specs,
+        cancels: &cancels,
+        lockstep_cut: false,
+    };
+    let mut step_s: Option<anyhow::Result<f64>> = None;
+    crate::core::in_thread_budget(threads, || {
+        runner.run_group(&w, &group, &mut |_, _| {}, &mut |_, r| {
+            if step_s.is_none() {
+                step_s = Some(r.and_then(|o| match o.outcome {
+                    crate::core::Outcome::Oom { .. } => {
+                        anyhow::bail!("out of device memory at B = {b} × {members} trials")
+                    }
+                    _ => Ok(o.throughput.step_s),
+                }));
+            }
+        })
+    });
+    let s =
+        step_s.unwrap_or_else(|| Err(anyhow::anyhow!("the calibration group reported nothing")))?;
+    anyhow::ensure!(
+        s.is_finite() && s > 0.0,
+        "calibration of {members} fused trials at B = {b}: no step time measured"
+    );
+    Ok(s)
+}
+
+/// A larger group must give this share of the best measured throughput to be chosen over a
+/// smaller one (larger groups also stop together at the first reach, which the throughput does
+/// not show).
+pub const FUSE_NEAR_BEST: f64 = 0.95;
+
+/// The fuse setting of `cfg` when it is automatic: the largest group (up to the trials of one
+/// batch size, at most 16) whose measured throughput at the calibration's batch size is within
+/// 5 % of the best group size measured (1, half and all), if fusing gains at least 5 % over one
+/// trial at a time; else off. Measured on the sweep's thread layout, cached with the workload's
+/// calibration. Returns the setting and why.
+pub fn resolve_fuse(cfg: &SweepConfig, runner: &dyn TrialRunner) -> anyhow::Result<(Fuse, String)> {
+    if let Some(k) = cfg.fuse.members() {
+        return Ok((
+            cfg.fuse,
+            format!(
+                "set to {} by the preset or --fuse",
+                Fuse::of_members(k).label()
+            ),
+        ));
+    }
+    let kmax = cfg
+        .trials_per_batch
+        .min(16)
+        .min(runner.max_group(&cfg.preset.workload, &cfg.devices));
+    if kmax <= 1 {
+        return Ok((Fuse::Off, "rule: nothing to fuse (one trial per batch size, or a runner that trains trials alone)".into()));
+    }
+    if matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. }) {
+        return Ok((
+            Fuse::Off,
+            "rule: closed-form NQM trials are not fused".into(),
+        ));
+    }
+    if cfg.preset.sweep.gpu_scale && cfg.devices.is_cpu() {
+        return Ok((
+            Fuse::Off,
+            "rule: a GPU-scale preset on the CPU trains each trial alone".into(),
+        ));
+    }
+    let (mut cal, _) = calibration(cfg, runner)?;
+    let threads = threads_per_trial(&cfg.devices, cfg.concurrency, cores()).unwrap_or(cores());
+    let b = cal.batch;
+    let mut ks = vec![1, kmax];
+    if kmax >= 4 {
+        ks.insert(1, kmax / 2);
+    }
+    let mut fresh = false;
+    let mut points = Vec::new();
+    let t1 = cal.step_s(b).max(1e-5);
+    for &k in &ks {
+        if let Some(p) = cal
+            .fused
+            .iter()
+            .find(|p| p.members == k && p.threads == threads)
+        {
+            points.push(p.clone());
+            continue;
+        }
+        // about 0.4 s of steps per size (the first step of a group is its warm-up)
+        let steps = ((0.4 / (t1 * k as f64)).ceil() as u64).clamp(3, 200);
+        let t = match group_step_time(
+            runner,
+            &cfg.preset.workload,
+            b,
+            steps,
+            cfg.precision,
+            Some(threads),
+            k,
+        ) {
+            Ok(t) => t,
+            // a group that does not fit (or fails) is not a candidate
+            Err(_) if k > 1 => continue,
+            Err(e) => return Err(e),
+        };
+        let p = FusedPoint {
+            members: k,
+            threads,
+            examples_per_s: (k * b) as f64 / t,
+        };
+        cal.fused.push(p.clone());
+        points.push(p);
+        fresh = true;
+    }
+    if fresh {
+        let _ = write_cache(&cfg.runs_dir, &cal);
+    }
+    let solo = points
+        .iter()
+        .find(|p| p.members == 1)
+        .map_or(0.0, |p| p.examples_per_s);
+    let best = points.iter().map(|p| p.examples_per_s).fold(0.0, f64::max);
+    let chosen = points
+        .iter()
+        .filter(|p| p.examples_per_s >= FUSE_NEAR_BEST * best)
+        .map(|p| p.members)
+        .max()
+        .unwrap_or(1);
+    let table = points
+        .iter()
+        .map(|p| format!("{} × {:.0}", p.members, p.examples_per_s))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let how = if fresh {
+        "calibrated now"
+    } else {
+        "calibrated (cached)"
+    };
+    if chosen <= 1 || best < MIN_GAIN * solo {
+        return Ok((
+            Fuse::Off,
+            format!("{how} at B = {b} on {threads} thread(s): trials × ex/s {table}; fusing gains < 5 %"),
+        ));
+    }
+    Ok((
+        Fuse::Members(chosen),
+        format!("{how} at B = {b} on {threads} thread(s): trials × ex/s {table}"),
+    ))
 }
 
 /// A bound on a sweep's wall time.
@@ -579,6 +761,7 @@ mod tests {
             concurrency: if many > one * MIN_GAIN { 2 } else { 1 },
             measured: String::new(),
             n_val: 0,
+            fused: Vec::new(),
         }
     }
 

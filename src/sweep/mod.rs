@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use crate::core::record::Header;
 use crate::core::trial::{DeviceSpec, TrialSpec};
-use crate::workload::spec::{Precision, Preset};
+use crate::workload::spec::{Fuse, Precision, Preset};
 
 pub use runners::runner_for;
 pub use scheduler::{start_sweep, SweepControl, SweepHandle, SweepResult};
@@ -52,6 +52,9 @@ pub struct SweepConfig {
     /// group of trials there in the range moved half a width past that edge; at most N moves each
     /// way (0 = off). See `crate::core::widen`.
     pub widen: usize,
+    /// Fused trial groups: the trials of one batch size trained as one program, at most K at a
+    /// time (`Fuse::Auto`: the calibration chooses when the sweep starts; the header records K).
+    pub fuse: Fuse,
 }
 
 impl SweepConfig {
@@ -74,6 +77,7 @@ impl SweepConfig {
             until: None,
             max_trials: None,
             widen: 0,
+            fuse: d.fuse,
         }
     }
 
@@ -93,6 +97,7 @@ impl SweepConfig {
             until: header.adaptive.as_ref().and_then(|a| a.until),
             max_trials: header.adaptive.as_ref().and_then(|a| a.max_trials),
             widen: header.adaptive.as_ref().and_then(|a| a.widen).unwrap_or(0),
+            fuse: Fuse::of_members(header.fuse),
         }
     }
 
@@ -141,6 +146,13 @@ impl SweepConfig {
             "trials per batch size must be at least 1"
         );
         anyhow::ensure!(self.concurrency > 0, "concurrency must be at least 1");
+        if let Some(k) = self.fuse.members() {
+            anyhow::ensure!(
+                k <= crate::train::runner::MAX_GROUP,
+                "fuse = {k}: at most {} trials in one group",
+                crate::train::runner::MAX_GROUP
+            );
+        }
         anyhow::ensure!(self.repeats >= 1, "--repeats must be at least 1");
         anyhow::ensure!(
             self.repeats <= 1000,

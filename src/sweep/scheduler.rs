@@ -184,6 +184,11 @@ pub fn start_sweep_with(
         cfg.concurrency = l.concurrency;
         cfg.preset.sweep.auto_concurrency = false;
     }
+    // Fused groups: the calibration's choice when automatic (the header records it; a resumed
+    // sweep keeps the header's).
+    if resume_from.is_none() && cfg.fuse.is_auto() {
+        cfg.fuse = super::layout::resolve_fuse(&cfg, runner.as_ref())?.0;
+    }
     let plan = plan(&cfg);
     let (writer, previous, header) = match &resume_from {
         Some(path) => super::resume::open_resumed(&cfg, &plan, path)?,
@@ -230,6 +235,7 @@ pub fn make_header(cfg: &SweepConfig, backend: &str) -> Header {
         source: "scaling-lab".into(),
         import: None,
         adaptive: cfg.adaptive(),
+        fuse: cfg.fuse.members().unwrap_or(1),
     }
 }
 
@@ -331,12 +337,8 @@ impl Coordinator {
             .collect();
         self.announce(&header, &queue, done.len());
         let (res_tx, res_rx) = mpsc::channel::<(TrialSpec, TrialResult, f64)>();
-        let mut running: HashMap<u64, JoinHandle<()>> = HashMap::new();
-        // Specs of the running trials (what `next_extra` must not duplicate).
-        let mut running_specs: HashMap<u64, TrialSpec> = HashMap::new();
+        let mut run = Running::default();
         let mut paused_seen = false;
-        let mut trials_run = 0;
-        let mut trial_errors = 0;
         let mut fatal: Option<anyhow::Error> = None;
         loop {
             let cancelled = self.control.is_cancelled() || fatal.is_some();
@@ -346,54 +348,19 @@ impl Coordinator {
                     paused_seen = paused;
                     self.emit(SweepEvent::Paused { paused });
                 }
-                // Trials beyond the plan (--until, --widen, --repeats) are placed from the
-                // finished ones: in waves that start when nothing runs, so what is placed does not
-                // depend on which trial finished first (one at a time: one trial a wave).
-                let wave = running.is_empty();
-                while !paused && running.len() < self.slots.capacity() {
-                    if queue.is_empty() {
-                        if !wave {
-                            break;
-                        }
-                        match self.next_extra(&running_specs) {
-                            Some(spec) => queue.push_back(spec),
-                            None => break,
-                        }
-                    }
-                    let Some(spec) = self.next_startable(&mut queue, &running_specs) else {
-                        // every queued trial waits for a trial at its B (early stopping)
-                        break;
-                    };
-                    if self.control.is_user_cancelled(spec.trial_id) {
-                        // Skipped before it started: recorded as cancelled at step 0.
-                        let outcome = empty_outcome(Outcome::Cancelled { step: 0 });
-                        if let Err(e) = self.save(spec, outcome) {
-                            fatal = Some(e);
-                            break;
-                        }
-                        continue;
-                    }
-                    let id = spec.trial_id;
-                    let kept = spec.clone();
-                    match self.spawn_trial(spec, res_tx.clone()) {
-                        Ok(h) => {
-                            running.insert(id, h);
-                            running_specs.insert(id, kept);
-                        }
-                        Err(e) => {
-                            trial_errors += 1;
-                            self.trial_error(id, format!("{e:#}"));
-                        }
+                if !paused {
+                    if let Err(e) = self.start_groups(&mut queue, &mut run, &res_tx) {
+                        fatal = Some(e);
                     }
                 }
             }
-            if !cancelled && running.is_empty() && queue.is_empty() && self.control.is_paused() {
+            if !cancelled && run.groups.is_empty() && queue.is_empty() && self.control.is_paused() {
                 // Paused at the end of the plan: keep the --until/--repeats trials for later.
-                if let Some(spec) = self.next_extra(&running_specs) {
+                if let Some(spec) = self.next_extra(&run.specs) {
                     queue.push_back(spec);
                 }
             }
-            if running.is_empty() && (queue.is_empty() || cancelled) {
+            if run.groups.is_empty() && (queue.is_empty() || cancelled) {
                 break;
             }
             let msg = match res_rx.recv_timeout(Duration::from_millis(50)) {
@@ -401,53 +368,155 @@ impl Coordinator {
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => break,
             };
-            let (spec, result, wall_s) = msg;
-            let id = spec.trial_id;
-            if let Some(h) = running.remove(&id) {
-                let _ = h.join();
+            self.trial_done(msg, &mut run, &mut fatal);
+        }
+        self.finish(header, t0, queue, fatal, run.trials_run, run.trial_errors)
+    }
+
+    /// Starts groups from the queue while slots are free. Trials beyond the plan (--until,
+    /// --widen, --repeats) are placed from the finished ones: in waves that start when nothing
+    /// runs, so what is placed does not depend on which trial finished first (one at a time: one
+    /// trial a wave). A wave places what its free slots' groups hold. An error is fatal (a record
+    /// that could not be written).
+    fn start_groups(
+        &mut self,
+        queue: &mut VecDeque<TrialSpec>,
+        run: &mut Running,
+        res_tx: &mpsc::Sender<(TrialSpec, TrialResult, f64)>,
+    ) -> anyhow::Result<()> {
+        let fuse = self.fuse();
+        let wave = run.groups.is_empty();
+        while run.groups.len() < self.slots.capacity() {
+            if queue.is_empty() {
+                if !wave {
+                    break;
+                }
+                let room = (self.slots.capacity() - run.groups.len()) * fuse;
+                let mut placed = run.specs.clone();
+                for _ in 0..room {
+                    match self.next_extra(&placed) {
+                        Some(spec) => {
+                            placed.insert(spec.trial_id, spec.clone());
+                            queue.push_back(spec);
+                        }
+                        None => break,
+                    }
+                }
+                if queue.is_empty() {
+                    break;
+                }
             }
-            running_specs.remove(&id);
-            self.slots.release(id);
-            lock(&self.control.running).remove(&id);
-            trials_run += 1;
-            match result {
-                Ok(Ok(mut outcome)) => {
-                    if outcome.wall_s <= 0.0 {
-                        outcome.wall_s = wall_s;
-                    }
-                    let interrupted = matches!(outcome.outcome, Outcome::Cancelled { .. })
-                        && !self.control.is_user_cancelled(id);
-                    if interrupted {
-                        // Stopped by a sweep-level cancel: not a result; resume runs it again.
-                        trials_run -= 1;
-                        continue;
-                    }
-                    if let Err(e) = self.save(spec, outcome) {
-                        self.control.cancel();
-                        fatal = Some(e);
+            let Some(spec) = self.next_startable(queue, &run.specs) else {
+                // every queued trial waits for a trial at its B (early stopping)
+                break;
+            };
+            if self.control.is_user_cancelled(spec.trial_id) {
+                // Skipped before it started: recorded as cancelled at step 0.
+                self.save(spec, empty_outcome(Outcome::Cancelled { step: 0 }))?;
+                continue;
+            }
+            // the queued trials that train with it: same B, same early-stopping cap
+            let mut members = vec![spec];
+            let cap = self.cap_of(&members[0]);
+            while members.len() < fuse {
+                let at = queue.iter().position(|t| {
+                    t.batch_size == members[0].batch_size
+                        && t.repeat_of.is_some() == members[0].repeat_of.is_some()
+                        && self.cap_of(t) == cap
+                        && !self.control.is_user_cancelled(t.trial_id)
+                });
+                match at.and_then(|i| queue.remove(i)) {
+                    Some(t) => members.push(t),
+                    None => break,
+                }
+            }
+            let ids: Vec<u64> = members.iter().map(|m| m.trial_id).collect();
+            let kept = members.clone();
+            match self.spawn_group(members, cap, res_tx.clone()) {
+                Ok(h) => {
+                    let gid = ids[0];
+                    run.groups.insert(
+                        gid,
+                        RunningGroup {
+                            handle: h,
+                            left: ids.len(),
+                        },
+                    );
+                    for s in kept {
+                        run.group_of.insert(s.trial_id, gid);
+                        run.specs.insert(s.trial_id, s);
                     }
                 }
-                // A runner that reports a device out-of-memory as an error or a panic (model
-                // build, a backend's own unwraps): recorded as the `oom` outcome at this B.
-                Ok(Err(e)) if crate::train::oom::failed_out_of_memory(&format!("{e:#}")) => {
-                    self.save_oom(spec, wall_s, &mut fatal);
-                }
-                Ok(Err(e)) => {
-                    trial_errors += 1;
-                    self.trial_error(id, format!("{e:#}"));
-                }
-                Err(panic) => {
-                    let what = crate::core::panic_message(&panic);
-                    if crate::train::oom::failed_out_of_memory(&what) {
-                        self.save_oom(spec, wall_s, &mut fatal);
-                        continue;
+                Err(e) => {
+                    for id in ids {
+                        run.trial_errors += 1;
+                        self.trial_error(id, format!("{e:#}"));
                     }
-                    trial_errors += 1;
-                    self.trial_error(id, format!("the trial panicked: {what}"));
                 }
             }
         }
-        self.finish(header, t0, queue, fatal, trials_run, trial_errors)
+        Ok(())
+    }
+
+    /// A trial's result came back: its group's bookkeeping, then the record (or the error).
+    fn trial_done(
+        &mut self,
+        (spec, result, wall_s): (TrialSpec, TrialResult, f64),
+        run: &mut Running,
+        fatal: &mut Option<anyhow::Error>,
+    ) {
+        let id = spec.trial_id;
+        run.specs.remove(&id);
+        lock(&self.control.running).remove(&id);
+        if let Some(gid) = run.group_of.remove(&id) {
+            let last = run.groups.get_mut(&gid).is_some_and(|g| {
+                g.left -= 1;
+                g.left == 0
+            });
+            if last {
+                if let Some(g) = run.groups.remove(&gid) {
+                    let _ = g.handle.join();
+                }
+                self.slots.release(gid);
+            }
+        }
+        run.trials_run += 1;
+        match result {
+            Ok(Ok(mut outcome)) => {
+                if outcome.wall_s <= 0.0 {
+                    outcome.wall_s = wall_s;
+                }
+                let interrupted = matches!(outcome.outcome, Outcome::Cancelled { .. })
+                    && !self.control.is_user_cancelled(id);
+                if interrupted {
+                    // Stopped by a sweep-level cancel: not a result; resume runs it again.
+                    run.trials_run -= 1;
+                    return;
+                }
+                if let Err(e) = self.save(spec, outcome) {
+                    self.control.cancel();
+                    *fatal = Some(e);
+                }
+            }
+            // A runner that reports a device out-of-memory as an error or a panic (model
+            // build, a backend's own unwraps): recorded as the `oom` outcome at this B.
+            Ok(Err(e)) if crate::train::oom::failed_out_of_memory(&format!("{e:#}")) => {
+                self.save_oom(spec, wall_s, fatal);
+            }
+            Ok(Err(e)) => {
+                run.trial_errors += 1;
+                self.trial_error(id, format!("{e:#}"));
+            }
+            Err(panic) => {
+                let what = crate::core::panic_message(&panic);
+                if crate::train::oom::failed_out_of_memory(&what) {
+                    self.save_oom(spec, wall_s, fatal);
+                    return;
+                }
+                run.trial_errors += 1;
+                self.trial_error(id, format!("the trial panicked: {what}"));
+            }
+        }
     }
 
     /// Tells the views the plan (with the log's header) and every queued trial.
@@ -577,31 +646,23 @@ impl Coordinator {
         Ok(())
     }
 
-    fn spawn_trial(
-        &mut self,
-        mut spec: TrialSpec,
-        res_tx: mpsc::Sender<(TrialSpec, TrialResult, f64)>,
-    ) -> anyhow::Result<JoinHandle<()>> {
-        // Its devices: a free slot (one device each with `trials_per_device`, else as planned).
-        let slot = self
-            .slots
-            .acquire(spec.trial_id)
-            .context("no free device slot (scheduler bug)")?;
-        if self.cfg.preset.sweep.trials_per_device >= 1 {
-            spec.devices = slot;
-        }
-        let token = CancelToken::new();
-        lock(&self.control.running).insert(spec.trial_id, token.clone());
-        if self.control.is_cancelled() || self.control.is_user_cancelled(spec.trial_id) {
-            token.cancel();
-        }
-        let runner = self.runner.clone();
-        let mut workload = self.cfg.preset.workload.clone();
-        // Early stopping: past the best steps-to-target already measured at this B, the trial can
-        // no longer be the best one, so S(B) is unchanged by stopping it there.
-        let full_budget = workload.budget_for(spec.batch_size);
-        let cap = self
-            .cfg
+    /// The most trials a group holds in this sweep: the configuration's fuse setting (resolved
+    /// when the sweep started) within what the runner can fuse.
+    fn fuse(&self) -> usize {
+        let k = self.cfg.fuse.members().unwrap_or(1).max(1);
+        k.min(
+            self.runner
+                .max_group(&self.cfg.preset.workload, &self.cfg.devices)
+                .max(1),
+        )
+    }
+
+    /// The step budget early stopping gives a trial starting now (None: its full budget).
+    /// Past the best steps-to-target already measured at its B a trial can no longer be the best
+    /// one, so S(B) is unchanged by stopping it there.
+    fn cap_of(&self, spec: &TrialSpec) -> Option<u64> {
+        let full_budget = self.cfg.preset.workload.budget_for(spec.batch_size);
+        self.cfg
             .preset
             .sweep
             .early_stopping
@@ -623,30 +684,68 @@ impl Coordinator {
                     best
                 }
             })
-            .filter(|&cap| cap < full_budget);
+            .filter(|&cap| cap < full_budget)
+    }
+
+    /// Starts `specs` (one B, one cap) as one fused group on its own thread; each trial's result
+    /// comes back on `res_tx` as soon as it finished.
+    fn spawn_group(
+        &mut self,
+        mut specs: Vec<TrialSpec>,
+        cap: Option<u64>,
+        res_tx: mpsc::Sender<(TrialSpec, TrialResult, f64)>,
+    ) -> anyhow::Result<JoinHandle<()>> {
+        let gid = specs[0].trial_id;
+        // Its devices: a free slot (one device each with `trials_per_device`, else as planned).
+        let slot = self
+            .slots
+            .acquire(gid)
+            .context("no free device slot (scheduler bug)")?;
+        if self.cfg.preset.sweep.trials_per_device >= 1 {
+            for s in &mut specs {
+                s.devices = slot.clone();
+            }
+        }
+        let tokens: Vec<CancelToken> = specs
+            .iter()
+            .map(|s| {
+                let token = CancelToken::new();
+                lock(&self.control.running).insert(s.trial_id, token.clone());
+                if self.control.is_cancelled() || self.control.is_user_cancelled(s.trial_id) {
+                    token.cancel();
+                }
+                token
+            })
+            .collect();
+        let runner = self.runner.clone();
+        let mut workload = self.cfg.preset.workload.clone();
         if let Some(best) = cap {
             workload.step_budget = best.max(1);
             workload.max_examples = None;
         }
+        // search trials stop together at the first reach; repeats measure their own steps
+        let lockstep_cut = self.cfg.preset.sweep.early_stopping && specs[0].repeat_of.is_none();
         let tx = self.tx.clone();
-        let id = spec.trial_id;
-        // Several CPU trials at once: each computes in its own pool of cores/concurrency threads.
+        // Several CPU groups at once: each computes in its own pool of cores/concurrency threads.
         let threads = super::layout::threads_per_trial(
             &self.cfg.devices,
             self.cfg.concurrency,
             super::layout::cores(),
         );
+        let ids: Vec<u64> = specs.iter().map(|s| s.trial_id).collect();
         let body = move || {
             let t0 = Instant::now();
-            let finished = std::sync::atomic::AtomicBool::new(false);
-            let emit = |mut event: TrialEvent| {
+            let k = specs.len();
+            let finished: Vec<AtomicBool> = (0..k).map(|_| AtomicBool::new(false)).collect();
+            let reported: Vec<AtomicBool> = (0..k).map(|_| AtomicBool::new(false)).collect();
+            let emit = |i: usize, mut event: TrialEvent| {
                 let is_step = matches!(event, TrialEvent::Step(_));
                 if let TrialEvent::Finished { outcome } = &mut event {
                     mark_early_stop(&mut outcome.outcome, cap);
-                    finished.store(true, std::sync::atomic::Ordering::Relaxed);
+                    finished[i].store(true, Ordering::Relaxed);
                 }
                 let ev = SweepEvent::Trial {
-                    trial_id: id,
+                    trial_id: specs[i].trial_id,
                     event,
                 };
                 if is_step {
@@ -656,33 +755,74 @@ impl Coordinator {
                     let _ = tx.send(ev);
                 }
             };
-            let mut result: TrialResult = catch_unwind(AssertUnwindSafe(|| {
-                let mut e = |ev: TrialEvent| emit(ev);
+            let done = |i: usize, result: anyhow::Result<TrialOutcome>| {
+                let mut result = result;
+                if let Ok(o) = &mut result {
+                    mark_early_stop(&mut o.outcome, cap);
+                    if !finished[i].load(Ordering::Relaxed) {
+                        emit(
+                            i,
+                            TrialEvent::Finished {
+                                outcome: Box::new(o.clone()),
+                            },
+                        );
+                    }
+                }
+                reported[i].store(true, Ordering::Relaxed);
+                let _ = res_tx.send((specs[i].clone(), Ok(result), t0.elapsed().as_secs_f64()));
+            };
+            let ran = catch_unwind(AssertUnwindSafe(|| {
+                let group = crate::core::Group {
+                    specs: &specs,
+                    cancels: &tokens,
+                    lockstep_cut,
+                };
+                let mut e = |i: usize, ev: TrialEvent| emit(i, ev);
+                let mut d = |i: usize, r: anyhow::Result<TrialOutcome>| done(i, r);
                 crate::core::in_thread_budget(threads, || {
-                    runner.run(&workload, &spec, &mut e, &token)
+                    runner.run_group(&workload, &group, &mut e, &mut d)
                 })
             }));
-            if let Ok(Ok(o)) = &mut result {
-                mark_early_stop(&mut o.outcome, cap);
-            }
-            if let Ok(Ok(o)) = &result {
-                if !finished.load(std::sync::atomic::Ordering::Relaxed) {
-                    emit(TrialEvent::Finished {
-                        outcome: Box::new(o.clone()),
-                    });
+            if let Err(panic) = ran {
+                // every trial not reported fails with the panic
+                let what = crate::core::panic_message(&panic);
+                for (i, spec) in specs.iter().enumerate() {
+                    if !reported[i].load(Ordering::Relaxed) {
+                        let p: Box<dyn std::any::Any + Send> = Box::new(what.clone());
+                        let _ = res_tx.send((spec.clone(), Err(p), t0.elapsed().as_secs_f64()));
+                    }
                 }
             }
-            let _ = res_tx.send((spec, result, t0.elapsed().as_secs_f64()));
         };
         std::thread::Builder::new()
-            .name(format!("trial-{id}"))
+            .name(format!("trial-{gid}"))
             .spawn(body)
             .map_err(|e| {
-                self.slots.release(id);
-                lock(&self.control.running).remove(&id);
-                anyhow::anyhow!("cannot start a thread for trial {id}: {e}")
+                self.slots.release(gid);
+                for id in &ids {
+                    lock(&self.control.running).remove(id);
+                }
+                anyhow::anyhow!("cannot start a thread for trial {gid}: {e}")
             })
     }
+}
+
+/// What runs now: groups (one thread each, by the id of their first trial) and their trials.
+#[derive(Default)]
+struct Running {
+    groups: HashMap<u64, RunningGroup>,
+    group_of: HashMap<u64, u64>,
+    /// Specs of the running trials (what `next_extra` must not duplicate).
+    specs: HashMap<u64, TrialSpec>,
+    trials_run: usize,
+    trial_errors: usize,
+}
+
+/// A fused group running on its thread.
+struct RunningGroup {
+    handle: JoinHandle<()>,
+    /// Its trials whose result has not come back.
+    left: usize,
 }
 
 /// A trial that ran out of a budget cut by early stopping is recorded as such (the runner only

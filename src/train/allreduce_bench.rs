@@ -237,7 +237,7 @@ fn measure_world(
     sizes: &[usize],
     reps_small: usize,
 ) -> anyhow::Result<Vec<(usize, f64)>> {
-    let _guard = super::trainer::COLLECTIVE
+    let _guard = super::worker::COLLECTIVE
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     reset_collective::<Flex>();

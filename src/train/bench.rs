@@ -189,7 +189,7 @@ pub fn step_examples_per_s<B: AutodiffBackend>(
         epsilon: 1e-8,
         schedule: Schedule::default(),
     };
-    let mut opt = Opt::<Net<B>, B>::new(OptimizerKind::Momentum, &mp);
+    let mut opt = Opt::<B>::new(OptimizerKind::Momentum, &mp);
     let ctx = ctx_for(precision);
     let mut rng = StdRng::seed_from_u64(1);
     let batches: Vec<Batch<B>> = (0..8)

@@ -103,10 +103,31 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Put<'_, B::InnerBackend> {
     }
 }
 
-fn sq_sum<IB: Backend>(buckets: &[Tensor<IB, 1>]) -> Option<Tensor<IB, 1>> {
+/// Each member's Σ of squares over the flat buffers: every parameter's slot holds its [K, …]
+/// gradient (member-major), so member k's part of a slot is the k-th of K equal runs.
+fn member_sq_sum<IB: Backend>(
+    buckets: &[Tensor<IB, 1>],
+    slots: &[Slot],
+    members: usize,
+) -> Option<Tensor<IB, 1>> {
     let mut acc: Option<Tensor<IB, 1>> = None;
-    for b in buckets {
-        let s = b.clone().powi_scalar(2).sum();
+    if members == 1 {
+        // one member: one reduction per bucket
+        for b in buckets {
+            let s = b.clone().powi_scalar(2).sum();
+            acc = Some(match acc {
+                Some(a) => a + s,
+                None => s,
+            });
+        }
+        return acc;
+    }
+    for slot in slots {
+        let part = buckets[slot.bucket]
+            .clone()
+            .narrow(0, slot.offset, slot.len)
+            .reshape([members, slot.len / members]);
+        let s = grads::member_sq(part);
         acc = Some(match acc {
             Some(a) => a + s,
             None => s,
@@ -115,22 +136,24 @@ fn sq_sum<IB: Backend>(buckets: &[Tensor<IB, 1>]) -> Option<Tensor<IB, 1>> {
     acc
 }
 
-/// All-reduces (mean over the `world` replicas) this replica's gradients. `local_norm`: also
-/// measure |g_replica|² (for the noise scale). `bucket_bytes = 0`: per-tensor reference path.
+/// All-reduces (mean over the `world` replicas) this replica's gradients of a model with
+/// `members` members (one exchange carries every member's gradients). `local_norm`: also measure
+/// each member's |g_replica|² (for the noise scale). `bucket_bytes = 0`: per-tensor reference path.
 pub fn all_reduce_mean<B: AutodiffBackend, M: AutodiffModule<B>>(
     model: &M,
     mut g: GradientsParams,
     rank: usize,
     bucket_bytes: usize,
     local_norm: bool,
+    members: usize,
 ) -> anyhow::Result<Reduced<B>> {
     let peer = PeerId::from(rank);
     if bucket_bytes == 0 {
-        let local_sq = local_norm.then(|| grads::sq_norm(model, &g));
+        let local_sq = local_norm.then(|| grads::sq_norm(model, &g, members));
         let g = g
             .all_reduce::<B::InnerBackend>(peer, ReduceOperation::Mean)
             .map_err(|e| anyhow!("all-reduce failed on worker {rank}: {e:?}"))?;
-        let global_sq = grads::sq_norm(model, &g);
+        let global_sq = grads::sq_norm(model, &g, members);
         return Ok(Reduced {
             grads: g,
             local_sq,
@@ -176,7 +199,11 @@ pub fn all_reduce_mean<B: AutodiffBackend, M: AutodiffModule<B>>(
             }
         })
         .collect();
-    let local_sq = if local_norm { sq_sum(&buckets) } else { None };
+    let local_sq = if local_norm {
+        member_sq_sum(&buckets, &slots, members)
+    } else {
+        None
+    };
     let mut reduced = Vec::with_capacity(buckets.len());
     for b in buckets {
         let p =
@@ -186,7 +213,8 @@ pub fn all_reduce_mean<B: AutodiffBackend, M: AutodiffModule<B>>(
             TensorPrimitive::Float(p),
         ));
     }
-    let global_sq = sq_sum(&reduced).unwrap_or_else(|| grads::sq_norm(model, &g));
+    let global_sq = member_sq_sum(&reduced, &slots, members)
+        .unwrap_or_else(|| grads::sq_norm(model, &g, members));
     Ok(Reduced {
         grads: g,
         local_sq,
@@ -201,12 +229,12 @@ pub fn all_reduce_mean<B: AutodiffBackend, M: AutodiffModule<B>>(
 /// The reduced gradients of one step and the squared norms measured on the way.
 pub struct Reduced<B: AutodiffBackend> {
     grads: GradientsParams,
-    /// |g_replica|² of this replica's shard gradient before the reduce (scaled by the loss
-    /// scale²; None when not asked for), on the device.
+    /// Each member's |g_replica|² of this replica's shard gradient before the reduce (scaled by
+    /// the loss scale²; None when not asked for), on the device: [K].
     pub local_sq: Option<Tensor<B::InnerBackend, 1>>,
-    /// |mean g|² after the reduce (scaled), on the device.
+    /// Each member's |mean g|² after the reduce (scaled), on the device: [K].
     pub global_sq: Tensor<B::InnerBackend, 1>,
-    /// The flat reduced buffers (bucketed path), scaled in one op per bucket before unflattening.
+    /// The flat reduced buffers (bucketed path).
     flat: Option<FlatOf<B::InnerBackend>>,
 }
 
@@ -216,9 +244,9 @@ struct FlatOf<IB: Backend> {
 }
 
 impl<B: AutodiffBackend> Reduced<B> {
-    /// One replica: nothing to exchange; the norm is taken per parameter.
-    pub fn single<M: AutodiffModule<B>>(model: &M, g: GradientsParams) -> Self {
-        let global_sq = grads::sq_norm(model, &g);
+    /// One replica: nothing to exchange; the norms are taken per parameter.
+    pub fn single<M: AutodiffModule<B>>(model: &M, g: GradientsParams, members: usize) -> Self {
+        let global_sq = grads::sq_norm(model, &g, members);
         Reduced {
             grads: g,
             local_sq: None,
@@ -227,28 +255,17 @@ impl<B: AutodiffBackend> Reduced<B> {
         }
     }
 
-    /// The reduced gradients multiplied by `factor` (unscale × clip), per parameter.
-    pub fn into_grads<M: AutodiffModule<B>>(self, model: &M, factor: f64) -> GradientsParams {
+    /// The reduced gradients per parameter (still scaled: the optimizer applies each member's
+    /// 1/loss scale × clipping factor in its update).
+    pub fn into_grads<M: AutodiffModule<B>>(self, model: &M) -> GradientsParams {
         match self.flat {
-            None => {
-                let mut g = self.grads;
-                grads::scale(model, &mut g, factor);
-                g
-            }
+            None => self.grads,
             Some(flat) => {
-                let buckets: Vec<Tensor<B::InnerBackend, 1>> = if factor != 1.0 {
-                    flat.buckets
-                        .into_iter()
-                        .map(|b| b.mul_scalar(factor))
-                        .collect()
-                } else {
-                    flat.buckets
-                };
                 let mut g = self.grads;
                 model.visit(&mut Put::<B::InnerBackend> {
                     grads: &mut g,
                     slots: flat.slots.iter(),
-                    buckets: &buckets,
+                    buckets: &flat.buckets,
                 });
                 g
             }

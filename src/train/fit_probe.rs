@@ -47,6 +47,13 @@ pub struct ProbeRequest {
     pub spec: TrialSpec,
     pub noise_scale: bool,
     pub eval_batch: usize,
+    /// Trials in the fused group the spec trains in (memory grows with them).
+    #[serde(default = "one")]
+    pub members: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// The child's verdict.
@@ -80,6 +87,7 @@ fn cache_key(r: &ProbeRequest) -> String {
         r.spec.precision,
         r.noise_scale,
         r.eval_batch,
+        r.members,
     ))
     .unwrap_or_default()
 }
@@ -209,8 +217,43 @@ pub fn child_main() -> i32 {
         ..Default::default()
     });
     let spec = req.spec;
+    let members = req.members.max(1);
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        crate::core::TrialRunner::run(&runner, &w, &spec, &mut |_| {}, &CancelToken::new())
+        if members == 1 {
+            return crate::core::TrialRunner::run(
+                &runner,
+                &w,
+                &spec,
+                &mut |_| {},
+                &CancelToken::new(),
+            );
+        }
+        // a group of `members` trials (seeds differ; memory is what the probe asks about)
+        let specs: Vec<TrialSpec> = (0..members as u64)
+            .map(|i| TrialSpec {
+                trial_id: i,
+                seed: spec.seed + i,
+                ..spec.clone()
+            })
+            .collect();
+        let cancels = vec![CancelToken::new(); members];
+        let group = crate::core::Group {
+            specs: &specs,
+            cancels: &cancels,
+            lockstep_cut: false,
+        };
+        let mut first: Option<anyhow::Result<crate::core::TrialOutcome>> = None;
+        crate::core::TrialRunner::run_group(
+            &runner,
+            &w,
+            &group,
+            &mut |_, _| {},
+            &mut |_, r| match (&first, &r) {
+                (None, _) | (Some(Ok(_)), Err(_)) => first = Some(r),
+                _ => {}
+            },
+        );
+        first.unwrap_or_else(|| Err(anyhow::anyhow!("the group reported no trial")))
     }));
     match ran {
         Ok(Ok(o)) if matches!(o.outcome, crate::core::trial::Outcome::Oom { .. }) => EXIT_OOM,
@@ -252,6 +295,7 @@ mod tests {
             spec,
             noise_scale: true,
             eval_batch: 1000,
+            members: 1,
         }
     }
 

@@ -1,11 +1,26 @@
-//! Whole-model operations on gradients: squared global norm, squared distance of two sets, scaling.
-//! The norms stay on the device (a `[1]` tensor): the trainer reads each step's scalars back in one
-//! transfer.
+//! Whole-model operations on gradients, per member of a fused group (every parameter is [K, …]):
+//! squared norms and squared distances of two gradient sets, as a `[K]` tensor on the device (the
+//! trainer reads each step's scalars back in one transfer).
 
 use burn::module::{AutodiffModule, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
-use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::Tensor;
+
+/// Σ over the non-member dimensions of x²: [K, …] → [K].
+pub fn member_sq<IB: Backend, const D: usize>(t: Tensor<IB, D>) -> Tensor<IB, 1> {
+    let dims = t.dims();
+    let k = dims[0];
+    let rest: usize = dims[1..].iter().product();
+    t.reshape([k, rest]).powi_scalar(2).sum_dim(1).reshape([k])
+}
+
+fn add<IB: Backend>(acc: &mut Option<Tensor<IB, 1>>, s: Tensor<IB, 1>) {
+    *acc = Some(match acc.take() {
+        Some(a) => a + s,
+        None => s,
+    });
+}
 
 struct SqNorm<'a, B: AutodiffBackend> {
     grads: &'a GradientsParams,
@@ -15,28 +30,29 @@ struct SqNorm<'a, B: AutodiffBackend> {
 impl<B: AutodiffBackend> ModuleVisitor<B> for SqNorm<'_, B> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
         if let Some(g) = self.grads.get::<B::InnerBackend, D>(param.id) {
-            let s = g.powi_scalar(2).sum();
-            self.acc = Some(match self.acc.take() {
-                Some(a) => a + s,
-                None => s,
-            });
+            add(&mut self.acc, member_sq(g));
         }
     }
 }
 
-/// Σ over parameters of |g|², on the device (NaN/inf propagate; 0 without gradients).
+/// Each member's Σ over parameters of |g|², on the device: [K] (NaN/inf propagate within a member;
+/// 0 without gradients).
 pub fn sq_norm<B: AutodiffBackend, M: AutodiffModule<B>>(
     model: &M,
     grads: &GradientsParams,
+    members: usize,
 ) -> Tensor<B::InnerBackend, 1> {
     let mut v = SqNorm::<B> { grads, acc: None };
     model.visit(&mut v);
-    v.acc.unwrap_or_else(|| zero::<B>(model))
+    v.acc.unwrap_or_else(|| zeros::<B>(model, members))
 }
 
-fn zero<B: AutodiffBackend>(model: &impl AutodiffModule<B>) -> Tensor<B::InnerBackend, 1> {
+fn zeros<B: AutodiffBackend>(
+    model: &impl AutodiffModule<B>,
+    members: usize,
+) -> Tensor<B::InnerBackend, 1> {
     let device = model.devices().into_iter().next().unwrap_or_default();
-    Tensor::zeros([1], &device)
+    Tensor::zeros([members], &device)
 }
 
 struct SqDist<'a, B: AutodiffBackend> {
@@ -55,45 +71,18 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for SqDist<'_, B> {
             (Some(x), None) | (None, Some(x)) => x,
             (None, None) => return,
         };
-        let s = d.powi_scalar(2).sum();
-        self.acc = Some(match self.acc.take() {
-            Some(a) => a + s,
-            None => s,
-        });
+        add(&mut self.acc, member_sq(d));
     }
 }
 
-/// Σ over parameters of |a − b|², on the device.
+/// Each member's Σ over parameters of |a − b|², on the device: [K].
 pub fn sq_dist<B: AutodiffBackend, M: AutodiffModule<B>>(
     model: &M,
     a: &GradientsParams,
     b: &GradientsParams,
+    members: usize,
 ) -> Tensor<B::InnerBackend, 1> {
     let mut v = SqDist::<B> { a, b, acc: None };
     model.visit(&mut v);
-    v.acc.unwrap_or_else(|| zero::<B>(model))
-}
-
-struct Scale<'a> {
-    grads: &'a mut GradientsParams,
-    factor: f64,
-}
-
-impl<B: AutodiffBackend> ModuleVisitor<B> for Scale<'_> {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        if let Some(g) = self.grads.remove::<B::InnerBackend, D>(param.id) {
-            self.grads.register(param.id, g.mul_scalar(self.factor));
-        }
-    }
-}
-
-/// g ← factor·g for every parameter.
-pub fn scale<B: AutodiffBackend, M: AutodiffModule<B>>(
-    model: &M,
-    grads: &mut GradientsParams,
-    factor: f64,
-) {
-    if factor != 1.0 {
-        model.visit(&mut Scale { grads, factor });
-    }
+    v.acc.unwrap_or_else(|| zeros::<B>(model, members))
 }

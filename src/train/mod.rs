@@ -26,6 +26,7 @@ pub mod scaler;
 mod stages;
 pub mod trainer;
 pub mod wgpu;
+mod worker;
 
 pub use runner::BurnRunner;
 pub use trainer::{run_trial, TrainOptions};

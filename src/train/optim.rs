@@ -1,28 +1,27 @@
-//! Optimizers with PyTorch semantics:
-//! SGD, heavy-ball momentum and Nesterov with dampening 0 (`FusedSgd`, ours: one pass per parameter
-//! on the CPU) and Adam with the preset's ε (Burn's; its default ε is 1e-5, PyTorch's 1e-8). Burn's
-//! Adam update m̂/(√v̂+ε) is algebraically PyTorch's (checked in tests against hand-computed updates).
+//! Optimizers with PyTorch semantics, per member of a fused group of trials:
+//! SGD, heavy-ball momentum and Nesterov with dampening 0, and Adam with the preset's ε (Burn's Adam
+//! arithmetic: its update m̂/(√v̂+ε) is algebraically PyTorch's; checked in tests against Burn's
+//! `Adam` and against hand-computed updates).
+//!
+//! Every parameter has the member axis ([K, …], `model::layers`); member k has its own learning
+//! rate, momentum γ (β1), β2, ε, gradient factor (1/loss scale × clipping) and step count, and a
+//! member whose step is skipped (a non-finite gradient under loss scaling) keeps its weights and
+//! state while the others update. On the CPU (Flex, f32) a parameter's update is one pass per member
+//! over its slices of weights, state and gradient, in place; elsewhere the same formulas as tensor
+//! ops with the per-member values broadcast along the member axis.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 
 use burn::module::{AutodiffModule, ModuleMapper, Param, ParamId};
-use burn::optim::adaptor::OptimizerAdaptor;
-use burn::optim::{Adam, AdamConfig, GradientsParams, Optimizer};
+use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::{Tensor, TensorPrimitive};
+use burn::tensor::{Bool, Tensor, TensorData, TensorPrimitive};
 use burn_flex::{Flex, FlexTensor};
 
 use crate::workload::spec::{Metaparams, OptimizerKind};
 
-pub enum Opt<M: AutodiffModule<B>, B: AutodiffBackend> {
-    Sgd(FusedSgd<B>),
-    /// Burn's Adam and the configuration it was built from (its fields are private; the
-    /// configuration serialises them: `applied`).
-    Adam(OptimizerAdaptor<Adam, M, B>, AdamConfig),
-}
-
-/// The hyperparameters an optimizer object applies, read back from it (what a trial's record
+/// The hyperparameters an optimizer applies to a member, read back from it (what a trial's record
 /// must state: `workload::applied`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Applied {
@@ -34,99 +33,164 @@ pub struct Applied {
     pub epsilon: Option<f64>,
 }
 
-impl<M: AutodiffModule<B>, B: AutodiffBackend> Opt<M, B> {
+/// One member's hyperparameters as the update uses them (f32, as Burn's optimizers store them).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Hyper {
+    /// γ (SGD with momentum) or β1 (Adam), as given (f64) and as applied (f32).
+    momentum: f64,
+    beta1: f32,
+    beta2: f32,
+    epsilon: f32,
+}
+
+impl Hyper {
+    fn of(mp: &Metaparams) -> Self {
+        Hyper {
+            momentum: mp.momentum,
+            beta1: mp.momentum as f32,
+            beta2: mp.beta2 as f32,
+            epsilon: mp.epsilon as f32,
+        }
+    }
+}
+
+/// What a member's step does: the learning rate, the factor its gradient is multiplied by
+/// (1/loss scale × the clipping factor) and whether it applies at all (a skipped step keeps the
+/// member's weights and state).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MemberStep {
+    pub lr: f64,
+    pub factor: f64,
+    pub apply: bool,
+}
+
+impl MemberStep {
+    pub fn plain(lr: f64) -> Self {
+        MemberStep {
+            lr,
+            factor: 1.0,
+            apply: true,
+        }
+    }
+}
+
+/// The optimizer of a group of K members (K = 1: a lone trial).
+pub struct Opt<B: AutodiffBackend> {
+    kind: OptimizerKind,
+    hyper: Vec<Hyper>,
+    /// Applied steps per member (Adam's bias correction; the first step of a velocity).
+    steps: Vec<u32>,
+    /// Velocity (momentum) or first moment (Adam) per parameter, [K, …].
+    first: HashMap<ParamId, Tensor<B::InnerBackend, 1>>,
+    /// Adam's second moment per parameter.
+    second: HashMap<ParamId, Tensor<B::InnerBackend, 1>>,
+}
+
+impl<B: AutodiffBackend> Opt<B> {
+    /// A lone trial's optimizer.
     pub fn new(kind: OptimizerKind, mp: &Metaparams) -> Self {
-        match kind {
-            OptimizerKind::Sgd => Opt::Sgd(FusedSgd::new(None)),
-            OptimizerKind::Momentum | OptimizerKind::Nesterov => Opt::Sgd(FusedSgd::new(Some((
-                mp.momentum,
-                kind == OptimizerKind::Nesterov,
-            )))),
-            OptimizerKind::Adam => {
-                let config = AdamConfig::new()
-                    .with_beta_1(mp.momentum as f32)
-                    .with_beta_2(mp.beta2 as f32)
-                    .with_epsilon(mp.epsilon as f32);
-                Opt::Adam(config.init(), config)
+        Self::group(kind, std::slice::from_ref(mp))
+    }
+
+    /// The optimizer of a group: member k with `mps[k]`.
+    pub fn group(kind: OptimizerKind, mps: &[Metaparams]) -> Self {
+        Opt {
+            kind,
+            hyper: mps.iter().map(Hyper::of).collect(),
+            steps: vec![0; mps.len()],
+            first: HashMap::new(),
+            second: HashMap::new(),
+        }
+    }
+
+    pub fn members(&self) -> usize {
+        self.hyper.len()
+    }
+
+    /// A lone trial's step at learning rate `lr` (the gradients already scaled).
+    pub fn step<M: AutodiffModule<B>>(&mut self, lr: f64, module: M, grads: GradientsParams) -> M {
+        self.step_members(module, grads, &[MemberStep::plain(lr)])
+    }
+
+    /// One step of every member (`steps[k]` for member k).
+    pub fn step_members<M: AutodiffModule<B>>(
+        &mut self,
+        module: M,
+        mut grads: GradientsParams,
+        steps: &[MemberStep],
+    ) -> M {
+        assert_eq!(steps.len(), self.members(), "one step per member");
+        let out = module.map(&mut Mapper::<B> {
+            opt: self,
+            grads: &mut grads,
+            steps,
+        });
+        for (n, s) in self.steps.iter_mut().zip(steps) {
+            if s.apply {
+                *n += 1;
             }
         }
+        out
     }
 
-    pub fn step(&mut self, lr: f64, module: M, grads: GradientsParams) -> M {
-        match self {
-            Opt::Sgd(o) => o.step(lr, module, grads),
-            Opt::Adam(o, _) => o.step(lr, module, grads),
+    /// Keeps the members `keep` (in that order): the state of a module narrowed by
+    /// `model::select_members` with the same list.
+    pub fn select(&mut self, keep: &[usize]) {
+        let k = self.members();
+        let narrow = |t: Tensor<B::InnerBackend, 1>| {
+            let len = t.dims()[0] / k;
+            crate::model::select_rows(t.reshape([k, len]), keep).reshape([keep.len() * len])
+        };
+        for map in [&mut self.first, &mut self.second] {
+            let ids: Vec<ParamId> = map.keys().copied().collect();
+            for id in ids {
+                let t = map.remove(&id).expect("listed");
+                map.insert(id, narrow(t));
+            }
         }
+        self.hyper = keep.iter().map(|&i| self.hyper[i]).collect();
+        self.steps = keep.iter().map(|&i| self.steps[i]).collect();
     }
 
-    /// The hyperparameters this optimizer applies (Adam's as f32, as Burn stores them).
-    pub fn applied(&self) -> Applied {
-        match self {
-            Opt::Sgd(o) => Applied {
-                momentum: o.momentum.map(|(m, _)| m),
-                nesterov: o.momentum.is_some_and(|(_, n)| n),
+    /// The hyperparameters this optimizer applies to member `k` (Adam's as f32, as Burn stores
+    /// them; γ as given).
+    pub fn applied_to(&self, k: usize) -> Applied {
+        let h = self.hyper[k];
+        match self.kind {
+            OptimizerKind::Sgd => Applied {
+                momentum: None,
+                nesterov: false,
                 beta2: None,
                 epsilon: None,
             },
-            Opt::Adam(_, c) => {
-                let v = serde_json::to_value(c).unwrap_or_default();
-                let f = |k: &str| v.get(k).and_then(|x| x.as_f64());
-                Applied {
-                    momentum: f("beta_1"),
-                    nesterov: false,
-                    beta2: f("beta_2"),
-                    epsilon: f("epsilon"),
-                }
-            }
-        }
-    }
-}
-
-/// SGD with optional heavy-ball or Nesterov momentum, dampening 0 (PyTorch's `torch.optim.SGD`):
-/// v ← γ·v + g (v ← g at the first step), d = v (Nesterov: d = g + γ·v), w ← w − η·d.
-///
-/// The same f32 operations in the same order as Burn's `Sgd` with `MomentumConfig { dampening: 0 }`
-/// (so trajectories are bitwise those of Burn's optimizer), but on the Flex CPU backend the update
-/// of a parameter is one pass over w, v and g in place, instead of four tensor ops with two fresh
-/// buffers. Other backends (CUDA) take the same formula as tensor ops.
-pub struct FusedSgd<B: AutodiffBackend> {
-    /// (γ, nesterov); None = plain SGD.
-    momentum: Option<(f64, bool)>,
-    /// Velocity per parameter, flattened.
-    velocity: HashMap<ParamId, Tensor<B::InnerBackend, 1>>,
-}
-
-impl<B: AutodiffBackend> FusedSgd<B> {
-    pub fn new(momentum: Option<(f64, bool)>) -> Self {
-        FusedSgd {
-            momentum,
-            velocity: HashMap::new(),
+            OptimizerKind::Momentum | OptimizerKind::Nesterov => Applied {
+                momentum: Some(h.momentum),
+                nesterov: self.kind == OptimizerKind::Nesterov,
+                beta2: None,
+                epsilon: None,
+            },
+            OptimizerKind::Adam => Applied {
+                momentum: Some(h.beta1 as f64),
+                nesterov: false,
+                beta2: Some(h.beta2 as f64),
+                epsilon: Some(h.epsilon as f64),
+            },
         }
     }
 
-    pub fn step<M: AutodiffModule<B>>(
-        &mut self,
-        lr: f64,
-        module: M,
-        mut grads: GradientsParams,
-    ) -> M {
-        module.map(&mut SgdMapper::<B> {
-            lr,
-            momentum: self.momentum,
-            velocity: &mut self.velocity,
-            grads: &mut grads,
-        })
+    /// A lone trial's hyperparameters ([`Self::applied_to`] member 0).
+    pub fn applied(&self) -> Applied {
+        self.applied_to(0)
     }
 }
 
-struct SgdMapper<'a, B: AutodiffBackend> {
-    lr: f64,
-    momentum: Option<(f64, bool)>,
-    velocity: &'a mut HashMap<ParamId, Tensor<B::InnerBackend, 1>>,
+struct Mapper<'a, B: AutodiffBackend> {
+    opt: &'a mut Opt<B>,
     grads: &'a mut GradientsParams,
+    steps: &'a [MemberStep],
 }
 
-impl<B: AutodiffBackend> ModuleMapper<B> for SgdMapper<'_, B> {
+impl<B: AutodiffBackend> ModuleMapper<B> for Mapper<'_, B> {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
         let (id, tensor, mapper) = param.consume();
         let Some(grad) = self.grads.remove::<B::InnerBackend, D>(id) else {
@@ -136,18 +200,26 @@ impl<B: AutodiffBackend> ModuleMapper<B> for SgdMapper<'_, B> {
         let w = tensor.inner();
         let dims = w.dims();
         let n: usize = dims.iter().product();
-        let v = self.velocity.remove(&id);
-        let (w, v) = sgd_update::<B::InnerBackend>(
-            w.reshape([n]),
-            grad.reshape([n]),
-            v,
-            self.lr,
-            self.momentum,
-        );
-        if let Some(v) = v {
-            self.velocity.insert(id, v);
+        let parts = Parts {
+            w: w.reshape([n]),
+            g: grad.reshape([n]),
+            first: self.opt.first.remove(&id),
+            second: self.opt.second.remove(&id),
+        };
+        let members = Members {
+            kind: self.opt.kind,
+            hyper: &self.opt.hyper,
+            steps: &self.opt.steps,
+            plan: self.steps,
+        };
+        let out = update::<B::InnerBackend>(parts, &members);
+        if let Some(v) = out.first {
+            self.opt.first.insert(id, v);
         }
-        let mut t = Tensor::<B, D>::from_inner(w.reshape(dims));
+        if let Some(v) = out.second {
+            self.opt.second.insert(id, v);
+        }
+        let mut t = Tensor::<B, D>::from_inner(out.w.reshape(dims));
         if require_grad {
             t = t.require_grad();
         }
@@ -155,55 +227,151 @@ impl<B: AutodiffBackend> ModuleMapper<B> for SgdMapper<'_, B> {
     }
 }
 
-/// One parameter's update (flat tensors): the new weights and, with momentum, the new velocity.
-/// On Flex one fused pass over the buffers (`fused_flex`); elsewhere, or where that declines,
-/// tensor ops (`sgd_ops`).
-pub fn sgd_update<IB: Backend>(
-    w: Tensor<IB, 1>,
-    g: Tensor<IB, 1>,
-    v: Option<Tensor<IB, 1>>,
-    lr: f64,
-    momentum: Option<(f64, bool)>,
-) -> Updated<IB> {
-    let parts = if TypeId::of::<IB>() == TypeId::of::<Flex>() {
-        match fused_flex::<IB>((w, g, v), lr, momentum) {
-            Ok(r) => return r,
-            Err(parts) => parts,
-        }
-    } else {
-        (w, g, v)
-    };
-    sgd_ops(parts, lr, momentum)
+/// One parameter's flat tensors: weights, gradient, and the state (None before the first step).
+pub struct Parts<IB: Backend> {
+    pub w: Tensor<IB, 1>,
+    pub g: Tensor<IB, 1>,
+    pub first: Option<Tensor<IB, 1>>,
+    pub second: Option<Tensor<IB, 1>>,
 }
 
-/// The update of (weights, gradient, velocity) as tensor ops, exactly Burn's `Sgd` + `Momentum`
-/// (dampening 0) operation order.
-fn sgd_ops<IB: Backend>(
-    (w, g, v): Parts<IB>,
-    lr: f64,
-    momentum: Option<(f64, bool)>,
-) -> Updated<IB> {
-    match momentum {
-        None => (w - g.mul_scalar(lr), None),
-        Some((m, nesterov)) => {
-            let m = m as f32;
-            let v = match v {
-                Some(v) => g.clone().mul_scalar(1.0f32).add(v.mul_scalar(m)),
-                None => g.clone(),
-            };
-            let d = if nesterov {
-                v.clone().mul_scalar(m).add(g)
-            } else {
-                v.clone()
-            };
-            (w - d.mul_scalar(lr), Some(v))
+/// One parameter's update for a group of members with metaparameters `mps` (flat tensors, member
+/// k's slice k of K equal ones), after `steps_before[k]` applied steps: the update the optimizer
+/// makes, on any backend (the CPU's one pass on Flex f32, tensor ops elsewhere). Public for tests
+/// that hold one backend against another.
+pub fn update_param<IB: Backend>(
+    parts: Parts<IB>,
+    kind: OptimizerKind,
+    mps: &[Metaparams],
+    steps_before: &[u32],
+    plan: &[MemberStep],
+) -> Parts<IB> {
+    let hyper: Vec<Hyper> = mps.iter().map(Hyper::of).collect();
+    update(
+        parts,
+        &Members {
+            kind,
+            hyper: &hyper,
+            steps: steps_before,
+            plan,
+        },
+    )
+}
+
+/// Everything per member a parameter's update needs.
+struct Members<'a> {
+    kind: OptimizerKind,
+    hyper: &'a [Hyper],
+    /// Steps applied before this one.
+    steps: &'a [u32],
+    plan: &'a [MemberStep],
+}
+
+/// The update of one parameter: on Flex f32 one pass per member (`fused_flex`); elsewhere, or
+/// where that declines, tensor ops (`update_ops`).
+fn update<IB: Backend>(p: Parts<IB>, m: &Members<'_>) -> Parts<IB> {
+    let p = if TypeId::of::<IB>() == TypeId::of::<Flex>() {
+        match fused_flex::<IB>(p, m) {
+            Ok(r) => return r,
+            Err(p) => p,
         }
+    } else {
+        p
+    };
+    update_ops(p, m)
+}
+
+/// The SGD-family update of one member's slice, in place (PyTorch's SGD, dampening 0):
+/// v ← γ·v + g (v ← g at the member's first step), d = v (Nesterov: d = g + γ·v), w ← w − η·d.
+/// The f32 operations in the order of Burn's `Sgd` + `Momentum` tensor ops.
+fn sgd_slice(w: &mut [f32], g: &[f32], v: Option<&mut [f32]>, s: SliceStep) {
+    let lr = s.lr;
+    let f = s.factor;
+    match (s.momentum, v) {
+        (None, _) => {
+            for (w, g) in w.iter_mut().zip(g) {
+                let g = *g * f;
+                *w -= g * lr;
+            }
+        }
+        (Some((m, nesterov)), Some(v)) => {
+            if s.first_step {
+                // v = g; d = v (Nesterov: g·γ + g)
+                for ((w, v), g) in w.iter_mut().zip(v.iter_mut()).zip(g) {
+                    let g = *g * f;
+                    *v = g;
+                    *w -= if nesterov { (g * m + g) * lr } else { g * lr };
+                }
+            } else if nesterov {
+                for ((w, v), g) in w.iter_mut().zip(v.iter_mut()).zip(g) {
+                    let g = *g * f;
+                    *v = g * 1.0 + *v * m;
+                    *w -= (*v * m + g) * lr;
+                }
+            } else {
+                for ((w, v), g) in w.iter_mut().zip(v.iter_mut()).zip(g) {
+                    let g = *g * f;
+                    *v = g * 1.0 + *v * m;
+                    *w -= *v * lr;
+                }
+            }
+        }
+        (Some(_), None) => unreachable!("a momentum optimizer has a velocity"),
     }
 }
 
-type Parts<IB> = (Tensor<IB, 1>, Tensor<IB, 1>, Option<Tensor<IB, 1>>);
-/// The updated weights and velocity.
-type Updated<IB> = (Tensor<IB, 1>, Option<Tensor<IB, 1>>);
+/// Burn's Adam on one member's slice, in place: m ← β1·m + (1−β1)·g, v ← β2·v + (1−β2)·g²
+/// (m = (1−β1)·g, v = (1−β2)·g² at the first step), then with t the member's step number
+/// w ← w − η · (m·c) / (√v + ε·√(1−β2^t)), c = √(1−β2^t)/(1−β1^t).
+fn adam_slice(w: &mut [f32], g: &[f32], m1: &mut [f32], m2: &mut [f32], s: SliceStep, h: Hyper) {
+    let (b1, b2) = (h.beta1, h.beta2);
+    let (f1, f2) = (1.0 - b1, 1.0 - b2);
+    let t = s.step as i32;
+    let bc2 = (1.0 - b2.powi(t)).sqrt();
+    let cf = bc2 / (1.0 - b1.powi(t));
+    let eps = h.epsilon * bc2;
+    let (lr, f) = (s.lr, s.factor);
+    for (((w, g), m), v) in w.iter_mut().zip(g).zip(m1.iter_mut()).zip(m2.iter_mut()) {
+        let g = *g * f;
+        if s.first_step {
+            *m = g * f1;
+            *v = (g * g) * f2;
+        } else {
+            *m = *m * b1 + g * f1;
+            *v = *v * b2 + (g * g) * f2;
+        }
+        let u = (*m * cf) / (v.sqrt() + eps);
+        *w -= u * lr;
+    }
+}
+
+/// One member's values for its slice update.
+#[derive(Clone, Copy)]
+struct SliceStep {
+    lr: f32,
+    factor: f32,
+    /// This is the member's first applied step (no state yet).
+    first_step: bool,
+    /// The member's step number t (1-based) for Adam.
+    step: u32,
+    /// (γ, Nesterov) for the SGD family with momentum.
+    momentum: Option<(f32, bool)>,
+}
+
+fn slice_step(m: &Members<'_>, k: usize) -> SliceStep {
+    let s = m.plan[k];
+    SliceStep {
+        lr: s.lr as f32,
+        factor: s.factor as f32,
+        first_step: m.steps[k] == 0,
+        step: m.steps[k] + 1,
+        momentum: match m.kind {
+            OptimizerKind::Momentum => Some((m.hyper[k].momentum as f32, false)),
+            OptimizerKind::Nesterov => Some((m.hyper[k].momentum as f32, true)),
+            _ => None,
+        },
+    }
+}
 
 fn to_flex<IB: Backend>(t: Tensor<IB, 1>) -> FlexTensor {
     let p: Box<dyn Any> = Box::new(t.into_primitive().tensor());
@@ -223,86 +391,237 @@ fn is_f32<IB: Backend>(t: &Tensor<IB, 1>) -> bool {
     t.dtype() == burn::tensor::DType::F32
 }
 
+/// A state buffer of `n` zeros (written before it is read: every member's first step sets it).
+fn zeros_flex(n: usize) -> FlexTensor {
+    FlexTensor::from_data(TensorData::new(vec![0.0f32; n], [n]))
+}
+
 /// The one-pass update on Flex f32 tensors; gives the tensors back when a layout does not allow it.
-fn fused_flex<IB: Backend>(
-    (w, g, v): Parts<IB>,
-    lr: f64,
-    momentum: Option<(f64, bool)>,
-) -> Result<Updated<IB>, Parts<IB>> {
-    let all_f32 = is_f32(&w) && is_f32(&g) && v.as_ref().is_none_or(is_f32);
+fn fused_flex<IB: Backend>(p: Parts<IB>, m: &Members<'_>) -> Result<Parts<IB>, Parts<IB>> {
+    let all_f32 = is_f32(&p.w)
+        && is_f32(&p.g)
+        && p.first.as_ref().is_none_or(is_f32)
+        && p.second.as_ref().is_none_or(is_f32);
     if !all_f32 {
-        return Err((w, g, v));
+        return Err(p);
     }
-    let mut wf = to_flex(w);
-    let gf = to_flex(g);
-    let mut vf = v.map(to_flex);
+    let n = p.w.dims()[0];
+    let k = m.plan.len();
+    let len = n / k.max(1);
+    let mut wf = to_flex(p.w);
+    let gf = to_flex(p.g);
+    let uses_first = m.kind != OptimizerKind::Sgd;
+    let uses_second = m.kind == OptimizerKind::Adam;
+    let mut first = p.first.map(to_flex);
+    let mut second = p.second.map(to_flex);
+    if uses_first && first.is_none() {
+        first = Some(zeros_flex(n));
+    }
+    if uses_second && second.is_none() {
+        second = Some(zeros_flex(n));
+    }
     let range = |t: &FlexTensor| t.layout().contiguous_offsets();
-    let (Some(wr), Some(gr)) = (range(&wf), range(&gf)) else {
-        return Err((from_flex(wf), from_flex(gf), vf.map(from_flex)));
-    };
-    let vr = match &vf {
-        Some(t) => match range(t) {
-            Some(r) => Some(r),
-            None => return Err((from_flex(wf), from_flex(gf), vf.map(from_flex))),
-        },
-        None => None,
-    };
-    let lr = lr as f32;
+    let ok = range(&wf).is_some()
+        && range(&gf).is_some()
+        && first.as_ref().is_none_or(|t| range(t).is_some())
+        && second.as_ref().is_none_or(|t| range(t).is_some());
+    if !ok {
+        return Err(Parts {
+            w: from_flex(wf),
+            g: from_flex(gf),
+            first: first.map(from_flex),
+            second: second.map(from_flex),
+        });
+    }
     {
-        let gs = &gf.storage::<f32>()[gr.0..gr.1];
-        match (momentum, vf.as_mut(), vr) {
-            (None, _, _) => {
-                let ws = &mut wf.storage_mut::<f32>()[wr.0..wr.1];
-                for (w, g) in ws.iter_mut().zip(gs) {
-                    *w -= *g * lr;
-                }
+        let (ga, _) = range(&gf).expect("checked");
+        let gs = &gf.storage::<f32>()[ga..ga + n];
+        let (wa, _) = range(&wf).expect("checked");
+        let ws = &mut wf.storage_mut::<f32>()[wa..wa + n];
+        let mut fs = first.as_mut().map(|t| {
+            let (a, _) = t.layout().contiguous_offsets().expect("checked");
+            &mut t.storage_mut::<f32>()[a..a + n]
+        });
+        let mut ss = second.as_mut().map(|t| {
+            let (a, _) = t.layout().contiguous_offsets().expect("checked");
+            &mut t.storage_mut::<f32>()[a..a + n]
+        });
+        for kk in 0..k {
+            if !m.plan[kk].apply {
+                continue;
             }
-            (Some((_, nesterov)), None, _) => {
-                // first step: v = g (shared with g below), d = v (Nesterov: g + γ·v)
-                let m = momentum.map_or(0.0, |(m, _)| m as f32);
-                let ws = &mut wf.storage_mut::<f32>()[wr.0..wr.1];
-                if nesterov {
-                    for (w, g) in ws.iter_mut().zip(gs) {
-                        *w -= (*g * m + *g) * lr;
-                    }
-                } else {
-                    for (w, g) in ws.iter_mut().zip(gs) {
-                        *w -= *g * lr;
-                    }
-                }
+            let r = kk * len..(kk + 1) * len;
+            let s = slice_step(m, kk);
+            match m.kind {
+                OptimizerKind::Adam => adam_slice(
+                    &mut ws[r.clone()],
+                    &gs[r.clone()],
+                    &mut fs.as_mut().expect("first moment")[r.clone()],
+                    &mut ss.as_mut().expect("second moment")[r],
+                    s,
+                    m.hyper[kk],
+                ),
+                _ => sgd_slice(
+                    &mut ws[r.clone()],
+                    &gs[r.clone()],
+                    fs.as_mut().map(|f| &mut f[r]),
+                    s,
+                ),
             }
-            (Some((m, nesterov)), Some(vt), Some(vr)) => {
-                let m = m as f32;
-                let ws = &mut wf.storage_mut::<f32>()[wr.0..wr.1];
-                let vs = &mut vt.storage_mut::<f32>()[vr.0..vr.1];
-                if nesterov {
-                    for ((w, v), g) in ws.iter_mut().zip(vs.iter_mut()).zip(gs) {
-                        *v = *g * 1.0 + *v * m;
-                        *w -= (*v * m + *g) * lr;
-                    }
-                } else {
-                    for ((w, v), g) in ws.iter_mut().zip(vs.iter_mut()).zip(gs) {
-                        *v = *g * 1.0 + *v * m;
-                        *w -= *v * lr;
-                    }
-                }
-            }
-            (Some(_), Some(_), None) => unreachable!("a velocity has a range"),
         }
     }
-    let v_new = match (momentum, vf) {
-        (None, _) => None,
-        (Some(_), Some(v)) => Some(from_flex(v)),
-        // the first velocity is the gradient itself
-        (Some(_), None) => Some(from_flex(gf)),
+    Ok(Parts {
+        w: from_flex(wf),
+        g: from_flex(gf),
+        first: first.map(from_flex),
+        second: second.map(from_flex),
+    })
+}
+
+/// Per-member f32 values as a [K·len] tensor (each member's value repeated over its slice), or a
+/// scalar when every member has the same one.
+enum PerMember<IB: Backend> {
+    Same(f32),
+    Each(Tensor<IB, 1>),
+}
+
+impl<IB: Backend> PerMember<IB> {
+    fn new(values: &[f32], len: usize, device: &IB::Device) -> Self {
+        if values.iter().all(|v| v.to_bits() == values[0].to_bits()) {
+            return PerMember::Same(values[0]);
+        }
+        let k = values.len();
+        let t = Tensor::<IB, 1>::from_data(TensorData::new(values.to_vec(), [k]), device);
+        PerMember::Each(t.reshape([k, 1]).expand([k, len]).reshape([k * len]))
+    }
+    fn mul(&self, t: Tensor<IB, 1>) -> Tensor<IB, 1> {
+        match self {
+            PerMember::Same(v) => t.mul_scalar(*v),
+            PerMember::Each(v) => t * v.clone(),
+        }
+    }
+    fn add(&self, t: Tensor<IB, 1>) -> Tensor<IB, 1> {
+        match self {
+            PerMember::Same(v) => t.add_scalar(*v),
+            PerMember::Each(v) => t + v.clone(),
+        }
+    }
+}
+
+/// The same updates as tensor ops (GPUs; Burn's op order), with the per-member values broadcast
+/// along the member axis and skipped members restored by a mask.
+fn update_ops<IB: Backend>(p: Parts<IB>, m: &Members<'_>) -> Parts<IB> {
+    let k = m.plan.len();
+    let n = p.w.dims()[0];
+    let len = n / k.max(1);
+    let dev = p.w.device();
+    let each = |f: &dyn Fn(usize) -> f32| {
+        let v: Vec<f32> = (0..k).map(f).collect();
+        PerMember::<IB>::new(&v, len, &dev)
     };
-    Ok((from_flex(wf), v_new))
+    let factor = each(&|i| m.plan[i].factor as f32);
+    let lr = each(&|i| m.plan[i].lr as f32);
+    let g = if m.plan.iter().all(|s| s.factor == 1.0) {
+        p.g.clone()
+    } else {
+        factor.mul(p.g.clone())
+    };
+    // members at their first step take the "no state" branch: their state is replaced below
+    let fresh: Vec<bool> = (0..k).map(|i| m.steps[i] == 0).collect();
+    let (w_new, first, second) = match m.kind {
+        OptimizerKind::Sgd => (p.w.clone() - lr.mul(g), None, None),
+        OptimizerKind::Momentum | OptimizerKind::Nesterov => {
+            let mom = each(&|i| m.hyper[i].momentum as f32);
+            let v = match &p.first {
+                Some(v) => {
+                    let cont = g.clone().mul_scalar(1.0f32).add(mom.mul(v.clone()));
+                    blend(cont, g.clone(), &fresh, len)
+                }
+                None => g.clone(),
+            };
+            let d = if m.kind == OptimizerKind::Nesterov {
+                mom.mul(v.clone()).add(g)
+            } else {
+                v.clone()
+            };
+            (p.w.clone() - lr.mul(d), Some(v), None)
+        }
+        OptimizerKind::Adam => {
+            let b1 = each(&|i| m.hyper[i].beta1);
+            let b2 = each(&|i| m.hyper[i].beta2);
+            let f1 = each(&|i| 1.0 - m.hyper[i].beta1);
+            let f2 = each(&|i| 1.0 - m.hyper[i].beta2);
+            let start1 = f1.mul(g.clone());
+            let start2 = f2.mul(g.clone().square());
+            let (m1, m2) = match (&p.first, &p.second) {
+                (Some(a), Some(b)) => (
+                    blend(
+                        b1.mul(a.clone()).add(f1.mul(g.clone())),
+                        start1,
+                        &fresh,
+                        len,
+                    ),
+                    blend(
+                        b2.mul(b.clone()).add(f2.mul(g.clone().square())),
+                        start2,
+                        &fresh,
+                        len,
+                    ),
+                ),
+                _ => (start1, start2),
+            };
+            let bc2: Vec<f32> = (0..k)
+                .map(|i| (1.0 - m.hyper[i].beta2.powi(m.steps[i] as i32 + 1)).sqrt())
+                .collect();
+            let cf = each(&|i| bc2[i] / (1.0 - m.hyper[i].beta1.powi(m.steps[i] as i32 + 1)));
+            let eps = each(&|i| m.hyper[i].epsilon * bc2[i]);
+            let u = cf.mul(m1.clone()).div(eps.add(m2.clone().sqrt()));
+            (p.w.clone() - lr.mul(u), Some(m1), Some(m2))
+        }
+    };
+    let skip: Vec<bool> = m.plan.iter().map(|s| !s.apply).collect();
+    let keep_old = |new: Tensor<IB, 1>, old: Option<Tensor<IB, 1>>| match old {
+        Some(old) if skip.iter().any(|s| *s) => {
+            blend(old, new, &skip.iter().map(|s| !s).collect::<Vec<_>>(), len)
+        }
+        _ => new,
+    };
+    Parts {
+        w: keep_old(w_new, Some(p.w)),
+        g: p.g,
+        first: first.map(|f| keep_old(f, p.first)),
+        second: second.map(|s| keep_old(s, p.second)),
+    }
+}
+
+/// `a` where `take_b[k]` is false, `b` where it is true (per member slice of `len`).
+fn blend<IB: Backend>(
+    a: Tensor<IB, 1>,
+    b: Tensor<IB, 1>,
+    take_b: &[bool],
+    len: usize,
+) -> Tensor<IB, 1> {
+    if take_b.iter().all(|t| !t) {
+        return a;
+    }
+    if take_b.iter().all(|t| *t) {
+        return b;
+    }
+    let k = take_b.len();
+    let mask = Tensor::<IB, 1, Bool>::from_data(TensorData::new(take_b.to_vec(), [k]), &a.device())
+        .reshape([k, 1])
+        .expand([k, len])
+        .reshape([k * len]);
+    a.mask_where(mask, b)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use burn::tensor::TensorData;
+    use burn::backend::Autodiff;
+    use burn::optim::{AdamConfig, Optimizer};
+
+    type Ad = Autodiff<Flex>;
 
     fn t<IB: Backend>(v: &[f32]) -> Tensor<IB, 1> {
         Tensor::from_data(TensorData::new(v.to_vec(), [v.len()]), &Default::default())
@@ -311,48 +630,208 @@ mod tests {
         t.into_data().to_vec::<f32>().unwrap()
     }
 
-    /// The one-pass Flex update is bitwise Burn's tensor-op order, for every variant, over steps
-    /// (first step without a velocity, then with one), with a shared weight buffer (copy-on-write)
-    /// and a gradient that is a view at an offset into a larger buffer.
+    fn run(
+        kind: OptimizerKind,
+        hyper: &[Hyper],
+        w0: &[f32],
+        grads: &[Vec<f32>],
+        plans: &[Vec<MemberStep>],
+        fused: bool,
+    ) -> (Vec<f32>, Option<Vec<f32>>) {
+        let mut p = Parts::<Flex> {
+            w: t(w0),
+            g: t(&grads[0]),
+            first: None,
+            second: None,
+        };
+        let mut steps = vec![0u32; hyper.len()];
+        for (g, plan) in grads.iter().zip(plans) {
+            p.g = t(g);
+            let m = Members {
+                kind,
+                hyper,
+                steps: &steps,
+                plan,
+            };
+            let parts = Parts {
+                w: p.w,
+                g: p.g,
+                first: p.first,
+                second: p.second,
+            };
+            p = if fused {
+                fused_flex(parts, &m).ok().expect("f32 contiguous")
+            } else {
+                update_ops(parts, &m)
+            };
+            for (n, s) in steps.iter_mut().zip(plan) {
+                if s.apply {
+                    *n += 1;
+                }
+            }
+        }
+        (vals(p.w), p.first.map(vals))
+    }
+
+    fn hyper(momentum: f64) -> Hyper {
+        Hyper {
+            momentum,
+            beta1: momentum as f32,
+            beta2: 0.99,
+            epsilon: 1e-7,
+        }
+    }
+
+    /// The one-pass CPU update and the tensor-op update agree bitwise for every optimizer, with
+    /// members that differ in every hyperparameter and one member skipping a step.
     #[test]
-    fn fused_flex_update_is_bitwise_the_tensor_op_update() {
-        let n = 1000;
-        let w0: Vec<f32> = (0..n)
+    fn the_fused_and_the_tensor_op_updates_agree_per_member() {
+        let len = 257;
+        let k = 3;
+        let w0: Vec<f32> = (0..k * len)
             .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
             .collect();
-        let gs: Vec<Vec<f32>> = (0..3)
+        let grads: Vec<Vec<f32>> = (0..4)
             .map(|s| {
-                (0..n)
+                (0..k * len)
                     .map(|i| ((i * 13 + s * 7) % 97) as f32 / 31.0 - 1.5)
                     .collect()
             })
             .collect();
-        for momentum in [None, Some((0.9, false)), Some((0.95, true))] {
-            let (mut wa, mut va) = (t::<Flex>(&w0), None);
-            let (mut wb, mut vb) = (t::<Flex>(&w0), None);
-            for (s, g) in gs.iter().enumerate() {
-                let keep = wa.clone(); // shared: the fused path must not write through it
-                let lr = 0.05 + 0.01 * s as f64;
-                let (w, v) = sgd_update(wa, t::<Flex>(g), va, lr, momentum);
-                assert_eq!(
-                    vals(keep),
-                    if s == 0 { w0.clone() } else { vals(wb.clone()) }
+        let hs = [hyper(0.9), hyper(0.5), hyper(0.99)];
+        let plan = |s: usize| -> Vec<MemberStep> {
+            (0..k)
+                .map(|i| MemberStep {
+                    lr: 0.05 + 0.01 * (s + i) as f64,
+                    factor: 1.0 / (1.0 + i as f64),
+                    apply: !(s == 1 && i == 2) && !(s == 0 && i == 1),
+                })
+                .collect()
+        };
+        let plans: Vec<Vec<MemberStep>> = (0..4).map(plan).collect();
+        for kind in [
+            OptimizerKind::Sgd,
+            OptimizerKind::Momentum,
+            OptimizerKind::Nesterov,
+            OptimizerKind::Adam,
+        ] {
+            let a = run(kind, &hs, &w0, &grads, &plans, true);
+            let b = run(kind, &hs, &w0, &grads, &plans, false);
+            for (x, y) in a.0.iter().zip(&b.0) {
+                assert!(
+                    (x - y).abs() <= 1e-6 * (1.0 + y.abs()),
+                    "{kind:?}: {x} vs {y}"
                 );
-                let (w2, v2) = sgd_ops((wb, t::<Flex>(g), vb), lr, momentum);
-                assert_eq!(vals(w.clone()), vals(w2.clone()), "{momentum:?} step {s}");
-                assert_eq!(v.is_some(), v2.is_some());
-                if let (Some(a), Some(b)) = (&v, &v2) {
-                    assert_eq!(vals(a.clone()), vals(b.clone()));
-                }
-                assert_ne!(vals(w.clone()), w0, "the update moved nothing");
-                (wa, va, wb, vb) = (w, v, w2, v2);
+            }
+            assert_ne!(a.0, w0, "{kind:?}: nothing moved");
+            // member 1 skipped step 0 and member 2 step 1; a member that never applies keeps w
+            let stuck = vec![
+                MemberStep {
+                    lr: 0.1,
+                    factor: 1.0,
+                    apply: false
+                };
+                k
+            ];
+            let c = run(kind, &hs, &w0, &grads[..1], &[stuck], true);
+            assert_eq!(c.0, w0, "{kind:?}: a skipped step moved the weights");
+        }
+    }
+
+    /// A member of a group updates exactly as the same trial alone (bitwise, every optimizer,
+    /// including a skipped step in the group).
+    #[test]
+    fn a_member_updates_as_it_would_alone() {
+        let len = 64;
+        let k = 3;
+        let w0: Vec<f32> = (0..k * len).map(|i| (i as f32 * 0.37).sin()).collect();
+        let grads: Vec<Vec<f32>> = (0..5)
+            .map(|s| {
+                (0..k * len)
+                    .map(|i| ((i + s * 11) as f32 * 0.11).cos())
+                    .collect()
+            })
+            .collect();
+        let hs = [hyper(0.9), hyper(0.7), hyper(0.95)];
+        let plans: Vec<Vec<MemberStep>> = (0..5)
+            .map(|s| {
+                (0..k)
+                    .map(|i| MemberStep {
+                        lr: 0.01 * (1 + i) as f64,
+                        factor: 0.5,
+                        apply: !(s == 2 && i == 0),
+                    })
+                    .collect()
+            })
+            .collect();
+        for kind in [
+            OptimizerKind::Momentum,
+            OptimizerKind::Nesterov,
+            OptimizerKind::Adam,
+            OptimizerKind::Sgd,
+        ] {
+            let (group, _) = run(kind, &hs, &w0, &grads, &plans, true);
+            for i in 0..k {
+                let r = i * len..(i + 1) * len;
+                let solo_grads: Vec<Vec<f32>> =
+                    grads.iter().map(|g| g[r.clone()].to_vec()).collect();
+                let solo_plans: Vec<Vec<MemberStep>> = plans.iter().map(|p| vec![p[i]]).collect();
+                let (solo, _) = run(
+                    kind,
+                    &hs[i..i + 1],
+                    &w0[r.clone()],
+                    &solo_grads,
+                    &solo_plans,
+                    true,
+                );
+                assert_eq!(&group[r], &solo[..], "{kind:?} member {i}");
             }
         }
-        // a gradient that is a view at an offset into a larger buffer
-        let big: Vec<f32> = (0..2 * n).map(|i| i as f32 / 100.0).collect();
-        let g = t::<Flex>(&big).narrow(0, 5, n);
-        let (w, _) = sgd_update(t::<Flex>(&w0), g.clone(), None, 0.1, None);
-        let (w2, _) = sgd_ops((t::<Flex>(&w0), g, None), 0.1, None);
-        assert_eq!(vals(w), vals(w2));
+    }
+
+    /// Our Adam is Burn's `Adam` (whose update rule the engine tests hold against PyTorch's):
+    /// same weights over steps, bitwise on the CPU.
+    #[test]
+    fn our_adam_is_burns_adam() {
+        use burn::module::Module;
+        #[derive(Module, Debug)]
+        struct W<B: Backend> {
+            w: Param<Tensor<B, 1>>,
+        }
+        let dev = Default::default();
+        let w0: Vec<f32> = (0..50).map(|i| (i as f32 * 0.3).sin()).collect();
+        let mk = || W::<Ad> {
+            w: Param::from_tensor(t::<Ad>(&w0)),
+        };
+        let (b1, b2, eps, lr) = (0.85f32, 0.995f32, 1e-8f32, 0.003);
+        let config = AdamConfig::new()
+            .with_beta_1(b1)
+            .with_beta_2(b2)
+            .with_epsilon(eps);
+        let mut burn_opt = config.init::<Ad, W<Ad>>();
+        let mut ours = Opt::<Ad>::new(
+            OptimizerKind::Adam,
+            &Metaparams {
+                learning_rate: lr,
+                momentum: b1 as f64,
+                beta2: b2 as f64,
+                epsilon: eps as f64,
+                schedule: Default::default(),
+            },
+        );
+        let (mut a, mut b) = (mk(), mk());
+        for s in 0..6 {
+            let x: Vec<f32> = (0..50).map(|i| ((i + s * 3) as f32 * 0.7).cos()).collect();
+            let loss = |m: &W<Ad>| {
+                (m.w.val() * Tensor::<Ad, 1>::from_data(TensorData::new(x.clone(), [50]), &dev))
+                    .powi_scalar(2)
+                    .sum()
+            };
+            let ga = GradientsParams::from_grads(loss(&a).backward(), &a);
+            a = burn_opt.step(lr, a, ga);
+            let gb = GradientsParams::from_grads(loss(&b).backward(), &b);
+            b = ours.step(lr, b, gb);
+            assert_eq!(vals(a.w.val().inner()), vals(b.w.val().inner()), "step {s}");
+        }
     }
 }

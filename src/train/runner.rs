@@ -5,8 +5,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use burn::backend::{Autodiff, Flex};
 
-use super::trainer::{run_trial, TrainOptions};
-use crate::core::{CancelToken, DeviceSpec, TrialEvent, TrialOutcome, TrialRunner, TrialSpec};
+use super::trainer::{run_group, run_trial, TrainOptions};
+use crate::core::{
+    CancelToken, DeviceSpec, Group, TrialEvent, TrialOutcome, TrialRunner, TrialSpec,
+};
 use crate::workload::spec::Workload;
 
 pub type CpuTrain = Autodiff<Flex>;
@@ -21,9 +23,70 @@ impl BurnRunner {
         BurnRunner { options }
     }
 
+    /// Trains a group (see `TrialRunner::run_group`): an error fails every member not yet done.
+    fn train_group(
+        &self,
+        workload: &Workload,
+        group: &Group<'_>,
+        emit: &mut dyn FnMut(usize, TrialEvent),
+        done: &mut dyn FnMut(usize, TrialOutcome),
+    ) -> anyhow::Result<()> {
+        let spec = group.specs.first().context("an empty group")?;
+        let ds = workload
+            .dataset
+            .as_ref()
+            .context("this workload has no dataset (is it an NQM preset?)")?;
+        let data = crate::data::load_cached(ds).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let (specs, cancels, cut) = (group.specs, group.cancels, group.lockstep_cut);
+        match &spec.devices {
+            DeviceSpec::Cpu { workers } => {
+                anyhow::ensure!(*workers >= 1, "at least one worker is needed");
+                let devices = vec![Default::default(); *workers];
+                run_group::<CpuTrain>(
+                    devices,
+                    workload,
+                    specs,
+                    data,
+                    &self.options,
+                    cut,
+                    emit,
+                    cancels,
+                    done,
+                )
+            }
+            _ if self.probe_oom(workload, spec, specs.len(), &cancels[0]) => {
+                for (i, s) in specs.iter().enumerate() {
+                    let oom = crate::core::Outcome::Oom {
+                        batch_size: s.batch_size,
+                        step: 0,
+                    };
+                    done(i, TrialOutcome::bare(oom, 0));
+                }
+                Ok(())
+            }
+            DeviceSpec::Cuda { devices } => {
+                super::oom::watch_device_panics();
+                let options = gpu_options(&self.options, spec, &data);
+                cuda::run_group(devices, workload, group, data, &options, emit, done)
+            }
+            DeviceSpec::Wgpu { adapters } => {
+                super::oom::watch_device_panics();
+                let options = gpu_options(&self.options, spec, &data);
+                super::wgpu::run_group(adapters, workload, group, data, &options, emit, done)
+            }
+        }
+    }
+
     /// With `fit_probe` and a multi-trial process: whether a child process ran out of device
-    /// memory on this trial's first steps (`fit_probe`). No verdict counts as "fits".
-    fn probe_oom(&self, workload: &Workload, spec: &TrialSpec, cancel: &CancelToken) -> bool {
+    /// memory on the first steps of this trial in a group of `members` (`fit_probe`). No verdict
+    /// counts as "fits".
+    fn probe_oom(
+        &self,
+        workload: &Workload,
+        spec: &TrialSpec,
+        members: usize,
+        cancel: &CancelToken,
+    ) -> bool {
         if !self.options.fit_probe || self.options.cluster.is_some() {
             return false;
         }
@@ -35,6 +98,7 @@ impl BurnRunner {
             spec: spec.clone(),
             noise_scale: self.options.noise_scale,
             eval_batch: self.options.eval_batch,
+            members,
         };
         super::fit_probe::fits(&exe, &request, cancel) == super::fit_probe::Fit::OutOfMemory
     }
@@ -59,7 +123,7 @@ impl TrialRunner for BurnRunner {
                 let devices = vec![Default::default(); *workers];
                 run_trial::<CpuTrain>(devices, workload, spec, data, &self.options, emit, cancel)
             }
-            _ if self.probe_oom(workload, spec, cancel) => Ok(TrialOutcome::bare(
+            _ if self.probe_oom(workload, spec, 1, cancel) => Ok(TrialOutcome::bare(
                 crate::core::Outcome::Oom {
                     batch_size: spec.batch_size,
                     step: 0,
@@ -75,6 +139,42 @@ impl TrialRunner for BurnRunner {
                 super::oom::watch_device_panics();
                 let options = gpu_options(&self.options, spec, &data);
                 super::wgpu::run(adapters, workload, spec, data, &options, emit, cancel)
+            }
+        }
+    }
+
+    /// Any number of trials fuse (the sweep's calibration and the device's memory choose how
+    /// many), except a multi-node trial or one with a batch-size schedule: those train alone.
+    fn max_group(&self, workload: &Workload, _devices: &DeviceSpec) -> usize {
+        if self.options.cluster.is_some()
+            || self.options.batch_schedule.is_some()
+            || workload.dataset.is_none()
+        {
+            1
+        } else {
+            MAX_GROUP
+        }
+    }
+
+    fn run_group(
+        &self,
+        workload: &Workload,
+        group: &Group<'_>,
+        emit: &mut dyn FnMut(usize, TrialEvent),
+        done: &mut dyn FnMut(usize, anyhow::Result<TrialOutcome>),
+    ) {
+        let k = group.specs.len();
+        let mut reported = vec![false; k];
+        let r = self.train_group(workload, group, emit, &mut |i, o| {
+            reported[i] = true;
+            done(i, Ok(o));
+        });
+        if let Err(e) = r {
+            let msg = format!("{e:#}");
+            for (i, r) in reported.iter().enumerate() {
+                if !r {
+                    done(i, Err(anyhow::anyhow!("{msg}")));
+                }
             }
         }
     }
@@ -106,6 +206,9 @@ impl TrialRunner for BurnRunner {
         }
     }
 }
+
+/// The most trials one fused group holds (a sweep's groups are chosen below it).
+pub const MAX_GROUP: usize = 64;
 
 /// The smallest evaluation forward on a GPU, in examples (sequences for text).
 const GPU_EVAL_FLOOR: usize = 128;
@@ -301,6 +404,33 @@ pub mod cuda {
         let devices = ids.iter().map(|&i| CudaDevice::new(i)).collect();
         run_trial::<CudaTrain>(devices, workload, spec, data, opts, emit, cancel)
     }
+
+    pub fn run_group(
+        ids: &[usize],
+        workload: &Workload,
+        group: &Group<'_>,
+        data: Arc<crate::data::Dataset>,
+        opts: &TrainOptions,
+        emit: &mut dyn FnMut(usize, TrialEvent),
+        done: &mut dyn FnMut(usize, TrialOutcome),
+    ) -> anyhow::Result<()> {
+        let n = probe().map_err(|e| anyhow::anyhow!(e))?;
+        for &i in ids {
+            anyhow::ensure!(i < n, "cuda:{i} does not exist ({n} CUDA device(s) found)");
+        }
+        let devices = ids.iter().map(|&i| CudaDevice::new(i)).collect();
+        super::run_group::<CudaTrain>(
+            devices,
+            workload,
+            group.specs,
+            data,
+            opts,
+            group.lockstep_cut,
+            emit,
+            group.cancels,
+            done,
+        )
+    }
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -323,6 +453,18 @@ pub mod cuda {
         _emit: &mut dyn FnMut(TrialEvent),
         _cancel: &CancelToken,
     ) -> anyhow::Result<TrialOutcome> {
+        Err(anyhow::anyhow!(probe().unwrap_err()))
+    }
+
+    pub fn run_group(
+        _ids: &[usize],
+        _workload: &Workload,
+        _group: &Group<'_>,
+        _data: Arc<crate::data::Dataset>,
+        _opts: &TrainOptions,
+        _emit: &mut dyn FnMut(usize, TrialEvent),
+        _done: &mut dyn FnMut(usize, TrialOutcome),
+    ) -> anyhow::Result<()> {
         Err(anyhow::anyhow!(probe().unwrap_err()))
     }
 }

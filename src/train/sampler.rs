@@ -1,6 +1,6 @@
 //! The data order of a trial: the global batch of each step, split into the replicas' shards.
 
-use super::trainer::HostBatch;
+use super::worker::HostBatch;
 use crate::data::{Dataset, ImageBatcher, TextBatcher};
 
 /// Draws the global batch of the next step and splits it into the replicas' shards.

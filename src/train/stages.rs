@@ -46,6 +46,11 @@ impl<'a> Stages<'a> {
         self.lr
     }
 
+    /// Whether a schedule is running (its stage sets the learning rate).
+    pub(super) fn active(&self) -> bool {
+        self.schedule.is_some()
+    }
+
     /// After an evaluation at `step` with `metric`: the new batch size if the schedule switches.
     pub(super) fn after_eval(&mut self, step: u64, metric: f64) -> Option<usize> {
         let s = self.schedule?;
@@ -68,12 +73,13 @@ impl<'a> Stages<'a> {
     }
 
     /// The stages that ran, with their step counts, for a trial that applied `steps` steps.
-    pub(super) fn finish(mut self, steps: u64) -> Vec<StageRun> {
-        let starts: Vec<u64> = self.runs.iter().map(|r| r.start_step).collect();
-        for (i, r) in self.runs.iter_mut().enumerate() {
+    pub(super) fn finish(&self, steps: u64) -> Vec<StageRun> {
+        let mut runs = self.runs.clone();
+        let starts: Vec<u64> = runs.iter().map(|r| r.start_step).collect();
+        for (i, r) in runs.iter_mut().enumerate() {
             let end = starts.get(i + 1).copied().unwrap_or(steps);
             r.steps = end.saturating_sub(r.start_step);
         }
-        self.runs
+        runs
     }
 }

@@ -1,26 +1,37 @@
-//! The data-parallel trial loop.
+//! The data-parallel trial loop, for a **group** of trials trained as one program.
 //!
-//! A coordinator thread owns the data order, the LR schedule, the loss scaler, the noise-scale
-//! estimator and the steps-to-target bookkeeping. G worker threads each own a replica (initialised
-//! once, then cloned/forked so every replica has the same weights and parameter ids) and an optimizer.
-//! Per step every worker computes forward/backward on its shard, the gradients are all-reduced with
-//! burn-collective (Mean; bucketed, see `exchange`), and every worker applies the identical update,
-//! so replicas stay identical. What is measured and when the trial stops is the `TrialMeter`'s.
+//! A group is K trials of one workload at one batch size (HFTA, Wang et al. MLSys 2021; `vmap` over
+//! trials in JAX): the model holds every member's weights along a leading member axis
+//! (`model::layers`), each step runs one forward/backward over all members' batches and one
+//! optimizer update with per-member metaparameters (`optim`). A lone trial is a group of one.
+//!
+//! A coordinator (this thread) owns, per member, the data order, the LR schedule, the loss scaler,
+//! the noise-scale estimator and the measurement (`TrialMeter`); G worker threads each own a
+//! replica of the group's model (initialised once, then cloned/forked so every replica has the same
+//! weights and parameter ids) and its optimizer. Per step every worker computes forward/backward on
+//! its shard of every member's batch, the gradients are all-reduced with burn-collective (Mean;
+//! bucketed, see `exchange`: one exchange carries every member), and every worker applies the
+//! identical update, so replicas stay identical. Everything the coordinator needs comes back in one
+//! device read per step.
+//!
+//! Members are independent: member k's loss, gradients, clipping, loss scale, skipped steps,
+//! divergence, evaluations and outcome are its own, exactly as if it ran alone (tests hold a member
+//! against its solo run). A member that finishes (target reached, diverged, out of budget,
+//! cancelled) is reported at once and compacted out of the model: it costs nothing after. With
+//! `lockstep_cut` (a sweep's search trials) the group stops every member at the first member's
+//! reach: past that step none of them can set the batch size's steps-to-target.
 
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::channel;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
-use burn::collective::{finish_collective, reset_collective, PeerId, ReduceOperation};
-use burn::module::{AutodiffModule, Module};
-use burn::optim::GradientsParams;
+use burn::collective::reset_collective;
+use burn::module::Module;
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::Device;
 
 use super::dtype::compute_dtype;
-use super::exchange::{self, Reduced};
-use super::grads;
 use super::meter::{MeterOptions, StepSample, TrialMeter};
 use super::noise::{Cadence, NoiseScaleEstimator};
 use super::optim::Opt;
@@ -28,394 +39,12 @@ pub use super::options::{default_noise_every, TrainOptions};
 use super::sampler::Sampler;
 use super::scaler::{LossScaler, ScaleDecision, ScalerConfig};
 use super::stages::Stages;
-use crate::core::panic_message;
-use crate::core::{CancelToken, TrialEvent, TrialOutcome, TrialSpec};
+pub(crate) use super::worker::COLLECTIVE;
+use super::worker::{in_pool, worker_loop, Cmd, HostBatch, Plan, Reply, Worker, Workers};
+use crate::core::{CancelToken, GroupRun, Outcome, TrialEvent, TrialOutcome, TrialSpec};
 use crate::data::{self, Dataset};
-use crate::model::{Batch, Ctx, EvalSums, InputShape, Net};
+use crate::model::{Ctx, EvalSums, InputShape, Net};
 use crate::workload::spec::{Metric, Precision, Workload};
-
-/// A one-element tensor on the inner (non-autodiff) backend: a value the step reads back.
-type InnerScalar<B> = Tensor<<B as AutodiffBackend>::InnerBackend, 1>;
-
-/// Only one multi-replica trial at a time may use the process-wide collective server.
-pub(crate) static COLLECTIVE: Mutex<()> = Mutex::new(());
-
-/// Host-side shard of a batch.
-#[derive(Clone)]
-pub(super) enum HostBatch {
-    Images(Vec<usize>),
-    Text(Vec<i64>, Vec<i64>),
-}
-
-enum Cmd {
-    Step {
-        shard: HostBatch,
-        lr: f64,
-        loss_scale: f64,
-        clip: Option<f64>,
-        /// One worker: also the gradient of the first half of the batch, for a tr(Σ) sample.
-        sample: bool,
-    },
-    Eval,
-    Stop,
-}
-
-struct Report {
-    loss: f64,
-    /// |g_shard|² (scaled by the loss scale²); NaN when the noise scale is off or G = 1.
-    local_sq: f64,
-    /// |mean g|² after the all-reduce (scaled).
-    global_sq: f64,
-    /// One worker, sampled step: tr(Σ) from the half-batch gradient (scaled); NaN otherwise.
-    trace: f64,
-    /// Seconds the sampled step's extra half-batch backward and distance took (0 if none).
-    noise_s: f64,
-    compute_s: f64,
-    exchange_s: f64,
-    /// Blocking device→host reads this step took.
-    reads: u64,
-}
-
-enum Reply {
-    Step(Report),
-    /// The sums and the blocking reads the evaluation took.
-    Eval(EvalSums, u64),
-    Failed(String),
-}
-
-struct Worker<B: AutodiffBackend> {
-    rank: usize,
-    /// Replicas of the trial over all nodes (nodes × local workers).
-    world: usize,
-    cluster: Option<super::multinode::ClusterSpec>,
-    device: Device<B>,
-    /// The replica (None only inside `step`, while the optimizer owns it: a clone kept here
-    /// would share every weight buffer and force the in-place update to copy them).
-    model: Option<Net<B>>,
-    opt: Opt<Net<B>, B>,
-    ctx: Ctx,
-    data: Arc<Dataset>,
-    eval_batch: usize,
-    bucket_bytes: usize,
-    /// Measure |g_shard|² for the noise scale.
-    noise: bool,
-    /// Evaluations sum the negative log-likelihood (the metric is in bits), not only the errors.
-    nll: bool,
-    /// Blocking device→host reads since the last reply.
-    reads: u64,
-    /// The validation batches on the device, after the first evaluation.
-    val: Option<Vec<(Batch<B::InnerBackend>, usize)>>,
-}
-
-impl<B: AutodiffBackend> Worker<B> {
-    fn net(&self) -> &Net<B> {
-        self.model.as_ref().expect("the replica")
-    }
-
-    fn batch(&self, shard: &HostBatch) -> Batch<B> {
-        match (shard, &*self.data) {
-            (HostBatch::Images(idx), Dataset::Images(d)) => {
-                let (x, y) = data::gather(d, idx);
-                images::<B>(x, y, d, &self.device)
-            }
-            (HostBatch::Text(x, y), Dataset::Text(d)) => {
-                let n = x.len() / d.seq_len;
-                Batch::Text {
-                    x: Tensor::from_data(TensorData::new(x.clone(), [n, d.seq_len]), &self.device),
-                    y: Tensor::from_data(TensorData::new(y.clone(), [n, d.seq_len]), &self.device),
-                }
-            }
-            _ => unreachable!("host batch kind follows the dataset"),
-        }
-    }
-
-    /// The batch's mean loss (on the device, not read) and the gradients of loss × `loss_scale`.
-    fn backward(
-        &self,
-        batch: &Batch<B>,
-        loss_scale: f64,
-    ) -> (Tensor<B::InnerBackend, 1>, GradientsParams) {
-        let loss = self.net().loss(batch, &self.ctx);
-        let value = loss.clone().inner();
-        let scaled = if loss_scale != 1.0 {
-            loss.mul_scalar(loss_scale)
-        } else {
-            loss
-        };
-        let g = scaled.backward();
-        (value, GradientsParams::from_grads(g, self.net()))
-    }
-
-    /// One training step. Everything the coordinator needs (loss, norms, the finite check) comes
-    /// back from the device in **one** read at the end of the step.
-    fn step(
-        &mut self,
-        shard: HostBatch,
-        lr: f64,
-        loss_scale: f64,
-        clip: Option<f64>,
-        sample: bool,
-    ) -> anyhow::Result<Report> {
-        let t0 = Instant::now();
-        let batch = self.batch(&shard);
-        let (loss, g) = self.backward(&batch, loss_scale);
-        // One worker, sampled step: the gradient of the first half of the batch beside the whole
-        // one's, |g − g_half|² for tr(Σ). The update uses the whole batch's gradient either way,
-        // so sampling never changes the trajectory.
-        let (half, noise_s) = if sample && self.world == 1 && batch.len() >= 2 {
-            let t_half = Instant::now();
-            let (n, h) = (batch.len(), batch.len() / 2);
-            let (_, gh) = self.backward(&batch.narrow(0, h), loss_scale);
-            let d = grads::sq_dist(self.net(), &g, &gh);
-            (Some((n, h, d)), t_half.elapsed().as_secs_f64())
-        } else {
-            (None, 0.0)
-        };
-        let compute_s = t0.elapsed().as_secs_f64();
-        let t1 = Instant::now();
-        let reduced = if self.world > 1 {
-            exchange::all_reduce_mean(
-                self.net(),
-                g,
-                self.rank,
-                // Across processes ParamIds differ: the bucketed path flattens in the model's
-                // own (structural) order, so it is the one a multi-node trial uses.
-                if self.cluster.is_some() && self.bucket_bytes == 0 {
-                    exchange::DEFAULT_BUCKET_BYTES
-                } else {
-                    self.bucket_bytes
-                },
-                self.noise,
-            )?
-        } else {
-            Reduced::single(self.net(), g)
-        };
-        let dev = &self.device;
-        let nan = || Tensor::<B::InnerBackend, 1>::from_data(TensorData::from([f32::NAN]), dev);
-        let local = reduced.local_sq.clone().unwrap_or_else(nan);
-        // Across nodes every node needs the global mean loss and local |g|², so that divergence
-        // and noise-scale decisions agree on every node: all-reduced on the device, read below.
-        let (loss, local) = if self.cluster.is_some() {
-            self.mean_over_nodes(loss, local)?
-        } else {
-            (loss, local)
-        };
-        let mut parts = vec![loss, reduced.global_sq.clone(), local];
-        if let Some((_, _, d)) = &half {
-            parts.push(d.clone());
-        }
-        let v = self.read(Tensor::cat(parts, 0))?;
-        let exchange_s = if self.world > 1 {
-            t1.elapsed().as_secs_f64()
-        } else {
-            0.0
-        };
-        let (loss, global_sq, local_sq) = (v[0], v[1], v[2]);
-        let trace = match half {
-            Some((n, h, _)) => super::noise::trace_from_half(n, h, v[3]),
-            None => f64::NAN,
-        };
-        // Every replica sees bit-identical reduced gradients, so every replica makes the same
-        // skip/apply decision as the coordinator's scaler.
-        if global_sq.is_finite() {
-            let unscaled_norm = global_sq.sqrt() / loss_scale;
-            let clip_factor = match clip {
-                Some(c) if unscaled_norm > c => c / unscaled_norm,
-                _ => 1.0,
-            };
-            let g = reduced.into_grads(self.net(), clip_factor / loss_scale);
-            let model = self.model.take().expect("the replica");
-            self.model = Some(self.opt.step(lr, model, g));
-        }
-        Ok(Report {
-            loss,
-            local_sq,
-            global_sq,
-            trace,
-            noise_s,
-            compute_s,
-            exchange_s,
-            reads: std::mem::take(&mut self.reads),
-        })
-    }
-
-    /// The validation set as device batches of at most `eval_batch` examples, with the number of
-    /// predictions each scores; built once per trial (every evaluation reuses them).
-    fn val_batches(&self) -> Vec<(Batch<B::InnerBackend>, usize)> {
-        let dev = &self.device;
-        match &*self.data {
-            Dataset::Images(d) => d
-                .val_batches(self.eval_batch)
-                .map(|(x, y)| {
-                    let n = y.len();
-                    let xb = Tensor::<B::InnerBackend, 4>::from_data(
-                        TensorData::new(x, [n, d.channels, d.height, d.width]),
-                        dev,
-                    );
-                    let yb =
-                        Tensor::<B::InnerBackend, 1, Int>::from_data(TensorData::new(y, [n]), dev);
-                    (Batch::Images { x: xb, y: yb }, n)
-                })
-                .collect(),
-            Dataset::Text(d) => {
-                let per = (self.eval_batch / d.seq_len).max(1);
-                d.val_batches(per)
-                    .map(|(x, y)| {
-                        let n = x.len() / d.seq_len;
-                        let xb = Tensor::<B::InnerBackend, 2, Int>::from_data(
-                            TensorData::new(x, [n, d.seq_len]),
-                            dev,
-                        );
-                        let yb = Tensor::<B::InnerBackend, 2, Int>::from_data(
-                            TensorData::new(y, [n, d.seq_len]),
-                            dev,
-                        );
-                        (Batch::Text { x: xb, y: yb }, n * d.seq_len)
-                    })
-                    .collect()
-            }
-        }
-    }
-
-    /// A blocking read of a small tensor back to the host (counted).
-    fn read(&mut self, t: Tensor<B::InnerBackend, 1>) -> anyhow::Result<Vec<f64>> {
-        self.reads += 1;
-        let d = t.into_data();
-        Ok(d.iter::<f64>().collect())
-    }
-
-    /// The mean of (loss, local |g|²) over every replica of every node, on the device.
-    fn mean_over_nodes(
-        &self,
-        loss: Tensor<B::InnerBackend, 1>,
-        local_sq: Tensor<B::InnerBackend, 1>,
-    ) -> anyhow::Result<(InnerScalar<B>, InnerScalar<B>)> {
-        let t = Tensor::cat(vec![loss, local_sq], 0);
-        let r = burn::collective::all_reduce::<B::InnerBackend>(
-            PeerId::from(self.rank),
-            t.into_primitive().tensor(),
-            ReduceOperation::Mean,
-        )
-        .map_err(|e| anyhow!("loss all-reduce failed on worker {}: {e:?}", self.rank))?;
-        let r =
-            Tensor::<B::InnerBackend, 1>::from_primitive(burn::tensor::TensorPrimitive::Float(r));
-        Ok((r.clone().narrow(0, 0, 1), r.narrow(0, 1, 1)))
-    }
-
-    /// Evaluates the replica on the validation set: every batch's sums stay on the device until
-    /// one read at the end (summed on the host in f64, in batch order, as before).
-    fn eval(&mut self) -> anyhow::Result<EvalSums> {
-        let model = self.net().valid();
-        if self.val.is_none() {
-            self.val = Some(self.val_batches());
-        }
-        let val = self.val.as_ref().expect("built above");
-        let with_nll = self.nll;
-        let stats: Vec<_> = val
-            .iter()
-            .map(|(batch, _)| model.eval_stats(batch, &self.ctx, with_nll))
-            .collect();
-        let sizes: Vec<usize> = val.iter().map(|(_, n)| *n).collect();
-        let mut sums = EvalSums::default();
-        if stats.is_empty() {
-            return Ok(sums);
-        }
-        let v = self.read(Tensor::cat(stats, 0))?;
-        for (i, n) in sizes.into_iter().enumerate() {
-            let s = if with_nll {
-                EvalSums::from_stats(n, v[2 * i], v[2 * i + 1])
-            } else {
-                EvalSums::from_stats(n, 0.0, v[i])
-            };
-            add(&mut sums, s);
-        }
-        Ok(sums)
-    }
-}
-
-fn add(a: &mut EvalSums, b: EvalSums) {
-    a.nll += b.nll;
-    a.errors += b.errors;
-    a.count += b.count;
-}
-
-fn images<B: AutodiffBackend>(
-    x: Vec<f32>,
-    y: Vec<i64>,
-    d: &data::ImageData,
-    dev: &Device<B>,
-) -> Batch<B> {
-    let n = y.len();
-    Batch::Images {
-        x: Tensor::from_data(TensorData::new(x, [n, d.channels, d.height, d.width]), dev),
-        y: Tensor::from_data(TensorData::new(y, [n]), dev),
-    }
-}
-
-fn worker_loop<B: AutodiffBackend>(
-    mut w: Worker<B>,
-    rx: Receiver<Cmd>,
-    tx: Sender<(usize, Reply)>,
-) {
-    if w.world > 1 {
-        if let Err(e) = exchange::join_collective::<B::InnerBackend>(
-            w.rank,
-            w.world,
-            w.cluster.as_ref(),
-            &w.device,
-        ) {
-            let _ = tx.send((w.rank, Reply::Failed(e)));
-            return;
-        }
-    }
-    while let Ok(cmd) = rx.recv() {
-        let reply = match cmd {
-            Cmd::Stop => break,
-            cmd => handle(&mut w, cmd),
-        };
-        let failed = matches!(reply, Reply::Failed(_));
-        if tx.send((w.rank, reply)).is_err() || failed {
-            break;
-        }
-    }
-    if w.world > 1 {
-        let _ = finish_collective::<B::InnerBackend>(PeerId::from(w.rank));
-    }
-}
-
-/// Runs a step or an evaluation on `w`: a panic or an error is a `Failed` reply.
-fn handle<B: AutodiffBackend>(w: &mut Worker<B>, cmd: Cmd) -> Reply {
-    match cmd {
-        Cmd::Step {
-            shard,
-            lr,
-            loss_scale,
-            clip,
-            sample,
-        } => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            w.step(shard, lr, loss_scale, clip, sample)
-        })) {
-            Ok(Ok(r)) => Reply::Step(r),
-            Ok(Err(e)) => Reply::Failed(format!("{e:#}")),
-            Err(p) => Reply::Failed(panic_message(&p)),
-        },
-        Cmd::Eval => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.eval())) {
-            Ok(Ok(s)) => Reply::Eval(s, std::mem::take(&mut w.reads)),
-            Ok(Err(e)) => Reply::Failed(format!("{e:#}")),
-            Err(p) => Reply::Failed(panic_message(&p)),
-        },
-        Cmd::Stop => Reply::Failed("stopped".into()),
-    }
-}
-
-/// Runs `f` inside a rayon pool of `threads` threads (`None`, or a pool that cannot be built:
-/// on this thread, with the global pool).
-fn in_pool<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> R {
-    match threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()) {
-        Some(pool) => pool.install(f),
-        None => f(),
-    }
-}
 
 /// Input shape of a dataset for model construction.
 pub fn input_shape(data: &Dataset) -> InputShape {
@@ -433,7 +62,7 @@ pub fn input_shape(data: &Dataset) -> InputShape {
 }
 
 /// Runs one trial data-parallel on `devices` (one replica per entry; entries may repeat, e.g. CPU
-/// workers on the one CPU device). Emits events; never prints.
+/// workers on the one CPU device). Emits events; never prints. (A group of one.)
 pub fn run_trial<B: AutodiffBackend>(
     devices: Vec<Device<B>>,
     workload: &Workload,
@@ -443,36 +72,51 @@ pub fn run_trial<B: AutodiffBackend>(
     emit: &mut dyn FnMut(TrialEvent),
     cancel: &CancelToken,
 ) -> anyhow::Result<TrialOutcome> {
+    let mut out = None;
+    run_group::<B>(
+        devices,
+        workload,
+        std::slice::from_ref(spec),
+        dataset,
+        opts,
+        false,
+        &mut |_, e| emit(e),
+        std::slice::from_ref(cancel),
+        &mut |_, o| out = Some(o),
+    )?;
+    out.context("the trial ended without an outcome")
+}
+
+/// Runs a group of trials of one workload at one batch size as one program, data-parallel on
+/// `devices`. `emit(i, event)` and `done(i, outcome)` name the member by its index in `specs`;
+/// `done` is called for each member as it finishes (so a sweep can save it at once). An error
+/// is a failure of the whole group: the members not yet done did not finish. With `lockstep_cut`
+/// every member is stopped at the first member's reach (see the module's doc).
+#[allow(clippy::too_many_arguments)]
+pub fn run_group<B: AutodiffBackend>(
+    devices: Vec<Device<B>>,
+    workload: &Workload,
+    specs: &[TrialSpec],
+    dataset: Arc<Dataset>,
+    opts: &TrainOptions,
+    lockstep_cut: bool,
+    emit: &mut dyn FnMut(usize, TrialEvent),
+    cancels: &[CancelToken],
+    done: &mut dyn FnMut(usize, TrialOutcome),
+) -> anyhow::Result<()> {
     let world = devices.len();
-    anyhow::ensure!(world >= 1, "no device to train on");
-    let scaler_cfg = scaler_config(spec.precision, opts.scaler.as_ref())?;
+    check_group(specs, cancels, opts, world)?;
+    let spec0 = &specs[0];
+    let group = specs.len();
+    let scaler_cfg = scaler_config(spec0.precision, opts.scaler.as_ref())?;
     // Over N nodes the global batch is split into N×G shards; this node takes its G.
     let nodes = opts.cluster.as_ref().map_or(1, |c| c.nodes);
-    let schedule = opts.batch_schedule.as_ref();
-    if let Some(s) = schedule {
-        anyhow::ensure!(
-            s.first_batch() == spec.batch_size,
-            "the batch-size schedule starts at {} but the trial's batch size is {}",
-            s.first_batch(),
-            spec.batch_size
-        );
-        // Every stage's shards are checked before the first step.
-        for st in &s.stages {
-            shards_of(opts.cluster.as_ref(), st.batch_size, world)?;
-        }
-    }
-    let shards = shards_of(opts.cluster.as_ref(), spec.batch_size, world)?;
-    let ctx = Ctx {
-        dtype: compute_dtype(spec.precision),
-    };
-    let model: Net<B> = Net::init(
-        &workload.model,
-        input_shape(&dataset),
-        spec.seed,
-        &devices[0],
-    )
-    .context("building the model")?;
-    let params = model.num_params() as u64;
+    let shards = shards_of(opts.cluster.as_ref(), spec0.batch_size, world)?;
+    let seeds: Vec<u64> = specs.iter().map(|s| s.seed).collect();
+    let model: Net<B> =
+        Net::init_group(&workload.model, input_shape(&dataset), &seeds, &devices[0])
+            .context("building the model")?;
+    let params = model.num_params() as u64 / group as u64;
 
     let _guard = if world * nodes > 1 {
         let g = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
@@ -481,108 +125,223 @@ pub fn run_trial<B: AutodiffBackend>(
     } else {
         None
     };
-
-    // A thread budget from the scheduler (several trials at once): each replica computes in its
-    // own rayon pool, the budget split over the replicas.
-    let budget = crate::core::thread_budget();
-    let pool_threads = budget.map(|n| (n / world).max(1));
-    let (reply_tx, reply_rx) = channel::<(usize, Reply)>();
-    let mut cmd_txs = Vec::with_capacity(world);
-    let mut handles = Vec::with_capacity(world);
-    // One replica in one process, with no thread budget or already in its budget's pool: it runs
-    // on this thread (no hand-over to a worker and back twice a step); else a thread per replica.
-    let inline = world * nodes == 1 && budget.is_none_or(crate::core::in_budget_pool);
-    let mut inline_worker = None;
-    for (rank, dev) in devices.iter().enumerate() {
-        let replica = if rank == 0 {
-            model.clone()
-        } else {
-            model.clone().fork(dev)
-        };
-        let w = Worker {
-            rank,
-            world: world * nodes,
-            cluster: opts.cluster.clone(),
-            device: dev.clone(),
-            model: Some(replica),
-            opt: Opt::new(workload.optimizer, &spec.metaparams),
-            ctx,
-            data: dataset.clone(),
-            eval_batch: opts.eval_batch,
-            bucket_bytes: opts.bucket_bytes,
-            noise: opts.noise_scale,
-            nll: metric_in_bits(workload),
-            reads: 0,
-            val: None,
-        };
-        if inline {
-            inline_worker = Some(std::cell::RefCell::new(w));
-            continue;
-        }
-        let (ctx_tx, ctx_rx) = channel::<Cmd>();
-        cmd_txs.push(ctx_tx);
-        let rtx = reply_tx.clone();
-        handles.push(
-            std::thread::Builder::new()
-                .name(format!("trial{}-worker{rank}", spec.trial_id))
-                .spawn(move || in_pool(pool_threads, move || worker_loop(w, ctx_rx, rtx)))
-                .context("spawning a worker thread")?,
-        );
-    }
-    drop(reply_tx);
-    drop(model);
-
-    let meter = TrialMeter::new(
-        workload,
-        spec,
-        MeterOptions {
-            step_event_interval: opts.step_event_interval,
-            max_consecutive_skips: opts.max_consecutive_skips,
-            params,
-            exchanged_bytes_per_step: if world * nodes > 1 { params * 4 } else { 0 },
-            nodes: nodes as u64,
-            loopback: opts.cluster.as_ref().is_some_and(|c| c.is_loopback()),
-            initial_loss_scale: scaler_cfg.init_scale,
-        },
-    );
-    let workers = Workers {
-        cmd: &cmd_txs,
-        replies: &reply_rx,
-        inline: inline_worker,
+    let crew = Crew::start(&devices, model, workload, specs, &dataset, opts, nodes)?;
+    let meter_opts = MeterOptions {
+        step_event_interval: opts.step_event_interval,
+        max_consecutive_skips: opts.max_consecutive_skips,
+        params,
+        exchanged_bytes_per_step: if world * nodes > 1 { params * 4 } else { 0 },
+        nodes: nodes as u64,
+        loopback: opts.cluster.as_ref().is_some_and(|c| c.is_loopback()),
+        initial_loss_scale: scaler_cfg.init_scale,
     };
+    let members = members_of(
+        workload,
+        specs,
+        cancels,
+        &dataset,
+        &shards,
+        &meter_opts,
+        &scaler_cfg,
+    );
     let trial = Trial {
         workload,
-        spec,
-        dataset: &dataset,
-        shards,
         cluster: opts.cluster.as_ref(),
-        schedule,
+        schedule: opts.batch_schedule.as_ref(),
         noise_scale: opts.noise_scale,
         noise_every: opts.noise_every,
         nodes,
+        lockstep_cut,
     };
-    let result = coordinate(
-        &trial,
-        LossScaler::new(scaler_cfg),
-        meter,
-        &workers,
-        emit,
-        cancel,
-    );
+    let result = coordinate(&trial, members, &crew.workers(), emit, done);
     // A multi-node trial that failed here fails on every node: the group is lost (which also
     // aborts every collective call a worker may still wait in) before the workers are joined.
     let result = match (result, &opts.cluster) {
         (Err(e), Some(c)) => Err(super::multinode::trial_failed(c.node_rank, e)),
         (r, _) => r,
     };
-    for tx in &cmd_txs {
-        let _ = tx.send(Cmd::Stop);
-    }
-    drop(cmd_txs);
-    for h in handles {
-        let _ = h.join();
-    }
+    crew.stop();
     result
+}
+
+/// What a group must be: trials of one batch size and precision, a cancel token each, a schedule
+/// or several nodes only for a lone trial (and a schedule whose stages shard).
+fn check_group(
+    specs: &[TrialSpec],
+    cancels: &[CancelToken],
+    opts: &TrainOptions,
+    world: usize,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(world >= 1, "no device to train on");
+    anyhow::ensure!(!specs.is_empty(), "a group needs at least one trial");
+    anyhow::ensure!(cancels.len() == specs.len(), "one cancel token per trial");
+    let spec0 = &specs[0];
+    for s in specs {
+        anyhow::ensure!(
+            s.batch_size == spec0.batch_size && s.precision == spec0.precision,
+            "the trials of a group share their batch size and precision"
+        );
+    }
+    let schedule = opts.batch_schedule.as_ref();
+    anyhow::ensure!(
+        specs.len() == 1 || (schedule.is_none() && opts.cluster.is_none()),
+        "a batch-size schedule or a multi-node trial trains alone, not in a fused group"
+    );
+    if let Some(s) = schedule {
+        anyhow::ensure!(
+            s.first_batch() == spec0.batch_size,
+            "the batch-size schedule starts at {} but the trial's batch size is {}",
+            s.first_batch(),
+            spec0.batch_size
+        );
+        // Every stage's shards are checked before the first step.
+        for st in &s.stages {
+            shards_of(opts.cluster.as_ref(), st.batch_size, world)?;
+        }
+    }
+    Ok(())
+}
+
+/// The group's replicas: worker threads (or the one replica on this thread) and their channels.
+struct Crew<B: AutodiffBackend> {
+    cmd: Vec<std::sync::mpsc::Sender<Cmd>>,
+    replies: std::sync::mpsc::Receiver<(usize, Reply)>,
+    inline: Option<std::cell::RefCell<Worker<B>>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl<B: AutodiffBackend> Crew<B> {
+    /// One replica of `model` per device (forked after the first, so every replica has the same
+    /// weights and parameter ids), each with the group's optimizer.
+    fn start(
+        devices: &[Device<B>],
+        model: Net<B>,
+        workload: &Workload,
+        specs: &[TrialSpec],
+        dataset: &Arc<Dataset>,
+        opts: &TrainOptions,
+        nodes: usize,
+    ) -> anyhow::Result<Self> {
+        let world = devices.len();
+        let group = specs.len();
+        // A thread budget from the scheduler (several trials at once): each replica computes in
+        // its own rayon pool, the budget split over the replicas.
+        let budget = crate::core::thread_budget();
+        let pool_threads = budget.map(|n| (n / world).max(1));
+        let (reply_tx, replies) = channel::<(usize, Reply)>();
+        let mut crew = Crew {
+            cmd: Vec::with_capacity(world),
+            replies,
+            inline: None,
+            handles: Vec::with_capacity(world),
+        };
+        // One replica in one process, with no thread budget or already in its budget's pool: it
+        // runs on this thread (no hand-over to a worker and back twice a step); else a thread per
+        // replica.
+        let inline = world * nodes == 1 && budget.is_none_or(crate::core::in_budget_pool);
+        let metaparams: Vec<_> = specs.iter().map(|s| s.metaparams.clone()).collect();
+        let ctx = Ctx {
+            dtype: compute_dtype(specs[0].precision),
+        };
+        for (rank, dev) in devices.iter().enumerate() {
+            let replica = if rank == 0 {
+                model.clone()
+            } else {
+                model.clone().fork(dev)
+            };
+            let w = Worker {
+                rank,
+                world: world * nodes,
+                cluster: opts.cluster.clone(),
+                device: dev.clone(),
+                model: Some(replica),
+                opt: Opt::group(workload.optimizer, &metaparams),
+                members: group,
+                ctx,
+                data: dataset.clone(),
+                eval_batch: opts.eval_batch,
+                bucket_bytes: opts.bucket_bytes,
+                noise: opts.noise_scale,
+                nll: metric_in_bits(workload),
+                reads: 0,
+                val: None,
+                val_members: group,
+            };
+            if inline {
+                crew.inline = Some(std::cell::RefCell::new(w));
+                continue;
+            }
+            let (cmd_tx, cmd_rx) = channel::<Cmd>();
+            crew.cmd.push(cmd_tx);
+            let rtx = reply_tx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("trial{}-worker{rank}", specs[0].trial_id))
+                .spawn(move || in_pool(pool_threads, move || worker_loop(w, cmd_rx, rtx)));
+            match spawned {
+                Ok(h) => crew.handles.push(h),
+                Err(e) => {
+                    crew.stop();
+                    return Err(anyhow!("spawning a worker thread: {e}"));
+                }
+            }
+        }
+        Ok(crew)
+    }
+
+    fn workers(&self) -> Workers<'_, B> {
+        Workers {
+            cmd: &self.cmd,
+            replies: &self.replies,
+            inline: self.inline.as_ref(),
+        }
+    }
+
+    /// Stops and joins the worker threads.
+    fn stop(self) {
+        for tx in &self.cmd {
+            let _ = tx.send(Cmd::Stop);
+        }
+        drop(self.cmd);
+        for h in self.handles {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Each trial's measurement state: its meter (with the group it trains in), loss scaler, noise
+/// estimator and data order.
+fn members_of<'a>(
+    workload: &'a Workload,
+    specs: &'a [TrialSpec],
+    cancels: &'a [CancelToken],
+    dataset: &'a Dataset,
+    shards: &[std::ops::Range<usize>],
+    meter_opts: &MeterOptions,
+    scaler_cfg: &ScalerConfig,
+) -> Vec<Member<'a>> {
+    let group_run = (specs.len() > 1).then(|| GroupRun {
+        trials: specs.iter().map(|s| s.trial_id).collect(),
+    });
+    specs
+        .iter()
+        .zip(cancels)
+        .enumerate()
+        .map(|(slot, (spec, cancel))| {
+            let mut meter = TrialMeter::new(workload, spec, meter_opts.clone());
+            if let Some(g) = &group_run {
+                meter.set_group(g.clone());
+            }
+            Member {
+                slot,
+                spec,
+                cancel,
+                meter,
+                scaler: LossScaler::new(scaler_cfg.clone()),
+                noise: NoiseScaleEstimator::new(0.95),
+                sampler: Sampler::new(dataset, shards.to_vec(), spec.seed),
+            }
+        })
+        .collect()
 }
 
 /// This process's replicas' rows of a global batch of `b` (over every node's replicas for a
@@ -614,123 +373,6 @@ pub fn scaler_config(
     })
 }
 
-/// The coordinator's handles on its worker threads.
-struct Workers<'a, B: AutodiffBackend> {
-    cmd: &'a [Sender<Cmd>],
-    replies: &'a Receiver<(usize, Reply)>,
-    /// The one replica, on the coordinator's thread (then `cmd` is empty).
-    inline: Option<std::cell::RefCell<Worker<B>>>,
-}
-
-impl<B: AutodiffBackend> Workers<'_, B> {
-    fn world(&self) -> usize {
-        if self.inline.is_some() {
-            1
-        } else {
-            self.cmd.len()
-        }
-    }
-
-    /// Sends one step's shards and folds the replies: mean loss, mean |g_shard|², |mean g|²,
-    /// the slowest replica's compute and the exchange as the *last-arriving* replica saw it (the
-    /// shortest exchange time: the others' include waiting for the slowest one's compute, which
-    /// is load imbalance, not exchange).
-    fn step(
-        &self,
-        shards: Vec<HostBatch>,
-        lr: f64,
-        loss_scale: f64,
-        clip: Option<f64>,
-        sample: bool,
-    ) -> anyhow::Result<Report> {
-        let world = self.world();
-        if let Some(w) = &self.inline {
-            let shard = shards.into_iter().next().expect("one shard");
-            let cmd = Cmd::Step {
-                shard,
-                lr,
-                loss_scale,
-                clip,
-                sample,
-            };
-            return match handle(&mut w.borrow_mut(), cmd) {
-                Reply::Step(r) => Ok(r),
-                Reply::Failed(m) => anyhow::bail!("worker 0 failed: {m}"),
-                Reply::Eval(..) => unreachable!("no evaluation was asked for"),
-            };
-        }
-        for (tx, shard) in self.cmd.iter().zip(shards) {
-            tx.send(Cmd::Step {
-                shard,
-                lr,
-                loss_scale,
-                clip,
-                sample,
-            })
-            .map_err(|_| anyhow!("a worker stopped unexpectedly"))?;
-        }
-        let mut sum = Report {
-            loss: 0.0,
-            local_sq: 0.0,
-            global_sq: f64::NAN,
-            trace: f64::NAN,
-            noise_s: 0.0,
-            compute_s: 0.0,
-            exchange_s: f64::INFINITY,
-            reads: 0,
-        };
-        for _ in 0..world {
-            let (rank, r) = self
-                .replies
-                .recv()
-                .map_err(|_| anyhow!("a worker stopped unexpectedly"))?;
-            match r {
-                Reply::Step(r) => {
-                    sum.loss += r.loss / world as f64;
-                    sum.local_sq += r.local_sq / world as f64;
-                    if rank == 0 {
-                        sum.global_sq = r.global_sq;
-                        sum.trace = r.trace;
-                    }
-                    sum.reads += r.reads;
-                    sum.compute_s = sum.compute_s.max(r.compute_s);
-                    sum.exchange_s = sum.exchange_s.min(r.exchange_s);
-                }
-                Reply::Failed(m) => anyhow::bail!("worker {rank} failed: {m}"),
-                Reply::Eval(..) => unreachable!("no evaluation was asked for"),
-            }
-        }
-        Ok(sum)
-    }
-
-    /// Evaluates worker 0's replica on the validation set; with the reads it took.
-    fn eval(&self) -> anyhow::Result<(EvalSums, u64)> {
-        if let Some(w) = &self.inline {
-            return match handle(&mut w.borrow_mut(), Cmd::Eval) {
-                Reply::Eval(s, reads) => Ok((s, reads)),
-                Reply::Failed(m) => anyhow::bail!("worker 0 failed during evaluation: {m}"),
-                Reply::Step(_) => unreachable!("no step was asked for"),
-            };
-        }
-        self.cmd[0]
-            .send(Cmd::Eval)
-            .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?;
-        loop {
-            match self
-                .replies
-                .recv()
-                .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?
-            {
-                (_, Reply::Eval(s, reads)) => return Ok((s, reads)),
-                (r, Reply::Failed(m)) => {
-                    anyhow::bail!("worker {r} failed during evaluation: {m}")
-                }
-                _ => {}
-            }
-        }
-    }
-}
-
 /// Whether the workload's validation metric is in bits (from the negative log-likelihood), not an
 /// error rate.
 fn metric_in_bits(workload: &Workload) -> bool {
@@ -746,130 +388,330 @@ fn metric_of(workload: &Workload, s: &EvalSums) -> f64 {
     }
 }
 
-/// What a trial trains on.
+/// What a group trains on, besides its members.
 struct Trial<'a> {
     workload: &'a Workload,
-    spec: &'a TrialSpec,
-    dataset: &'a Dataset,
-    /// The replicas' rows of a global batch (at the first stage's B with a schedule).
-    shards: Vec<std::ops::Range<usize>>,
     cluster: Option<&'a super::multinode::ClusterSpec>,
     schedule: Option<&'a crate::core::schedule::BatchSchedule>,
     noise_scale: bool,
     noise_every: Option<u64>,
     /// Processes (nodes) the trial spans; `world` replicas per node.
     nodes: usize,
+    lockstep_cut: bool,
 }
 
-/// The trial loop: data order, LR schedule, loss scaler and noise scale here; budget, cadence,
-/// divergence, target, events and the outcome in the meter.
+/// One trial of a group, as the coordinator follows it.
+struct Member<'a> {
+    /// Index in the group's `specs`.
+    slot: usize,
+    spec: &'a TrialSpec,
+    cancel: &'a CancelToken,
+    meter: TrialMeter<'a>,
+    scaler: LossScaler,
+    noise: NoiseScaleEstimator,
+    sampler: Sampler<'a>,
+}
+
+/// The group loop: per member data order, LR schedule, loss scaler and noise scale here; budget,
+/// cadence, divergence, target, events and the outcome in its meter.
 fn coordinate<B: AutodiffBackend>(
     trial: &Trial<'_>,
-    mut scaler: LossScaler,
-    mut meter: TrialMeter<'_>,
+    active: Vec<Member<'_>>,
     workers: &Workers<'_, B>,
-    emit: &mut dyn FnMut(TrialEvent),
-    cancel: &CancelToken,
-) -> anyhow::Result<TrialOutcome> {
-    let Trial {
-        workload,
-        spec,
-        dataset,
-        noise_scale,
-        noise_every,
-        nodes,
-        ..
-    } = *trial;
+    emit: &mut dyn FnMut(usize, TrialEvent),
+    done: &mut dyn FnMut(usize, TrialOutcome),
+) -> anyhow::Result<()> {
     let local = workers.world();
-    let world = local * nodes;
-    let mut b = spec.batch_size;
-    let mut stages = Stages::new(trial.schedule, spec.metaparams.learning_rate);
-    let mut noise = NoiseScaleEstimator::new(0.95);
-    // G ≥ 2: every step, from the exchange's buffers. G = 1: a half-batch gradient on the steps
-    // the cadence picks (from the measured cost, or every `noise_every` steps).
-    let mut cadence = (noise_scale && world == 1 && b >= 2).then(|| Cadence::new(noise_every));
-    let mut sampler = Sampler::new(dataset, trial.shards.clone(), spec.seed);
-    let started = Instant::now();
-
-    meter.start(emit);
-    let outcome = loop {
-        if let Some(o) = meter.should_stop(cancel) {
-            break o;
+    let b = active[0].spec.batch_size;
+    let mut g = GroupLoop {
+        trial,
+        // G ≥ 2: every step, from the exchange's buffers. G = 1: a half-batch gradient on the
+        // steps the cadence picks (from the measured cost, or every `noise_every` steps), the same
+        // steps for every member.
+        cadence: (trial.noise_scale && local * trial.nodes == 1 && b >= 2)
+            .then(|| Cadence::new(trial.noise_every)),
+        stages: Stages::new(trial.schedule, active[0].spec.metaparams.learning_rate),
+        b,
+        local,
+        started: Instant::now(),
+        emit,
+        done,
+    };
+    let mut active = active;
+    for m in active.iter_mut() {
+        let slot = m.slot;
+        m.meter.start(&mut |e| (g.emit)(slot, e));
+    }
+    loop {
+        // members whose budget is spent or who were cancelled leave first
+        let stops: Vec<Option<Outcome>> = active
+            .iter()
+            .map(|m| m.meter.should_stop(m.cancel))
+            .collect();
+        active = g.retire(active, stops, workers)?;
+        if active.is_empty() {
+            return Ok(());
         }
         let t_step = Instant::now();
-        let before = meter.applied();
-        let lr = spec
-            .metaparams
-            .schedule
-            .lr_at(stages.learning_rate(), before);
-        let loss_scale = scaler.scale();
-        let sampled = cadence.as_ref().is_some_and(|c| c.due(before));
-        let stepped = workers.step(sampler.next(b), lr, loss_scale, workload.grad_clip, sampled);
+        let before: Vec<u64> = active.iter().map(|m| m.meter.applied()).collect();
+        let plans = g.plans(&active, &before);
+        let sampled = g.cadence.as_ref().is_some_and(|c| c.due(before[0]));
+        let shards = replica_shards(&mut active, g.b, local);
+        let stepped = workers.step(shards, &plans, trial.workload.grad_clip, sampled);
         // out of device memory at this B: an outcome, not an error (the sweep goes on)
-        let r = match super::oom::or_oom(stepped, b, before)? {
+        let r = match super::oom::or_oom(stepped, g.b, before[0])? {
             Ok(r) => r,
-            Err(oom) => break oom,
+            Err(oom) => return g.all_out_of_memory(active, oom),
         };
         let step_s = t_step.elapsed().as_secs_f64();
-        let applied = scaler.update(r.global_sq.is_finite()) == ScaleDecision::Apply;
-        meter.add_reads(r.reads, local as u64, false);
-        // the first step is cold (buffers allocated; on a GPU its kernels compiled and autotuned:
-        // 138 s of a 184 s first CUDA trial): its sample is not the estimate's running cost
-        if before > 0 {
-            meter.add_noise_cost(r.noise_s);
+        let (mut ended, eval_due) = g.record(&mut active, &r, &plans, &before, sampled, step_s);
+        if let Some(c) = g.cadence.as_mut() {
+            c.record(
+                before[0],
+                sampled,
+                step_s,
+                g.started.elapsed().as_secs_f64(),
+            );
         }
-        let sample = StepSample {
-            applied: applied as u64,
-            attempted: 1,
-            loss: r.loss,
-            lr,
-            loss_scale: scaler.scale(),
-            consecutive_skips: scaler.consecutive_skips(),
-            step_s,
-            compute_s: r.compute_s,
-            exchange_s: r.exchange_s,
+        if eval_due.iter().any(|d| *d) {
+            match g.evaluate(&mut active, &eval_due, &mut ended, workers)? {
+                Ok(()) => {}
+                Err(oom) => return g.all_out_of_memory(active, oom),
+            }
+        }
+        active = g.retire(active, ended, workers)?;
+    }
+}
+
+/// The group loop's state besides its members.
+struct GroupLoop<'a, 'e> {
+    trial: &'a Trial<'a>,
+    cadence: Option<Cadence>,
+    /// A lone trial's batch-size schedule (none in a group).
+    stages: Stages<'a>,
+    /// The batch size now (a schedule changes it).
+    b: usize,
+    /// Replicas in this process.
+    local: usize,
+    started: Instant,
+    emit: &'e mut dyn FnMut(usize, TrialEvent),
+    done: &'e mut dyn FnMut(usize, TrialOutcome),
+}
+
+impl GroupLoop<'_, '_> {
+    /// Each member's learning rate (its schedule at its applied steps) and loss scale.
+    fn plans(&self, active: &[Member<'_>], before: &[u64]) -> Vec<Plan> {
+        active
+            .iter()
+            .zip(before)
+            .map(|(m, &applied)| Plan {
+                lr: m
+                    .spec
+                    .metaparams
+                    .schedule
+                    .lr_at(stage_lr(&self.stages, m.spec), applied),
+                loss_scale: m.scaler.scale(),
+            })
+            .collect()
+    }
+
+    /// Books a step for every member: loss scaler, reads, noise cost and estimate, the meter's
+    /// divergence checks. Returns the members that ended (by position) and whose evaluation is due.
+    fn record(
+        &mut self,
+        active: &mut [Member<'_>],
+        r: &super::worker::Report,
+        plans: &[Plan],
+        before: &[u64],
+        sampled: bool,
+        step_s: f64,
+    ) -> (Vec<Option<Outcome>>, Vec<bool>) {
+        let world = self.local * self.trial.nodes;
+        let b = self.b;
+        let mut ended = vec![None; active.len()];
+        let mut due = vec![false; active.len()];
+        for (i, m) in active.iter_mut().enumerate() {
+            let slot = m.slot;
+            let applied = m.scaler.update(r.global_sq[i].is_finite()) == ScaleDecision::Apply;
+            m.meter.add_reads(r.reads, self.local as u64, false);
+            // the first step is cold (buffers allocated; on a GPU its kernels compiled and
+            // autotuned: 138 s of a 184 s first CUDA trial): its sample is not the estimate's
+            // running cost
+            if before[i] > 0 {
+                m.meter.add_noise_cost(r.noise_s);
+            }
+            let sample = StepSample {
+                applied: applied as u64,
+                attempted: 1,
+                loss: r.loss[i],
+                lr: plans[i].lr,
+                loss_scale: m.scaler.scale(),
+                consecutive_skips: m.scaler.consecutive_skips(),
+                step_s,
+                compute_s: r.compute_s,
+                exchange_s: r.exchange_s,
+            };
+            if let Some(o) = m.meter.record(sample) {
+                ended[i] = Some(o);
+                continue;
+            }
+            if applied && self.trial.noise_scale {
+                let s2 = plans[i].loss_scale * plans[i].loss_scale;
+                if world > 1 {
+                    let b_small = (b / world) as f64;
+                    m.noise
+                        .update(b_small, r.local_sq[i] / s2, b as f64, r.global_sq[i] / s2);
+                } else if b >= 2 {
+                    m.noise.observe_step(b as f64, r.global_sq[i] / s2);
+                    if sampled {
+                        m.noise.observe_trace(r.trace[i] / s2);
+                    }
+                }
+                m.meter.set_noise(m.noise.b_simple());
+                let every = self.cadence.as_ref().map_or(1, |c| c.every());
+                m.meter.set_noise_sampling(m.noise.samples, every);
+            }
+            due[i] = m.meter.progress(&mut |e| (self.emit)(slot, e));
+        }
+        (ended, due)
+    }
+
+    /// Evaluates every member (one forward of the group) and books it for those due; a reach
+    /// ends its member and, with the lockstep cut, caps every other member's budget at its step.
+    fn evaluate<B: AutodiffBackend>(
+        &mut self,
+        active: &mut [Member<'_>],
+        due: &[bool],
+        ended: &mut [Option<Outcome>],
+        workers: &Workers<'_, B>,
+    ) -> anyhow::Result<Result<(), Outcome>> {
+        let at = active
+            .iter()
+            .zip(due)
+            .find(|(_, d)| **d)
+            .map_or(0, |(m, _)| m.meter.applied());
+        let (sums, reads) = match super::oom::or_oom(workers.eval(), self.b, at)? {
+            Ok(s) => s,
+            Err(oom) => return Ok(Err(oom)),
         };
-        if let Some(o) = meter.record(sample) {
-            break o;
+        let mut reached_at: Option<u64> = None;
+        for (i, m) in active.iter_mut().enumerate() {
+            if !due[i] || ended[i].is_some() {
+                continue;
+            }
+            let slot = m.slot;
+            m.meter.add_reads(reads, 1, true);
+            let metric = metric_of(self.trial.workload, &sums[i]);
+            // the interval is read where it is recorded (an evaluation, the end), not every step
+            m.meter.set_noise_interval(m.noise.interval());
+            if let Some(o) = m.meter.eval(metric, &mut |e| (self.emit)(slot, e)) {
+                if let Outcome::Reached { step } = o {
+                    reached_at = Some(reached_at.map_or(step, |s: u64| s.min(step)));
+                }
+                ended[i] = Some(o);
+                continue;
+            }
+            if let Some(nb) = self.stages.after_eval(m.meter.applied(), metric) {
+                self.b = nb;
+                m.sampler
+                    .set_shards(shards_of(self.trial.cluster, nb, self.local)?);
+                m.meter.set_batch_size(nb);
+            }
         }
-        if let Some(c) = cadence.as_mut() {
-            c.record(before, sampled, step_s, started.elapsed().as_secs_f64());
+        if let (Some(step), true) = (reached_at, self.trial.lockstep_cut) {
+            for m in active.iter_mut() {
+                m.meter.cap_budget(step);
+            }
         }
-        if applied && noise_scale {
-            let s2 = loss_scale * loss_scale;
-            if world > 1 {
-                let b_small = (b / world) as f64;
-                noise.update(b_small, r.local_sq / s2, b as f64, r.global_sq / s2);
-            } else if b >= 2 {
-                noise.observe_step(b as f64, r.global_sq / s2);
-                if sampled {
-                    noise.observe_trace(r.trace / s2);
+        Ok(Ok(()))
+    }
+
+    /// Finishes the members with an outcome (each reported at once) and compacts the workers to
+    /// the others; returns the others.
+    fn retire<'m, B: AutodiffBackend>(
+        &mut self,
+        active: Vec<Member<'m>>,
+        outcomes: Vec<Option<Outcome>>,
+        workers: &Workers<'_, B>,
+    ) -> anyhow::Result<Vec<Member<'m>>> {
+        if outcomes.iter().all(|o| o.is_none()) {
+            return Ok(active);
+        }
+        let lone = active.len() == 1;
+        let mut rest = Vec::with_capacity(active.len());
+        let mut keep = Vec::with_capacity(active.len());
+        for (pos, (m, o)) in active.into_iter().zip(outcomes).enumerate() {
+            match o {
+                Some(o) => self.finish(m, o, lone),
+                None => {
+                    keep.push(pos);
+                    rest.push(m);
                 }
             }
-            meter.set_noise(noise.b_simple());
-            meter.set_noise_sampling(noise.samples, cadence.as_ref().map_or(1, |c| c.every()));
         }
-        if meter.progress(emit) {
-            let (sums, reads) = match super::oom::or_oom(workers.eval(), b, meter.applied())? {
-                Ok(s) => s,
-                Err(oom) => break oom,
+        if !rest.is_empty() {
+            workers.compact(&keep)?;
+        }
+        Ok(rest)
+    }
+
+    /// Every member ran out of device memory at this batch size (each at its own step).
+    fn all_out_of_memory(&mut self, active: Vec<Member<'_>>, oom: Outcome) -> anyhow::Result<()> {
+        let lone = active.len() == 1;
+        for m in active {
+            let o = match &oom {
+                Outcome::Oom { batch_size, .. } => Outcome::Oom {
+                    batch_size: *batch_size,
+                    step: m.meter.applied(),
+                },
+                o => o.clone(),
             };
-            meter.add_reads(reads, 1, true);
-            let metric = metric_of(workload, &sums);
-            // the interval is read where it is recorded (an evaluation, the end), not every step
-            meter.set_noise_interval(noise.interval());
-            if let Some(o) = meter.eval(metric, emit) {
-                break o;
-            }
-            if let Some(nb) = stages.after_eval(meter.applied(), metric) {
-                b = nb;
-                sampler.set_shards(shards_of(trial.cluster, b, local)?);
-                meter.set_batch_size(b);
-            }
+            self.finish(m, o, lone);
         }
-    };
-    meter.set_noise_interval(noise.interval());
-    let mut out = meter.finish(outcome, emit);
-    out.stages = stages.finish(out.steps);
-    Ok(out)
+        Ok(())
+    }
+
+    /// A member's outcome to `done` (the schedule's stages only for a lone trial).
+    fn finish(&mut self, m: Member<'_>, outcome: Outcome, lone: bool) {
+        let Member {
+            slot,
+            mut meter,
+            noise,
+            ..
+        } = m;
+        meter.set_noise_interval(noise.interval());
+        let mut out = meter.finish(outcome, &mut |e| (self.emit)(slot, e));
+        if lone {
+            out.stages = self.stages.finish(out.steps);
+        }
+        (self.done)(slot, out);
+    }
+}
+
+/// The learning rate before the member's schedule: the batch-size schedule's stage rate for a
+/// lone trial with one, else the member's η.
+fn stage_lr(stages: &Stages<'_>, spec: &TrialSpec) -> f64 {
+    if stages.active() {
+        stages.learning_rate()
+    } else {
+        spec.metaparams.learning_rate
+    }
+}
+
+/// Each replica's shard of every active member's next batch (member-major rows).
+fn replica_shards(active: &mut [Member<'_>], b: usize, replicas: usize) -> Vec<HostBatch> {
+    let mut per_member: Vec<std::vec::IntoIter<HostBatch>> = active
+        .iter_mut()
+        .map(|m| m.sampler.next(b).into_iter())
+        .collect();
+    (0..replicas)
+        .map(|_| {
+            HostBatch::concat(
+                per_member
+                    .iter_mut()
+                    .map(|p| p.next().expect("a shard per replica"))
+                    .collect(),
+            )
+        })
+        .collect()
 }

@@ -388,10 +388,39 @@ mod imp {
             run_trial::<WgpuTrain>(devices, workload, spec, data, opts, emit, cancel)
         }
     }
+
+    /// A fused group of trials on the adapters (see `trainer::run_group`).
+    pub fn run_group(
+        adapters: &[usize],
+        workload: &Workload,
+        group: &crate::core::Group<'_>,
+        data: Arc<crate::data::Dataset>,
+        opts: &TrainOptions,
+        emit: &mut dyn FnMut(usize, TrialEvent),
+        done: &mut dyn FnMut(usize, TrialOutcome),
+    ) -> anyhow::Result<()> {
+        let spec = anyhow::Context::context(group.specs.first(), "an empty group")?;
+        check(adapters, spec.precision).map_err(|e| anyhow::anyhow!(e))?;
+        let devices = adapters
+            .iter()
+            .map(|&i| device(i))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let (specs, cancels, cut) = (group.specs, group.cancels, group.lockstep_cut);
+        if fusion_off() {
+            crate::train::trainer::run_group::<WgpuTrainUnfused>(
+                devices, workload, specs, data, opts, cut, emit, cancels, done,
+            )
+        } else {
+            crate::train::trainer::run_group::<WgpuTrain>(
+                devices, workload, specs, data, opts, cut, emit, cancels, done,
+            )
+        }
+    }
 }
 
 #[cfg(feature = "wgpu")]
-pub use imp::{check, check_precision, device, probe, run, WgpuTrain, WgpuTrainUnfused};
+pub use imp::{check, check_precision, device, probe, run, run_group, WgpuTrain, WgpuTrainUnfused};
 
 #[cfg(not(feature = "wgpu"))]
 mod imp {
@@ -419,10 +448,22 @@ mod imp {
     ) -> anyhow::Result<TrialOutcome> {
         Err(anyhow::anyhow!(NOT_BUILT))
     }
+
+    pub fn run_group(
+        _adapters: &[usize],
+        _workload: &Workload,
+        _group: &crate::core::Group<'_>,
+        _data: Arc<crate::data::Dataset>,
+        _opts: &TrainOptions,
+        _emit: &mut dyn FnMut(usize, TrialEvent),
+        _done: &mut dyn FnMut(usize, TrialOutcome),
+    ) -> anyhow::Result<()> {
+        Err(anyhow::anyhow!(NOT_BUILT))
+    }
 }
 
 #[cfg(not(feature = "wgpu"))]
-pub use imp::{check, probe, run};
+pub use imp::{check, probe, run, run_group};
 
 #[cfg(test)]
 mod tests {

@@ -503,6 +503,97 @@ pub struct SweepDefaults {
     /// the CPU (headless or Setup) warns with its estimated wall time (`sweep::layout`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gpu_scale: bool,
+    /// Fused trial groups (`fuse = "auto" | "off" | K`): the trials of one batch size trained as
+    /// one program, at most K at a time (`sweep::scheduler`); "auto" (the default) lets the
+    /// sweep's calibration choose K.
+    #[serde(default, skip_serializing_if = "Fuse::is_auto")]
+    pub fuse: Fuse,
+}
+
+/// How a sweep groups the trials of one batch size into fused groups (one program each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Fuse {
+    /// The calibration chooses (`sweep::layout::resolve_fuse`).
+    #[default]
+    Auto,
+    /// Every trial trains alone.
+    Off,
+    /// At most this many trials (≥ 2) in a group.
+    Members(usize),
+}
+
+impl Fuse {
+    pub fn is_auto(&self) -> bool {
+        *self == Fuse::Auto
+    }
+    /// From the number of members a group may hold (1 or 0: off).
+    pub fn of_members(k: usize) -> Self {
+        if k <= 1 {
+            Fuse::Off
+        } else {
+            Fuse::Members(k)
+        }
+    }
+    /// The most trials in a group (1 when off; None while automatic).
+    pub fn members(&self) -> Option<usize> {
+        match self {
+            Fuse::Auto => None,
+            Fuse::Off => Some(1),
+            Fuse::Members(k) => Some(*k),
+        }
+    }
+    /// "auto", "off" or the number.
+    pub fn label(&self) -> String {
+        match self {
+            Fuse::Auto => "auto".into(),
+            Fuse::Off => "off".into(),
+            Fuse::Members(k) => k.to_string(),
+        }
+    }
+    /// Parses "auto", "off" or a number of trials (1 = off).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "auto" => Ok(Fuse::Auto),
+            "off" => Ok(Fuse::Off),
+            t => match t.parse::<usize>() {
+                Ok(k) if k >= 1 => Ok(Fuse::of_members(k)),
+                _ => Err(format!(
+                    "`{t}` is not a fuse setting: give a number of trials a group holds (≥ 1), \"off\" or \"auto\""
+                )),
+            },
+        }
+    }
+}
+
+impl Serialize for Fuse {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Fuse::Members(k) => s.serialize_u64(*k as u64),
+            other => s.serialize_str(&other.label()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Fuse {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(i64),
+            S(String),
+        }
+        match Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom(
+                "fuse must be a number of trials a group holds (≥ 1), \"off\" or \"auto\"",
+            )
+        })? {
+            Raw::N(n) if n >= 1 => Ok(Fuse::of_members(n as usize)),
+            Raw::N(n) => Err(serde::de::Error::custom(format!(
+                "fuse = {n}: a group holds at least 1 trial (1 or \"off\": no fusion)"
+            ))),
+            Raw::S(s) => Fuse::parse(&s).map_err(serde::de::Error::custom),
+        }
+    }
 }
 
 fn is_zero_usize(n: &usize) -> bool {
@@ -533,6 +624,7 @@ impl Default for SweepDefaults {
             auto_concurrency: false,
             trials_per_device: 0,
             gpu_scale: false,
+            fuse: Fuse::Auto,
         }
     }
 }

@@ -7,7 +7,7 @@ use crate::core::trial::DeviceSpec;
 pub use crate::sweep::overrides::Problem;
 use crate::sweep::overrides::SweepOverrides;
 use crate::sweep::SweepConfig;
-use crate::workload::spec::{Metric, OptimizerKind, Precision, Preset};
+use crate::workload::spec::{Fuse, Metric, OptimizerKind, Precision, Preset};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PresetEntry {
@@ -27,9 +27,10 @@ pub enum Field {
     Target,
     Budget,
     Widen,
+    Fuse,
 }
 
-pub const FIELDS: [Field; 10] = [
+pub const FIELDS: [Field; 11] = [
     Field::Optimizer,
     Field::Precision,
     Field::Devices,
@@ -40,6 +41,7 @@ pub const FIELDS: [Field; 10] = [
     Field::Target,
     Field::Budget,
     Field::Widen,
+    Field::Fuse,
 ];
 
 impl Field {
@@ -55,6 +57,7 @@ impl Field {
             Field::Target => "target",
             Field::Budget => "step budget",
             Field::Widen => "widen search",
+            Field::Fuse => "fused trials",
         }
     }
 
@@ -71,6 +74,7 @@ impl Field {
             "target" => Field::Target,
             "steps" | "eval_every" => Field::Budget,
             "widen" => Field::Widen,
+            "fuse" => Field::Fuse,
             _ => return None,
         })
     }
@@ -111,6 +115,8 @@ pub struct SetupState {
     pub budget: u64,
     /// `--widen N`: moves of the search range past an edge per batch size (0 = off).
     pub widen: usize,
+    /// `--fuse`: the trials of one batch size trained as one program (auto, off, or at most K).
+    pub fuse: Fuse,
     /// The runs directory's cached layout calibrations (`sweep::layout::read_cache`, read when
     /// the app starts): the wall-time bound Setup shows before any run of the study exists.
     pub calibrations: std::collections::BTreeMap<String, crate::sweep::layout::Calibration>,
@@ -158,6 +164,7 @@ impl SetupState {
             target: 0.0,
             budget: 0,
             widen: 0,
+            fuse: Fuse::Auto,
             calibrations: Default::default(),
             calibrating: false,
         };
@@ -199,6 +206,7 @@ impl SetupState {
         self.concurrency = p.sweep.concurrency.clamp(1, MAX_CONCURRENCY);
         self.concurrency_auto = p.sweep.auto_concurrency;
         self.widen = 0;
+        self.fuse = p.sweep.fuse;
         self.b_min = p.sweep.batch_sizes.iter().copied().min().unwrap_or(16);
         self.b_max = p.sweep.batch_sizes.iter().copied().max().unwrap_or(1024);
         let workers = p.sweep.workers.max(1);
@@ -308,6 +316,7 @@ impl SetupState {
         p.sweep.trials_per_batch = self.trials;
         p.sweep.concurrency = self.effective_concurrency();
         p.sweep.auto_concurrency = self.auto_layout();
+        p.sweep.fuse = self.fuse;
         if let DeviceSpec::Cpu { workers } = self.device() {
             p.sweep.workers = workers;
         }
@@ -505,6 +514,18 @@ impl SetupState {
                     (self.widen + 1).min(max)
                 } else {
                     self.widen.saturating_sub(1)
+                };
+            }
+            Field::Fuse => {
+                // auto → off → 2 → 3 … → the trials per B (at most 16) and back
+                let max = self.trials.clamp(2, 16);
+                self.fuse = match (self.fuse, up) {
+                    (Fuse::Auto, true) => Fuse::Off,
+                    (Fuse::Auto, false) => Fuse::Auto,
+                    (Fuse::Off, true) => Fuse::Members(2),
+                    (Fuse::Off, false) => Fuse::Auto,
+                    (Fuse::Members(k), true) => Fuse::Members((k + 1).min(max)),
+                    (Fuse::Members(k), false) => Fuse::of_members(k - 1),
                 };
             }
         }

@@ -269,6 +269,11 @@ fn field_value(app: &App, f: Field) -> String {
         Field::Concurrency => s.effective_concurrency().to_string(),
         Field::Target => format!("{} ≤ {}", p.preset.workload.target.metric.name(), s.target),
         Field::Budget => format!("{} steps", s.budget),
+        Field::Fuse => match s.fuse {
+            crate::workload::spec::Fuse::Auto => "auto (measured)".into(),
+            crate::workload::spec::Fuse::Off => "off".into(),
+            crate::workload::spec::Fuse::Members(k) => format!("≤ {k} per group"),
+        },
         Field::Widen if s.widen == 0 => "off".into(),
         Field::Widen => format!(
             "{} move{} past an edge",

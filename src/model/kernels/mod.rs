@@ -1,0 +1,256 @@
+//! Ops of our own for the CPU (Burn's Flex backend, fp32), each one autodiff op with a hand-written
+//! backward, behind a function that returns `None` on any other backend or precision (the caller then
+//! takes Burn's generic ops, which are the reference every kernel is tested against):
+//!
+//! * [`conv_pool`]: the simple CNN's conv block (im2col of contiguous copies, one gemm per member,
+//!   2×2 max-pool keeping its argmax, bias, ReLU); backward: two gemms per member and a col2im of
+//!   contiguous adds (no index gathers or scatter-adds);
+//! * [`lstm_cell`]: σ/tanh gates, the cell and the hidden state in one pass with vectorised
+//!   activations (h and c come out as one [K, N, 2H] tensor, split by the caller's slices);
+//! * [`cross_entropy`]: mean softmax cross-entropy per member (a vectorised log-sum-exp per row;
+//!   backward softmax − one-hot).
+//!
+//! Every kernel works on the member axis (K trials fused) and treats members independently: a NaN in
+//! one member's rows never reaches another's outputs or gradients.
+
+mod conv;
+mod lstm;
+pub mod vmath;
+mod xent;
+
+use std::any::{Any, TypeId};
+use std::sync::Mutex;
+
+use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
+use burn::backend::{Autodiff, Flex};
+use burn::tensor::backend::Backend;
+use burn::tensor::{DType, Int, Shape, Tensor, TensorPrimitive};
+use burn_flex::{FlexTensor, Layout};
+
+/// The CPU training backend the kernels serve (autodiff over Flex, no checkpointing).
+type Ad = Autodiff<Flex, NoCheckpointing>;
+
+/// `a` as a `T` when they are the same type (a backend-generic tensor as the concrete one).
+fn same<A: 'static, T: 'static>(a: A) -> Result<T, A> {
+    if TypeId::of::<A>() != TypeId::of::<T>() {
+        return Err(a);
+    }
+    let b: Box<dyn Any> = Box::new(a);
+    Ok(*b.downcast::<T>().expect("same type"))
+}
+
+/// Which of the two CPU backends `B` is.
+enum Cpu {
+    Autodiff,
+    Inner,
+}
+
+fn cpu<B: Backend>() -> Option<Cpu> {
+    if TypeId::of::<B>() == TypeId::of::<Ad>() {
+        Some(Cpu::Autodiff)
+    } else if TypeId::of::<B>() == TypeId::of::<Flex>() {
+        Some(Cpu::Inner)
+    } else {
+        None
+    }
+}
+
+fn is_f32<B: Backend, const D: usize>(t: &Tensor<B, D>) -> bool {
+    t.dtype() == DType::F32
+}
+
+/// The values of a Flex f32 tensor, contiguous and in row-major order (copied only if needed).
+fn contiguous(t: &FlexTensor) -> FlexTensor {
+    if t.is_contiguous() && t.layout().contiguous_offsets().is_some() {
+        t.clone()
+    } else {
+        t.to_contiguous()
+    }
+}
+
+/// The f32 slice of a tensor from [`contiguous`].
+fn values(t: &FlexTensor) -> &[f32] {
+    let (a, b) = t
+        .layout()
+        .contiguous_offsets()
+        .expect("a contiguous tensor");
+    &t.storage::<f32>()[a..b]
+}
+
+/// A Flex f32 tensor that owns `v` (no copy).
+fn tensor_of(v: Vec<f32>, shape: &[usize]) -> FlexTensor {
+    debug_assert_eq!(v.len(), shape.iter().product::<usize>());
+    FlexTensor::new(
+        burn::tensor::Bytes::from_elems(v),
+        Layout::contiguous(Shape::from(shape.to_vec())),
+        DType::F32,
+    )
+}
+
+fn float_of<B: Backend, const D: usize>(t: Tensor<B, D>) -> B::FloatTensorPrimitive {
+    t.into_primitive().tensor()
+}
+
+fn tensor_from<B: Backend, const D: usize>(p: B::FloatTensorPrimitive) -> Tensor<B, D> {
+    Tensor::from_primitive(TensorPrimitive::Float(p))
+}
+
+/// Scratch buffers reused across steps (im2col columns, saved activations): a step's kernels
+/// take what the previous step's backward gave back, instead of fresh pages the kernel must zero.
+static POOL: Mutex<Vec<Vec<f32>>> = Mutex::new(Vec::new());
+const POOL_CAP: usize = 64;
+
+/// A pooled f32 buffer of a fixed length; back to the pool when dropped. Its initial contents are
+/// arbitrary (earlier values): every user writes all of it before reading.
+#[derive(Debug)]
+pub(crate) struct Buf(Vec<f32>);
+
+impl Buf {
+    pub(crate) fn new(len: usize) -> Self {
+        let found = {
+            let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+            // the smallest buffer that fits (at most twice the size: no hoarding of large ones)
+            let best = pool
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.capacity() >= len && v.capacity() <= 2 * len.max(1024))
+                .min_by_key(|(_, v)| v.capacity())
+                .map(|(i, _)| i);
+            best.map(|i| pool.swap_remove(i))
+        };
+        let mut v = found.unwrap_or_default();
+        if v.capacity() < len {
+            v = vec![0.0; len];
+        } else if v.len() >= len {
+            v.truncate(len);
+        } else {
+            v.resize(len, 0.0);
+        }
+        Buf(v)
+    }
+}
+
+impl std::ops::Deref for Buf {
+    type Target = [f32];
+    fn deref(&self) -> &[f32] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Buf {
+    fn deref_mut(&mut self) -> &mut [f32] {
+        &mut self.0
+    }
+}
+
+impl Drop for Buf {
+    fn drop(&mut self) {
+        let v = std::mem::take(&mut self.0);
+        if v.capacity() == 0 {
+            return;
+        }
+        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < POOL_CAP {
+            pool.push(v);
+        }
+    }
+}
+
+/// Threads the calling rayon pool has (1 outside any pool's worker: the global pool's size then).
+fn threads() -> usize {
+    rayon::current_num_threads().max(1)
+}
+
+/// The simple CNN's block ([`crate::model::layers::ConvPool`]) on the CPU: x [K·N, H, W, Cin] (NHWC,
+/// member-major), w [K, k·k·Cin, Cout], b [K, Cout] → [K·N, H/2, W/2, Cout]. `None` off the CPU or
+/// outside f32.
+pub fn conv_pool<B: Backend>(
+    x: Tensor<B, 4>,
+    w: Tensor<B, 3>,
+    b: Tensor<B, 2>,
+    kernel: usize,
+) -> Option<Tensor<B, 4>> {
+    if !(is_f32(&x) && is_f32(&w) && is_f32(&b)) {
+        return None;
+    }
+    match cpu::<B>()? {
+        Cpu::Autodiff => {
+            let (x, w, b) = (
+                same::<_, Tensor<Ad, 4>>(x).ok()?,
+                same::<_, Tensor<Ad, 3>>(w).ok()?,
+                same::<_, Tensor<Ad, 2>>(b).ok()?,
+            );
+            let y = conv::conv_pool_ad(float_of(x), float_of(w), float_of(b), kernel);
+            same(tensor_from::<Ad, 4>(y)).ok()
+        }
+        Cpu::Inner => {
+            let (x, w, b) = (
+                same::<_, Tensor<Flex, 4>>(x).ok()?,
+                same::<_, Tensor<Flex, 3>>(w).ok()?,
+                same::<_, Tensor<Flex, 2>>(b).ok()?,
+            );
+            let (y, _) = conv::forward(&float_of(x), &float_of(w), &float_of(b), kernel, false);
+            same(tensor_from::<Flex, 4>(y)).ok()
+        }
+    }
+}
+
+/// The LSTM cell ([`crate::model::lstm_cell`]) on the CPU: gates [K, N, 4H] (i, f, o, u), c_prev
+/// [K, N, H] → (h, c). `None` off the CPU or outside f32.
+pub fn lstm_cell<B: Backend>(
+    gates: Tensor<B, 3>,
+    c_prev: Tensor<B, 3>,
+) -> Option<(Tensor<B, 3>, Tensor<B, 3>)> {
+    if !(is_f32(&gates) && is_f32(&c_prev)) {
+        return None;
+    }
+    let [k, n, h4] = gates.dims();
+    let h = h4 / 4;
+    let hc: Tensor<B, 3> = match cpu::<B>()? {
+        Cpu::Autodiff => {
+            let g = same::<_, Tensor<Ad, 3>>(gates).ok()?;
+            let c = same::<_, Tensor<Ad, 3>>(c_prev).ok()?;
+            same(tensor_from::<Ad, 3>(lstm::cell_ad(
+                float_of(g),
+                float_of(c),
+            )))
+            .ok()?
+        }
+        Cpu::Inner => {
+            let g = same::<_, Tensor<Flex, 3>>(gates).ok()?;
+            let c = same::<_, Tensor<Flex, 3>>(c_prev).ok()?;
+            let (hc, _) = lstm::forward(&float_of(g), &float_of(c), false);
+            same(tensor_from::<Flex, 3>(hc)).ok()?
+        }
+    };
+    let hh = hc.clone().slice([0..k, 0..n, 0..h]);
+    let cc = hc.slice([0..k, 0..n, h..2 * h]);
+    Some((hh, cc))
+}
+
+/// Mean softmax cross-entropy per member ([`crate::model::cross_entropy`]) on the CPU: logits
+/// [K, M, C] (f32), targets [K, M] → [K]. `None` off the CPU or outside f32.
+pub fn cross_entropy<B: Backend>(
+    logits: Tensor<B, 3>,
+    y: Tensor<B, 2, Int>,
+) -> Option<Tensor<B, 1>> {
+    if !is_f32(&logits) {
+        return None;
+    }
+    let ids = || -> Vec<i64> { y.clone().into_data().iter::<i64>().collect() };
+    match cpu::<B>()? {
+        Cpu::Autodiff => {
+            let l = same::<_, Tensor<Ad, 3>>(logits).ok()?;
+            same(tensor_from::<Ad, 1>(xent::cross_entropy_ad(
+                float_of(l),
+                ids(),
+            )))
+            .ok()
+        }
+        Cpu::Inner => {
+            let l = same::<_, Tensor<Flex, 3>>(logits).ok()?;
+            let (loss, _) = xent::forward(&float_of(l), &ids(), false);
+            same(tensor_from::<Flex, 1>(loss)).ok()
+        }
+    }
+}
