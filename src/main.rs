@@ -8,6 +8,31 @@ mod cli;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+extern "C" {
+    fn mi_option_get(option: std::os::raw::c_int) -> std::os::raw::c_long;
+    fn mi_option_set(option: std::os::raw::c_int, value: std::os::raw::c_long);
+}
+
+/// mimalloc 3's `mi_option_purge_delay` (libmimalloc-sys 0.1.49, v3 `mimalloc.h`, whose
+/// `options.c` gives it the default 1000).
+const MI_OPTION_PURGE_DELAY: std::os::raw::c_int = 15;
+
+/// Freed memory stays with the process instead of being returned to the OS a second later
+/// (mimalloc 3's default; the process's memory then stays at its peak, which a training's working
+/// set bounds): the gemm crate allocates its packing workspace on every call, and purged pages were
+/// re-faulted from the kernel again and again (transparent huge pages zeroed: 5–15 % of a small
+/// CNN's step in perf; 300 steps took 798 page faults with the default, 369 — all of them the first
+/// steps' — never purging). Only when the option reads one of its documented defaults (10 ms in
+/// mimalloc 2, 1000 ms in 3), so another mimalloc's option numbering is never touched.
+fn keep_freed_memory() {
+    // SAFETY: plain option reads/writes of the linked mimalloc; no allocation is involved.
+    unsafe {
+        if matches!(mi_option_get(MI_OPTION_PURGE_DELAY), 10 | 1000) {
+            mi_option_set(MI_OPTION_PURGE_DELAY, -1);
+        }
+    }
+}
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -70,6 +95,7 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    keep_freed_memory();
     scaling_lab::train::wgpu::quiet_device_select_layer();
     let cli = match Cli::try_parse() {
         Ok(c) => c,

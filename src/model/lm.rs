@@ -84,9 +84,16 @@ impl<B: Backend> CharLstm<B> {
             .wx
             .forward(embed(&self.embed, x, c), c)
             .reshape([k, n, t, 4 * self.hidden]);
-        let hs = unroll([k, n, t, self.hidden], &dev, c, |i, h| {
-            step_slice(&xg, i) + self.wh.forward(h, c)
-        });
+        let hs = match c
+            .is_fp32()
+            .then(|| kernels::lstm_layer(xg.clone(), self.wh.w.val()))
+            .flatten()
+        {
+            Some(hs) => hs.reshape([k, n * t, self.hidden]),
+            None => unroll([k, n, t, self.hidden], &dev, c, |i, h| {
+                step_slice(&xg, i) + self.wh.forward(h, c)
+            }),
+        };
         c.to_f32(self.out.forward(hs, c))
     }
 }
@@ -308,6 +315,66 @@ mod tests {
             close(&a.1, &b.1, "c");
             close(&a.2, &b.2, "d/dgates");
             close(&a.3, &b.3, "d/dc_prev");
+        }
+    }
+
+    /// The CPU's whole-layer LSTM equals the step-by-step generic ops (each step's input slice
+    /// plus h·W_h, the generic cell) in values and in the gradients of the input projections and
+    /// W_h, per member.
+    #[test]
+    fn the_lstm_layer_kernel_matches_the_step_by_step_generic_ops() {
+        let dev = Default::default();
+        let mut rng = StdRng::seed_from_u64(9);
+        for &(k, n, t, h) in &[(1, 3, 5, 4), (3, 4, 7, 8), (2, 1, 1, 3)] {
+            let xg = super::super::layers::uniform(&mut rng, k * n * t * 4 * h, 1.5);
+            let wh = super::super::layers::uniform(&mut rng, k * h * 4 * h, 0.7);
+            let probe = super::super::layers::uniform(&mut rng, k * n * t * h, 1.0);
+            let run = |fast: bool| {
+                let x =
+                    Tensor::<Ad, 4>::from_data(TensorData::new(xg.clone(), [k, n, t, 4 * h]), &dev)
+                        .require_grad();
+                let w =
+                    Tensor::<Ad, 3>::from_data(TensorData::new(wh.clone(), [k, h, 4 * h]), &dev)
+                        .require_grad();
+                let hs = if fast {
+                    kernels::lstm_layer(x.clone(), w.clone()).expect("the CPU kernel")
+                } else {
+                    let mut hh = Tensor::<Ad, 3>::zeros([k, n, h], &dev);
+                    let mut cc = hh.clone();
+                    let mut out = Vec::new();
+                    for i in 0..t {
+                        let g = step_slice(&x, i) + hh.matmul(w.clone());
+                        let (h2, c2) = lstm_cell_ops(g, cc);
+                        hh = h2;
+                        cc = c2;
+                        out.push(hh.clone());
+                    }
+                    Tensor::stack::<4>(out, 2)
+                };
+                let p =
+                    Tensor::<Ad, 4>::from_data(TensorData::new(probe.clone(), [k, n, t, h]), &dev);
+                let g = (hs.clone() * p).sum().backward();
+                (
+                    vals(hs.inner()),
+                    vals(x.grad(&g).unwrap()),
+                    vals(w.grad(&g).unwrap()),
+                )
+            };
+            let a = run(true);
+            let b = run(false);
+            for (what, x, y) in [
+                ("h", &a.0, &b.0),
+                ("d/dxg", &a.1, &b.1),
+                ("d/dwh", &a.2, &b.2),
+            ] {
+                assert_eq!(x.len(), y.len());
+                for (p, q) in x.iter().zip(y.iter()) {
+                    assert!(
+                        (p - q).abs() <= 1e-5 * (1.0 + q.abs()),
+                        "{what} ({k},{n},{t},{h}): {p} vs {q}"
+                    );
+                }
+            }
         }
     }
 }

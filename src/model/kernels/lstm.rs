@@ -29,30 +29,42 @@ pub(super) struct Saved {
 
 simd_dispatch! {
     fn cell_rows(g: &[f32], cp: &[f32], out: &mut [f32], acts: &mut [f32], h: usize) {
-        let rows = cp.len() / h.max(1);
-        for r in 0..rows {
-            let gr = &g[r * 4 * h..(r + 1) * 4 * h];
-            let cr = &cp[r * h..(r + 1) * h];
-            let (ho, co) = out[r * 2 * h..(r + 1) * 2 * h].split_at_mut(h);
-            let a = &mut acts[r * 5 * h..(r + 1) * 5 * h];
+        // per row: slices of exactly H zipped together, so the loop has no bounds checks and
+        // vectorises
+        for ((gr, cr), (hc, a)) in g
+            .chunks_exact(4 * h)
+            .zip(cp.chunks_exact(h))
+            .zip(out.chunks_exact_mut(2 * h).zip(acts.chunks_exact_mut(5 * h)))
+        {
+            let (gi, rest) = gr.split_at(h);
+            let (gf, rest) = rest.split_at(h);
+            let (go, gu) = rest.split_at(h);
+            let (ho, co) = hc.split_at_mut(h);
             let (ai, rest) = a.split_at_mut(h);
             let (af, rest) = rest.split_at_mut(h);
             let (ao, rest) = rest.split_at_mut(h);
             let (au, at) = rest.split_at_mut(h);
-            for j in 0..h {
-                let i = vmath::sigmoid(gr[j]);
-                let f = vmath::sigmoid(gr[h + j]);
-                let o = vmath::sigmoid(gr[2 * h + j]);
-                let u = vmath::tanh(gr[3 * h + j]);
-                let c = f * cr[j] + i * u;
+            let ins = gi.iter().zip(gf).zip(go.iter().zip(gu)).zip(cr);
+            let outs = ho.iter_mut().zip(co.iter_mut()).zip(
+                ai.iter_mut()
+                    .zip(af.iter_mut())
+                    .zip(ao.iter_mut().zip(au.iter_mut()).zip(at.iter_mut())),
+            );
+            for ((((xi, xf), (xo, xu)), c0), ((hh, cc), ((ri, rf), ((ro, ru), rt)))) in ins.zip(outs)
+            {
+                let i = vmath::sigmoid(*xi);
+                let f = vmath::sigmoid(*xf);
+                let o = vmath::sigmoid(*xo);
+                let u = vmath::tanh(*xu);
+                let c = f * *c0 + i * u;
                 let tc = vmath::tanh(c);
-                ho[j] = o * tc;
-                co[j] = c;
-                ai[j] = i;
-                af[j] = f;
-                ao[j] = o;
-                au[j] = u;
-                at[j] = tc;
+                *hh = o * tc;
+                *cc = c;
+                *ri = i;
+                *rf = f;
+                *ro = o;
+                *ru = u;
+                *rt = tc;
             }
         }
     }
@@ -60,25 +72,41 @@ simd_dispatch! {
 
 simd_dispatch! {
     fn cell_back_rows(acts: &[f32], cp: &[f32], dout: &[f32], dg: &mut [f32], dcp: &mut [f32], h: usize) {
-        let rows = cp.len() / h.max(1);
-        for r in 0..rows {
-            let a = &acts[r * 5 * h..(r + 1) * 5 * h];
+        for (((a, cr), d), (dgr, dcr)) in acts
+            .chunks_exact(5 * h)
+            .zip(cp.chunks_exact(h))
+            .zip(dout.chunks_exact(2 * h))
+            .zip(dg.chunks_exact_mut(4 * h).zip(dcp.chunks_exact_mut(h)))
+        {
             let (ai, rest) = a.split_at(h);
             let (af, rest) = rest.split_at(h);
             let (ao, rest) = rest.split_at(h);
             let (au, at) = rest.split_at(h);
-            let cr = &cp[r * h..(r + 1) * h];
-            let (dh, dco) = dout[r * 2 * h..(r + 1) * 2 * h].split_at(h);
-            let dgr = &mut dg[r * 4 * h..(r + 1) * 4 * h];
-            let dcr = &mut dcp[r * h..(r + 1) * h];
-            for j in 0..h {
-                let (i, f, o, u, tc) = (ai[j], af[j], ao[j], au[j], at[j]);
-                let dc = dco[j] + dh[j] * o * (1.0 - tc * tc);
-                dgr[j] = dc * u * (i * (1.0 - i));
-                dgr[h + j] = dc * cr[j] * (f * (1.0 - f));
-                dgr[2 * h + j] = dh[j] * tc * (o * (1.0 - o));
-                dgr[3 * h + j] = dc * i * (1.0 - u * u);
-                dcr[j] = dc * f;
+            let (dh, dco) = d.split_at(h);
+            let (di, rest) = dgr.split_at_mut(h);
+            let (df, rest) = rest.split_at_mut(h);
+            let (do_, du) = rest.split_at_mut(h);
+            let ins = ai
+                .iter()
+                .zip(af)
+                .zip(ao.iter().zip(au))
+                .zip(at.iter().zip(cr))
+                .zip(dh.iter().zip(dco));
+            let outs = di
+                .iter_mut()
+                .zip(df.iter_mut())
+                .zip(do_.iter_mut().zip(du.iter_mut()))
+                .zip(dcr.iter_mut());
+            for (((((i, f), (o, u)), (tc, c0)), (dh, dco)), (((gi, gf), (go, gu)), dc0)) in
+                ins.zip(outs)
+            {
+                let (i, f, o, u, tc) = (*i, *f, *o, *u, *tc);
+                let dc = *dco + *dh * o * (1.0 - tc * tc);
+                *gi = dc * u * (i * (1.0 - i));
+                *gf = dc * *c0 * (f * (1.0 - f));
+                *go = *dh * tc * (o * (1.0 - o));
+                *gu = dc * i * (1.0 - u * u);
+                *dc0 = dc * f;
             }
         }
     }
@@ -160,6 +188,321 @@ pub(super) fn cell_ad(gates: FloatTensor<Ad>, c_prev: FloatTensor<Ad>) -> FloatT
         }
         OpsKind::UnTracked(prep) => {
             let (y, _) = forward(&gates.primitive, &c_prev.primitive, false);
+            prep.finish(y)
+        }
+    }
+}
+
+/// What the layer's backward pass needs.
+#[derive(Clone, Debug)]
+pub(super) struct LayerSaved {
+    k: usize,
+    n: usize,
+    t: usize,
+    h: usize,
+    /// Per member, step and row: i, f, o, u, tanh c (5·H).
+    acts: Arc<Buf>,
+    /// Per member, step and row: c_t (H).
+    cells: Arc<Buf>,
+    /// The layer's output (h_t per member, row and step): h_{t−1} for dW_h.
+    hs: FlexTensor,
+    wh: FlexTensor,
+}
+
+/// dst[m×n] (+)= lhs · rhs with (row stride, column stride) per operand; `acc`: add to dst.
+#[allow(clippy::too_many_arguments)]
+fn gemm_into(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: &mut [f32],
+    acc: bool,
+    lhs: &[f32],
+    (lrs, lcs): (isize, isize),
+    rhs: &[f32],
+    (rrs, rcs): (isize, isize),
+) {
+    assert!(dst.len() >= m * n);
+    debug_assert!(
+        m == 0 || k == 0 || ((m - 1) as isize * lrs + (k - 1) as isize * lcs) < lhs.len() as isize
+    );
+    debug_assert!(
+        k == 0 || n == 0 || ((k - 1) as isize * rrs + (n - 1) as isize * rcs) < rhs.len() as isize
+    );
+    // SAFETY: the operands cover the strided extents checked above (the callers' shapes).
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            acc,
+            lhs.as_ptr(),
+            lcs,
+            lrs,
+            rhs.as_ptr(),
+            rcs,
+            rrs,
+            if acc { 1.0 } else { 0.0 },
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
+/// One member's recurrence: xg [N, T, 4H] (input projections with bias), wh [H, 4H] → hs
+/// [N, T, H], with the activations and cells of every step.
+fn layer_member(
+    xg: &[f32],
+    wh: &[f32],
+    (n, t, h): (usize, usize, usize),
+    hs: &mut [f32],
+    acts: &mut [f32],
+    cells: &mut [f32],
+) {
+    let h4 = 4 * h;
+    let mut gates = Buf::new(n * h4);
+    let mut hc = Buf::new(n * 2 * h);
+    let mut c_prev = Buf::new(n * h);
+    c_prev.fill(0.0);
+    let mut h_prev = Buf::new(n * h);
+    h_prev.fill(0.0);
+    for s in 0..t {
+        for r in 0..n {
+            gates[r * h4..(r + 1) * h4]
+                .copy_from_slice(&xg[(r * t + s) * h4..(r * t + s + 1) * h4]);
+        }
+        if s > 0 {
+            gemm_into(
+                n,
+                h4,
+                h,
+                &mut gates,
+                true,
+                &h_prev,
+                (h as isize, 1),
+                wh,
+                (h4 as isize, 1),
+            );
+        }
+        let a = &mut acts[s * n * 5 * h..(s + 1) * n * 5 * h];
+        cell_rows(&gates, &c_prev, &mut hc, a, h);
+        for r in 0..n {
+            let (hr, cr) = hc[r * 2 * h..(r + 1) * 2 * h].split_at(h);
+            hs[(r * t + s) * h..(r * t + s + 1) * h].copy_from_slice(hr);
+            h_prev[r * h..(r + 1) * h].copy_from_slice(hr);
+            c_prev[r * h..(r + 1) * h].copy_from_slice(cr);
+        }
+        cells[s * n * h..(s + 1) * n * h].copy_from_slice(&c_prev);
+    }
+}
+
+/// One member's backpropagation through time: dhs [N, T, H] → (dxg [N, T, 4H], dwh [H, 4H]).
+#[allow(clippy::too_many_arguments)]
+fn layer_member_back(
+    dhs: &[f32],
+    hs: &[f32],
+    wh: &[f32],
+    acts: &[f32],
+    cells: &[f32],
+    (n, t, h): (usize, usize, usize),
+    dxg: &mut [f32],
+    dwh: &mut [f32],
+) {
+    let h4 = 4 * h;
+    let mut dh_next = Buf::new(n * h);
+    dh_next.fill(0.0);
+    let mut dc_next = Buf::new(n * h);
+    dc_next.fill(0.0);
+    let mut dout = Buf::new(n * 2 * h);
+    let mut dg = Buf::new(n * h4);
+    let mut dcp = Buf::new(n * h);
+    let mut h_prev = Buf::new(n * h);
+    let zeros = {
+        let mut z = Buf::new(n * h);
+        z.fill(0.0);
+        z
+    };
+    dwh.fill(0.0);
+    for s in (0..t).rev() {
+        for r in 0..n {
+            let d = &mut dout[r * 2 * h..(r + 1) * 2 * h];
+            let src = &dhs[(r * t + s) * h..(r * t + s + 1) * h];
+            for j in 0..h {
+                d[j] = src[j] + dh_next[r * h + j];
+                d[h + j] = dc_next[r * h + j];
+            }
+        }
+        let c_prev: &[f32] = if s > 0 {
+            &cells[(s - 1) * n * h..s * n * h]
+        } else {
+            &zeros
+        };
+        let a = &acts[s * n * 5 * h..(s + 1) * n * 5 * h];
+        cell_back_rows(a, c_prev, &dout, &mut dg, &mut dcp, h);
+        for r in 0..n {
+            dxg[(r * t + s) * h4..(r * t + s + 1) * h4].copy_from_slice(&dg[r * h4..(r + 1) * h4]);
+        }
+        dc_next.copy_from_slice(&dcp);
+        if s > 0 {
+            for r in 0..n {
+                h_prev[r * h..(r + 1) * h]
+                    .copy_from_slice(&hs[(r * t + s - 1) * h..(r * t + s) * h]);
+            }
+            // dW_h += h_{s−1}ᵀ · dG; dh_{s−1} = dG · W_hᵀ
+            gemm_into(
+                h,
+                h4,
+                n,
+                dwh,
+                true,
+                &h_prev,
+                (1, h as isize),
+                &dg,
+                (h4 as isize, 1),
+            );
+            gemm_into(
+                n,
+                h,
+                h4,
+                &mut dh_next,
+                false,
+                &dg,
+                (h4 as isize, 1),
+                wh,
+                (1, h4 as isize),
+            );
+        }
+    }
+}
+
+/// The LSTM layer's forward pass over every step: xg [K, N, T, 4H], wh [K, H, 4H] → hs
+/// [K, N, T, H] (and, with `keep`, what the backward pass needs).
+pub(super) fn layer_forward(
+    xg: &FlexTensor,
+    wh: &FlexTensor,
+    keep: bool,
+) -> (FlexTensor, Option<LayerSaved>) {
+    let xg = contiguous(xg);
+    let wh = contiguous(wh);
+    let xs = xg.layout().shape();
+    let (k, n, t, h) = (xs[0], xs[1], xs[2], xs[3] / 4);
+    let (xv, wv) = (values(&xg), values(&wh));
+    let mut hs = vec![0.0f32; k * n * t * h];
+    let mut acts = Buf::new(k * t * n * 5 * h);
+    let mut cells = Buf::new(k * t * n * h);
+    {
+        let work: Vec<_> = hs
+            .chunks_mut(n * t * h)
+            .zip(acts.chunks_mut(t * n * 5 * h))
+            .zip(cells.chunks_mut(t * n * h))
+            .enumerate()
+            .collect();
+        let run = |(m, ((hs_m, a_m), c_m)): (usize, ((&mut [f32], &mut [f32]), &mut [f32]))| {
+            layer_member(
+                &xv[m * n * t * 4 * h..(m + 1) * n * t * 4 * h],
+                &wv[m * h * 4 * h..(m + 1) * h * 4 * h],
+                (n, t, h),
+                hs_m,
+                a_m,
+                c_m,
+            );
+        };
+        if k > 1 && super::threads() > 1 {
+            use rayon::prelude::*;
+            work.into_par_iter().for_each(run);
+        } else {
+            work.into_iter().for_each(run);
+        }
+    }
+    let out = tensor_of(hs, &[k, n, t, h]);
+    let saved = keep.then(|| LayerSaved {
+        k,
+        n,
+        t,
+        h,
+        acts: Arc::new(acts),
+        cells: Arc::new(cells),
+        hs: out.clone(),
+        wh,
+    });
+    (out, saved)
+}
+
+fn layer_backward(s: &LayerSaved, grad: &FlexTensor) -> (FlexTensor, FlexTensor) {
+    let grad = contiguous(grad);
+    let (k, n, t, h) = (s.k, s.n, s.t, s.h);
+    let (gv, hv, wv) = (values(&grad), values(&s.hs), values(&s.wh));
+    let mut dxg = vec![0.0f32; k * n * t * 4 * h];
+    let mut dwh = vec![0.0f32; k * h * 4 * h];
+    {
+        let work: Vec<_> = dxg
+            .chunks_mut(n * t * 4 * h)
+            .zip(dwh.chunks_mut(h * 4 * h))
+            .enumerate()
+            .collect();
+        let run = |(m, (dx_m, dw_m)): (usize, (&mut [f32], &mut [f32]))| {
+            layer_member_back(
+                &gv[m * n * t * h..(m + 1) * n * t * h],
+                &hv[m * n * t * h..(m + 1) * n * t * h],
+                &wv[m * h * 4 * h..(m + 1) * h * 4 * h],
+                &s.acts[m * t * n * 5 * h..(m + 1) * t * n * 5 * h],
+                &s.cells[m * t * n * h..(m + 1) * t * n * h],
+                (n, t, h),
+                dx_m,
+                dw_m,
+            );
+        };
+        if k > 1 && super::threads() > 1 {
+            use rayon::prelude::*;
+            work.into_par_iter().for_each(run);
+        } else {
+            work.into_iter().for_each(run);
+        }
+    }
+    (
+        tensor_of(dxg, &[k, n, t, 4 * h]),
+        tensor_of(dwh, &[k, h, 4 * h]),
+    )
+}
+
+#[derive(Debug)]
+struct LayerBackward;
+
+impl Backward<Flex, 2> for LayerBackward {
+    type State = LayerSaved;
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [node_x, node_w] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let (dx, dw) = layer_backward(&ops.state, &grad);
+        if let Some(node) = node_x {
+            grads.register::<Flex>(node.id, dx);
+        }
+        if let Some(node) = node_w {
+            grads.register::<Flex>(node.id, dw);
+        }
+    }
+}
+
+/// The LSTM layer as one autodiff op.
+pub(super) fn layer_ad(xg: FloatTensor<Ad>, wh: FloatTensor<Ad>) -> FloatTensor<Ad> {
+    match LayerBackward
+        .prepare::<NoCheckpointing>([xg.node.clone(), wh.node.clone()])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(prep) => {
+            let (y, saved) = layer_forward(&xg.primitive, &wh.primitive, true);
+            prep.finish(saved.expect("kept"), y)
+        }
+        OpsKind::UnTracked(prep) => {
+            let (y, _) = layer_forward(&xg.primitive, &wh.primitive, false);
             prep.finish(y)
         }
     }

@@ -7,6 +7,8 @@
 //!   contiguous adds (no index gathers or scatter-adds);
 //! * [`lstm_cell`]: σ/tanh gates, the cell and the hidden state in one pass with vectorised
 //!   activations (h and c come out as one [K, N, 2H] tensor, split by the caller's slices);
+//! * [`lstm_layer`]: a whole LSTM recurrence (every step's gemm and cell) as one op, with
+//!   backpropagation through time in one pass;
 //! * [`cross_entropy`]: mean softmax cross-entropy per member (a vectorised log-sum-exp per row;
 //!   backward softmax − one-hot).
 //!
@@ -226,6 +228,33 @@ pub fn lstm_cell<B: Backend>(
     let hh = hc.clone().slice([0..k, 0..n, 0..h]);
     let cc = hc.slice([0..k, 0..n, h..2 * h]);
     Some((hh, cc))
+}
+
+/// A whole LSTM layer's recurrence on the CPU (`CharLstm`): xg [K, N, T, 4H] (the input
+/// projections with bias), wh [K, H, 4H] → the hidden states [K, N, T, H] from a zero state, as one
+/// op (each step one gemm and the cell; the backward pass through time in one pass with its own
+/// buffers). `None` off the CPU or outside f32.
+pub fn lstm_layer<B: Backend>(xg: Tensor<B, 4>, wh: Tensor<B, 3>) -> Option<Tensor<B, 4>> {
+    if !(is_f32(&xg) && is_f32(&wh)) {
+        return None;
+    }
+    match cpu::<B>()? {
+        Cpu::Autodiff => {
+            let x = same::<_, Tensor<Ad, 4>>(xg).ok()?;
+            let w = same::<_, Tensor<Ad, 3>>(wh).ok()?;
+            same(tensor_from::<Ad, 4>(lstm::layer_ad(
+                float_of(x),
+                float_of(w),
+            )))
+            .ok()
+        }
+        Cpu::Inner => {
+            let x = same::<_, Tensor<Flex, 4>>(xg).ok()?;
+            let w = same::<_, Tensor<Flex, 3>>(wh).ok()?;
+            let (hs, _) = lstm::layer_forward(&float_of(x), &float_of(w), false);
+            same(tensor_from::<Flex, 4>(hs)).ok()
+        }
+    }
 }
 
 /// Mean softmax cross-entropy per member ([`crate::model::cross_entropy`]) on the CPU: logits

@@ -15,7 +15,9 @@ const ROUND: f32 = 12_582_912.0;
 pub fn exp(x: f32) -> f32 {
     let x = if x > 88.0 { 88.0 } else { x };
     let x = if x < -87.0 { -87.0 } else { x };
-    let n = (x * LOG2E + ROUND) - ROUND;
+    // t holds round(x·log2 e) in its low mantissa bits; n is that integer as a float
+    let t = x * LOG2E + ROUND;
+    let n = t - ROUND;
     let r = x - n * LN2_HI - n * LN2_LO;
     let mut p = 1.987_569_1e-4f32;
     p = p * r + 1.398_199_9e-3;
@@ -24,8 +26,9 @@ pub fn exp(x: f32) -> f32 {
     p = p * r + 1.666_666_5e-1;
     p = p * r + 5.000_000_1e-1;
     p = p * r * r + r + 1.0;
-    // 2^n from the exponent bits (n is in [−126, 127]; a NaN x gives n = NaN → 0 and p = NaN)
-    let bits = ((n as i32 + 127) as u32) << 23;
+    // 2^n from the exponent bits, in integer arithmetic on t's bits (no float→int conversion, so
+    // the loop vectorises): n + 127 is in [1, 254]; a NaN x gives a NaN p
+    let bits = t.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127) << 23;
     p * f32::from_bits(bits)
 }
 
@@ -55,15 +58,21 @@ pub fn tanh(x: f32) -> f32 {
     }
 }
 
-/// Runs `$body` (a closure-free block over slices) in a function compiled for AVX2 when the CPU
-/// has it, else in the baseline one.
+/// Runs `$body` (a closure-free block over slices) in a function compiled for AVX-512 or AVX2
+/// when the CPU has it, else in the baseline one.
 macro_rules! simd_dispatch {
     (fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
         pub fn $name($($arg: $ty),*) {
             #[cfg(target_arch = "x86_64")]
             {
+                #[target_feature(enable = "avx512f")]
+                unsafe fn avx512($($arg: $ty),*) $body
                 #[target_feature(enable = "avx2")]
                 unsafe fn avx2($($arg: $ty),*) $body
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU supports AVX-512F (checked above).
+                    return unsafe { avx512($($arg),*) };
+                }
                 if std::arch::is_x86_feature_detected!("avx2") {
                     // SAFETY: the CPU supports AVX2 (checked above).
                     return unsafe { avx2($($arg),*) };
