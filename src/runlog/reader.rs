@@ -93,6 +93,9 @@ pub struct RunLog {
     /// stale one and is dropped).
     pub summary: Option<Summary>,
     pub warnings: Vec<String>,
+    /// The first trial that is not the trial its header's plan derives (`path:line: message`,
+    /// also among `warnings`): an edited header or line. Readers warn; `sweep --resume` refuses.
+    pub off_plan: Option<String>,
     /// Byte length of the intact part of the file (without a torn last line).
     pub valid_len: u64,
 }
@@ -185,6 +188,8 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
     let mut valid_len = 0u64;
     let mut pos = 0usize;
     let mut line_no = 0usize;
+    // index in `warnings` of the first off-plan trial's warning
+    let mut off_plan_warning: Option<usize> = None;
     while pos < bytes.len() {
         line_no += 1;
         let (raw, next, complete) = match bytes[pos..].iter().position(|&c| c == b'\n') {
@@ -270,6 +275,9 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
                         for w in found {
                             warnings.push(format!("{}:{line_no}: {w}", path.display()));
                         }
+                        if v.off_plan().is_some_and(|(l, _)| *l == line_no) {
+                            off_plan_warning = Some(warnings.len() - 1);
+                        }
                         summary = None;
                         trials.push(*t);
                     }
@@ -294,11 +302,19 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
             }
         }
     })?;
+    // One warning for an edited header (every trial then differs), with the count.
+    let more = validator
+        .as_ref()
+        .map_or(0, |v| v.off_plan_lines().saturating_sub(1));
+    if let (Some(i), true) = (off_plan_warning, more > 0) {
+        warnings[i].push_str(&format!(" (+{more} more trial lines like it)"));
+    }
     Ok(RunLog {
         path: path.to_path_buf(),
         header,
         trials,
         summary,
+        off_plan: off_plan_warning.map(|i| warnings[i].clone()),
         warnings,
         valid_len,
     })
