@@ -310,6 +310,13 @@ fn preset_cases(dir: &Path) -> Vec<Case> {
         ),
         ("truncated", BASE.as_bytes()[..BASE.len() / 2].to_vec()),
         ("binary", (0..=255u8).cycle().take(3000).collect()),
+        // issue 43: 1,000 NUL bytes are UTF-8, but not text (was: 1:1001: TOML syntax error)
+        ("1000-nul", vec![0u8; 1000]),
+        // issue 43: an unknown table nested under the decay (was: "at the top level")
+        (
+            "nested-unknown-table",
+            format!("{BASE}\n[workload.defaults.schedule.decay.x.y.z]\n").into_bytes(),
+        ),
     ];
     for (n, bytes) in extra {
         let path = dir.join(format!("doc-{n}.toml"));
@@ -318,6 +325,25 @@ fn preset_cases(dir: &Path) -> Vec<Case> {
         if n == "empty" || n == "not-utf8" {
             // No position inside the file for these: the path is enough.
             c.locate = Locate::Path(path.display().to_string());
+        }
+        match n {
+            "nul-bytes" | "1000-nul" => {
+                c = c
+                    .says(&["not a text file", "NUL"])
+                    .not_says(&["TOML syntax error"]);
+            }
+            "binary" | "not-utf8" => c = c.says(&["not UTF-8 text"]),
+            "nested-unknown-table" => {
+                c = c
+                    .says(&["missing field `kind` in [workload.defaults.schedule.decay]"])
+                    .not_says(&["top level"]);
+            }
+            _ => {}
+        }
+        if n == "1000-nul" {
+            // located at the first NUL, not past the last one
+            c.says
+                .push(format!("{}:1:1: not a text file", path.display()));
         }
         cases.push(c);
     }
@@ -954,6 +980,12 @@ fn log_cases(dir: &Path) -> Vec<Case> {
         logs.push(("nul-padding", b));
     }
     logs.push(("all-nul", vec![0u8; 4096]));
+    // issue 43: a byte-order mark is read before the header only; elsewhere it is named
+    {
+        let mut l = owned.clone();
+        l[2] = format!("\u{feff}{}", l[2]);
+        logs.push(("bom-on-line-3", join(&l).into_bytes()));
+    }
     logs.push(("binary", (0..=255u8).cycle().take(5000).collect()));
     {
         let mut l = owned.clone();
@@ -975,20 +1007,29 @@ fn log_cases(dir: &Path) -> Vec<Case> {
         } else {
             Locate::Line(p.clone())
         };
+        // what the line must say, where the culprit is not the obvious JSON error
+        let says: &[&str] = match n {
+            "nul-padding" => &[":2: NUL bytes, not a JSON line"],
+            "bom-on-line-3" => &[":3: a UTF-8 byte-order mark (U+FEFF) starts this line"],
+            _ => &[],
+        };
         for (cmd, args) in log_readers(&p, &dir.join("runs").display().to_string()) {
-            cases.push(Case {
-                group: "log",
-                name: format!("{n}/{cmd}"),
-                args,
-                env: vec![],
-                locate: locate.clone(),
-                unchanged: if cmd != "resume" {
-                    vec![path.clone()]
-                } else {
-                    vec![]
-                },
-                ..blank()
-            });
+            cases.push(
+                Case {
+                    group: "log",
+                    name: format!("{n}/{cmd}"),
+                    args,
+                    env: vec![],
+                    locate: locate.clone(),
+                    unchanged: if cmd != "resume" {
+                        vec![path.clone()]
+                    } else {
+                        vec![]
+                    },
+                    ..blank()
+                }
+                .says(says),
+            );
         }
     }
     cases
@@ -1459,4 +1500,31 @@ fn a_contradicted_outcome_is_read_as_its_curve_shows() {
     assert!(err.contains(&warning), "{err}");
     let (_, res_o, _) = run_bin(&["sweep", "--resume", &o, "--runs-dir", &runs, "--json"]);
     assert_eq!(measured(&res_e), measured(&res_o));
+}
+
+/// Issue 43: a run log saved with a UTF-8 byte-order mark (as presets already are) is read as
+/// the same log without it, by every reader, silently.
+#[test]
+fn a_log_with_a_byte_order_mark_is_read_as_without_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = valid_log();
+    let plain = tmp.path().join("plain.jsonl");
+    let bom = tmp.path().join("bom.jsonl");
+    std::fs::write(&plain, &good).unwrap();
+    std::fs::write(&bom, format!("\u{feff}{good}")).unwrap();
+    let (b, p) = (bom.display().to_string(), plain.display().to_string());
+    let (code, out_b, err) = run_bin(&["report", &b]);
+    assert_eq!((code, err.as_str()), (Some(0), ""));
+    let (_, out_p, _) = run_bin(&["report", &p]);
+    assert_eq!(out_b.replace(&b, &p), out_p);
+    let json = tmp.path().join("bom.json").display().to_string();
+    let runs = tmp.path().join("runs").display().to_string();
+    for args in [
+        vec!["compare", &b, &p],
+        vec!["export", &b, "--json", &json],
+        vec!["sweep", "--resume", &b, "--runs-dir", &runs],
+    ] {
+        let (code, _, err) = run_bin(&args);
+        assert_eq!((code, err.as_str()), (Some(0), ""), "{args:?}");
+    }
 }

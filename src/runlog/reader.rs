@@ -125,6 +125,9 @@ impl RunLog {
     }
 }
 
+/// The UTF-8 byte-order mark, accepted before a log's first line.
+const BOM: char = '\u{feff}';
+
 /// Parses one complete line (already known not to be torn).
 pub fn parse_line(path: &Path, line_no: usize, text: &str) -> Result<LogLine, RunLogError> {
     let malformed = |message: String| RunLogError::Malformed {
@@ -132,8 +135,25 @@ pub fn parse_line(path: &Path, line_no: usize, text: &str) -> Result<LogLine, Ru
         line: line_no,
         message,
     };
-    let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| malformed(format!("not valid JSON: {e}")))?;
+    // A byte-order mark before the header (an editor's UTF-8 "with BOM") is not part of it.
+    let text = match text.strip_prefix(BOM) {
+        Some(rest) if line_no == 1 => rest,
+        _ => text,
+    };
+    if text.contains('\0') {
+        return Err(malformed(
+            "NUL bytes, not a JSON line: the file is not text here (a damaged or zero-filled \
+             log?)"
+                .into(),
+        ));
+    }
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        malformed(if text.starts_with(BOM) {
+            format!("a UTF-8 byte-order mark (U+FEFF) starts this line: not valid JSON ({e})")
+        } else {
+            format!("not valid JSON: {e}")
+        })
+    })?;
     let kind = v
         .get("type")
         .and_then(|t| t.as_str())
