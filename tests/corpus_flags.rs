@@ -287,6 +287,11 @@ fn corpus(tmp: &Path) -> Vec<Case> {
     v.push(case(&["--open", &log], "--open"));
     v.push(case(&[], "terminal"));
     v.push(case(&["--preset", "nqm-sgd"], "terminal"));
+    // issue 43: an unknown preset is named (not Setup on another), terminal or not
+    v.push(case(
+        &["--preset", "no-such-preset"],
+        "--preset: no-such-preset: no such preset (known presets: digits-mlp-adam",
+    ));
     v.push(case(&["no-such-command"], "no-such-command"));
     mark_runtime(&mut v);
     v
