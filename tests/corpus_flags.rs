@@ -287,6 +287,11 @@ fn corpus(tmp: &Path) -> Vec<Case> {
     v.push(case(&["--open", &log], "--open"));
     v.push(case(&[], "terminal"));
     v.push(case(&["--preset", "nqm-sgd"], "terminal"));
+    // issue 43: an unknown preset is named (not Setup on another), terminal or not
+    v.push(case(
+        &["--preset", "no-such-preset"],
+        "--preset: no-such-preset: no such preset (known presets: digits-mlp-adam",
+    ));
     v.push(case(&["no-such-command"], "no-such-command"));
     mark_runtime(&mut v);
     v
@@ -409,6 +414,72 @@ fn a_long_sweep_says_its_bound_before_it_starts() {
     let out = Command::new(BIN)
         .args(["sweep", &short.display().to_string(), "--runs-dir"])
         .arg(tmp.path().join("runs"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("may take long"), "{err}");
+}
+
+/// Issue 43: any preset whose trial may run for 10 minutes or more says so before it starts,
+/// from the same calibration GPU-scale presets use (`<runs-dir>/layout-calibration.json`), not
+/// only sweeps of an hour. The calibration is measured once (`--dry-run`), then its step time
+/// set to 0.5 s (a 1,000-layer MLP's on this machine): the bound is computed, not timed.
+#[test]
+fn a_sweep_whose_trial_takes_25_minutes_says_so_before_it_starts() {
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    let preset = tmp.path().join("slow.toml");
+    std::fs::write(
+        &preset,
+        digits_preset(3000).replace("eval_every = 5", "eval_every = 1000"),
+    )
+    .unwrap();
+    let runs = tmp.path().join("runs");
+    let p = preset.display().to_string();
+    let r = runs.display().to_string();
+    let out = Command::new(BIN)
+        .args(["sweep", &p, "--dry-run", "--runs-dir", &r])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let cache = runs.join("layout-calibration.json");
+    let set_step_time = |s: f64| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+        let all = v.as_object_mut().unwrap();
+        assert_eq!(all.len(), 1, "one workload calibrated: {all:?}");
+        for c in all.values_mut() {
+            c["one_trial"] = serde_json::json!([[8, s]]);
+        }
+        std::fs::write(&cache, v.to_string()).unwrap();
+    };
+    set_step_time(0.5);
+    let mut child = Command::new(BIN)
+        .args(["sweep", &p, "--runs-dir", &r])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let first = BufReader::new(stderr).lines().map_while(Result::ok).next();
+    let _ = child.kill();
+    let _ = child.wait();
+    // 3000 steps × 0.5 s + 3 evaluations: 25 min 22 s, one trial, well under an hour
+    let w = first.unwrap_or_default();
+    assert!(
+        w.starts_with("warning: this sweep may take long: ≤ 25 min ")
+            && w.contains("(1 trial, 1 at once;")
+            && w.contains("one trial alone up to 25 min "),
+        "{w}"
+    );
+    // 0.1 s a step: a 5-minute trial starts without a word
+    set_step_time(0.1);
+    let out = Command::new(BIN)
+        .args(["sweep", &p, "--runs-dir", &r])
         .stdin(Stdio::null())
         .output()
         .unwrap();

@@ -310,6 +310,13 @@ fn preset_cases(dir: &Path) -> Vec<Case> {
         ),
         ("truncated", BASE.as_bytes()[..BASE.len() / 2].to_vec()),
         ("binary", (0..=255u8).cycle().take(3000).collect()),
+        // issue 43: 1,000 NUL bytes are UTF-8, but not text (was: 1:1001: TOML syntax error)
+        ("1000-nul", vec![0u8; 1000]),
+        // issue 43: an unknown table nested under the decay (was: "at the top level")
+        (
+            "nested-unknown-table",
+            format!("{BASE}\n[workload.defaults.schedule.decay.x.y.z]\n").into_bytes(),
+        ),
     ];
     for (n, bytes) in extra {
         let path = dir.join(format!("doc-{n}.toml"));
@@ -318,6 +325,25 @@ fn preset_cases(dir: &Path) -> Vec<Case> {
         if n == "empty" || n == "not-utf8" {
             // No position inside the file for these: the path is enough.
             c.locate = Locate::Path(path.display().to_string());
+        }
+        match n {
+            "nul-bytes" | "1000-nul" => {
+                c = c
+                    .says(&["not a text file", "NUL"])
+                    .not_says(&["TOML syntax error"]);
+            }
+            "binary" | "not-utf8" => c = c.says(&["not UTF-8 text"]),
+            "nested-unknown-table" => {
+                c = c
+                    .says(&["missing field `kind` in [workload.defaults.schedule.decay]"])
+                    .not_says(&["top level"]);
+            }
+            _ => {}
+        }
+        if n == "1000-nul" {
+            // located at the first NUL, not past the last one
+            c.says
+                .push(format!("{}:1:1: not a text file", path.display()));
         }
         cases.push(c);
     }
@@ -552,181 +578,249 @@ fn value_log_cases(dir: &Path) -> Vec<Case> {
     // (name, line index to edit: 1 = trial 0 (not reached, 400 evals), 5 = trial 5 (reached at
     // 1175), the edit, whether it is only a warning, words the message must contain)
     type Edit = fn(&mut Value);
-    let edits: Vec<(&str, usize, Edit, bool, &str)> = vec![
+    let edits: Vec<(&str, usize, Edit, bool, &[&str])> =
+        vec![
         (
             "lr-negative",
             1,
             |t| t["spec"]["metaparams"]["learning_rate"] = json!(-1.0),
             false,
-            "learning rate -1",
+            &["learning rate -1"],
         ),
         (
             "lr-zero",
             1,
             |t| t["spec"]["metaparams"]["learning_rate"] = json!(0.0),
             false,
-            "learning rate 0",
+            &["learning rate 0"],
         ),
         (
             "momentum-above-one",
             1,
             |t| t["spec"]["metaparams"]["momentum"] = json!(1.5),
             false,
-            "momentum 1.5",
+            &["momentum 1.5"],
         ),
         (
             "beta2-negative",
             1,
             |t| t["spec"]["metaparams"]["beta2"] = json!(-0.5),
             false,
-            "beta2",
+            &["beta2"],
         ),
         (
             "epsilon-negative",
             1,
             |t| t["spec"]["metaparams"]["epsilon"] = json!(-1e-8),
             false,
-            "epsilon",
+            &["epsilon"],
         ),
         (
             "decay-alpha-2",
             1,
             |t| t["spec"]["metaparams"]["schedule"]["decay"]["alpha"] = json!(2.0),
             false,
-            "decay alpha 2",
+            &["decay alpha 2"],
         ),
         (
             "steps-u64-max",
             1,
             |t| t["outcome"]["steps"] = json!(u64::MAX),
             false,
-            "18446744073709551615 steps",
+            &["18446744073709551615 steps"],
         ),
         (
             "steps-past-budget",
             1,
             |t| t["outcome"]["steps"] = json!(1_000_000),
             false,
-            "step_budget 2000",
+            &["step_budget 2000"],
         ),
         (
             "budget-past-budget",
             1,
             |t| t["outcome"]["outcome"]["budget"] = json!(1_000_000),
             false,
-            "1000000",
+            &["1000000"],
         ),
         (
             "reached-past-steps",
             5,
             |t| t["outcome"]["outcome"]["step"] = json!(1900),
             false,
-            "past the 1175 steps",
+            &["past the 1175 steps"],
         ),
         (
             "wall-negative",
             1,
             |t| t["outcome"]["wall_s"] = json!(-1.0),
             false,
-            "wall_s -1",
+            &["wall_s -1"],
         ),
         (
             "wall-1e308",
             1,
             |t| t["outcome"]["wall_s"] = json!(1e308),
             false,
-            "wall_s 1e308",
+            &["wall_s 1e308"],
         ),
         (
             "step-s-negative",
             1,
             |t| t["outcome"]["throughput"]["step_s"] = json!(-0.5),
             false,
-            "step_s",
+            &["step_s"],
         ),
         (
             "examples-per-s-negative",
             1,
             |t| t["outcome"]["throughput"]["examples_per_s"] = json!(-5.0),
             false,
-            "examples_per_s",
+            &["examples_per_s"],
         ),
         (
             "loss-scale-zero",
             1,
             |t| t["outcome"]["final_loss_scale"] = json!(0.0),
             false,
-            "final_loss_scale 0",
+            &["final_loss_scale 0"],
         ),
         (
             "metric-1e308",
             1,
             |t| t["outcome"]["evals"][3]["metric"] = json!(1e308),
             false,
-            "nqm_loss 1e308 at step 20",
+            &["nqm_loss 1e308 at step 20"],
         ),
         (
             "metric-negative",
             1,
             |t| t["outcome"]["evals"][0]["metric"] = json!(-2.0),
             false,
-            "nqm_loss -2",
+            &["nqm_loss -2"],
         ),
         (
             "train-loss-negative",
             1,
             |t| t["outcome"]["evals"][0]["train_loss"] = json!(-2.0),
             false,
-            "training loss -2",
+            &["training loss -2"],
         ),
         (
             "evals-out-of-order",
             1,
             |t| t["outcome"]["evals"][2]["step"] = json!(1),
             false,
-            "evaluation step 1",
+            &["evaluation step 1"],
         ),
         (
             "eval-past-budget",
             5,
             |t| t["outcome"]["evals"][0]["step"] = json!(9_999_999),
             false,
-            "evaluation step 9999999",
+            &["evaluation step 9999999"],
         ),
         (
             "oom-other-batch",
             1,
             |t| t["outcome"]["outcome"] = json!({"status": "oom", "batch_size": 7, "step": 3}),
             false,
-            "batch size 7",
+            &["batch size 7"],
         ),
         (
             "reached-without-evals",
             5,
             |t| t["outcome"]["evals"] = json!([]),
             true,
-            "no evaluations",
+            &["no evaluations to show it", "read as not reached in its 1175 steps"],
         ),
         (
             "reached-curve-never-meets",
             1,
             |t| t["outcome"]["outcome"] = json!({"status": "reached", "step": 2000}),
             true,
-            "no evaluation in its curve meets",
+            &[
+                "trial 0: stored outcome says the target was reached at step 2000",
+                "no evaluation in its curve meets",
+                "read as not reached in its 2000 steps",
+            ],
         ),
         (
             "not-reached-curve-meets",
             5,
             |t| t["outcome"]["outcome"] = json!({"status": "not_reached", "budget": 2000}),
             true,
-            "meets the target at step 1175",
+            &[
+                "trial 5: stored outcome says not reached",
+                "meets the target at step 1175",
+                "read as reached at step 1175",
+            ],
         ),
         (
             "reached-earlier-than-curve",
             5,
             |t| t["outcome"]["outcome"]["step"] = json!(100),
             true,
-            "first meets it at step 1175",
+            &[
+                "trial 5: stored outcome says the target was reached at step 100,",
+                "first meets it at step 1175",
+                "read as reached at step 1175",
+            ],
+        ),
+        (
+            // issue 43: not even an evaluation step; the curve first meets the target at 1175
+            "reached-at-a-non-evaluation-step",
+            5,
+            |t| t["outcome"]["outcome"]["step"] = json!(1),
+            true,
+            &[
+                "trial 5: stored outcome says the target was reached at step 1 (not one of its \
+                 evaluation steps)",
+                "first meets it at step 1175",
+                "read as reached at step 1175",
+            ],
+        ),
+        (
+            "diverged-after-the-curve-meets",
+            5,
+            |t| t["outcome"]["outcome"] = json!({"status": "diverged", "step": 1175}),
+            true,
+            &[
+                "trial 5: stored outcome says diverged at step 1175",
+                "read as reached at step 1175",
+            ],
+        ),
+        (
+            // issue 43: the readers say what resume refuses (one validator, one verdict)
+            "trial-seed-edited",
+            3,
+            |t| t["spec"]["seed"] = json!(7),
+            true,
+            &[
+                "trial 3 is not the trial its header's plan derives",
+                "seed 7 here",
+            ],
+        ),
+        (
+            // issue 43: `report` read this silently; `sweep --resume` refused it
+            "header-seed-edited",
+            0,
+            |h| h["seed"] = json!(2),
+            true,
+            &[
+                "trial 0 is not the trial its header's plan derives (seed 2, ",
+                "more trial lines like it",
+            ],
+        ),
+        (
+            "trial-learning-rate-edited",
+            5,
+            |t| t["spec"]["metaparams"]["learning_rate"] = json!(0.5),
+            true,
+            &[
+                "trial 5 is not the trial its header's plan derives",
+                "metaparams.learning_rate 0.5 here",
+            ],
         ),
     ];
     let mut cases = Vec::new();
@@ -738,18 +832,21 @@ fn value_log_cases(dir: &Path) -> Vec<Case> {
         let path = dir.join(format!("{n}.jsonl"));
         std::fs::write(&path, l.join("\n") + "\n").unwrap();
         let p = path.display().to_string();
+        // A trial its header's plan does not derive: readers warn, resume refuses (one verdict).
+        let off_plan = n.ends_with("-edited");
         for (cmd, args) in log_readers(&p, &dir.join("runs").display().to_string()) {
-            let locate = if warn {
-                Locate::Warn(p.clone())
-            } else {
+            let refused = !warn || (off_plan && cmd == "resume");
+            let locate = if refused {
                 Locate::Line(p.clone())
+            } else {
+                Locate::Warn(p.clone())
             };
-            let mut c = Case::new("values", format!("{n}/{cmd}"), args, locate).says(&[says]);
-            if cmd != "resume" {
+            let mut c = Case::new("values", format!("{n}/{cmd}"), args, locate).says(says);
+            if cmd != "resume" || off_plan {
                 c.unchanged = vec![path.clone()];
-                if !warn {
-                    c = c.code(1);
-                }
+            }
+            if refused && (cmd != "resume" || off_plan) {
+                c = c.code(1);
             }
             cases.push(c);
         }
@@ -883,6 +980,12 @@ fn log_cases(dir: &Path) -> Vec<Case> {
         logs.push(("nul-padding", b));
     }
     logs.push(("all-nul", vec![0u8; 4096]));
+    // issue 43: a byte-order mark is read before the header only; elsewhere it is named
+    {
+        let mut l = owned.clone();
+        l[2] = format!("\u{feff}{}", l[2]);
+        logs.push(("bom-on-line-3", join(&l).into_bytes()));
+    }
     logs.push(("binary", (0..=255u8).cycle().take(5000).collect()));
     {
         let mut l = owned.clone();
@@ -904,20 +1007,29 @@ fn log_cases(dir: &Path) -> Vec<Case> {
         } else {
             Locate::Line(p.clone())
         };
+        // what the line must say, where the culprit is not the obvious JSON error
+        let says: &[&str] = match n {
+            "nul-padding" => &[":2: NUL bytes, not a JSON line"],
+            "bom-on-line-3" => &[":3: a UTF-8 byte-order mark (U+FEFF) starts this line"],
+            _ => &[],
+        };
         for (cmd, args) in log_readers(&p, &dir.join("runs").display().to_string()) {
-            cases.push(Case {
-                group: "log",
-                name: format!("{n}/{cmd}"),
-                args,
-                env: vec![],
-                locate: locate.clone(),
-                unchanged: if cmd != "resume" {
-                    vec![path.clone()]
-                } else {
-                    vec![]
-                },
-                ..blank()
-            });
+            cases.push(
+                Case {
+                    group: "log",
+                    name: format!("{n}/{cmd}"),
+                    args,
+                    env: vec![],
+                    locate: locate.clone(),
+                    unchanged: if cmd != "resume" {
+                        vec![path.clone()]
+                    } else {
+                        vec![]
+                    },
+                    ..blank()
+                }
+                .says(says),
+            );
         }
     }
     cases
@@ -1295,4 +1407,124 @@ fn locator_matches_only_numbered_positions() {
     assert!(!find_located("error: a/b.toml:3: bad", "a/b.toml", 2));
     assert!(find_located("error: a/b.jsonl:3: bad", "a/b.jsonl", 1));
     assert!(!find_located("error: a/b.jsonl: bad", "a/b.jsonl", 1));
+}
+
+/// Runs the binary to the end: (exit code, stdout, stderr).
+fn run_bin(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("start scaling-lab");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The measurement in a `report --json` (what a contradicted outcome must not change).
+fn measured(json: &str) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_str(json).expect("report --json");
+    let keys = ["per_batch", "regimes", "perfect_up_to", "fit", "kept"];
+    keys.iter().map(|k| (k.to_string(), v[k].clone())).collect()
+}
+
+/// Issue 43: a stored outcome its own curve contradicts ("reached" at step 1, not even an
+/// evaluation step; the curve first meets the target at 1175) is read as the curve shows it by
+/// every reader — report, compare, export and resume see exactly the unedited log's numbers —
+/// with one warning naming the trial and both steps.
+#[test]
+fn a_contradicted_outcome_is_read_as_its_curve_shows() {
+    use serde_json::{json, Value};
+    let tmp = tempfile::tempdir().unwrap();
+    let good = valid_log();
+    let mut lines: Vec<String> = good.lines().map(str::to_string).collect();
+    let mut t: Value = serde_json::from_str(&lines[5]).unwrap();
+    assert_eq!(t["outcome"]["outcome"]["step"], json!(1175));
+    t["outcome"]["outcome"]["step"] = json!(1);
+    lines[5] = t.to_string();
+    // the same file name in two directories: compare's table names them alike
+    for d in ["edited", "original"] {
+        std::fs::create_dir_all(tmp.path().join(d)).unwrap();
+    }
+    let edited = tmp.path().join("edited/run.jsonl");
+    std::fs::write(&edited, lines.join("\n") + "\n").unwrap();
+    let original = tmp.path().join("original/run.jsonl");
+    std::fs::write(&original, &good).unwrap();
+    let (e, o) = (edited.display().to_string(), original.display().to_string());
+    let warning = format!(
+        "warning: {e}:6: trial 5: stored outcome says the target was reached at step 1 (not one \
+         of its evaluation steps), but its eval curve first meets it at step 1175: read as \
+         reached at step 1175, as the curve shows (edited log?)"
+    );
+    // report (text and JSON)
+    let (code, out_e, err) = run_bin(&["report", &e, "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err.trim(), warning);
+    let (_, out_o, _) = run_bin(&["report", &o, "--json"]);
+    assert_eq!(measured(&out_e), measured(&out_o));
+    let (_, text_e, _) = run_bin(&["report", &e]);
+    let (_, text_o, _) = run_bin(&["report", &o]);
+    assert_eq!(text_e.replace(&e, &o), text_o);
+    // compare: the same table as the unedited log's
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/valid/nqm-sgd.jsonl")
+        .display()
+        .to_string();
+    let (code, cmp_e, err) = run_bin(&["compare", &e, &fixture]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("read as reached at step 1175"), "{err}");
+    let (_, cmp_o, _) = run_bin(&["compare", &o, &fixture]);
+    assert_eq!(cmp_e, cmp_o);
+    // export: the same points and trials
+    for (flag, ext) in [("--csv", "csv"), ("--trials-csv", "trials.csv")] {
+        let (oe, oo) = (
+            tmp.path().join(format!("e.{ext}")),
+            tmp.path().join(format!("o.{ext}")),
+        );
+        let (code, _, err) = run_bin(&["export", &e, flag, &oe.display().to_string()]);
+        assert_eq!(code, Some(0), "{err}");
+        run_bin(&["export", &o, flag, &oo.display().to_string()]);
+        assert_eq!(
+            std::fs::read_to_string(&oe).unwrap(),
+            std::fs::read_to_string(&oo).unwrap(),
+            "{flag}"
+        );
+    }
+    // resume: reads it as the curve shows (the sweep is complete: its report, nothing run)
+    let runs = tmp.path().join("runs").display().to_string();
+    let (code, res_e, err) = run_bin(&["sweep", "--resume", &e, "--runs-dir", &runs, "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(&warning), "{err}");
+    let (_, res_o, _) = run_bin(&["sweep", "--resume", &o, "--runs-dir", &runs, "--json"]);
+    assert_eq!(measured(&res_e), measured(&res_o));
+}
+
+/// Issue 43: a run log saved with a UTF-8 byte-order mark (as presets already are) is read as
+/// the same log without it, by every reader, silently.
+#[test]
+fn a_log_with_a_byte_order_mark_is_read_as_without_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = valid_log();
+    let plain = tmp.path().join("plain.jsonl");
+    let bom = tmp.path().join("bom.jsonl");
+    std::fs::write(&plain, &good).unwrap();
+    std::fs::write(&bom, format!("\u{feff}{good}")).unwrap();
+    let (b, p) = (bom.display().to_string(), plain.display().to_string());
+    let (code, out_b, err) = run_bin(&["report", &b]);
+    assert_eq!((code, err.as_str()), (Some(0), ""));
+    let (_, out_p, _) = run_bin(&["report", &p]);
+    assert_eq!(out_b.replace(&b, &p), out_p);
+    let json = tmp.path().join("bom.json").display().to_string();
+    let runs = tmp.path().join("runs").display().to_string();
+    for args in [
+        vec!["compare", &b, &p],
+        vec!["export", &b, "--json", &json],
+        vec!["sweep", "--resume", &b, "--runs-dir", &runs],
+    ] {
+        let (code, _, err) = run_bin(&args);
+        assert_eq!((code, err.as_str()), (Some(0), ""), "{args:?}");
+    }
 }

@@ -547,6 +547,52 @@ fn setup_auto_layout_widen_and_the_gpu_scale_warning() {
     );
 }
 
+/// Issue 43: Setup says what `sweep` says of any preset whose trial may run for 10 minutes or
+/// more (its cached calibration's bound), not only of GPU-scale presets; a short one is quiet.
+#[test]
+fn setup_warns_of_a_long_trial_of_any_preset_from_the_cached_calibration() {
+    use scaling_lab::sweep::layout::{calibration_key, cores, Calibration};
+    let long = |a: &scaling_lab::tui::App| {
+        a.setup
+            .problems()
+            .into_iter()
+            .find(|p| p.message.contains("may take long"))
+    };
+    for (step_s, warns) in [(0.5, true), (0.002, false)] {
+        let mut a = app();
+        let cfg = config(&a);
+        assert!(!cfg.preset.sweep.gpu_scale);
+        let k = calibration_key(&cfg.preset.workload, cfg.precision, cores());
+        a.setup.calibrations.insert(
+            k.clone(),
+            Calibration {
+                key: k,
+                cores: cores(),
+                one_trial: vec![(16, step_s), (1024, step_s)],
+                batch: 128,
+                one_trial_examples_per_s: 1e4,
+                many_trials_examples_per_s: 1e4,
+                concurrency: 1,
+                measured: String::new(),
+                // evaluations cost nothing here: the bound is the steps'
+                n_val: 0,
+            },
+        );
+        let w = long(&a);
+        assert_eq!(w.is_some(), warns, "{step_s} s a step: {w:?}");
+        if let Some(w) = w {
+            // 3000 steps × 0.5 s, two trials at once sharing the cores (no gain): 50 min
+            assert!(!w.blocking && w.field == "devices", "{w:?}");
+            assert_eq!(cfg.concurrency, 2);
+            assert!(
+                w.message.contains("one trial alone up to 50 min 0 s"),
+                "{}",
+                w.message
+            );
+        }
+    }
+}
+
 /// The analyses `update` asked for (`Command::Analyze`), in order.
 fn analyses(cmds: Vec<Command>) -> Vec<scaling_lab::tui::app::AnalysisRequest> {
     cmds.into_iter()

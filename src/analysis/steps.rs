@@ -36,8 +36,9 @@ pub fn first_meeting(evals: &[EvalPoint], target: &Target) -> Option<u64> {
 }
 
 /// A trial's steps to reach its sweep's own target: its recorded outcome (the trainer stops at the
-/// first evaluation that meets it; the run-log reader warns when the stored outcome and the curve
-/// disagree). None when it did not reach the target (diverged, not reached, cancelled, oom).
+/// first evaluation that meets it; the run-log reader reads a stored outcome its curve
+/// contradicts as the curve shows it). None when it did not reach the target (diverged, not
+/// reached, cancelled, oom).
 pub fn steps_to_target(t: &TrialRecord) -> Option<u64> {
     t.outcome.outcome.steps_to_target()
 }

@@ -111,15 +111,14 @@ pub fn refuse_unused_flags(w: &Workload, flags: &[(bool, &str, Setting)]) -> any
     Ok(())
 }
 
-/// A sweep whose wall-time bound is at least this long is announced before it starts.
-pub const LONG_SWEEP_S: f64 = 3600.0;
-
-/// The warning for a CPU sweep whose bound (every trial to its full budget) is over an hour;
-/// None for shorter sweeps, the NQM, CUDA, GPU-scale presets (they have their own warning) and
-/// when no step could be timed. The bound is `--dry-run`'s, from the workload's calibration
-/// (cached in the runs directory); without a cached one, 2 training steps at the smallest B
-/// first bound it from above (step time ∝ B), and only a sweep that may be long is calibrated
-/// (a few steps, announced on stderr, then cached).
+/// The warning for a CPU sweep one of whose trials may take 10 min or more, or the whole sweep
+/// an hour (`sweep::layout::WallEstimate::is_long`), whatever its preset; None for shorter
+/// sweeps, the NQM,
+/// CUDA, GPU-scale presets (they have their own warning) and when no step could be timed. The
+/// bound is `--dry-run`'s, from the workload's calibration (cached in the runs directory; the
+/// one GPU-scale presets use); without a cached one, 2 training steps at the smallest B first
+/// bound it from above (step time ∝ B), and only a sweep that may be long is calibrated (a few
+/// steps, announced on stderr, then cached).
 pub fn long_sweep_warning(
     cfg: &SweepConfig,
     runner: &dyn scaling_lab::core::TrialRunner,
@@ -145,7 +144,7 @@ pub fn long_sweep_warning(
                 sweep::layout::quick_calibration(runner, w, cfg.precision, &cfg.batch_sizes)
                     .ok()?;
             let upper = sweep::layout::estimate_wall_time(cfg, &quick, 1, 0);
-            if upper.upper_s < LONG_SWEEP_S {
+            if !upper.is_long() {
                 return None;
             }
             eprintln!(
@@ -156,11 +155,5 @@ pub fn long_sweep_warning(
         }
     };
     let est = sweep::layout::estimate_wall_time(cfg, &cal, concurrency(&cal), cal.n_val);
-    (est.upper_s >= LONG_SWEEP_S).then(|| {
-        format!(
-            "this sweep may take long: {} (`--dry-run` shows the plan; fewer --trials or \
-             --batch-sizes, or a smaller model, shorten it; ctrl-c stops it keeping every finished trial)",
-            est.line()
-        )
-    })
+    sweep::layout::long_sweep_warning(cfg, &est)
 }

@@ -42,6 +42,19 @@ fn no_terminal_reason() -> Option<&'static str> {
 
 /// No subcommand: the TUI, or (without a usable terminal) one clear message.
 pub fn cmd_tui(preset: Option<String>, open: Option<PathBuf>, runs_dir: PathBuf) -> CmdResult {
+    // The preset Setup selects: one that does not load is an error naming it (as `sweep`'s),
+    // never Setup on another preset.
+    let preset_file = match &preset {
+        Some(name) => {
+            let (path, p) = scaling_lab::workload::load::find_preset_in(&presets_dir(), name)
+                .map_err(|e| usage(format!("--preset: {e}")))?;
+            Some(scaling_lab::tui::app::PresetEntry {
+                preset: p,
+                path: Some(path),
+            })
+        }
+        None => None,
+    };
     if let Some(why) = no_terminal_reason() {
         if let Some(log) = &open {
             return Err(usage(format!(
@@ -63,7 +76,8 @@ pub fn cmd_tui(preset: Option<String>, open: Option<PathBuf>, runs_dir: PathBuf)
         }
     }
     let mut opts = scaling_lab::tui::TuiOptions::new(runs_dir, presets_dir());
-    opts.initial_preset = preset;
+    opts.initial_preset = preset_file.as_ref().map(|e| e.preset.name.clone());
+    opts.preset_file = preset_file;
     opts.open_log = open;
     if let Ok(n) = train::runner::cuda::probe() {
         opts.gpu_labels = (0..n).map(|i| format!("cuda:{i}")).collect();

@@ -141,17 +141,27 @@ pub fn outln(text: &str) -> bool {
 
 /// Reads a run log (only a regular file) and prints its reader warnings on stderr.
 pub fn read_log(path: &Path) -> anyhow::Result<RunLog> {
-    let log = if path.is_dir() {
+    let log = read_log_quietly(path)?;
+    print_log_warnings(&log);
+    Ok(log)
+}
+
+/// Reads a run log or a sweep directory (only a regular file) without printing its warnings.
+pub fn read_log_quietly(path: &Path) -> anyhow::Result<RunLog> {
+    Ok(if path.is_dir() {
         // A sweep directory (Slurm array shards): merged into one log.
         scaling_lab::cluster::open_log_or_dir(path)?
     } else {
         check_regular_file(path, "run log")?;
         runlog::reader::read_run_log(path)?
-    };
+    })
+}
+
+/// The run-log validator's warnings, one `warning: file:line: …` line each.
+pub fn print_log_warnings(log: &RunLog) {
     for w in &log.warnings {
         eprintln!("warning: {w}");
     }
-    Ok(log)
 }
 
 /// Refuses anything that is not a regular file (a FIFO would block forever).

@@ -21,7 +21,9 @@ use scaling_lab::workload::applied::Setting;
 use scaling_lab::workload::load::find_preset;
 
 use super::args::SweepArgs;
-use super::{on_interrupt, out, outln, read_log, stdout_closed, usage, CmdResult};
+use super::{
+    on_interrupt, out, outln, print_log_warnings, read_log_quietly, stdout_closed, usage, CmdResult,
+};
 
 /// Largest device count of the projection printed after a sweep.
 const SWEEP_MAX_DEVICES: usize = 1024;
@@ -184,7 +186,13 @@ pub fn sweep_config(
                 "--resume: {flag} cannot change a resumed sweep (its run log fixes the plan); drop it, or start a new sweep"
             )));
         }
-        let log = read_log(log_path).context("--resume")?;
+        let log = read_log_quietly(log_path).context("--resume")?;
+        // What readers warn about, resume refuses: appending would extend a log whose trials
+        // its header's plan does not derive.
+        if let Some(m) = &log.off_plan {
+            anyhow::bail!("--resume: {m}");
+        }
+        print_log_warnings(&log);
         let cfg = SweepConfig::from_header(&log.header, runs_dir);
         if let Some(p) = check_config(&cfg).iter().find(|p| p.blocking) {
             anyhow::bail!(

@@ -155,6 +155,7 @@ pub fn read_sweep_dir(dir: &Path) -> anyhow::Result<RunLog> {
     let header = read_header(dir)?;
     let mut trials = BTreeMap::new();
     let mut warnings = Vec::new();
+    let mut off_plan = None;
     let mut all_shards_ended = true;
     let mut wall_s: f64 = 0.0;
     let mut finished: Option<String> = None;
@@ -171,6 +172,9 @@ pub fn read_sweep_dir(dir: &Path) -> anyhow::Result<RunLog> {
             HEADER_FILE
         );
         warnings.extend(log.warnings.iter().map(|w| format!("{name}: {w}")));
+        if off_plan.is_none() {
+            off_plan = log.off_plan.as_ref().map(|w| format!("{name}: {w}"));
+        }
         match &log.summary {
             Some(s) => {
                 wall_s = wall_s.max(s.wall_s);
@@ -194,6 +198,7 @@ pub fn read_sweep_dir(dir: &Path) -> anyhow::Result<RunLog> {
         trials,
         summary: None,
         warnings,
+        off_plan,
         valid_len: 0,
     };
     if complete || all_shards_ended && !done.is_empty() {

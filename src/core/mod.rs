@@ -1,7 +1,8 @@
 //! Types shared by the engine, the sweep machinery, the run log and both views: trials and
 //! outcomes (`trial`), the `TrialRunner` trait (`runner`), events (`events`), run-log lines
 //! (`record`), the analysis's input and result types (`analysis`), the one measurement loop every
-//! runner drives (`meter`), trial-id layouts (`widen`) and device rules (`devices`).
+//! runner drives (`meter`), the sweep plan every reader re-derives (`plan`), trial-id layouts
+//! (`widen`) and device rules (`devices`).
 //! Keep this module free of Burn and of any UI crate.
 //!
 //! Layering: imports `data` and `workload` only.
@@ -10,6 +11,7 @@ pub mod analysis;
 pub mod devices;
 pub mod events;
 pub mod meter;
+pub mod plan;
 pub mod record;
 pub mod runner;
 pub mod schedule;

@@ -449,6 +449,7 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
         trials,
         summary: Some(summary),
         warnings,
+        off_plan: None,
         valid_len: 0,
     })
 }

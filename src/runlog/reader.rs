@@ -93,6 +93,9 @@ pub struct RunLog {
     /// stale one and is dropped).
     pub summary: Option<Summary>,
     pub warnings: Vec<String>,
+    /// The first trial that is not the trial its header's plan derives (`path:line: message`,
+    /// also among `warnings`): an edited header or line. Readers warn; `sweep --resume` refuses.
+    pub off_plan: Option<String>,
     /// Byte length of the intact part of the file (without a torn last line).
     pub valid_len: u64,
 }
@@ -122,6 +125,9 @@ impl RunLog {
     }
 }
 
+/// The UTF-8 byte-order mark, accepted before a log's first line.
+const BOM: char = '\u{feff}';
+
 /// Parses one complete line (already known not to be torn).
 pub fn parse_line(path: &Path, line_no: usize, text: &str) -> Result<LogLine, RunLogError> {
     let malformed = |message: String| RunLogError::Malformed {
@@ -129,8 +135,25 @@ pub fn parse_line(path: &Path, line_no: usize, text: &str) -> Result<LogLine, Ru
         line: line_no,
         message,
     };
-    let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| malformed(format!("not valid JSON: {e}")))?;
+    // A byte-order mark before the header (an editor's UTF-8 "with BOM") is not part of it.
+    let text = match text.strip_prefix(BOM) {
+        Some(rest) if line_no == 1 => rest,
+        _ => text,
+    };
+    if text.contains('\0') {
+        return Err(malformed(
+            "NUL bytes, not a JSON line: the file is not text here (a damaged or zero-filled \
+             log?)"
+                .into(),
+        ));
+    }
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        malformed(if text.starts_with(BOM) {
+            format!("a UTF-8 byte-order mark (U+FEFF) starts this line: not valid JSON ({e})")
+        } else {
+            format!("not valid JSON: {e}")
+        })
+    })?;
     let kind = v
         .get("type")
         .and_then(|t| t.as_str())
@@ -185,6 +208,8 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
     let mut valid_len = 0u64;
     let mut pos = 0usize;
     let mut line_no = 0usize;
+    // index in `warnings` of the first off-plan trial's warning
+    let mut off_plan_warning: Option<usize> = None;
     while pos < bytes.len() {
         line_no += 1;
         let (raw, next, complete) = match bytes[pos..].iter().position(|&c| c == b'\n') {
@@ -270,6 +295,9 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
                         for w in found {
                             warnings.push(format!("{}:{line_no}: {w}", path.display()));
                         }
+                        if v.off_plan().is_some_and(|(l, _)| *l == line_no) {
+                            off_plan_warning = Some(warnings.len() - 1);
+                        }
                         summary = None;
                         trials.push(*t);
                     }
@@ -294,11 +322,19 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
             }
         }
     })?;
+    // One warning for an edited header (every trial then differs), with the count.
+    let more = validator
+        .as_ref()
+        .map_or(0, |v| v.off_plan_lines().saturating_sub(1));
+    if let (Some(i), true) = (off_plan_warning, more > 0) {
+        warnings[i].push_str(&format!(" (+{more} more trial lines like it)"));
+    }
     Ok(RunLog {
         path: path.to_path_buf(),
         header,
         trials,
         summary,
+        off_plan: off_plan_warning.map(|i| warnings[i].clone()),
         warnings,
         valid_len,
     })

@@ -9,15 +9,18 @@
 //!   run can produce (η ≤ 0 or not finite, γ/β2 outside [0, 1), more steps than the workload's
 //!   budget allows, an outcome step past the trial's steps, a wall time below 0 or above 30 years,
 //!   a metric outside its range).
-//! * Warned (`file:line: message`, the log is still read): a stored outcome that its own
-//!   evaluation curve contradicts — the report uses the stored outcome, so it says so.
+//! * Read as the curve shows, and warned (`file:line: message`): a stored outcome that its own
+//!   evaluation curve contradicts — every reader uses the curve's outcome (issue 43), the warning
+//!   names the trial and both readings.
+//! * Warned by readers, refused by resume (`LogValidator::off_plan`): a trial that is not the
+//!   trial its header's plan derives (`core::plan::plan_difference`: an edited header or line).
 //! * Normalised: the metaparameters are read as the optimizer applied them
 //!   (`workload::applied::as_applied`; logs written before that rule recorded SGD's unused γ).
 
 use std::collections::HashMap;
 
 use crate::core::record::{Header, TrialRecord};
-use crate::core::trial::Outcome;
+use crate::core::trial::{Outcome, TrialSpec};
 use crate::workload::spec::{Decay, Metric};
 
 /// Longest plausible trial: 30 years of wall time, in seconds.
@@ -111,6 +114,12 @@ pub struct LogValidator {
     header: Header,
     /// Trial id → the line it was first seen on.
     seen: HashMap<u64, usize>,
+    /// Search trials seen (the trials a repeat may re-run), by id.
+    search: HashMap<u64, TrialSpec>,
+    /// The first trial line that is not the trial its header's plan derives (line, message),
+    /// and how many such lines there were.
+    off_plan: Option<(usize, String)>,
+    off_plan_lines: usize,
 }
 
 impl LogValidator {
@@ -118,6 +127,9 @@ impl LogValidator {
         LogValidator {
             header: header.clone(),
             seen: HashMap::new(),
+            search: HashMap::new(),
+            off_plan: None,
+            off_plan_lines: 0,
         }
     }
 
@@ -126,12 +138,16 @@ impl LogValidator {
         let mut v = LogValidator::new(header);
         for (i, t) in trials.iter().enumerate() {
             v.seen.entry(t.trial_id).or_insert(i + 2);
+            if t.spec.repeat_of.is_none() {
+                v.search.insert(t.trial_id, t.spec.clone());
+            }
         }
         v
     }
 
-    /// Checks trial line `line_no` and normalises its metaparameters to what ran. `Err`: the
-    /// line is refused (the message, without the location); `Ok`: its warnings.
+    /// Checks trial line `line_no`, normalises its metaparameters to what ran and its outcome to
+    /// what its evaluation curve shows. `Err`: the line is refused (the message, without the
+    /// location); `Ok`: its warnings.
     pub fn trial(&mut self, line_no: usize, t: &mut TrialRecord) -> Result<Vec<String>, String> {
         let h = &self.header;
         if let Some(m) = plan_problem(h, t, &self.seen) {
@@ -140,11 +156,50 @@ impl LogValidator {
         if let Some(m) = value_problem(h, t) {
             return Err(m);
         }
-        let warnings = outcome_curve_mismatch(h, t).into_iter().collect();
+        let mut warnings: Vec<String> = outcome_from_curve(h, t).into_iter().collect();
         t.spec.metaparams =
             crate::workload::applied::as_applied(&h.preset.workload, &t.spec.metaparams);
+        if let Some(m) = self.off_plan_problem(t) {
+            self.off_plan_lines += 1;
+            if self.off_plan.is_none() {
+                self.off_plan = Some((line_no, m.clone()));
+                warnings.push(m);
+            }
+        }
         self.seen.insert(t.trial_id, line_no);
+        if t.spec.repeat_of.is_none() {
+            self.search.insert(t.trial_id, t.spec.clone());
+        }
         Ok(warnings)
+    }
+
+    /// The first trial line that is not the trial the header's plan derives: (its line, the
+    /// message, without the location). Readers warn about it; `sweep --resume` refuses the log.
+    pub fn off_plan(&self) -> Option<&(usize, String)> {
+        self.off_plan.as_ref()
+    }
+
+    /// How many trial lines so far are not the trials the header's plan derives.
+    pub fn off_plan_lines(&self) -> usize {
+        self.off_plan_lines
+    }
+
+    /// A trial (of a log this tool wrote) that is not the one its header's plan puts at its id —
+    /// the header's seed, batch sizes or preset, or the line's seed or metaparameters, were
+    /// edited: the same rule `sweep --resume` applies (`core::plan::plan_difference`).
+    fn off_plan_problem(&self, t: &TrialRecord) -> Option<String> {
+        let h = &self.header;
+        if h.import.is_some() {
+            return None;
+        }
+        let base = t.spec.repeat_of.and_then(|b| self.search.get(&b));
+        let diff = crate::core::plan::plan_difference(h, &t.spec, base)?;
+        Some(format!(
+            "trial {} is not the trial its header's plan derives (seed {}, batch sizes {:?}, the \
+             recorded preset): {diff}; the header or this line was edited (`sweep --resume` \
+             refuses this log)",
+            t.trial_id, h.seed, h.batch_sizes
+        ))
     }
 }
 
@@ -371,41 +426,82 @@ fn measurement_problem(h: &Header, t: &TrialRecord) -> Option<String> {
     None
 }
 
-/// A stored outcome that its own evaluation curve contradicts (an edited log): the report uses
-/// the stored outcome, so say so.
-fn outcome_curve_mismatch(h: &Header, t: &TrialRecord) -> Option<String> {
+/// A stored outcome that its own evaluation curve contradicts (an edited log): the curve is the
+/// evidence, so the trial is read as the curve shows it — reached at the first evaluation that
+/// meets the target (the trainer stops there), or not reached within the steps it ran when no
+/// evaluation meets it — and the warning names the trial and both readings. Every reader goes
+/// through here, so report, compare, export, the TUI and resume all see the curve's outcome.
+fn outcome_from_curve(h: &Header, t: &mut TrialRecord) -> Option<String> {
     if h.import.is_some() {
         return None;
     }
-    let evals = &t.outcome.evals;
-    let target = h.preset.workload.target.value;
-    let first = evals
-        .iter()
-        .find(|e| e.metric.is_finite() && e.metric <= target)
-        .map(|e| e.step);
-    match (&t.outcome.outcome, first) {
-        (Outcome::Reached { step }, _) if evals.is_empty() => Some(format!(
-            "trial {}: stored outcome says the target was reached at step {step}, but the trial \
-             has no evaluations to show it (edited log?)",
-            t.trial_id
-        )),
-        (Outcome::Reached { step }, Some(f)) if *step != f => Some(format!(
-            "trial {}: stored outcome says the target was reached at step {step}, but its eval \
-             curve first meets it at step {f} (edited log?)",
-            t.trial_id
-        )),
-        (Outcome::Reached { step }, None) => Some(format!(
-            "trial {}: stored outcome says the target was reached at step {step}, but no \
-             evaluation in its curve meets the target {target} (edited log?)",
-            t.trial_id
-        )),
-        (Outcome::NotReached { .. }, Some(f)) => Some(format!(
-            "trial {}: stored outcome says not reached, but its eval curve meets the target at \
-             step {f} (edited log?)",
-            t.trial_id
-        )),
-        _ => None,
-    }
+    let w = &h.preset.workload;
+    let o = &t.outcome;
+    let id = t.trial_id;
+    let first = crate::analysis::steps::first_meeting(&o.evals, &w.target);
+    let is_eval = |s: u64| o.evals.iter().any(|e| e.step == s);
+    let (stored, read) = match (o.outcome.clone(), first) {
+        (Outcome::Reached { step }, Some(f)) if step == f => return None,
+        (Outcome::Reached { step }, Some(f)) => (
+            format!(
+                "the target was reached at step {step}{}, but its eval curve first meets it at \
+                 step {f}",
+                if is_eval(step) {
+                    ""
+                } else {
+                    " (not one of its evaluation steps)"
+                }
+            ),
+            Outcome::Reached { step: f },
+        ),
+        (Outcome::Reached { step }, None) => {
+            // Ran `steps` without an evaluation meeting the target: not reached, cut before its
+            // budget (early stopping) if it stopped short of it.
+            let budget = w.budget_for(t.spec.batch_size);
+            let read = Outcome::NotReached {
+                budget: o.steps,
+                early_stopped: o.steps < budget,
+            };
+            let why = if o.evals.is_empty() {
+                "the trial has no evaluations to show it".to_string()
+            } else {
+                format!(
+                    "no evaluation in its curve meets the target {}",
+                    w.target.value
+                )
+            };
+            (
+                format!("the target was reached at step {step}, but {why}"),
+                read,
+            )
+        }
+        (stored @ (Outcome::NotReached { .. } | Outcome::Diverged { .. }), Some(f))
+        | (stored @ Outcome::Cancelled { .. }, Some(f)) => {
+            let said = match stored {
+                Outcome::NotReached { .. } => "not reached".to_string(),
+                Outcome::Diverged { step } => format!("diverged at step {step}"),
+                Outcome::Cancelled { step } => format!("cancelled at step {step}"),
+                _ => unreachable!("matched above"),
+            };
+            (
+                format!(
+                    "{said}, but its eval curve meets the target at step {f} (a trial stops there)"
+                ),
+                Outcome::Reached { step: f },
+            )
+        }
+        _ => return None,
+    };
+    let read_as = match &read {
+        Outcome::Reached { step } => format!("reached at step {step}"),
+        Outcome::NotReached { budget, .. } => format!("not reached in its {budget} steps"),
+        other => other.label().to_string(),
+    };
+    t.outcome.outcome = read;
+    Some(format!(
+        "trial {id}: stored outcome says {stored}: read as {read_as}, as the curve shows \
+         (edited log?)"
+    ))
 }
 
 #[cfg(test)]
@@ -429,6 +525,161 @@ mod tests {
             let m = &t.spec.metaparams;
             assert_eq!((m.momentum, m.beta2, m.epsilon), (0.0, 0.0, 0.0));
         }
+    }
+
+    /// The fixture with trial line `line` (0-based) edited by `edit`, written to `dir/name`.
+    fn edited(
+        dir: &std::path::Path,
+        name: &str,
+        line: usize,
+        edit: impl Fn(&mut serde_json::Value),
+    ) -> std::path::PathBuf {
+        let text = std::fs::read_to_string(FIXTURE).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let mut v: serde_json::Value = serde_json::from_str(&lines[line]).unwrap();
+        edit(&mut v);
+        lines[line] = v.to_string();
+        let path = dir.join(name);
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        path
+    }
+
+    #[test]
+    fn a_contradicted_outcome_is_read_as_its_curve_shows() {
+        use crate::core::trial::Outcome;
+        use serde_json::json;
+        let dir = tempfile::tempdir().unwrap();
+        let original = read_run_log(std::path::Path::new(FIXTURE)).unwrap();
+        assert!(original.warnings.is_empty() && original.off_plan.is_none());
+        let of = |log: &crate::runlog::RunLog, id: u64| {
+            log.trials
+                .iter()
+                .find(|t| t.trial_id == id)
+                .unwrap()
+                .outcome
+                .clone()
+        };
+        // (line 5 = trial 5, reached at 1175 after 1175 steps; line 1 = trial 0, not reached in
+        // its 2000-step budget)
+        type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+        let cases: Vec<(usize, Edit, u64, Outcome, &str)> = vec![
+            (
+                5,
+                Box::new(|t| t["outcome"]["outcome"]["step"] = json!(1)),
+                5,
+                Outcome::Reached { step: 1175 },
+                "reached at step 1 (not one of its evaluation steps), but its eval curve first \
+                 meets it at step 1175: read as reached at step 1175",
+            ),
+            (
+                5,
+                Box::new(|t| {
+                    t["outcome"]["outcome"] = json!({"status": "not_reached", "budget": 2000})
+                }),
+                5,
+                Outcome::Reached { step: 1175 },
+                "says not reached, but its eval curve meets the target at step 1175",
+            ),
+            (
+                5,
+                Box::new(|t| {
+                    t["outcome"]["outcome"] = json!({"status": "cancelled", "step": 1175})
+                }),
+                5,
+                Outcome::Reached { step: 1175 },
+                "says cancelled at step 1175, but",
+            ),
+            (
+                1,
+                Box::new(|t| t["outcome"]["outcome"] = json!({"status": "reached", "step": 2000})),
+                0,
+                Outcome::NotReached {
+                    budget: 2000,
+                    early_stopped: false,
+                },
+                "read as not reached in its 2000 steps",
+            ),
+            (
+                // stopped at 1175 of a 2000-step budget without meeting it: cut early
+                5,
+                Box::new(|t| t["outcome"]["evals"] = json!([])),
+                5,
+                Outcome::NotReached {
+                    budget: 1175,
+                    early_stopped: true,
+                },
+                "has no evaluations to show it: read as not reached in its 1175 steps",
+            ),
+        ];
+        for (i, (line, edit, id, read, says)) in cases.into_iter().enumerate() {
+            let path = edited(dir.path(), &format!("{i}.jsonl"), line, edit);
+            let log = read_run_log(&path).unwrap();
+            assert_eq!(of(&log, id).outcome, read, "case {i}");
+            assert_eq!(log.warnings.len(), 1, "{:?}", log.warnings);
+            let w = &log.warnings[0];
+            assert!(
+                w.starts_with(&format!(
+                    "{}:{}: trial {id}: stored outcome says ",
+                    path.display(),
+                    line + 1
+                )) && w.contains(says),
+                "case {i}: {w}"
+            );
+            // the rest is the original log
+            for t in log.trials.iter().filter(|t| t.trial_id != id) {
+                assert_eq!(t.outcome, of(&original, t.trial_id));
+            }
+            // A followed log (the TUI's tail) reads the line as the reader does.
+            let text = std::fs::read_to_string(&path).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail_path = dir.path().join(format!("{i}-tail.jsonl"));
+            std::fs::write(&tail_path, lines[..line].join("\n") + "\n").unwrap();
+            let mut tail = RunLogTail::after(&read_run_log(&tail_path).unwrap());
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&tail_path)
+                .unwrap();
+            writeln!(f, "{}", lines[line]).unwrap();
+            let polled = tail.poll().unwrap();
+            let [crate::core::record::LogLine::Trial(t)] = polled.as_slice() else {
+                panic!("{polled:?}")
+            };
+            assert_eq!(t.outcome.outcome, read, "case {i} (tail)");
+            assert!(tail.take_warnings()[0].contains(says));
+        }
+    }
+
+    #[test]
+    fn an_edited_header_or_trial_is_off_plan_once_with_the_count() {
+        use serde_json::json;
+        let dir = tempfile::tempdir().unwrap();
+        // the header's seed: every trial differs; one warning, with the count
+        let path = edited(dir.path(), "seed.jsonl", 0, |h| h["seed"] = json!(2));
+        let log = read_run_log(&path).unwrap();
+        assert_eq!(log.warnings.len(), 1, "{:?}", log.warnings);
+        let w = &log.warnings[0];
+        assert!(
+            w.starts_with(&format!(
+                "{}:2: trial 0 is not the trial its header's plan derives (seed 2, batch sizes \
+                 [1, 4, 16, 64, 256], the recorded preset): ",
+                path.display()
+            )) && w.ends_with("(+19 more trial lines like it)")
+                && w.contains("seed 13403749862096105541 here, "),
+            "{w}"
+        );
+        assert_eq!(log.off_plan.as_deref(), Some(w.as_str()));
+        // one trial's learning rate: that line, named
+        let path = edited(dir.path(), "lr.jsonl", 3, |t| {
+            t["spec"]["metaparams"]["learning_rate"] = json!(0.5)
+        });
+        let log = read_run_log(&path).unwrap();
+        let w = log.off_plan.unwrap();
+        assert!(
+            w.contains(":4: trial 3 is not the trial")
+                && w.contains("metaparams.learning_rate 0.5 here, ")
+                && !w.contains("more trial lines"),
+            "{w}"
+        );
     }
 
     #[test]

@@ -599,15 +599,19 @@ pub struct WallEstimate {
     pub train_steps: u64,
     pub evals: u64,
     pub concurrency: usize,
+    /// Seconds of the longest single trial at this concurrency (its full budget): how long the
+    /// first results may wait.
+    pub longest_trial_s: f64,
 }
 
 impl WallEstimate {
     /// "≤ 4 min 10 s (240 trials, 2 at once; every trial to its full budget)".
     pub fn line(&self) -> String {
         format!(
-            "≤ {} ({} trials, {} at once; every trial to its full budget, trials that reach the target or stop early end sooner)",
+            "≤ {} ({} trial{}, {} at once; every trial to its full budget, trials that reach the target or stop early end sooner)",
             human_s(self.upper_s),
             self.trials,
+            if self.trials == 1 { "" } else { "s" },
             self.concurrency
         )
     }
@@ -634,7 +638,7 @@ pub fn estimate_wall_time(
     n_val: usize,
 ) -> WallEstimate {
     let w = &cfg.preset.workload;
-    let (mut secs, mut steps, mut evals) = (0.0, 0u64, 0u64);
+    let (mut secs, mut steps, mut evals, mut longest) = (0.0, 0u64, 0u64, 0.0f64);
     for &b in &cfg.batch_sizes {
         let budget = w.budget_for(b);
         let mut n_eval = 0u64;
@@ -646,6 +650,7 @@ pub fn estimate_wall_time(
         let t = cal.step_s(b);
         let per_example = t / b.max(1) as f64;
         let trial = budget as f64 * t + n_eval as f64 * n_val as f64 * per_example / 3.0;
+        longest = longest.max(trial);
         secs += trial * cfg.trials_per_batch as f64;
         steps += budget * cfg.trials_per_batch as u64;
         evals += n_eval * cfg.trials_per_batch as u64;
@@ -657,6 +662,8 @@ pub fn estimate_wall_time(
         train_steps: steps * cfg.repeats.max(1) as u64,
         evals: evals * cfg.repeats.max(1) as u64,
         concurrency,
+        // `concurrency` trials share the cores: each runs at speedup/concurrency of one alone
+        longest_trial_s: longest * concurrency.max(1) as f64 / cal.speedup(concurrency),
     }
 }
 
@@ -725,6 +732,37 @@ pub fn estimate_from(
     };
     let est = estimate_wall_time(cfg, cal, concurrency, cal.n_val);
     Some((layout, est))
+}
+
+/// A CPU sweep says so before it starts, whatever its preset (GPU-scale presets say more:
+/// [`gpu_scale_warning`]), when one of its trials may take this long (its first results wait
+/// that long)…
+pub const LONG_TRIAL_S: f64 = 600.0;
+/// … or the whole sweep this long. (The sweep's bound counts every trial to its full budget:
+/// the digits presets' 6-second sweeps are bounded by 12–25 min, so the bound alone would cry
+/// wolf at 10 minutes.)
+pub const LONG_SWEEP_S: f64 = 3600.0;
+
+impl WallEstimate {
+    /// One trial or the whole sweep may take long ([`LONG_TRIAL_S`], [`LONG_SWEEP_S`]).
+    pub fn is_long(&self) -> bool {
+        self.longest_trial_s >= LONG_TRIAL_S || self.upper_s >= LONG_SWEEP_S
+    }
+}
+
+/// The warning for a CPU sweep whose bound `est` is long ([`WallEstimate::is_long`]); None for
+/// shorter sweeps, GPU-scale presets (they have their own warning) and other devices.
+pub fn long_sweep_warning(cfg: &SweepConfig, est: &WallEstimate) -> Option<String> {
+    if cfg.preset.sweep.gpu_scale || !cfg.devices.is_cpu() || !est.is_long() {
+        return None;
+    }
+    Some(format!(
+        "this sweep may take long: {}; one trial alone up to {} (`--dry-run` shows the plan; \
+         fewer --trials or --batch-sizes, or a smaller step_budget or model, shorten it; ctrl-c \
+         stops it keeping every finished trial)",
+        est.line(),
+        human_s(est.longest_trial_s)
+    ))
 }
 
 /// The warning for a GPU-scale preset (`[sweep] gpu_scale`) swept on the CPU, with its

@@ -191,7 +191,7 @@ pub fn start_sweep_with(
     }
     let plan = plan(&cfg);
     let (writer, previous, header) = match &resume_from {
-        Some(path) => super::resume::open_resumed(&cfg, &plan, path)?,
+        Some(path) => super::resume::open_resumed(&cfg, path)?,
         None => {
             let header = make_header(&cfg, &runner.backend_on(&cfg.devices));
             (

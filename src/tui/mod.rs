@@ -47,8 +47,11 @@ pub struct TuiOptions {
     pub runs_dir: PathBuf,
     /// Directory of preset TOML files.
     pub presets_dir: PathBuf,
-    /// Preset selected on the Setup screen at start (default `digits-mlp-momentum`).
+    /// Preset selected on the Setup screen at start, by name (default `digits-mlp-momentum`).
     pub initial_preset: Option<String>,
+    /// The preset `--preset` named, as loaded: selected on the Setup screen at start (added to
+    /// its list when the presets directory does not hold that file, e.g. a preset given by path).
+    pub preset_file: Option<app::PresetEntry>,
     /// A run log to open in Live at start (read-only; followed while it grows).
     pub open_log: Option<PathBuf>,
     /// Labels of the CUDA devices found (empty: CPU workers only).
@@ -63,6 +66,7 @@ impl TuiOptions {
             runs_dir,
             presets_dir,
             initial_preset: None,
+            preset_file: None,
             open_log: None,
             gpu_labels: Vec::new(),
             wgpu_labels: Vec::new(),
@@ -72,13 +76,36 @@ impl TuiOptions {
 
 /// Builds the initial app state from the options (reads the presets directory).
 pub fn initial_app(opts: &TuiOptions, theme: theme::Theme) -> App {
-    let (presets, errors) = loader::load_presets(&opts.presets_dir);
+    let (mut presets, errors) = loader::load_presets(&opts.presets_dir);
+    // `--preset`'s file: selected by its path (two files may share a name)
+    let file_index = opts.preset_file.as_ref().map(|e| {
+        let same = |a: &Option<PathBuf>, b: &Option<PathBuf>| match (a, b) {
+            (Some(a), Some(b)) => {
+                a == b
+                    || a.canonicalize()
+                        .ok()
+                        .is_some_and(|x| b.canonicalize().ok() == Some(x))
+            }
+            _ => false,
+        };
+        presets
+            .iter()
+            .position(|p| same(&p.path, &e.path))
+            .unwrap_or_else(|| {
+                presets.push(e.clone());
+                presets.len() - 1
+            })
+    });
     let mut setup = app::SetupState::new(
         presets,
         errors,
         Some(opts.initial_preset.as_deref().unwrap_or(DEFAULT_PRESET)),
         opts.gpu_labels.clone(),
     );
+    if let Some(i) = file_index {
+        setup.selected = i;
+        setup.reset_from_preset();
+    }
     setup.add_wgpu_adapters(opts.wgpu_labels.clone());
     setup.calibrations = crate::sweep::layout::read_cache(&opts.runs_dir);
     App::new(setup, opts.runs_dir.clone(), theme)

@@ -242,6 +242,16 @@ pub fn load_preset(path: &Path) -> Result<Preset, PresetError> {
 
 /// Parse and validate preset `text` (`path` only names it in errors).
 pub fn parse_preset(path: &Path, text: &str) -> Result<Preset, PresetError> {
+    // NUL bytes are valid UTF-8 but never text: say so (TOML would report a syntax error past
+    // them, e.g. `key with no value` after 1,000 NULs).
+    if let Some(at) = text.find('\0') {
+        return Err(PresetError::at(
+            path,
+            text,
+            Some(at),
+            "not a text file: it holds NUL bytes (a preset is a TOML text file)",
+        ));
+    }
     // Pass 1a: TOML syntax, with the span tree kept for locating keys later.
     let tree = DeTable::parse(text).map_err(|e| {
         // An error without a span (the parser's nesting limit) is placed where the nesting
@@ -265,7 +275,15 @@ pub fn parse_preset(path: &Path, text: &str) -> Result<Preset, PresetError> {
         let offset = refine_serde_span(text, span.clone(), e.message());
         let mut message = tidy_serde_message(e.message());
         if message.starts_with("missing field") {
-            message.push_str(&match offset.and_then(|o| table_header_at(text, o)) {
+            // The table the field is missing from: the header the error points at, or the table
+            // whose key it points at (a key inside a longer header, `[a.b.decay.x.y]`, or a
+            // dotted key): never "the top level" for a nested table.
+            let table = offset.and_then(|o| {
+                table_header_at(text, o).or_else(|| {
+                    table_key_path_at(tree.get_ref(), o).map(|keys| format!("[{}]", keys.join(".")))
+                })
+            });
+            message.push_str(&match table {
                 Some(h) => format!(" in {h}"),
                 None => " at the top level".to_string(),
             });
@@ -625,6 +643,29 @@ fn table_header_at(text: &str, offset: usize) -> Option<String> {
     let line = rest.lines().next()?.trim();
     let header = line.split(" #").next()?.trim();
     (header.starts_with('[') && header.ends_with(']')).then(|| header.to_string())
+}
+
+/// The key path of the table whose key starts at `offset` (the deepest such), e.g. the `decay`
+/// of `[workload.defaults.schedule.decay.x]`: `workload.defaults.schedule.decay`.
+fn table_key_path_at(root: &DeTable<'_>, offset: usize) -> Option<Vec<String>> {
+    fn walk(t: &DeTable<'_>, offset: usize, path: &mut Vec<String>) -> Option<Vec<String>> {
+        for (key, v) in t.iter() {
+            let Some(sub) = v.get_ref().as_table() else {
+                continue;
+            };
+            path.push(key.get_ref().to_string());
+            // deeper first: a key at this offset inside the table is the more specific one
+            if let Some(found) = walk(sub, offset, path) {
+                return Some(found);
+            }
+            if key.span().start == offset {
+                return Some(path.clone());
+            }
+            path.pop();
+        }
+        None
+    }
+    walk(root, offset, &mut Vec::new())
 }
 
 fn tidy_serde_message(m: &str) -> String {

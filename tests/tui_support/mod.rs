@@ -113,6 +113,7 @@ pub fn log_with(app: &App, path: &str, n: usize) -> scaling_lab::runlog::RunLog 
         trials: scripted_records(&cfg)[..n].to_vec(),
         summary: None,
         warnings: vec![],
+        off_plan: None,
         valid_len: 0,
     }
 }

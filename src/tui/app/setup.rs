@@ -370,7 +370,12 @@ impl SetupState {
                 }
             }
             let est = crate::sweep::layout::estimate_from(&cfg, &self.calibrations);
-            gpu_scale = crate::sweep::layout::gpu_scale_warning(&cfg, est.as_ref().map(|e| &e.1));
+            gpu_scale = crate::sweep::layout::gpu_scale_warning(&cfg, est.as_ref().map(|e| &e.1))
+                // any preset: a bound of 10 min or more, from its cached calibration
+                .or_else(|| {
+                    est.as_ref()
+                        .and_then(|(_, e)| crate::sweep::layout::long_sweep_warning(&cfg, e))
+                });
         }
         if self.precision == Precision::Bf16 && matches!(self.device(), DeviceSpec::Wgpu { .. }) {
             // what the runner's precision probe finds at launch, said before it
