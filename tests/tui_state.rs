@@ -576,6 +576,7 @@ fn setup_warns_of_a_long_trial_of_any_preset_from_the_cached_calibration() {
                 measured: String::new(),
                 // evaluations cost nothing here: the bound is the steps'
                 n_val: 0,
+                fused: Vec::new(),
             },
         );
         let w = long(&a);

@@ -88,9 +88,44 @@ impl<B: Backend> Dense<B> {
             b: param(uniform(rng, dout, bound), [1, dout], device),
         }
     }
-    /// x: [K, M, in] → [K, M, out].
+    /// x: [K, M, in] → [K, M, out]. On the CPU (fp32) one op of our own (`kernels::dense`),
+    /// checked against these generic ops.
     pub fn forward(&self, x: Tensor<B, 3>, c: &Ctx) -> Tensor<B, 3> {
-        x.matmul(c.w(&self.w)) + c.w(&self.b).unsqueeze_dim::<3>(1)
+        if c.is_fp32() {
+            if let Some(y) = kernels::dense::<B>(x.clone(), self.w.val(), self.b.val()) {
+                return y;
+            }
+        }
+        self.forward_ops(x, c)
+    }
+
+    /// [`Self::forward`] in Burn's generic ops.
+    pub fn forward_ops(&self, x: Tensor<B, 3>, c: &Ctx) -> Tensor<B, 3> {
+        let y = x.matmul(c.w(&self.w));
+        per_member_add(y, c.w(&self.b))
+    }
+}
+
+/// y [K, M, d] + v [K, d] (member k's row added to each of its M rows). On the CPU a [K, 1, d]
+/// broadcast takes Flex's element-by-element path for K > 1, so the row is repeated M times first
+/// (both operands contiguous: the vectorised path).
+pub fn per_member_add<B: Backend>(y: Tensor<B, 3>, v: Tensor<B, 2>) -> Tensor<B, 3> {
+    y.clone() + member_rows(v, y.dims()[1])
+}
+
+/// y [K, M, d] × v [K, d] per member (as [`per_member_add`]).
+pub fn per_member_mul<B: Backend>(y: Tensor<B, 3>, v: Tensor<B, 2>) -> Tensor<B, 3> {
+    y.clone() * member_rows(v, y.dims()[1])
+}
+
+/// v [K, d] as [K, 1, d], repeated to [K, m, d] where broadcasting it would be slow (Flex, K > 1).
+fn member_rows<B: Backend>(v: Tensor<B, 2>, m: usize) -> Tensor<B, 3> {
+    let k = v.dims()[0];
+    let r = v.unsqueeze_dim::<3>(1);
+    if k > 1 && m > 1 && gemm_conv::<B>() {
+        r.repeat_dim(1, m)
+    } else {
+        r
     }
 }
 
@@ -217,7 +252,7 @@ impl<B: Backend> ConvPool<B> {
             .reshape([kn * h2 * w2, 2, cout])
             .max_dim(1)
             .reshape([members, n * h2 * w2, cout]);
-        let y = activation::relu(y + c.w(&self.b).unsqueeze_dim::<3>(1));
+        let y = activation::relu(per_member_add(y, c.w(&self.b)));
         y.reshape([kn, h2, w2, cout])
     }
 
@@ -366,7 +401,7 @@ impl<B: Backend> Norm<B> {
         let xc = x - mean;
         let var = xc.clone().powi_scalar(2).mean_dim(2);
         let y = xc / (var + 1e-5).sqrt();
-        let y = y * self.gamma.val().unsqueeze_dim::<3>(1) + self.beta.val().unsqueeze_dim::<3>(1);
+        let y = per_member_add(per_member_mul(y, self.gamma.val()), self.beta.val());
         c.cast(y)
     }
 }
@@ -494,5 +529,45 @@ mod tests {
             .flat_map(|&(m, id)| row(m, id))
             .collect();
         assert_eq!(out, want);
+    }
+
+    /// The CPU's dense layer equals Burn's matmul + broadcast add in values and in the gradients of
+    /// the input, the weights and the bias, for 1 and 3 members.
+    #[test]
+    fn the_dense_kernel_matches_the_generic_ops() {
+        let dev = Default::default();
+        for &(k, m, din, dout) in &[(1, 5, 4, 3), (3, 17, 9, 6), (2, 1, 1, 1)] {
+            let mut rng = StdRng::seed_from_u64((k * m * din * dout) as u64);
+            let layers: Vec<Dense<Ad>> = (0..k)
+                .map(|_| Dense::new(&mut rng, din, dout, &dev))
+                .collect();
+            let layer = crate::model::stack_members(layers);
+            let xv = uniform(&mut rng, k * m * din, 1.0);
+            let probe = uniform(&mut rng, k * m * dout, 1.0);
+            let run = |fast: bool| {
+                let x = Tensor::<Ad, 3>::from_data(TensorData::new(xv.clone(), [k, m, din]), &dev)
+                    .require_grad();
+                let y = if fast {
+                    layer.forward(x.clone(), &Ctx::fp32())
+                } else {
+                    layer.forward_ops(x.clone(), &Ctx::fp32())
+                };
+                let p =
+                    Tensor::<Ad, 3>::from_data(TensorData::new(probe.clone(), [k, m, dout]), &dev);
+                let g = (y.clone() * p).sum().backward();
+                (
+                    vals(y.inner()),
+                    vals(x.grad(&g).unwrap()),
+                    vals(layer.w.val().grad(&g).unwrap()),
+                    vals(layer.b.val().grad(&g).unwrap()),
+                )
+            };
+            let (a, b) = (run(true), run(false));
+            assert!(max_abs_diff(&a.0, &b.0) < 1e-5, "values");
+            assert!(max_abs_diff(&a.1, &b.1) < 1e-5, "d/dx");
+            assert!(max_abs_diff(&a.2, &b.2) < 1e-5, "d/dw");
+            assert!(max_abs_diff(&a.3, &b.3) < 1e-5, "d/db");
+            assert!(a.2.iter().any(|v| v.abs() > 1e-6));
+        }
     }
 }

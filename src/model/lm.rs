@@ -8,7 +8,7 @@ use burn::tensor::{activation, Bool, Device, Int, Tensor, TensorData};
 use rand::rngs::StdRng;
 
 use super::kernels;
-use super::layers::{embed, normal, param, Ctx, Dense, Norm, Proj};
+use super::layers::{embed, normal, param, per_member_add, Ctx, Dense, Norm, Proj};
 
 /// Step i of a sequence [K, N, T, d] → [K, N, d].
 fn step_slice<B: Backend>(t: &Tensor<B, 4>, i: usize) -> Tensor<B, 3> {
@@ -226,11 +226,10 @@ impl<B: Backend> TransformerLm<B> {
         let [k, max_len, d] = self.pos.dims();
         let n = rows / k;
         assert!(t <= max_len, "sequence longer than the model's context");
-        let pos = c
-            .w(&self.pos)
-            .slice([0..k, 0..t, 0..d])
-            .unsqueeze_dim::<4>(1);
-        let mut hdn = (embed(&self.tok, x, c).reshape([k, n, t, d]) + pos).reshape([k, n * t, d]);
+        // member k's positions [T, d] added to each of its N sequences
+        let pos = c.w(&self.pos).slice([0..k, 0..t, 0..d]).reshape([k, t * d]);
+        let tokens = embed(&self.tok, x, c).reshape([k, n, t * d]);
+        let mut hdn = per_member_add(tokens, pos).reshape([k, n * t, d]);
         let mask: Vec<bool> = (0..t * t).map(|i| (i % t) > (i / t)).collect();
         let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(mask, [t, t]), &dev)
             .unsqueeze::<4>()

@@ -50,14 +50,14 @@ impl<B: Backend> Batch<B> {
         if k == 1 {
             return self.narrow(start, len);
         }
-        fn rows<B: Backend, const D: usize, K: burn::tensor::TensorKind<B>>(
+        fn rows<B: Backend, const D: usize, K>(
             t: Tensor<B, D, K>,
             k: usize,
             start: usize,
             len: usize,
         ) -> Tensor<B, D, K>
         where
-            K: burn::tensor::BasicOps<B>,
+            K: burn::tensor::TensorKind<B> + burn::tensor::BasicOps<B>,
         {
             let dims = t.dims();
             let n = dims[0] / k;

@@ -449,17 +449,40 @@ fn group_step_time(
         lockstep_cut: false,
     };
     let mut step_s: Option<anyhow::Result<f64>> = None;
+    // the steady state: the mean step without the first (the first step of a group allocates
+    // and first touches its buffers, a cost that grows with the group); the first step's time
+    // is what its Step event's rate says (examples of one step over the time trained so far)
+    let first_s: std::sync::Mutex<Option<f64>> = std::sync::Mutex::new(None);
     crate::core::in_thread_budget(threads, || {
-        runner.run_group(&w, &group, &mut |_, _| {}, &mut |_, r| {
-            if step_s.is_none() {
-                step_s = Some(r.and_then(|o| match o.outcome {
-                    crate::core::Outcome::Oom { .. } => {
-                        anyhow::bail!("out of device memory at B = {b} × {members} trials")
+        runner.run_group(
+            &w,
+            &group,
+            &mut |i, e| {
+                let mut first = first_s.lock().unwrap_or_else(|p| p.into_inner());
+                if let (0, None, crate::core::TrialEvent::Step(s)) = (i, *first, &e) {
+                    if s.step + s.skipped_steps == 1 && s.examples_per_s > 0.0 {
+                        *first = Some(b as f64 / s.examples_per_s);
                     }
-                    _ => Ok(o.throughput.step_s),
-                }));
-            }
-        })
+                }
+            },
+            &mut |_, r| {
+                if step_s.is_none() {
+                    step_s = Some(r.and_then(|o| match o.outcome {
+                        crate::core::Outcome::Oom { .. } => {
+                            anyhow::bail!("out of device memory at B = {b} × {members} trials")
+                        }
+                        _ => {
+                            let n = (o.steps + o.skipped_steps) as f64;
+                            let total = o.throughput.step_s * n;
+                            Ok(match *first_s.lock().unwrap_or_else(|p| p.into_inner()) {
+                                Some(f) if n >= 2.0 && total - f > 0.0 => (total - f) / (n - 1.0),
+                                _ => o.throughput.step_s,
+                            })
+                        }
+                    }));
+                }
+            },
+        )
     });
     let s =
         step_s.unwrap_or_else(|| Err(anyhow::anyhow!("the calibration group reported nothing")))?;

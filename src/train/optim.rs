@@ -704,7 +704,7 @@ mod tests {
                 .map(|i| MemberStep {
                     lr: 0.05 + 0.01 * (s + i) as f64,
                     factor: 1.0 / (1.0 + i as f64),
-                    apply: !(s == 1 && i == 2) && !(s == 0 && i == 1),
+                    apply: !(s == 1 && i == 2 || s == 0 && i == 1),
                 })
                 .collect()
         };

@@ -337,52 +337,52 @@ pub(super) fn forward(
             .enumerate()
             .collect();
         let pooled_img = h2 * w2 * cout;
-        let run =
-            |(m, ((cols_m, out_m), arg_m)): (usize, ((&mut [f32], &mut [f32]), &mut [u8]))| {
-                let mut pad = Buf::new(padded_len(&d));
-                let mut conv = Buf::new(chunk * img_px * cout);
-                let mut scratch = if keep {
-                    Buf::new(0)
-                } else {
-                    Buf::new(chunk * img_px * kkc)
-                };
-                let xm = &xv[m * per_in..(m + 1) * per_in];
-                let mut c0 = 0;
-                while c0 < d.n {
-                    let nc = chunk.min(d.n - c0);
-                    let part = Dims { n: nc, ..d };
-                    let cols_c: &mut [f32] = if keep {
-                        &mut cols_m[c0 * img_px * kkc..(c0 + nc) * img_px * kkc]
-                    } else {
-                        &mut scratch[..nc * img_px * kkc]
-                    };
-                    im2col(
-                        &xm[c0 * img_px * d.cin..(c0 + nc) * img_px * d.cin],
-                        &part,
-                        cols_c,
-                        &mut pad,
-                    );
-                    matmul(
-                        nc * img_px,
-                        cout,
-                        kkc,
-                        &mut conv,
-                        cols_c,
-                        (kkc as isize, 1),
-                        &wv[m * kkc * cout..(m + 1) * kkc * cout],
-                        (cout as isize, 1),
-                        par,
-                    );
-                    pool(
-                        &conv,
-                        &part,
-                        &bv[m * cout..(m + 1) * cout],
-                        &mut out_m[c0 * pooled_img..(c0 + nc) * pooled_img],
-                        &mut arg_m[c0 * pooled_img..(c0 + nc) * pooled_img],
-                    );
-                    c0 += nc;
-                }
+        type Work<'a> = (usize, ((&'a mut [f32], &'a mut [f32]), &'a mut [u8]));
+        let run = |(m, ((cols_m, out_m), arg_m)): Work<'_>| {
+            let mut pad = Buf::new(padded_len(&d));
+            let mut conv = Buf::new(chunk * img_px * cout);
+            let mut scratch = if keep {
+                Buf::new(0)
+            } else {
+                Buf::new(chunk * img_px * kkc)
             };
+            let xm = &xv[m * per_in..(m + 1) * per_in];
+            let mut c0 = 0;
+            while c0 < d.n {
+                let nc = chunk.min(d.n - c0);
+                let part = Dims { n: nc, ..d };
+                let cols_c: &mut [f32] = if keep {
+                    &mut cols_m[c0 * img_px * kkc..(c0 + nc) * img_px * kkc]
+                } else {
+                    &mut scratch[..nc * img_px * kkc]
+                };
+                im2col(
+                    &xm[c0 * img_px * d.cin..(c0 + nc) * img_px * d.cin],
+                    &part,
+                    cols_c,
+                    &mut pad,
+                );
+                matmul(
+                    nc * img_px,
+                    cout,
+                    kkc,
+                    &mut conv,
+                    cols_c,
+                    (kkc as isize, 1),
+                    &wv[m * kkc * cout..(m + 1) * kkc * cout],
+                    (cout as isize, 1),
+                    par,
+                );
+                pool(
+                    &conv,
+                    &part,
+                    &bv[m * cout..(m + 1) * cout],
+                    &mut out_m[c0 * pooled_img..(c0 + nc) * pooled_img],
+                    &mut arg_m[c0 * pooled_img..(c0 + nc) * pooled_img],
+                );
+                c0 += nc;
+            }
+        };
         if members > 1 && threads() > 1 {
             work.into_par_iter().for_each(run);
         } else {

@@ -403,7 +403,8 @@ pub(super) fn layer_forward(
             .zip(cells.chunks_mut(t * n * h))
             .enumerate()
             .collect();
-        let run = |(m, ((hs_m, a_m), c_m)): (usize, ((&mut [f32], &mut [f32]), &mut [f32]))| {
+        type Work<'a> = (usize, ((&'a mut [f32], &'a mut [f32]), &'a mut [f32]));
+        let run = |(m, ((hs_m, a_m), c_m)): Work<'_>| {
             layer_member(
                 &xv[m * n * t * 4 * h..(m + 1) * n * t * 4 * h],
                 &wv[m * h * 4 * h..(m + 1) * h * 4 * h],

@@ -2,6 +2,7 @@
 //! backward, behind a function that returns `None` on any other backend or precision (the caller then
 //! takes Burn's generic ops, which are the reference every kernel is tested against):
 //!
+//! * [`dense`]: x·W + b per member (one gemm each; the bias added row by row);
 //! * [`conv_pool`]: the simple CNN's conv block (im2col of contiguous copies, one gemm per member,
 //!   2×2 max-pool keeping its argmax, bias, ReLU); backward: two gemms per member and a col2im of
 //!   contiguous adds (no index gathers or scatter-adds);
@@ -16,6 +17,7 @@
 //! one member's rows never reaches another's outputs or gradients.
 
 mod conv;
+mod dense;
 mod lstm;
 pub mod vmath;
 mod xent;
@@ -161,6 +163,42 @@ impl Drop for Buf {
 /// Threads the calling rayon pool has (1 outside any pool's worker: the global pool's size then).
 fn threads() -> usize {
     rayon::current_num_threads().max(1)
+}
+
+/// A dense layer ([`crate::model::layers::Dense`]) on the CPU: x [K, M, in], w [K, in, out],
+/// b [K, out] → [K, M, out]. `None` off the CPU or outside f32.
+pub fn dense<B: Backend>(
+    x: Tensor<B, 3>,
+    w: Tensor<B, 3>,
+    b: Tensor<B, 2>,
+) -> Option<Tensor<B, 3>> {
+    if !(is_f32(&x) && is_f32(&w) && is_f32(&b)) {
+        return None;
+    }
+    match cpu::<B>()? {
+        Cpu::Autodiff => {
+            let (x, w, b) = (
+                same::<_, Tensor<Ad, 3>>(x).ok()?,
+                same::<_, Tensor<Ad, 3>>(w).ok()?,
+                same::<_, Tensor<Ad, 2>>(b).ok()?,
+            );
+            same(tensor_from::<Ad, 3>(dense::dense_ad(
+                float_of(x),
+                float_of(w),
+                float_of(b),
+            )))
+            .ok()
+        }
+        Cpu::Inner => {
+            let (x, w, b) = (
+                same::<_, Tensor<Flex, 3>>(x).ok()?,
+                same::<_, Tensor<Flex, 3>>(w).ok()?,
+                same::<_, Tensor<Flex, 2>>(b).ok()?,
+            );
+            let (y, _) = dense::forward(&float_of(x), &float_of(w), &float_of(b), false);
+            same(tensor_from::<Flex, 3>(y)).ok()
+        }
+    }
 }
 
 /// The simple CNN's block ([`crate::model::layers::ConvPool`]) on the CPU: x [K·N, H, W, Cin] (NHWC,

@@ -24,7 +24,7 @@ pub fn exp(x: f32) -> f32 {
     p = p * r + 8.333_452e-3;
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
+    p = p * r + 5e-1;
     p = p * r * r + r + 1.0;
     // 2^n from the exponent bits, in integer arithmetic on t's bits (no float→int conversion, so
     // the loop vectorises): n + 127 is in [1, 254]; a NaN x gives a NaN p
@@ -46,8 +46,8 @@ pub fn tanh(x: f32) -> f32 {
     let big = if x < 0.0 { -big } else { big };
     let z = x * x;
     let small =
-        ((((-5.704_988_7e-3 * z + 2.063_908_9e-2) * z - 5.373_971_6e-2) * z + 1.333_144_2e-1) * z
-            - 3.333_328_2e-1)
+        ((((-5.704_988_7e-3 * z + 2.063_909e-2) * z - 5.373_971_6e-2) * z + 1.333_144_2e-1) * z
+            - 3.333_328e-1)
             * z
             * x
             + x;

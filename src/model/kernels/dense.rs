@@ -1,0 +1,229 @@
+//! The dense layer on the CPU, per member: y = x·W + b for x [K, M, in], W [K, in, out],
+//! b [K, out]. One gemm per member, then the bias added to every row (the order of Burn's
+//! `matmul` + broadcast `add`). Backward: dx = dy·Wᵀ, dW = xᵀ·dy, db = Σ_rows dy, one gemm each.
+//! (Burn's broadcast add of a [K, 1, out] bias walks element by element for K > 1; this op is what
+//! makes a fused group's dense layers as cheap per member as a lone trial's.)
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::Flex;
+use burn::tensor::ops::FloatTensor;
+use burn_flex::FlexTensor;
+use rayon::prelude::*;
+
+use super::{contiguous, tensor_of, threads, values, Ad};
+
+#[derive(Clone, Debug)]
+pub(super) struct Saved {
+    x: FlexTensor,
+    w: FlexTensor,
+    dims: (usize, usize, usize, usize),
+}
+
+/// dst[m×n] = lhs · rhs (strides: (row, column) per operand), parallel inside when `par`.
+#[allow(clippy::too_many_arguments)]
+fn gemm_to(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: &mut [f32],
+    lhs: &[f32],
+    (lrs, lcs): (isize, isize),
+    rhs: &[f32],
+    (rrs, rcs): (isize, isize),
+    par: bool,
+) {
+    assert!(dst.len() >= m * n);
+    debug_assert!(
+        m == 0 || k == 0 || ((m - 1) as isize * lrs + (k - 1) as isize * lcs) < lhs.len() as isize
+    );
+    debug_assert!(
+        k == 0 || n == 0 || ((k - 1) as isize * rrs + (n - 1) as isize * rcs) < rhs.len() as isize
+    );
+    let parallelism = if par && m * n * k >= 192 * 192 * 192 {
+        gemm::Parallelism::Rayon(0)
+    } else {
+        gemm::Parallelism::None
+    };
+    // SAFETY: the operands cover the strided extents (the callers' shapes; asserted above).
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            lhs.as_ptr(),
+            lcs,
+            lrs,
+            rhs.as_ptr(),
+            rcs,
+            rrs,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
+}
+
+/// Runs `f(member, part)` over the members' equal parts of `out`: in parallel over the members
+/// when the pool has threads for them (each gemm then alone), else one after the other (each gemm
+/// may use the threads).
+fn each_member(out: &mut [f32], k: usize, f: impl Fn(usize, &mut [f32], bool) + Sync + Send) {
+    let len = out.len() / k.max(1);
+    if k > 1 && threads() > 1 {
+        out.par_chunks_mut(len.max(1))
+            .enumerate()
+            .for_each(|(m, part)| f(m, part, false));
+    } else {
+        for (m, part) in out.chunks_mut(len.max(1)).enumerate() {
+            f(m, part, true);
+        }
+    }
+}
+
+pub(super) fn forward(
+    x: &FlexTensor,
+    w: &FlexTensor,
+    b: &FlexTensor,
+    keep: bool,
+) -> (FlexTensor, Option<Saved>) {
+    let x = contiguous(x);
+    let w = contiguous(w);
+    let b = contiguous(b);
+    let xs = x.layout().shape();
+    let ws = w.layout().shape();
+    let (k, m, din, dout) = (xs[0], xs[1], xs[2], ws[2]);
+    let (xv, wv, bv) = (values(&x), values(&w), values(&b));
+    let mut y = vec![0.0f32; k * m * dout];
+    each_member(&mut y, k, |mm, part, par| {
+        gemm_to(
+            m,
+            dout,
+            din,
+            part,
+            &xv[mm * m * din..(mm + 1) * m * din],
+            (din as isize, 1),
+            &wv[mm * din * dout..(mm + 1) * din * dout],
+            (dout as isize, 1),
+            par,
+        );
+        let bias = &bv[mm * dout..(mm + 1) * dout];
+        for row in part.chunks_exact_mut(dout) {
+            for (o, bb) in row.iter_mut().zip(bias) {
+                *o += *bb;
+            }
+        }
+    });
+    let out = tensor_of(y, &[k, m, dout]);
+    let saved = keep.then(|| Saved {
+        x,
+        w,
+        dims: (k, m, din, dout),
+    });
+    (out, saved)
+}
+
+fn backward(
+    s: &Saved,
+    grad: &FlexTensor,
+    (want_x, want_w, want_b): (bool, bool, bool),
+) -> (Option<FlexTensor>, Option<FlexTensor>, Option<FlexTensor>) {
+    let (k, m, din, dout) = s.dims;
+    let grad = contiguous(grad);
+    let (gv, xv, wv) = (values(&grad), values(&s.x), values(&s.w));
+    let dx = want_x.then(|| {
+        let mut dx = vec![0.0f32; k * m * din];
+        each_member(&mut dx, k, |mm, part, par| {
+            gemm_to(
+                m,
+                din,
+                dout,
+                part,
+                &gv[mm * m * dout..(mm + 1) * m * dout],
+                (dout as isize, 1),
+                &wv[mm * din * dout..(mm + 1) * din * dout],
+                (1, dout as isize),
+                par,
+            );
+        });
+        tensor_of(dx, &[k, m, din])
+    });
+    let dw = want_w.then(|| {
+        let mut dw = vec![0.0f32; k * din * dout];
+        each_member(&mut dw, k, |mm, part, par| {
+            gemm_to(
+                din,
+                dout,
+                m,
+                part,
+                &xv[mm * m * din..(mm + 1) * m * din],
+                (1, din as isize),
+                &gv[mm * m * dout..(mm + 1) * m * dout],
+                (dout as isize, 1),
+                par,
+            );
+        });
+        tensor_of(dw, &[k, din, dout])
+    });
+    let db = want_b.then(|| {
+        let mut db = vec![0.0f32; k * dout];
+        for (mm, out) in db.chunks_mut(dout).enumerate() {
+            for row in gv[mm * m * dout..(mm + 1) * m * dout].chunks_exact(dout) {
+                for (o, g) in out.iter_mut().zip(row) {
+                    *o += *g;
+                }
+            }
+        }
+        tensor_of(db, &[k, dout])
+    });
+    (dx, dw, db)
+}
+
+#[derive(Debug)]
+struct DenseBackward;
+
+impl Backward<Flex, 3> for DenseBackward {
+    type State = Saved;
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [node_x, node_w, node_b] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let want = (node_x.is_some(), node_w.is_some(), node_b.is_some());
+        let (dx, dw, db) = backward(&ops.state, &grad, want);
+        for (node, g) in [(node_x, dx), (node_w, dw), (node_b, db)] {
+            if let (Some(node), Some(g)) = (node, g) {
+                grads.register::<Flex>(node.id, g);
+            }
+        }
+    }
+}
+
+/// The layer as one autodiff op.
+pub(super) fn dense_ad(
+    x: FloatTensor<Ad>,
+    w: FloatTensor<Ad>,
+    b: FloatTensor<Ad>,
+) -> FloatTensor<Ad> {
+    match DenseBackward
+        .prepare::<NoCheckpointing>([x.node.clone(), w.node.clone(), b.node.clone()])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(prep) => {
+            let (y, saved) = forward(&x.primitive, &w.primitive, &b.primitive, true);
+            prep.finish(saved.expect("kept"), y)
+        }
+        OpsKind::UnTracked(prep) => {
+            let (y, _) = forward(&x.primitive, &w.primitive, &b.primitive, false);
+            prep.finish(y)
+        }
+    }
+}
