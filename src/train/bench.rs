@@ -2,6 +2,8 @@
 //!
 //! * the peer's MLP 784-256-10 step (SGD momentum 0.9, random data) at B = 32, 128, 1024 in examples/s;
 //! * Shallue et al.'s paper-size MNIST CNN step (28×28, 5×5 convs 32/64, 2×2 max-pool, dense 1024) at B = 128;
+//! * the mnist-cnn-sgd small CNN step (14×14, convs 8/16, dense 32, plain SGD) and the
+//!   shakespeare-lstm-adam char-LSTM step (32/64, T = 32, Adam + global-norm clip 1.0) at B = 128;
 //! * every data preset's model at B = 128 through the full trainer (1 worker), ms/step;
 //! * optionally, per preset, one trial on all threads vs two trials on one thread each (sweep concurrency);
 //! * optionally the JAX peers (`benches/peers/*.py`) in the same run, interleaved with ours, best of rounds.
@@ -23,7 +25,8 @@ use crate::workload::spec::{Metaparams, ModelSpec, OptimizerKind, Precision, Sch
 /// `scaling-lab bench` flags (flatten into the CLI's `Bench` subcommand).
 #[derive(clap::Args, Clone, Debug)]
 pub struct BenchArgs {
-    /// Timed steps per MLP measurement (the CNN uses a tenth, at least 5).
+    /// Timed steps per MLP measurement (the paper CNN a tenth, the small CNN a half, the
+    /// char-LSTM an eighth; at least 5).
     #[arg(long, default_value_t = 200, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub steps: usize,
     /// Compute precision of the forward pass: fp32, bf16 or fp16.
@@ -32,7 +35,8 @@ pub struct BenchArgs {
     /// Print one JSON object (BenchReport) instead of the tables.
     #[arg(long)]
     pub json: bool,
-    /// Also run the JAX peers (python from $SCALING_LAB_JAX_PYTHON, else a python3 on PATH that imports jax) and print ratios.
+    /// Also run the JAX peers of every step (benches/peers/*_step.py; python from
+    /// $SCALING_LAB_JAX_PYTHON, else a python3 on PATH that imports jax) and print ratios.
     #[arg(long)]
     pub peer: bool,
     /// Rounds per measurement (ours and the peer interleaved); the best round is reported.
@@ -44,7 +48,8 @@ pub struct BenchArgs {
     /// Measure one trial on all threads vs two trials on one thread each, per preset.
     #[arg(long)]
     pub concurrency: bool,
-    /// Only the MLP step (and its peer): skips the paper CNN and the presets (for profiling).
+    /// Only the MLP step (and its peer): skips the CNNs, the char-LSTM and the presets (for
+    /// profiling).
     #[arg(long)]
     pub mlp_only: bool,
 }
