@@ -1,5 +1,6 @@
 //! `cargo bench`: the same measurements as `scaling-lab bench` (MLP 784-256-10 step at B = 32, 128, 1024,
-//! the paper-size MNIST CNN at B = 128, every preset model at B = 128) and, when a JAX python exists
+//! the paper-size MNIST CNN, the mnist-cnn-sgd small CNN and the shakespeare-lstm-adam char-LSTM at
+//! B = 128, every preset model at B = 128) and, when a JAX python exists
 //! ($SCALING_LAB_JAX_PYTHON, else a python3 on PATH that imports jax), the JAX peers in `benches/peers/` in the same run,
 //! interleaved with ours (3 rounds, best of each), with the ratios.
 //! Env: SCALING_LAB_BENCH_ROUNDS (default 3), SCALING_LAB_BENCH_JSON=1 for JSON,

@@ -80,7 +80,15 @@ enum Cmd {
     Report(ReportArgs),
     /// List the presets.
     Presets,
-    /// Throughput benchmark: MLP 784-256-10 step and every preset model.
+    /// Throughput benchmark: the MLP 784-256-10, paper-CNN, small-CNN (mnist-cnn-sgd) and
+    /// char-LSTM (shakespeare-lstm-adam) training steps and every preset model.
+    ///
+    /// Against JAX (python from $SCALING_LAB_JAX_PYTHON, JAX_PLATFORMS=cpu; docs/speed.md):
+    /// `bench --peer --rounds 5` prints every step beside its JAX peer (benches/peers/*_step.py,
+    /// interleaved rounds, best of rounds, ratio > 1: we are faster);
+    /// `bench --sweep-peer --vmap --rounds 5` runs the digits-MLP sweep (8 B × 8 trials) here, trial by
+    /// trial in JAX and vmapped in JAX; `bench --sweep-peer --sweep-preset mnist-cnn-sgd
+    /// --sweep-trials 6 --vmap` the small-CNN sweep (6 B × 6 trials).
     Bench(BenchArgs),
     /// Render the TUI screens to SVG (from the run logs in --runs-dir).
     Screenshot(ScreenshotArgs),

@@ -283,6 +283,18 @@ fn corpus(tmp: &Path) -> Vec<Case> {
     ));
     v.push(case(&["bench", "--steps", "0"], "--steps"));
     v.push(case(&["bench", "--precision", "fp64"], "--precision"));
+    v.push(case(&["bench", "--vmap"], "--sweep-peer"));
+    v.push(case(&["bench", "--vmap-only"], "--sweep-peer"));
+    // a preset the JAX sweep peers cannot run (before any python is looked for)
+    v.push(case(
+        &[
+            "bench",
+            "--sweep-peer",
+            "--sweep-preset",
+            "shakespeare-lstm-adam",
+        ],
+        "--sweep-preset",
+    ));
     // No terminal: the TUI cannot be drawn; one line instead.
     v.push(case(&["--open", &log], "--open"));
     v.push(case(&[], "terminal"));

@@ -394,14 +394,22 @@ pub struct BenchArgs {
     /// With --allreduce: the largest message in bytes (1 KiB … this, ×4 steps; default 64 MiB).
     #[arg(long, requires = "allreduce", value_parser = clap::value_parser!(u64).range(1024..=(1u64 << 30)))]
     pub max_message: Option<u64>,
-    /// Instead: a whole sweep of an MLP preset against the same protocol in JAX
-    /// (benches/peers/jax_sweep.py: same plan, split and stopping rule), both as whole processes,
-    /// --rounds interleaved rounds; prints both wall times and S(B) side by side.
+    /// Instead: a whole sweep of an image preset (MLP or small CNN) against the same protocol in
+    /// JAX (benches/peers/jax_sweep.py, trial by trial: same plan, split and stopping rule), as
+    /// whole processes, --rounds interleaved rounds; prints wall and CPU times and S(B) side by side.
     #[arg(long, conflicts_with = "allreduce")]
     pub sweep_peer: bool,
-    /// With --sweep-peer: the preset (an MLP image preset).
+    /// With --sweep-peer: the preset (an MLP or small-CNN image preset: digits-mlp-*,
+    /// mnist-cnn-*, fashion-cnn-*).
     #[arg(long, requires = "sweep_peer", default_value = "digits-mlp-sgd")]
     pub sweep_preset: String,
+    /// With --sweep-peer: also run the vmapped JAX peer (benches/peers/jax_sweep_vmap.py: the
+    /// trials of each batch size in one jitted program, the same protocol) in every round.
+    #[arg(long, requires = "sweep_peer")]
+    pub vmap: bool,
+    /// With --sweep-peer: run the vmapped JAX peer instead of the trial-by-trial one.
+    #[arg(long, requires = "sweep_peer")]
+    pub vmap_only: bool,
     /// With --sweep-peer: trials per batch size.
     #[arg(long, requires = "sweep_peer", default_value_t = 8, value_parser = positive(scaling_lab::sweep::overrides::MAX_TRIALS as u64))]
     pub sweep_trials: usize,

@@ -167,6 +167,7 @@ pub fn cmd_bench(a: BenchArgs, runs_dir: PathBuf) -> CmdResult {
             trials: a.sweep_trials,
             batch_sizes: a.sweep_batch_sizes,
             rounds: a.bench.rounds,
+            peers: super::sweep_peer::JaxPeers::from_flags(a.vmap, a.vmap_only),
         })?;
         if a.bench.json {
             outln(&serde_json::to_string_pretty(&r)?);

@@ -2,6 +2,8 @@
 //!
 //! * the peer's MLP 784-256-10 step (SGD momentum 0.9, random data) at B = 32, 128, 1024 in examples/s;
 //! * Shallue et al.'s paper-size MNIST CNN step (28×28, 5×5 convs 32/64, 2×2 max-pool, dense 1024) at B = 128;
+//! * the mnist-cnn-sgd small CNN step (14×14, convs 8/16, dense 32, plain SGD) and the
+//!   shakespeare-lstm-adam char-LSTM step (32/64, T = 32, Adam + global-norm clip 1.0) at B = 128;
 //! * every data preset's model at B = 128 through the full trainer (1 worker), ms/step;
 //! * optionally, per preset, one trial on all threads vs two trials on one thread each (sweep concurrency);
 //! * optionally the JAX peers (`benches/peers/*.py`) in the same run, interleaved with ours, best of rounds.
@@ -23,7 +25,8 @@ use crate::workload::spec::{Metaparams, ModelSpec, OptimizerKind, Precision, Sch
 /// `scaling-lab bench` flags (flatten into the CLI's `Bench` subcommand).
 #[derive(clap::Args, Clone, Debug)]
 pub struct BenchArgs {
-    /// Timed steps per MLP measurement (the CNN uses a tenth, at least 5).
+    /// Timed steps per MLP measurement (the paper CNN a tenth, the small CNN a half, the
+    /// char-LSTM an eighth; at least 5).
     #[arg(long, default_value_t = 200, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub steps: usize,
     /// Compute precision of the forward pass: fp32, bf16 or fp16.
@@ -32,7 +35,8 @@ pub struct BenchArgs {
     /// Print one JSON object (BenchReport) instead of the tables.
     #[arg(long)]
     pub json: bool,
-    /// Also run the JAX peers (python from $SCALING_LAB_JAX_PYTHON, else a python3 on PATH that imports jax) and print ratios.
+    /// Also run the JAX peers of every step (benches/peers/*_step.py; python from
+    /// $SCALING_LAB_JAX_PYTHON, else a python3 on PATH that imports jax) and print ratios.
     #[arg(long)]
     pub peer: bool,
     /// Rounds per measurement (ours and the peer interleaved); the best round is reported.
@@ -44,7 +48,8 @@ pub struct BenchArgs {
     /// Measure one trial on all threads vs two trials on one thread each, per preset.
     #[arg(long)]
     pub concurrency: bool,
-    /// Only the MLP step (and its peer): skips the paper CNN and the presets (for profiling).
+    /// Only the MLP step (and its peer): skips the CNNs, the char-LSTM and the presets (for
+    /// profiling).
     #[arg(long)]
     pub mlp_only: bool,
 }
@@ -132,6 +137,14 @@ pub struct BenchReport {
     /// Paper-size MNIST CNN at B = 128 (absent with `--mlp-only`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cnn_paper: Option<StepPoint>,
+    /// The mnist-cnn-sgd preset's small CNN (14×14, [8, 16] + 32, plain SGD lr 0.2) at B = 128
+    /// (absent with `--mlp-only`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub small_cnn: Option<StepPoint>,
+    /// The shakespeare-lstm-adam preset's char-LSTM (32/64, T = 32, Adam + global-norm clip 1.0)
+    /// at B = 128 sequences (absent with `--mlp-only`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub char_lstm: Option<StepPoint>,
     pub presets: Vec<PresetPoint>,
     pub concurrency: Vec<ConcurrencyPoint>,
     /// Empty unless the peers ran.
@@ -163,8 +176,134 @@ fn ctx_for(precision: Precision) -> Ctx {
     }
 }
 
-/// Examples/s of a training step (forward, backward, SGD momentum 0.9) of `spec` on random 28×28
-/// images (8 pre-made batches cycled, like the JAX peers), over `steps` timed steps after `warmup`.
+/// One benchmarked training step: the model, its input, the optimizer and the clipping.
+#[derive(Clone, Debug)]
+pub struct StepCase {
+    pub spec: ModelSpec,
+    /// Images: channels × height × width and classes; text: vocab and seq_len (random bytes).
+    pub shape: InputShape,
+    pub optimizer: OptimizerKind,
+    pub metaparams: Metaparams,
+    /// Global-norm gradient clipping (the trainer's: g × min(1, clip / |g|) over all parameters).
+    pub clip: Option<f64>,
+}
+
+impl StepCase {
+    /// `spec` on 28×28×1 images in 10 classes, SGD momentum 0.9 at lr 0.05 (the MLP and paper-CNN
+    /// peers' step).
+    pub fn momentum_28x28(spec: ModelSpec) -> Self {
+        StepCase {
+            spec,
+            shape: InputShape::images(1, 28, 28, 10),
+            optimizer: OptimizerKind::Momentum,
+            metaparams: Metaparams {
+                learning_rate: 0.05,
+                momentum: 0.9,
+                beta2: 0.999,
+                epsilon: 1e-8,
+                schedule: Schedule::default(),
+            },
+            clip: None,
+        }
+    }
+
+    /// The `mnist-cnn-sgd` preset's model and optimizer (`benches/peers/jax_small_cnn_step.py`):
+    /// 14×14×1 images (MNIST average-pooled 2×2), the small CNN [8, 16] + 32, plain SGD at the
+    /// preset's lr 0.2 (tested against the preset file).
+    pub fn small_cnn() -> Self {
+        StepCase {
+            spec: ModelSpec::Cnn {
+                channels: [8, 16],
+                dense: 32,
+            },
+            shape: InputShape::images(1, 14, 14, 10),
+            optimizer: OptimizerKind::Sgd,
+            metaparams: Metaparams {
+                learning_rate: 0.2,
+                ..Self::momentum_28x28(ModelSpec::Mlp { hidden: vec![] }).metaparams
+            },
+            clip: None,
+        }
+    }
+
+    /// The `shakespeare-lstm-adam` preset's model and optimizer (`benches/peers/jax_char_lstm_step.py`):
+    /// byte-level LSTM (embedding 32, hidden 64) on windows of T = 32 random bytes, Adam (β1 0.9,
+    /// β2 0.999, ε 1e-8, lr 0.003) after global-norm clipping at 1.0 (tested against the preset file).
+    pub fn char_lstm() -> Self {
+        StepCase {
+            spec: ModelSpec::CharLstm {
+                embed: 32,
+                hidden: 64,
+            },
+            shape: InputShape {
+                channels: 0,
+                height: 0,
+                width: 0,
+                classes: 0,
+                vocab: 256,
+                seq_len: 32,
+            },
+            optimizer: OptimizerKind::Adam,
+            metaparams: Metaparams {
+                learning_rate: 0.003,
+                momentum: 0.9,
+                beta2: 0.999,
+                epsilon: 1e-8,
+                schedule: Schedule::default(),
+            },
+            clip: Some(1.0),
+        }
+    }
+
+    /// 8 random batches of `batch` examples: images uniform in [−1, 1) with random labels, or
+    /// windows of random bytes with their next-byte targets (y = x shifted by one).
+    fn batches<B: burn::tensor::backend::Backend>(
+        &self,
+        batch: usize,
+        device: &Device<B>,
+    ) -> Vec<Batch<B>> {
+        let mut rng = StdRng::seed_from_u64(1);
+        let s = self.shape;
+        (0..8)
+            .map(|_| {
+                if s.vocab > 0 {
+                    let t = s.seq_len;
+                    let seq: Vec<i64> = (0..batch * (t + 1))
+                        .map(|_| rng.random_range(0..s.vocab as i64))
+                        .collect();
+                    let rows = |off: usize| -> Vec<i64> {
+                        seq.chunks(t + 1)
+                            .flat_map(|w| w[off..off + t].to_vec())
+                            .collect()
+                    };
+                    Batch::Text {
+                        x: Tensor::from_data(TensorData::new(rows(0), [batch, t]), device),
+                        y: Tensor::from_data(TensorData::new(rows(1), [batch, t]), device),
+                    }
+                } else {
+                    let len = s.channels * s.height * s.width;
+                    let x: Vec<f32> = (0..batch * len)
+                        .map(|_| rng.random_range(-1.0..1.0))
+                        .collect();
+                    let y: Vec<i64> = (0..batch)
+                        .map(|_| rng.random_range(0..s.classes as i64))
+                        .collect();
+                    Batch::Images {
+                        x: Tensor::from_data(
+                            TensorData::new(x, [batch, s.channels, s.height, s.width]),
+                            device,
+                        ),
+                        y: Tensor::<B, 1, Int>::from_data(TensorData::new(y, [batch]), device),
+                    }
+                }
+            })
+            .collect()
+    }
+}
+
+/// Examples/s of a training step (forward, backward, the optimizer's update) of `spec` on random
+/// 28×28 images with SGD momentum 0.9 (8 pre-made batches cycled, like the JAX peers), over
+/// `steps` timed steps after `warmup`.
 pub fn step_examples_per_s<B: AutodiffBackend>(
     spec: &ModelSpec,
     batch: usize,
@@ -173,45 +312,70 @@ pub fn step_examples_per_s<B: AutodiffBackend>(
     precision: Precision,
     device: &Device<B>,
 ) -> f64 {
-    let shape = InputShape {
-        channels: 1,
-        height: 28,
-        width: 28,
-        classes: 10,
-        vocab: 0,
-        seq_len: 0,
-    };
-    let mut model: Net<B> = Net::init(spec, shape, 0, device).expect("image model");
-    let mp = Metaparams {
-        learning_rate: 0.05,
-        momentum: 0.9,
-        beta2: 0.999,
-        epsilon: 1e-8,
-        schedule: Schedule::default(),
-    };
-    let mut opt = Opt::<B>::new(OptimizerKind::Momentum, &mp);
+    case_examples_per_s::<B>(
+        &StepCase::momentum_28x28(spec.clone()),
+        batch,
+        warmup,
+        steps,
+        precision,
+        device,
+    )
+}
+
+/// The trainer's global-norm clipping factor from |g|²: min(1, clip / |g|) (1 for a non-finite
+/// norm, whose step the trainer does not apply at all).
+pub fn clip_factor(sq_norm: f64, clip: f64) -> f64 {
+    let norm = sq_norm.sqrt();
+    if norm.is_finite() && norm > clip {
+        clip / norm
+    } else {
+        1.0
+    }
+}
+
+/// Examples/s (images, or sequences of `seq_len` bytes) of `case`'s training step: the model's
+/// loss, backward, and — with `case.clip` — the trainer's global-norm clipping (|g|² on the device,
+/// read once a step, the gradients scaled by min(1, clip / |g|)), then the optimizer's update;
+/// over `steps` timed steps after `warmup`, 8 pre-made random batches cycled.
+pub fn case_examples_per_s<B: AutodiffBackend>(
+    case: &StepCase,
+    batch: usize,
+    warmup: usize,
+    steps: usize,
+    precision: Precision,
+    device: &Device<B>,
+) -> f64 {
+    let mut model: Net<B> = Net::init(&case.spec, case.shape, 0, device).expect("a model");
+    let mut opt = Opt::<B>::new(case.optimizer, &case.metaparams);
+    let lr = case.metaparams.learning_rate;
     let ctx = ctx_for(precision);
-    let mut rng = StdRng::seed_from_u64(1);
-    let batches: Vec<Batch<B>> = (0..8)
-        .map(|_| {
-            let x: Vec<f32> = (0..batch * 784)
-                .map(|_| rng.random_range(-1.0..1.0))
-                .collect();
-            let y: Vec<i64> = (0..batch).map(|_| rng.random_range(0..10)).collect();
-            Batch::Images {
-                x: Tensor::from_data(TensorData::new(x, [batch, 1, 28, 28]), device),
-                y: Tensor::<B, 1, Int>::from_data(TensorData::new(y, [batch]), device),
-            }
-        })
-        .collect();
+    let batches = case.batches::<B>(batch, device);
     let mut run = |n: usize, model: Net<B>| -> Net<B> {
         let mut m = model;
         let mut last = None;
         for i in 0..n {
             let loss = m.loss(&batches[i % 8], &ctx);
             let g = GradientsParams::from_grads(loss.backward(), &m);
+            // the optimizer applies the clipping factor in its update (as the trainer does)
+            let (g, factor) = match case.clip {
+                Some(c) => {
+                    let r = super::exchange::Reduced::single(&m, g, 1);
+                    let sq = r.global_sq.clone().into_data().iter::<f64>().next();
+                    let factor = clip_factor(sq.unwrap_or(0.0), c);
+                    (r.into_grads(&m), factor)
+                }
+                None => (g, 1.0),
+            };
             last = Some(loss);
-            m = opt.step(0.05, m, g);
+            m = opt.step_members(
+                m,
+                g,
+                &[super::optim::MemberStep {
+                    lr,
+                    factor,
+                    apply: true,
+                }],
+            );
         }
         // synchronise (asynchronous backends): read the last loss back
         if let Some(l) = last {
@@ -372,13 +536,16 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
         }
     }
 
-    let cnn_paper = if args.mlp_only {
-        None
-    } else {
-        let (point, peer) = cnn_point(args, precision, rounds, &peer_once);
+    let mut pair = |name: &str, case: &StepCase, warmup: usize, steps: usize, script: &str| {
+        if args.mlp_only {
+            return None;
+        }
+        let (point, peer) = paired_point(
+            case, 128, warmup, steps, precision, rounds, script, &peer_once,
+        );
         if python.is_some() && peer > 0.0 {
             peers.push(PeerPoint {
-                model: "cnn-paper".into(),
+                model: name.into(),
                 batch: 128,
                 ours_examples_per_s: point.examples_per_s,
                 peer_examples_per_s: peer,
@@ -387,6 +554,27 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
         }
         Some(point)
     };
+    let cnn_paper = pair(
+        "cnn-paper",
+        &StepCase::momentum_28x28(cnn_paper_spec()),
+        3,
+        (args.steps / 10).max(5),
+        "jax_cnn_step.py",
+    );
+    let small_cnn = pair(
+        "small-cnn",
+        &StepCase::small_cnn(),
+        10,
+        (args.steps / 2).max(5),
+        "jax_small_cnn_step.py",
+    );
+    let char_lstm = pair(
+        "char-lstm",
+        &StepCase::char_lstm(),
+        5,
+        (args.steps / 8).max(5),
+        "jax_char_lstm_step.py",
+    );
 
     let presets = if args.no_presets || args.mlp_only {
         Vec::new()
@@ -404,6 +592,8 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
         cpu: cpu_features(),
         mlp,
         cnn_paper,
+        small_cnn,
+        char_lstm,
         presets,
         concurrency,
         peers,
@@ -411,36 +601,36 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
     }
 }
 
-/// The paper-size CNN at B = 128: ours and the peer's best round (0 without a peer).
-fn cnn_point(
-    args: &BenchArgs,
+/// `case` at batch `batch`, ours and the peer script's (same batch and step count) interleaved
+/// round by round: ours as a [`StepPoint`] and the peer's best round (0 without a peer).
+#[allow(clippy::too_many_arguments)]
+fn paired_point(
+    case: &StepCase,
+    batch: usize,
+    warmup: usize,
+    steps: usize,
     precision: Precision,
     rounds: usize,
+    script: &str,
     peer_once: &dyn Fn(&str, Vec<String>, &mut f64),
 ) -> (StepPoint, f64) {
     let dev = Default::default();
-    let cnn_steps = (args.steps / 10).max(5);
     let (mut ours, mut peer) = (0.0f64, 0.0f64);
     for _ in 0..rounds {
-        ours = ours.max(step_examples_per_s::<super::runner::CpuTrain>(
-            &cnn_paper_spec(),
-            128,
-            3,
-            cnn_steps,
-            precision,
-            &dev,
+        ours = ours.max(case_examples_per_s::<super::runner::CpuTrain>(
+            case, batch, warmup, steps, precision, &dev,
         ));
         peer_once(
-            "jax_cnn_step.py",
-            vec!["128".into(), cnn_steps.to_string()],
+            script,
+            vec![batch.to_string(), steps.to_string()],
             &mut peer,
         );
     }
     (
         StepPoint {
-            batch: 128,
+            batch,
             examples_per_s: ours,
-            ms_per_step: 1e3 * 128.0 / ours,
+            ms_per_step: 1e3 * batch as f64 / ours,
         },
         peer,
     )
@@ -593,6 +783,20 @@ pub fn render_tables(r: &BenchReport) -> String {
             c.batch, c.examples_per_s, c.ms_per_step
         );
     }
+    if let Some(c) = &r.small_cnn {
+        let _ = writeln!(
+            out,
+            "mnist-cnn-sgd small CNN (14x14, 5x5 convs 8/16, dense 32, SGD) at B = {}: {:.0} examples/s, {:.2} ms/step",
+            c.batch, c.examples_per_s, c.ms_per_step
+        );
+    }
+    if let Some(c) = &r.char_lstm {
+        let _ = writeln!(
+            out,
+            "shakespeare-lstm-adam char-LSTM (32/64, T = 32, Adam + clip 1.0) at B = {}: {:.0} sequences/s, {:.2} ms/step",
+            c.batch, c.examples_per_s, c.ms_per_step
+        );
+    }
     if !r.peers.is_empty() {
         let _ = writeln!(out);
         let _ = writeln!(
@@ -686,6 +890,124 @@ mod tests {
             "jax mlp784-256-10 batch=32 examples_per_s=33135 ms_per_step=0.966 final_loss=0.0003";
         assert_eq!(parse_examples_per_s(l), Some(33135.0));
         assert_eq!(parse_examples_per_s("jax failed"), None);
+    }
+
+    /// The small-CNN and char-LSTM steps are the presets' models and optimizers (the JAX peers
+    /// jax_small_cnn_step.py and jax_char_lstm_step.py hard-code the same).
+    #[test]
+    fn the_step_cases_are_the_presets_models() {
+        use crate::workload::load::find_preset;
+        let (_, cnn) = find_preset("mnist-cnn-sgd").unwrap();
+        let c = StepCase::small_cnn();
+        let w = &cnn.workload;
+        assert_eq!(w.model, c.spec);
+        assert_eq!(w.optimizer, c.optimizer);
+        assert_eq!(w.defaults.learning_rate, c.metaparams.learning_rate);
+        assert_eq!(w.grad_clip, c.clip);
+        // MNIST's 28×28, average-pooled 2×2
+        assert_eq!(w.dataset.as_ref().unwrap().downsample, Some(2));
+        let s = c.shape;
+        assert_eq!((s.channels, s.height, s.width, s.classes), (1, 14, 14, 10));
+
+        let (_, lstm) = find_preset("shakespeare-lstm-adam").unwrap();
+        let c = StepCase::char_lstm();
+        let w = &lstm.workload;
+        assert_eq!(w.model, c.spec);
+        assert_eq!(w.optimizer, c.optimizer);
+        assert_eq!(w.grad_clip, c.clip);
+        let (d, m) = (&w.defaults, &c.metaparams);
+        assert_eq!(
+            (d.learning_rate, d.momentum, d.beta2, d.epsilon),
+            (m.learning_rate, m.momentum, m.beta2, m.epsilon)
+        );
+        assert_eq!(w.dataset.as_ref().unwrap().seq_len, c.shape.seq_len);
+        assert_eq!((c.shape.vocab, c.shape.seq_len), (256, 32));
+    }
+
+    #[test]
+    fn clipping_scales_to_the_clip_norm_and_only_above_it() {
+        assert_eq!(clip_factor(4.0, 1.0), 0.5); // |g| = 2
+        assert_eq!(clip_factor(0.25, 1.0), 1.0);
+        assert_eq!(clip_factor(1.0, 1.0), 1.0);
+        assert_eq!(clip_factor(f64::NAN, 1.0), 1.0);
+        assert_eq!(clip_factor(f64::INFINITY, 1.0), 1.0);
+    }
+
+    #[test]
+    fn the_small_cnn_and_char_lstm_steps_train() {
+        let dev = Default::default();
+        for case in [StepCase::small_cnn(), StepCase::char_lstm()] {
+            let eps = case_examples_per_s::<super::super::runner::CpuTrain>(
+                &case,
+                3,
+                1,
+                2,
+                Precision::Fp32,
+                &dev,
+            );
+            assert!(eps.is_finite() && eps > 0.0, "{case:?}");
+        }
+    }
+
+    /// Not a test: writes our small CNN's and char-LSTM's initial parameters, a batch and our
+    /// logits and loss to $SCALING_LAB_PEER_CHECK_DIR (small-cnn.json, char-lstm.json) for
+    /// `benches/peers/check_models.py`, which runs the JAX peers' models on the same parameters
+    /// and input and compares (docs/speed.md).
+    #[test]
+    #[ignore = "writes files for benches/peers/check_models.py"]
+    fn dump_models_for_the_jax_check() {
+        use burn::backend::Flex;
+        let dir = std::env::var_os("SCALING_LAB_PEER_CHECK_DIR")
+            .expect("set SCALING_LAB_PEER_CHECK_DIR to the output directory");
+        let dir = std::path::PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let dev = Default::default();
+        // parameters carry the member axis ([1, …] here): flat in row-major order as before
+        fn flat<const D: usize>(t: Tensor<Flex, D>) -> Vec<f32> {
+            t.into_data().to_vec::<f32>().unwrap()
+        }
+        let v1 = |t: Tensor<Flex, 1>| flat(t);
+        for case in [StepCase::small_cnn(), StepCase::char_lstm()] {
+            let net = Net::<Flex>::init(&case.spec, case.shape, 7, &dev).unwrap();
+            let batch = case.batches::<Flex>(5, &dev).swap_remove(0);
+            let (logits, _) = net.logits(&batch, &Ctx::fp32());
+            let loss = v1(net.loss(&batch, &Ctx::fp32()))[0];
+            let (name, params, x, y) = match (&net, &batch) {
+                (Net::Cnn(c), Batch::Images { x, y }) => (
+                    "small-cnn",
+                    serde_json::json!({
+                        "c1": flat(c.conv1.w.val()), "b1": flat(c.conv1.b.val()),
+                        "c2": flat(c.conv2.w.val()), "b2": flat(c.conv2.b.val()),
+                        "w3": flat(c.fc.w.val()), "b3": flat(c.fc.b.val()),
+                        "w4": flat(c.out.w.val()), "b4": flat(c.out.b.val()),
+                    }),
+                    serde_json::json!(x.clone().into_data().to_vec::<f32>().unwrap()),
+                    y.clone().into_data().iter::<i64>().collect::<Vec<_>>(),
+                ),
+                (Net::CharLstm(m), Batch::Text { x, y }) => (
+                    "char-lstm",
+                    serde_json::json!({
+                        "embed": flat(m.embed.val()),
+                        "wx": flat(m.wx.w.val()), "bx": flat(m.wx.b.val()),
+                        "wh": flat(m.wh.w.val()),
+                        "wo": flat(m.out.w.val()), "bo": flat(m.out.b.val()),
+                    }),
+                    serde_json::json!(x.clone().into_data().iter::<i64>().collect::<Vec<_>>()),
+                    y.clone().into_data().iter::<i64>().collect::<Vec<_>>(),
+                ),
+                _ => unreachable!(),
+            };
+            let out = serde_json::json!({
+                "shape": [case.shape.channels, case.shape.height, case.shape.width],
+                "seq_len": case.shape.seq_len,
+                "params": params,
+                "x": x,
+                "y": y,
+                "logits": flat(logits),
+                "loss": loss,
+            });
+            std::fs::write(dir.join(format!("{name}.json")), out.to_string()).unwrap();
+        }
     }
 
     #[test]
