@@ -15,6 +15,9 @@
 # 1. the CUDA libraries found, `devices --json` (stops here when no CUDA device is usable)
 # 2. the paper CNN, fp32, 300 steps at B = 256: cold (~225 s), then from the cache (~1.4 s)
 # 3. the same in bf16: cold (its first compile passed 200 s on the third lease), then from the cache
+# 4. fused trial groups (issue 40): 8 (then 16, if time is left) trials of the paper CNN at B = 256 as
+#    one program on cuda:0 (a copy of the preset with a 300-step budget, `sweep --fuse K`): the
+#    group's step time against stage 2's one trial (trials/s = K / step_s); fused-K.jsonl
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu-session}
 mkdir -p "$OUT"
@@ -73,4 +76,31 @@ log "stage 3: the paper CNN in bf16, cold, then its steady state (bf16 against f
 train cnn-bf16-cold 280 --preset mnist-cnn-paper-momentum --batch-size 256 --steps 300 --precision bf16
 train cnn-bf16-warm 60 --preset mnist-cnn-paper-momentum --batch-size 256 --steps 300 --precision bf16
 cp /tmp/cnn-bf16-warm.json "$OUT/cnn-bf16-warm.json" 2>/dev/null
+log "stage 4: fused groups of the paper CNN at B = 256 (K trials as one program)"
+sed -e 's/^step_budget = .*/step_budget = 300/' -e 's/^max_examples = .*/max_examples = 100000000/' \
+  presets/mnist-cnn-paper-momentum.toml >/tmp/paper-300.toml
+for k in 8 16; do
+  left=$(( 560 - ($(date +%s) - t0) ))
+  if [ "$left" -lt 120 ]; then log "fused K = $k skipped: $left s left"; continue; fi
+  rm -rf "/tmp/fused-$k"
+  s=$(date +%s.%N)
+  timeout -k 10 "$left" "$BIN" sweep /tmp/paper-300.toml --devices cuda:0 --batch-sizes 256 --trials "$k" \
+    --fuse "$k" --concurrency 1 --runs-dir "/tmp/fused-$k" >"/tmp/fused-$k.out" 2>&1
+  rc=$?
+  cp /tmp/fused-$k/*.jsonl "$OUT/fused-$k.jsonl" 2>/dev/null
+  python3 - "$OUT/fused-$k.jsonl" "$k" "$rc" "$s" "$(date +%s.%N)" >>"$L" 2>&1 <<'PY'
+import json, sys
+f, k, rc, s, e = sys.argv[1:]
+try:
+    ts = [json.loads(l) for l in open(f)]
+    ts = [t for t in ts if isinstance(t.get("outcome"), dict)]
+    st = [t["outcome"]["throughput"]["step_s"] for t in ts]
+    print("fused K", k, "rc", rc, "wall %.1f" % (float(e) - float(s)), "trials", len(ts),
+          "group step_s %.4f" % max(st), "trial-steps/s %.1f" % (int(k) / max(st)),
+          "steps", [t["outcome"]["steps"] for t in ts], flush=True)
+except Exception as x:
+    print("fused K", k, "rc", rc, "no log:", x, open("/tmp/fused-%s.out" % k).read()[-1500:])
+PY
+  tail -n 1 "$L"
+done
 log "done in $(( $(date +%s) - t0 )) s"

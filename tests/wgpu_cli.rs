@@ -50,6 +50,9 @@ const DIGITS_TRIAL: [&str; 7] = [
 
 #[test]
 fn a_digits_trial_trains_on_wgpu_through_the_cli() {
+    if !common::wgpu_or_skip("a_digits_trial_trains_on_wgpu_through_the_cli") {
+        return;
+    }
     let out = run_ok(&[&DIGITS_TRIAL[..], &["--json"]].concat());
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     let backend = v["backend"].as_str().unwrap();
@@ -83,6 +86,9 @@ fn intervals(log: &Path) -> Vec<(u64, f64, f64)> {
 /// recorded on `wgpu:0`, two of them overlapped in time, the report reads the log.
 #[test]
 fn a_short_digits_sweep_packs_two_trials_on_one_adapter() {
+    if !common::wgpu_or_skip("a_short_digits_sweep_packs_two_trials_on_one_adapter") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().to_str().unwrap();
     let out = run_ok(&[
@@ -136,6 +142,9 @@ fn a_short_digits_sweep_packs_two_trials_on_one_adapter() {
 /// user.
 #[test]
 fn an_oversized_batch_is_recorded_as_oom_and_the_sweep_goes_on() {
+    if !common::wgpu_or_skip("an_oversized_batch_is_recorded_as_oom_and_the_sweep_goes_on") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let preset = dir.path().join("wide.toml");
     let base =
@@ -210,6 +219,9 @@ fn an_oversized_batch_is_recorded_as_oom_and_the_sweep_goes_on() {
 /// exit 1, for `train` and for `sweep` (which writes no log).
 #[test]
 fn bf16_on_wgpu_is_refused_before_the_trial() {
+    if !common::wgpu_or_skip("bf16_on_wgpu_is_refused_before_the_trial") {
+        return;
+    }
     let (code, _, err) = run(&[
         "train",
         "--preset",
@@ -250,6 +262,9 @@ fn bf16_on_wgpu_is_refused_before_the_trial() {
 
 #[test]
 fn device_lists_are_parsed_and_a_missing_adapter_is_one_line() {
+    if !common::wgpu_or_skip("device_lists_are_parsed_and_a_missing_adapter_is_one_line") {
+        return;
+    }
     let (code, _, err) = run(&[
         "train",
         "--preset",
@@ -286,6 +301,9 @@ fn device_lists_are_parsed_and_a_missing_adapter_is_one_line() {
 
 #[test]
 fn devices_lists_the_adapter_and_probes_its_precisions() {
+    if !common::wgpu_or_skip("devices_lists_the_adapter_and_probes_its_precisions") {
+        return;
+    }
     let out = run_ok(&["devices"]);
     assert!(out.contains("wgpu:0 "), "{out}");
     let v: serde_json::Value =
@@ -304,6 +322,9 @@ fn devices_lists_the_adapter_and_probes_its_precisions() {
 /// that directory, and `off` leaves it alone.
 #[test]
 fn the_kernel_cache_goes_where_the_variable_says_and_off_turns_it_off() {
+    if !common::wgpu_or_skip("the_kernel_cache_goes_where_the_variable_says_and_off_turns_it_off") {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let dir = t.path().join("k");
     let d = dir.to_str().unwrap();

@@ -6,8 +6,8 @@
 //! * Burn's generic convolution and the tensor-op SGD update on wgpu against the CPU fast paths
 //!   (im2col + gemm, the fused in-place SGD), which only Flex takes.
 //!
-//! Without an adapter every test fails with the probe's one-line reason (`.ci/run` installs
-//! lavapipe first).
+//! Without an adapter every test is skipped loudly (`common::wgpu_or_skip`), and fails instead
+//! under `SCALING_LAB_REQUIRE_WGPU=1`, which `.ci/run` sets after installing lavapipe.
 #![cfg(feature = "wgpu")]
 
 mod common;
@@ -51,6 +51,9 @@ fn on_wgpu(
 /// steps-to-target within 20 % (the cross-backend tolerance of `gpu-check.sh` and of bf16 vs fp32).
 #[test]
 fn two_replicas_on_wgpu_follow_two_cpu_workers() {
+    if !common::wgpu_or_skip("two_replicas_on_wgpu_follow_two_cpu_workers") {
+        return;
+    }
     let w = digits_workload();
     let cpu = cpu_trial(&w, 64, 2, Precision::Fp32);
     let gpu = on_wgpu(cpu.clone(), &[0, 0]);
@@ -114,6 +117,9 @@ fn two_replicas_on_wgpu_follow_two_cpu_workers() {
 /// the target; a scale that overflows fp16 is skipped and halved until the gradients fit.
 #[test]
 fn fp16_on_wgpu_runs_with_the_loss_scaler() {
+    if !common::wgpu_or_skip("fp16_on_wgpu_runs_with_the_loss_scaler") {
+        return;
+    }
     let w = digits_workload();
     let s = on_wgpu(cpu_trial(&w, 64, 1, Precision::Fp16), &[0]);
     let (out, _) = train(&w, &s, TrainOptions::default());
@@ -161,6 +167,9 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 /// equals the CPU's im2col + gemm in values and in the gradients of input, weights and bias.
 #[test]
 fn generic_convolution_on_wgpu_matches_the_cpu_im2col_path() {
+    if !common::wgpu_or_skip("generic_convolution_on_wgpu_matches_the_cpu_im2col_path") {
+        return;
+    }
     type G = Autodiff<Wgpu>;
     type C = Autodiff<Flex>;
     assert!(!gemm_conv::<G>(), "wgpu must take Burn's convolution");
@@ -234,6 +243,9 @@ fn generic_convolution_on_wgpu_matches_the_cpu_im2col_path() {
 /// rounding: a GPU may fuse multiply-adds).
 #[test]
 fn generic_updates_on_wgpu_match_the_fused_cpu_update() {
+    if !common::wgpu_or_skip("generic_updates_on_wgpu_match_the_fused_cpu_update") {
+        return;
+    }
     let gd = adapter0();
     let n = 1000;
     let mut rng = StdRng::seed_from_u64(5);

@@ -335,9 +335,11 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
         cfg.concurrency = l.concurrency;
         cfg.preset.sweep.auto_concurrency = false;
     }
+    // said once the sweep has started (a sweep refused before its first trial says only why)
+    let mut fuse_note = None;
     if resume.is_none() {
         let (fuse, why) = sweep::layout::resolve_fuse(&cfg, runner.as_ref())?;
-        eprintln!("{} ({why})", fuse_line(fuse));
+        fuse_note = Some(format!("{} ({why})", fuse_line(fuse)));
         cfg.fuse = fuse;
     }
     let (tx, rx) = std::sync::mpsc::sync_channel(4096);
@@ -347,6 +349,9 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
         on_interrupt(move || c.cancel());
     }
     let handle = sweep::scheduler::start_sweep_with(cfg, runner, tx, resume, control.clone())?;
+    if let Some(n) = fuse_note {
+        eprintln!("{n}");
+    }
     let log_path = handle.log_path().to_path_buf();
     let stderr_tty = std::io::stderr().is_terminal();
     let mut sink: Box<dyn HeadlessSink> = if stderr_tty {

@@ -128,6 +128,21 @@ pub struct CpuFeatures {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct GroupPoint {
+    pub model: String,
+    /// Trials in the group (K).
+    pub members: usize,
+    /// Examples per member per step.
+    pub batch: usize,
+    /// Over all members.
+    pub examples_per_s: f64,
+    /// One step of the whole group.
+    pub ms_per_step: f64,
+    /// GFLOP/s-equivalent: the model's training FLOPs per example × examples/s.
+    pub gflops: Option<f64>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct BenchReport {
     pub backend: String,
     pub precision: Precision,
@@ -147,6 +162,13 @@ pub struct BenchReport {
     pub char_lstm: Option<StepPoint>,
     pub presets: Vec<PresetPoint>,
     pub concurrency: Vec<ConcurrencyPoint>,
+    /// The small CNN at B = 128 as fused trial groups (K = 1 and 8, all threads; empty with
+    /// `--mlp-only`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fused: Vec<GroupPoint>,
+    /// This machine's sgemm rate (GFLOP/s, all threads), measured in the same run as `fused`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_sgemm_gflops: Option<f64>,
     /// Empty unless the peers ran.
     pub peers: Vec<PeerPoint>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -345,37 +367,56 @@ pub fn case_examples_per_s<B: AutodiffBackend>(
     precision: Precision,
     device: &Device<B>,
 ) -> f64 {
-    let mut model: Net<B> = Net::init(&case.spec, case.shape, 0, device).expect("a model");
-    let mut opt = Opt::<B>::new(case.optimizer, &case.metaparams);
+    case_group_examples_per_s::<B>(case, 1, batch, warmup, steps, precision, device)
+}
+
+/// [`case_examples_per_s`] for a fused group of `members` trials (seeds 0..K, the trainer's model
+/// with a member axis, each member's batch of `batch` examples): examples/s over all members.
+pub fn case_group_examples_per_s<B: AutodiffBackend>(
+    case: &StepCase,
+    members: usize,
+    batch: usize,
+    warmup: usize,
+    steps: usize,
+    precision: Precision,
+    device: &Device<B>,
+) -> f64 {
+    let k = members.max(1);
+    let seeds: Vec<u64> = (0..k as u64).collect();
+    let mut model: Net<B> =
+        Net::init_group(&case.spec, case.shape, &seeds, device).expect("a model");
+    let mut opt = Opt::<B>::group(case.optimizer, &vec![case.metaparams.clone(); k]);
     let lr = case.metaparams.learning_rate;
     let ctx = ctx_for(precision);
-    let batches = case.batches::<B>(batch, device);
+    // K·N rows, member-major (random data: every member's rows are its own)
+    let batches = case.batches::<B>(k * batch, device);
     let mut run = |n: usize, model: Net<B>| -> Net<B> {
         let mut m = model;
         let mut last = None;
         for i in 0..n {
             let loss = m.loss(&batches[i % 8], &ctx);
-            let g = GradientsParams::from_grads(loss.backward(), &m);
+            // members are independent: the sum's gradient is each member's own
+            let g = GradientsParams::from_grads(loss.clone().sum().backward(), &m);
             // the optimizer applies the clipping factor in its update (as the trainer does)
-            let (g, factor) = match case.clip {
+            let (g, factors) = match case.clip {
                 Some(c) => {
-                    let r = super::exchange::Reduced::single(&m, g, 1);
-                    let sq = r.global_sq.clone().into_data().iter::<f64>().next();
-                    let factor = clip_factor(sq.unwrap_or(0.0), c);
-                    (r.into_grads(&m), factor)
+                    let r = super::exchange::Reduced::single(&m, g, k);
+                    let sq: Vec<f64> = r.global_sq.clone().into_data().iter::<f64>().collect();
+                    let f = sq.iter().map(|&q| clip_factor(q, c)).collect();
+                    (r.into_grads(&m), f)
                 }
-                None => (g, 1.0),
+                None => (g, vec![1.0; k]),
             };
             last = Some(loss);
-            m = opt.step_members(
-                m,
-                g,
-                &[super::optim::MemberStep {
+            let plan: Vec<_> = factors
+                .into_iter()
+                .map(|factor| super::optim::MemberStep {
                     lr,
                     factor,
                     apply: true,
-                }],
-            );
+                })
+                .collect();
+            m = opt.step_members(m, g, &plan);
         }
         // synchronise (asynchronous backends): read the last loss back
         if let Some(l) = last {
@@ -388,7 +429,104 @@ pub fn case_examples_per_s<B: AutodiffBackend>(
     model = run(steps, model);
     let dt = t.elapsed().as_secs_f64();
     drop(model);
-    (steps * batch) as f64 / dt
+    (steps * k * batch) as f64 / dt
+}
+
+/// Multiply-add FLOPs of one training example of a simple CNN (`spec`, "same" 5×5 convolutions,
+/// 2×2 pools, one dense layer) or an MLP on `shape`: the forward's gemms × 3 (forward, and the
+/// backward's two products per layer). None for the other models.
+pub fn train_flops_per_example(spec: &ModelSpec, shape: InputShape) -> Option<f64> {
+    let fwd = match spec {
+        ModelSpec::Cnn { channels, dense } => {
+            let (mut h, mut w, mut c) = (shape.height, shape.width, shape.channels);
+            let mut f = 0.0;
+            for &co in channels {
+                f += 2.0 * (h * w * c * 25 * co) as f64;
+                (h, w, c) = (h / 2, w / 2, co);
+            }
+            f + 2.0 * (h * w * c * dense) as f64 + 2.0 * (dense * shape.classes) as f64
+        }
+        ModelSpec::Mlp { hidden } => {
+            let mut fan = shape.channels * shape.height * shape.width;
+            let mut f = 0.0;
+            for &h in hidden.iter().chain(std::iter::once(&shape.classes)) {
+                f += 2.0 * (fan * h) as f64;
+                fan = h;
+            }
+            f
+        }
+        _ => return None,
+    };
+    Some(3.0 * fwd)
+}
+
+/// This machine's sgemm rate in GFLOP/s on all threads (the gemm crate the CPU kernels call):
+/// the best of 5 products of 1024×1024 by 1024×1024 after one warm-up.
+pub fn machine_sgemm_gflops() -> f64 {
+    let n = 1024;
+    let a = vec![1.0f32 / n as f32; n * n];
+    let b = a.clone();
+    let mut c = vec![0.0f32; n * n];
+    let mut best = f64::INFINITY;
+    for i in 0..6 {
+        let t = Instant::now();
+        // SAFETY: three n×n row-major buffers, the strides below stay inside them
+        unsafe {
+            gemm::gemm(
+                n,
+                n,
+                n,
+                c.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                a.as_ptr(),
+                1,
+                n as isize,
+                b.as_ptr(),
+                1,
+                n as isize,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                gemm::Parallelism::Rayon(0),
+            );
+        }
+        if i > 0 {
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+    }
+    std::hint::black_box(&c);
+    2.0 * (n * n * n) as f64 / best / 1e9
+}
+
+/// The small CNN at B = 128 as fused groups of 1 and 8 trials, best of `rounds`.
+fn fused_points(steps: usize, precision: Precision, rounds: usize) -> Vec<GroupPoint> {
+    let case = StepCase::small_cnn();
+    let flops = train_flops_per_example(&case.spec, case.shape);
+    let dev = Default::default();
+    [1usize, 8]
+        .into_iter()
+        .map(|k| {
+            let n = (steps / k).max(5);
+            let mut eps = 0.0f64;
+            for _ in 0..rounds {
+                eps = eps.max(case_group_examples_per_s::<super::runner::CpuTrain>(
+                    &case, k, 128, 5, n, precision, &dev,
+                ));
+            }
+            GroupPoint {
+                model: "small-cnn".into(),
+                members: k,
+                batch: 128,
+                examples_per_s: eps,
+                ms_per_step: 1e3 * (k * 128) as f64 / eps,
+                gflops: flops.map(|f| f * eps / 1e9),
+            }
+        })
+        .collect()
 }
 
 /// The peer's step: MLP 784-H-10. Returns examples/s over `steps` timed steps after 20 warm-up steps.
@@ -576,6 +714,14 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
         "jax_char_lstm_step.py",
     );
 
+    let (fused, machine_sgemm_gflops) = if args.mlp_only {
+        (Vec::new(), None)
+    } else {
+        (
+            fused_points(args.steps, precision, rounds),
+            Some(machine_sgemm_gflops()),
+        )
+    };
     let presets = if args.no_presets || args.mlp_only {
         Vec::new()
     } else {
@@ -596,6 +742,8 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
         char_lstm,
         presets,
         concurrency,
+        fused,
+        machine_sgemm_gflops,
         peers,
         peer_note,
     }
@@ -797,6 +945,33 @@ pub fn render_tables(r: &BenchReport) -> String {
             c.batch, c.examples_per_s, c.ms_per_step
         );
     }
+    if !r.fused.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "Fused trial groups: the small CNN, K trials as one program (all threads), B = 128 per trial"
+        );
+        let _ = writeln!(
+            out,
+            "       K     examples/s   ms/step   GFLOP/s-equiv"
+        );
+        for g in &r.fused {
+            let _ = writeln!(
+                out,
+                "{:>8} {:>14.0} {:>9.2} {:>15}",
+                g.members,
+                g.examples_per_s,
+                g.ms_per_step,
+                g.gflops.map_or("-".into(), |v| format!("{v:.1}"))
+            );
+        }
+        if let Some(m) = r.machine_sgemm_gflops {
+            let _ = writeln!(
+                out,
+                "this machine's sgemm (1024^3, all threads, same run): {m:.0} GFLOP/s"
+            );
+        }
+    }
     if !r.peers.is_empty() {
         let _ = writeln!(out);
         let _ = writeln!(
@@ -922,6 +1097,36 @@ mod tests {
         );
         assert_eq!(w.dataset.as_ref().unwrap().seq_len, c.shape.seq_len);
         assert_eq!((c.shape.vocab, c.shape.seq_len), (256, 32));
+    }
+
+    /// The small CNN's training FLOPs per example, by hand: conv 14·14·1·25·8 and 7·7·8·25·16
+    /// multiply-adds, dense 3·3·16·32 and 32·10, × 2 for a multiply-add, × 3 with the backward.
+    #[test]
+    fn flops_per_example_of_the_small_cnn() {
+        let c = StepCase::small_cnn();
+        let fwd = 2.0 * (14 * 14 * 25 * 8 + 7 * 7 * 8 * 25 * 16 + 3 * 3 * 16 * 32 + 32 * 10) as f64;
+        assert_eq!(train_flops_per_example(&c.spec, c.shape), Some(3.0 * fwd));
+        let lstm = StepCase::char_lstm();
+        assert_eq!(train_flops_per_example(&lstm.spec, lstm.shape), None);
+    }
+
+    /// A fused group's step through the bench path (K members, clipping per member) runs.
+    #[test]
+    fn fused_groups_of_both_step_cases_train() {
+        let dev = Default::default();
+        for case in [StepCase::small_cnn(), StepCase::char_lstm()] {
+            let eps = case_group_examples_per_s::<super::super::runner::CpuTrain>(
+                &case,
+                3,
+                2,
+                1,
+                2,
+                Precision::Fp32,
+                &dev,
+            );
+            assert!(eps.is_finite() && eps > 0.0, "{case:?}");
+        }
+        assert!(machine_sgemm_gflops() > 0.0);
     }
 
     #[test]

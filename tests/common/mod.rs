@@ -18,6 +18,27 @@ use scaling_lab::workload::spec::*;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
 
+/// Whether the wgpu tier's test `test` can run: a wgpu adapter exists. Without one the test is
+/// skipped with a loud line on stderr, so `cargo test --release --features wgpu` passes on a
+/// machine without Vulkan — unless `SCALING_LAB_REQUIRE_WGPU=1` (what `.ci/run` sets once it has
+/// installed lavapipe), where a missing adapter fails the test.
+#[cfg(feature = "wgpu")]
+pub fn wgpu_or_skip(test: &str) -> bool {
+    let why = match scaling_lab::train::wgpu::probe() {
+        Ok(found) if !found.is_empty() => return true,
+        Ok(_) => "the probe found none".to_string(),
+        Err(e) => e,
+    };
+    if std::env::var_os("SCALING_LAB_REQUIRE_WGPU").is_some_and(|v| v != "0") {
+        panic!("{test}: no wgpu adapter ({why}) and SCALING_LAB_REQUIRE_WGPU is set");
+    }
+    eprintln!(
+        "SKIPPED {test}: no wgpu adapter ({why}); install Mesa's lavapipe (apt-get install \
+         mesa-vulkan-drivers libvulkan1) to run it, or set SCALING_LAB_REQUIRE_WGPU=1 to fail instead"
+    );
+    false
+}
+
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
