@@ -1,12 +1,13 @@
 //! Types shared by the engine, the sweep machinery, the run log and both views: trials and
 //! outcomes (`trial`), the `TrialRunner` trait (`runner`), events (`events`), run-log lines
 //! (`record`), the analysis's input and result types (`analysis`), the one measurement loop every
-//! runner drives (`meter`), trial-id layouts (`widen`) and device rules (`devices`).
+//! runner drives (`meter`), trial-id layouts (`widen`, `confirm`) and device rules (`devices`).
 //! Keep this module free of Burn and of any UI crate.
 //!
 //! Layering: imports `data` and `workload` only.
 
 pub mod analysis;
+pub mod confirm;
 pub mod devices;
 pub mod events;
 pub mod meter;

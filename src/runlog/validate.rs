@@ -178,7 +178,32 @@ fn plan_problem(h: &Header, t: &TrialRecord, seen: &HashMap<u64, usize>) -> Opti
         _ => planned,
     };
     let base = crate::core::widen::REPEAT_ID_BASE;
-    if (crate::core::widen::WIDEN_ID_BASE..base).contains(&t.trial_id) {
+    let confirm_base = crate::core::confirm::CONFIRM_ID_BASE;
+    if t.trial_id >= confirm_base || t.spec.confirm.is_some() {
+        // the confirm stage (issue 42): its ids encode batch index, rank and seed
+        let c = crate::core::confirm::ConfirmId::decode(t.trial_id);
+        let ok = match (h.preset.sweep.confirm, c, t.spec.confirm) {
+            (Some(_), Some(c), Some(m)) => {
+                m.rank == c.rank
+                    && m.seed == c.seed
+                    && t.spec.repeat_of.is_none()
+                    && h.batch_sizes.get(c.batch_index) == Some(&t.spec.batch_size)
+            }
+            _ => false,
+        };
+        if !ok {
+            return Some(format!(
+                "trial id {} is a confirm trial that the header's plan does not allow (confirm {}, \
+                 batch sizes {:?})",
+                t.trial_id,
+                h.preset
+                    .sweep
+                    .confirm
+                    .map_or("off".to_string(), |p| p.to_string()),
+                h.batch_sizes
+            ));
+        }
+    } else if (crate::core::widen::WIDEN_ID_BASE..base).contains(&t.trial_id) {
         let rounds = adaptive.and_then(|ad| ad.widen).unwrap_or(0) as i32;
         let w = crate::core::widen::WidenId::decode(t.trial_id);
         let ok = w.is_some_and(|w| {

@@ -162,6 +162,7 @@ fn spec(w: &Workload, b: usize, precision: Precision) -> TrialSpec {
         metaparams: w.defaults.clone(),
         seed: 0,
         repeat_of: None,
+        confirm: None,
     }
 }
 

@@ -64,6 +64,7 @@ pub fn trial_at(
         metaparams: metaparams_at(preset, b, u),
         seed: trial_seed(seed, trial_id),
         repeat_of: None,
+        confirm: None,
     }
 }
 
@@ -95,6 +96,7 @@ pub fn widen_trial(
         metaparams: metaparams_at(&shifted, b, u),
         seed: trial_seed(seed, id),
         repeat_of: None,
+        confirm: None,
     })
 }
 
@@ -106,8 +108,29 @@ pub fn repeat_of(base: &TrialSpec, id: u64, sweep_seed: u64) -> TrialSpec {
         trial_id: id,
         seed: trial_seed(sweep_seed, id),
         repeat_of: Some(base.trial_id),
+        confirm: None,
         ..base.clone()
     }
+}
+
+pub use crate::core::confirm::{ConfirmId, CONFIRM_ID_BASE};
+
+/// Confirm trial `id` (issue 42, `crate::core::confirm`) of search trial `base`, the configuration
+/// of rank `rank` at its B: the same batch size and metaparameters, the fresh seed of `id` (never a
+/// search trial's seed: `trial_seed` is a bijection of the id). None if `id` is not a confirm id.
+pub fn confirm_trial(base: &TrialSpec, id: u64, sweep_seed: u64) -> Option<TrialSpec> {
+    let c = ConfirmId::decode(id)?;
+    Some(TrialSpec {
+        trial_id: id,
+        seed: trial_seed(sweep_seed, id),
+        repeat_of: None,
+        confirm: Some(crate::core::confirm::ConfirmMark {
+            of: base.trial_id,
+            rank: c.rank,
+            seed: c.seed,
+        }),
+        ..base.clone()
+    })
 }
 
 /// Point k of the rotated 4-D Halton sequence, each coordinate in [0, 1).
@@ -361,5 +384,43 @@ pub(crate) mod tests {
         let mut p = preset();
         p.search.one_minus_momentum = Some([0.1, 1.5]);
         assert!(validate_search(&p).is_err());
+    }
+
+    /// A confirm trial keeps its configuration's batch size and metaparameters, carries its
+    /// marker, and its seed is never a search trial's (nor another confirm trial's) seed.
+    #[test]
+    fn confirm_seeds_never_coincide_with_search_seeds() {
+        let p = preset();
+        for sweep_seed in [0u64, 1, 42, u64::MAX] {
+            let search = plan(&p, sweep_seed);
+            let mut seeds: std::collections::HashSet<u64> = search.iter().map(|t| t.seed).collect();
+            // the ids --until may give search trials beyond the plan, too
+            for id in 15..5_000u64 {
+                seeds.insert(trial_seed(sweep_seed, id));
+            }
+            let n = seeds.len();
+            for (bi, base) in search.iter().take(3).enumerate() {
+                for rank in 0..3u32 {
+                    for seed in 0..5u32 {
+                        let id = ConfirmId {
+                            batch_index: bi,
+                            rank,
+                            seed,
+                        }
+                        .encode()
+                        .unwrap();
+                        let c = confirm_trial(base, id, sweep_seed).unwrap();
+                        assert_eq!(c.metaparams, base.metaparams);
+                        assert_eq!(c.batch_size, base.batch_size);
+                        assert!(!c.is_search() && c.repeat_of.is_none());
+                        let m = c.confirm.unwrap();
+                        assert_eq!((m.of, m.rank, m.seed), (base.trial_id, rank, seed));
+                        assert!(seeds.insert(c.seed), "seed of confirm trial {id} repeats");
+                    }
+                }
+            }
+            assert_eq!(seeds.len(), n + 3 * 3 * 5);
+        }
+        assert!(confirm_trial(&plan(&p, 0)[0], 17, 0).is_none());
     }
 }

@@ -25,7 +25,7 @@ pub(super) fn open_resumed(
         let planned = expected_spec(cfg, plan, &log.trials, &t.spec).with_context(|| {
             format!(
                 "{}: trial {} is not in the re-derived plan of {} trials (nor a \
-                 --until/--repeats trial of it)",
+                 --until/--repeats/--widen/confirm trial of it)",
                 path.display(),
                 t.trial_id,
                 plan.len()
@@ -55,9 +55,22 @@ fn expected_spec(
     if let Some(base_id) = spec.repeat_of {
         let base = logged
             .iter()
-            .find(|r| r.trial_id == base_id && r.spec.repeat_of.is_none())?;
+            .find(|r| r.trial_id == base_id && r.spec.is_search())?;
         return (spec.trial_id >= super::plan::REPEAT_ID_BASE)
             .then(|| super::plan::repeat_of(&base.spec, spec.trial_id, cfg.seed));
+    }
+    if let Some(mark) = spec.confirm {
+        // a confirm trial (issue 42): the configuration of its rank among the logged search
+        // trials at its B, with the fresh seed of its id
+        cfg.preset.sweep.confirm?;
+        let c = super::plan::ConfirmId::decode(spec.trial_id)?;
+        let b = *cfg.batch_sizes.get(c.batch_index)?;
+        let top = crate::analysis::confirm::top_configs(logged, b, c.rank as usize + 1);
+        let base = top.get(c.rank as usize)?;
+        if base.trial_id != mark.of {
+            return None;
+        }
+        return super::plan::confirm_trial(&base.spec, spec.trial_id, cfg.seed);
     }
     if let Some(p) = plan.get(spec.trial_id as usize) {
         return Some(p.clone());

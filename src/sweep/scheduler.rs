@@ -280,7 +280,7 @@ impl Coordinator {
         previous: Vec<TrialRecord>,
     ) -> Self {
         let mut best: HashMap<usize, u64> = HashMap::new();
-        for r in &previous {
+        for r in previous.iter().filter(|r| r.spec.is_search()) {
             if let Outcome::Reached { step } = r.outcome.outcome {
                 let e = best.entry(r.spec.batch_size).or_insert(step);
                 *e = (*e).min(step);
@@ -355,10 +355,11 @@ impl Coordinator {
                         if !wave {
                             break;
                         }
-                        match self.next_extra(&running_specs) {
-                            Some(spec) => queue.push_back(spec),
-                            None => break,
+                        let extra = self.next_extra(&running_specs);
+                        if extra.is_empty() {
+                            break;
                         }
+                        queue.extend(extra);
                     }
                     let Some(spec) = self.next_startable(&mut queue, &running_specs) else {
                         // every queued trial waits for a trial at its B (early stopping)
@@ -389,9 +390,7 @@ impl Coordinator {
             }
             if !cancelled && running.is_empty() && queue.is_empty() && self.control.is_paused() {
                 // Paused at the end of the plan: keep the --until/--repeats trials for later.
-                if let Some(spec) = self.next_extra(&running_specs) {
-                    queue.push_back(spec);
-                }
+                queue.extend(self.next_extra(&running_specs));
             }
             if running.is_empty() && (queue.is_empty() || cancelled) {
                 break;
@@ -560,10 +559,10 @@ impl Coordinator {
         self.writer.write_trial(&rec)?;
         let (id, b) = (rec.trial_id, rec.spec.batch_size);
         let reached = rec.outcome.outcome.steps_to_target();
-        let is_repeat = rec.spec.repeat_of.is_some();
+        let is_search = rec.spec.is_search();
         self.records.push(rec);
         self.emit(SweepEvent::Saved { trial_id: id });
-        if let (Some(step), false) = (reached, is_repeat) {
+        if let (Some(step), true) = (reached, is_search) {
             let improved = self.best.get(&b).is_none_or(|&s| step < s);
             if improved {
                 self.best.insert(b, step);
@@ -606,8 +605,8 @@ impl Coordinator {
             .sweep
             .early_stopping
             .then(|| self.best.get(&spec.batch_size).copied())
-            // A repeat measures its own steps-to-target: never cut.
-            .filter(|_| spec.repeat_of.is_none())
+            // A repeat or confirm trial measures its own steps-to-target: never cut.
+            .filter(|_| spec.is_search())
             .flatten()
             .filter(|&best| best < full_budget)
             // a `--until` trial beyond the plan runs on to a multiple of S(B): its reaching

@@ -477,6 +477,7 @@ fn trainer_point(
         metaparams: w.defaults.clone(),
         seed: 0,
         repeat_of: None,
+        confirm: None,
     };
     let runner = super::BurnRunner::new(super::TrainOptions {
         noise_scale: false,
