@@ -378,6 +378,192 @@ fn confirmed_at(
     (c, Some(draws))
 }
 
+/// What `--until REL` does next at a B with a confirm stage (issue 42).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ConfirmStep {
+    /// One more fresh seed for every confirmed configuration (k trials).
+    SeedRound,
+    /// Confirm the next configuration of the search (rank `rank`) with the plan's r seeds: no
+    /// confirmed configuration's median reached the target, or the interval is unbounded above.
+    NextConfig { rank: u32 },
+}
+
+/// The expected effect of the next `--until` step at a B.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConfirmOutlook {
+    pub batch_size: usize,
+    pub step: ConfirmStep,
+    /// Trials the step costs.
+    pub trials: usize,
+    /// Seeds per configuration now (the chosen configuration's).
+    pub seeds: usize,
+    /// The relative half-width now (None: unbounded or no interval).
+    pub now: Option<f64>,
+    /// Its expected value after the step (None: no estimate; NaN: it may become bounded).
+    pub after: Option<f64>,
+}
+
+impl ConfirmOutlook {
+    /// Expected narrowing of the relative half-width per trial the step costs (an unbounded
+    /// interval that the step may bound counts as a narrowing of 1).
+    pub fn narrowing_per_trial(&self) -> f64 {
+        let d = match (self.now, self.after) {
+            (Some(n), Some(a)) if a.is_finite() => n - a,
+            (None, Some(_)) => 1.0,
+            _ => 0.0,
+        };
+        d / self.trials.max(1) as f64
+    }
+
+    /// Seed rounds to ±`rel` at the 1/√r rate (None: no interval to extrapolate).
+    pub fn rounds_to(&self, rel: f64) -> Option<f64> {
+        let w = self.now?;
+        let r = self.seeds.max(1) as f64;
+        Some(((w / rel).powi(2) * r - r).max(0.0).ceil())
+    }
+
+    /// Trials ±`rel` is expected to take: its seed rounds × the configurations, or one more
+    /// configuration (usize::MAX: unknown).
+    pub fn trials_to(&self, rel: f64) -> usize {
+        match self.step {
+            // an unbounded interval: at least one round (it may bound it)
+            ConfirmStep::SeedRound => self.rounds_to(rel).map_or(self.trials, |r| {
+                (r as usize).saturating_mul(self.trials.max(1))
+            }),
+            ConfirmStep::NextConfig { .. } => self.trials,
+        }
+    }
+
+    /// In words, for the report.
+    pub fn describe(&self, rel: f64, left: usize) -> String {
+        let (seeds, configs) = (self.seeds, self.trials);
+        match (self.step, self.now) {
+            (ConfirmStep::NextConfig { rank }, _) => format!(
+                "no confirmed configuration's seed median is bounded: the next one would be the \
+                 search's #{} ({} trials), {left} were left",
+                rank + 1,
+                self.trials
+            ),
+            (ConfirmStep::SeedRound, Some(w)) => {
+                let more = self.rounds_to(rel).unwrap_or(0.0);
+                format!(
+                    "±{:.0} % with {seeds} seeds per configuration: ±{:.0} % would take ~{more:.0} \
+                     more seeds each (~{:.0} trials at {configs} configurations), {left} were left",
+                    w * 100.0,
+                    rel * 100.0,
+                    more * configs as f64
+                )
+            }
+            (ConfirmStep::SeedRound, None) => "no interval yet".into(),
+        }
+    }
+}
+
+/// The B's confirmed configurations' seeds as the interval reads them (rank order).
+fn seeds_at(c: &Confirmed, trials: &[TrialRecord], b: usize) -> Vec<ConfigSeeds> {
+    let mut out = Vec::new();
+    for k in &c.configs {
+        let mut cs = ConfigSeeds {
+            steps: Vec::new(),
+            failed: 0,
+        };
+        for t in super::per_batch::dedup_trials(trials) {
+            if t.spec.batch_size != b || t.spec.confirm.is_none_or(|m| m.of != k.trial) {
+                continue;
+            }
+            match t.outcome.outcome {
+                crate::core::trial::Outcome::Reached { step } => cs.steps.push(step as f64),
+                crate::core::trial::Outcome::Cancelled { .. } => {}
+                _ => cs.failed += 1,
+            }
+        }
+        out.push(cs);
+    }
+    out
+}
+
+/// The outlook of the next `--until` step at the B of `p` (its confirm stage complete; `seeds`:
+/// the plan's r). None: no step can help (nothing reached and no other configuration).
+pub fn outlook(p: &BatchPoint, trials: &[TrialRecord], seeds: usize) -> Option<ConfirmOutlook> {
+    let c = p.confirmed.as_ref()?;
+    let seeds_now = c.chosen_config().map_or(seeds, |k| k.runs);
+    let b = p.batch_size;
+    let configs = seeds_at(c, trials, b);
+    let now = c.rel_half_width();
+    let reached_configs = top_configs(trials, b, usize::MAX).len();
+    if c.steps.is_none() {
+        // no configuration's median reached: only another configuration can help
+        return (configs.len() < reached_configs).then_some(ConfirmOutlook {
+            batch_size: b,
+            step: ConfirmStep::NextConfig {
+                rank: configs.len() as u32,
+            },
+            trials: seeds,
+            seeds: seeds_now,
+            now,
+            after: None,
+        });
+    }
+    // a seed round: the interval narrows as 1/√r (`confirm_tests::narrows_as_one_over_root_r`),
+    // so one more seed per configuration is expected to take it to √(r/(r+1)) of its width; an
+    // unbounded one may become bounded
+    pooled_sd(&configs)?;
+    let r = seeds_now.max(1) as f64;
+    let after = now.map(|w| w * (r / (r + 1.0)).sqrt()).or(Some(f64::NAN));
+    Some(ConfirmOutlook {
+        batch_size: b,
+        step: ConfirmStep::SeedRound,
+        trials: configs.len(),
+        seeds: seeds_now,
+        now,
+        after,
+    })
+}
+
+/// Marks every point with a confirm stage with what `--until rel` did there (issue 42): `met`
+/// (the confirmed interval within ±rel), `budget` (the budget ran out while a step would still
+/// narrow it) or `stalled` (no step narrows it: every confirmed configuration fails half its
+/// seeds and the search has no other configuration, or ±rel would take more trials than the
+/// budget had left), with the numbers.
+pub fn mark_until(
+    points: &mut [BatchPoint],
+    trials: &[TrialRecord],
+    rel: f64,
+    seeds: usize,
+    left: usize,
+) {
+    use crate::core::analysis::UntilStatus;
+    for p in points.iter_mut() {
+        let Some(c) = &p.confirmed else { continue };
+        let (status, reason) = match c.rel_half_width() {
+            Some(w) if w <= rel => (UntilStatus::Met, None),
+            _ => match outlook(p, trials, seeds) {
+                None => (
+                    UntilStatus::Stalled,
+                    Some(
+                        "no confirmed configuration reached the target on half its seeds and the \
+                         search has no other configuration that reached it"
+                            .to_string(),
+                    ),
+                ),
+                Some(o) => {
+                    let need = o.trials_to(rel);
+                    let why = o.describe(rel, left);
+                    if need > left && left < o.trials.max(1) {
+                        (UntilStatus::Budget, Some(format!("{why} (raise --max-trials)")))
+                    } else if need > left {
+                        (UntilStatus::Stalled, Some(why))
+                    } else {
+                        (UntilStatus::Budget, Some(format!("{why} (raise --max-trials)")))
+                    }
+                }
+            },
+        };
+        p.until = Some(status);
+        p.until_reason = reason;
+    }
+}
+
 /// The median of `n` ln-values of which the sorted `finite` are finite and the rest +∞ (the
 /// even-count median is the midpoint in ln space).
 fn median_ln(finite: &[f64], n: usize) -> Option<f64> {

@@ -247,6 +247,15 @@ pub fn per_batch_with_ci(trials: &[TrialRecord], optimizer: OptimizerKind) -> Ve
     p
 }
 
+/// `per_batch` at the goal with the confirm stage attached (no bootstrap, no fit): what `--until`
+/// decides on when the sweep has a confirm stage (issue 42).
+pub fn per_batch_confirmed(trials: &[TrialRecord], study: &Study) -> Vec<BatchPoint> {
+    let observed = Observed::of(trials, &Reading::Goal);
+    let mut p = per_batch::per_batch_observed(&observed, study.optimizer, &Reading::Goal);
+    confirm::attach(&observed, &mut p, study);
+    p
+}
+
 /// The band around the median B_simple of the best trials: the medians of their 95 % intervals'
 /// ends (an unbounded end counts as +∞). None unless every best trial with a finite B_simple
 /// recorded an interval (older logs, other targets, the NQM).

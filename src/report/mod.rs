@@ -434,7 +434,20 @@ pub fn build(run: &Run, opts: &ReportOptions) -> Report {
     let mut analysis = crate::analysis::analyze(&study, run.trials);
     // `--until REL`: what it did at each B (at the goal, the reading it narrowed)
     if let Some(rel) = run.header.adaptive.as_ref().and_then(|a| a.until) {
-        if study.target == study.goal {
+        if let (true, Some(plan)) = (study.target == study.goal, study.confirm) {
+            // with a confirm stage --until narrowed the confirmed S(B) (issue 42)
+            use crate::analysis::until;
+            let budget = run.header.adaptive.as_ref().and_then(|a| a.max_trials);
+            let used = until::search_trials(run.trials) + until::confirm_trials(run.trials);
+            let left = budget.map_or(0, |m| m.saturating_sub(used));
+            crate::analysis::confirm::mark_until(
+                &mut analysis.per_batch,
+                run.trials,
+                rel,
+                plan.seeds,
+                left,
+            );
+        } else if study.target == study.goal {
             use crate::analysis::until;
             let k = run.header.trials_per_batch;
             let st = until::stalled(run.trials, study.optimizer, &analysis.per_batch, k);

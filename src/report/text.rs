@@ -239,8 +239,13 @@ pub fn until_lines(a: &Analysis) -> String {
         .filter(|p| p.until == Some(UntilStatus::Met))
         .map(|p| p.batch_size.to_string())
         .collect();
+    let of = if a.per_batch.iter().any(|p| p.confirmed.is_some()) {
+        " (the confirmed S(B)'s interval)"
+    } else {
+        ""
+    };
     if !met.is_empty() {
-        let _ = writeln!(s, "  --until met at B = {}", met.join(", "));
+        let _ = writeln!(s, "  --until met{of} at B = {}", met.join(", "));
     }
     for p in &a.per_batch {
         let Some(st) = p.until.filter(|st| *st != UntilStatus::Met) else {
@@ -252,10 +257,13 @@ pub fn until_lines(a: &Analysis) -> String {
             }
             _ => String::new(),
         });
-        let w = p
-            .rel_half_width()
-            .map(|w| format!(" (±{:.0} %)", w * 100.0))
-            .unwrap_or_default();
+        // with a confirm stage --until narrowed the confirmed interval (issue 42)
+        let w = match &p.confirmed {
+            Some(c) => c.rel_half_width(),
+            None => p.rel_half_width(),
+        }
+        .map(|w| format!(" (±{:.0} %)", w * 100.0))
+        .unwrap_or_default();
         let _ = writeln!(
             s,
             "  --until {} at B = {}{w}: {why}",

@@ -207,7 +207,7 @@ fn plan_problem(h: &Header, t: &TrialRecord, seen: &HashMap<u64, usize>) -> Opti
         let rounds = adaptive.and_then(|ad| ad.widen).unwrap_or(0) as i32;
         let w = crate::core::widen::WidenId::decode(t.trial_id);
         let ok = w.is_some_and(|w| {
-            t.spec.repeat_of.is_none()
+            t.spec.is_search()
                 && w.shift.rounds() <= rounds
                 && h.batch_sizes.get(w.batch_index) == Some(&t.spec.batch_size)
         });

@@ -48,8 +48,11 @@ impl Coordinator {
             Some(s) => vec![s],
             None => {
                 let confirm = self.next_confirm(running);
+                let until = || self.next_until_confirm(running);
                 if !confirm.is_empty() {
                     confirm
+                } else if let Some(more) = Some(until()).filter(|v| !v.is_empty()) {
+                    more
                 } else if running.values().any(|s| s.is_search()) {
                     Vec::new() // the best trial may still change
                 } else {
@@ -209,6 +212,106 @@ impl Coordinator {
                 }
             }
         }
+    }
+
+    /// `--until REL` with a confirm stage (issue 42): at every B whose confirm stage is complete,
+    /// nothing runs there and the confirmed interval is wider than ±REL, the next step of
+    /// `analysis::confirm::outlook` — one more seed for each confirmed configuration, or (where no
+    /// configuration's median reached) the search's next configuration with r seeds — in order of
+    /// the expected narrowing per trial, while the budget (`--max-trials`, search and confirm
+    /// trials together) lasts. A B where ±REL would take more trials than are left gets none.
+    fn next_until_confirm(&self, running: &HashMap<u64, TrialSpec>) -> Vec<TrialSpec> {
+        use crate::analysis::confirm::{outlook, top_configs, ConfirmStep};
+        let (Some(rel), Some(plan)) = (self.cfg.until, self.cfg.preset.sweep.confirm) else {
+            return Vec::new();
+        };
+        let ids: HashSet<u64> = self
+            .records
+            .iter()
+            .map(|r| &r.spec)
+            .chain(running.values())
+            .filter(|s| s.confirm.is_some() || (s.is_search() && s.trial_id < WIDEN_ID_BASE))
+            .map(|s| s.trial_id)
+            .collect();
+        let mut left = self.cfg.search_budget().saturating_sub(ids.len());
+        let study = crate::core::analysis::Study::of_preset(&self.cfg.preset);
+        let pts = crate::analysis::per_batch_confirmed(&self.records, &study);
+        let mut looks = Vec::new();
+        for (bi, &b) in self.cfg.batch_sizes.iter().enumerate() {
+            if running.values().any(|s| s.batch_size == b) || !self.search_settled(bi, b, running)
+            {
+                continue;
+            }
+            let Some(p) = pts.iter().find(|p| p.batch_size == b) else {
+                continue;
+            };
+            let Some(c) = p.confirmed.as_ref().filter(|c| c.complete) else {
+                continue;
+            };
+            if c.rel_half_width().is_some_and(|w| w <= rel) {
+                continue;
+            }
+            let Some(o) = outlook(p, &self.records, plan.seeds) else {
+                continue;
+            };
+            if o.trials_to(rel) > left || o.narrowing_per_trial() <= 0.0 {
+                continue; // flattened: ±REL is out of the budget's reach here
+            }
+            looks.push((bi, b, o));
+        }
+        looks.sort_by(|x, y| {
+            y.2.narrowing_per_trial()
+                .total_cmp(&x.2.narrowing_per_trial())
+                .then(x.1.cmp(&y.1))
+        });
+        let mut out = Vec::new();
+        for (bi, b, o) in looks {
+            if o.trials > left {
+                continue;
+            }
+            let confirmed: Vec<&TrialRecord> = self
+                .records
+                .iter()
+                .filter(|r| r.spec.batch_size == b && r.spec.confirm.is_some())
+                .collect();
+            let mut add = |base: &TrialSpec, rank: u32, seed: u32| {
+                let id = plan::ConfirmId {
+                    batch_index: bi,
+                    rank,
+                    seed,
+                }
+                .encode();
+                if let Some(spec) = id.and_then(|id| plan::confirm_trial(base, id, self.cfg.seed)) {
+                    out.push(spec);
+                }
+            };
+            match o.step {
+                ConfirmStep::SeedRound => {
+                    // per configuration (rank, its search trial): the next seed index
+                    let mut next: BTreeMap<(u32, u64), u32> = BTreeMap::new();
+                    for r in &confirmed {
+                        let m = r.spec.confirm.expect("filtered");
+                        let e = next.entry((m.rank, m.of)).or_insert(0);
+                        *e = (*e).max(m.seed + 1);
+                    }
+                    for ((rank, of), seed) in next {
+                        if let Some(base) = self.records.iter().find(|r| r.trial_id == of) {
+                            add(&base.spec, rank, seed);
+                        }
+                    }
+                }
+                ConfirmStep::NextConfig { rank } => {
+                    let top = top_configs(&self.records, b, rank as usize + 1);
+                    if let Some(base) = top.get(rank as usize) {
+                        for seed in 0..plan.seeds as u32 {
+                            add(&base.spec, rank, seed);
+                        }
+                    }
+                }
+            }
+            left = left.saturating_sub(o.trials);
+        }
+        out
     }
 
     fn next_until(&self, running: &HashMap<u64, TrialSpec>) -> Option<TrialSpec> {

@@ -7,7 +7,7 @@ use crate::core::trial::DeviceSpec;
 pub use crate::sweep::overrides::Problem;
 use crate::sweep::overrides::SweepOverrides;
 use crate::sweep::SweepConfig;
-use crate::workload::spec::{Metric, OptimizerKind, Precision, Preset};
+use crate::workload::spec::{ConfirmPlan, Metric, OptimizerKind, Precision, Preset};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PresetEntry {
@@ -27,9 +27,10 @@ pub enum Field {
     Target,
     Budget,
     Widen,
+    Confirm,
 }
 
-pub const FIELDS: [Field; 10] = [
+pub const FIELDS: [Field; 11] = [
     Field::Optimizer,
     Field::Precision,
     Field::Devices,
@@ -40,6 +41,41 @@ pub const FIELDS: [Field; 10] = [
     Field::Target,
     Field::Budget,
     Field::Widen,
+    Field::Confirm,
+];
+
+/// The confirm stages the Setup field offers (issue 42; None = off), in order.
+pub const CONFIRM_CHOICES: [Option<ConfirmPlan>; 9] = [
+    None,
+    Some(ConfirmPlan {
+        configs: 1,
+        seeds: 5,
+    }),
+    Some(ConfirmPlan {
+        configs: 2,
+        seeds: 5,
+    }),
+    Some(ConfirmPlan {
+        configs: 3,
+        seeds: 3,
+    }),
+    Some(ConfirmPlan::DEFAULT),
+    Some(ConfirmPlan {
+        configs: 3,
+        seeds: 8,
+    }),
+    Some(ConfirmPlan {
+        configs: 3,
+        seeds: 10,
+    }),
+    Some(ConfirmPlan {
+        configs: 5,
+        seeds: 5,
+    }),
+    Some(ConfirmPlan {
+        configs: 3,
+        seeds: 20,
+    }),
 ];
 
 impl Field {
@@ -55,6 +91,7 @@ impl Field {
             Field::Target => "target",
             Field::Budget => "step budget",
             Field::Widen => "widen search",
+            Field::Confirm => "confirm stage",
         }
     }
 
@@ -71,6 +108,7 @@ impl Field {
             "target" => Field::Target,
             "steps" | "eval_every" => Field::Budget,
             "widen" => Field::Widen,
+            "confirm" => Field::Confirm,
             _ => return None,
         })
     }
@@ -111,6 +149,8 @@ pub struct SetupState {
     pub budget: u64,
     /// `--widen N`: moves of the search range past an edge per batch size (0 = off).
     pub widen: usize,
+    /// `--confirm KxR`: the confirm stage (issue 42; None = off), the preset's at first.
+    pub confirm: Option<ConfirmPlan>,
     /// The runs directory's cached layout calibrations (`sweep::layout::read_cache`, read when
     /// the app starts): the wall-time bound Setup shows before any run of the study exists.
     pub calibrations: std::collections::BTreeMap<String, crate::sweep::layout::Calibration>,
@@ -158,6 +198,7 @@ impl SetupState {
             target: 0.0,
             budget: 0,
             widen: 0,
+            confirm: Some(ConfirmPlan::DEFAULT),
             calibrations: Default::default(),
             calibrating: false,
         };
@@ -199,6 +240,7 @@ impl SetupState {
         self.concurrency = p.sweep.concurrency.clamp(1, MAX_CONCURRENCY);
         self.concurrency_auto = p.sweep.auto_concurrency;
         self.widen = 0;
+        self.confirm = p.sweep.confirm;
         self.b_min = p.sweep.batch_sizes.iter().copied().min().unwrap_or(16);
         self.b_max = p.sweep.batch_sizes.iter().copied().max().unwrap_or(1024);
         let workers = p.sweep.workers.max(1);
@@ -294,6 +336,7 @@ impl SetupState {
             precision: Some(self.precision),
             target: Some(self.target),
             steps: budget_changed.then_some(self.budget),
+            confirm: Some(self.confirm),
             ..Default::default()
         }
     }
@@ -506,6 +549,21 @@ impl SetupState {
                 } else {
                     self.widen.saturating_sub(1)
                 };
+            }
+            Field::Confirm => {
+                // a preset's own stage that is not a choice sits before the next larger one
+                let i = CONFIRM_CHOICES
+                    .iter()
+                    .position(|c| *c == self.confirm)
+                    .unwrap_or_else(|| {
+                        let n = self.confirm.map_or(0, |c| c.trials());
+                        CONFIRM_CHOICES
+                            .iter()
+                            .position(|c| c.map_or(0, |c| c.trials()) > n)
+                            .unwrap_or(CONFIRM_CHOICES.len())
+                            .saturating_sub(usize::from(up))
+                    });
+                self.confirm = CONFIRM_CHOICES[step_clamped(i, CONFIRM_CHOICES.len(), up)];
             }
         }
     }

@@ -275,6 +275,15 @@ fn field_value(app: &App, f: Field) -> String {
             s.widen,
             if s.widen == 1 { "" } else { "s" }
         ),
+        Field::Confirm => match s.confirm {
+            None => "off (best trial only)".into(),
+            Some(c) => format!(
+                "{c}: best {} × {} fresh seeds (+{} trials)",
+                c.configs,
+                c.seeds,
+                c.trials() * s.batch_sizes().len()
+            ),
+        },
     }
 }
 
