@@ -550,11 +550,17 @@ pub fn mark_until(
                     let need = o.trials_to(rel);
                     let why = o.describe(rel, left);
                     if need > left && left < o.trials.max(1) {
-                        (UntilStatus::Budget, Some(format!("{why} (raise --max-trials)")))
+                        (
+                            UntilStatus::Budget,
+                            Some(format!("{why} (raise --max-trials)")),
+                        )
                     } else if need > left {
                         (UntilStatus::Stalled, Some(why))
                     } else {
-                        (UntilStatus::Budget, Some(format!("{why} (raise --max-trials)")))
+                        (
+                            UntilStatus::Budget,
+                            Some(format!("{why} (raise --max-trials)")),
+                        )
                     }
                 }
             },

@@ -324,7 +324,10 @@ fn draw_measured(chart: &mut Chart, s: &ChartSeries, colour: RGBColor) -> anyhow
             .filter_map(|p| p.steps.map(|st| (p.batch_size as f64, st as f64)))
             .collect();
         let sq = |(x, y): (f64, f64)| {
-            Rectangle::new([(x / 1.03, y / 1.03), (x * 1.03, y * 1.03)], colour.stroke_width(1))
+            Rectangle::new(
+                [(x / 1.03, y / 1.03), (x * 1.03, y * 1.03)],
+                colour.stroke_width(1),
+            )
         };
         chart
             .draw_series(best.into_iter().map(sq))

@@ -21,8 +21,8 @@ use serde::Serialize;
 use super::targets::{self, fmt_target};
 use super::{thousands, Run};
 use crate::analysis::ladder::{BestAt, TrendVerdict};
-use crate::core::schedule::{examples_to, BatchSchedule, BatchStage, StageRun};
 use crate::core::analysis::Readout;
+use crate::core::schedule::{examples_to, BatchSchedule, BatchStage, StageRun};
 use crate::core::{TrialOutcome, TrialRecord};
 use crate::workload::spec::{OptimizerKind, Workload};
 

@@ -14,15 +14,21 @@ use crate::runlog::writer::RunLogWriter;
 
 /// Opens the log at `path` to append to it, after checking it against `cfg` and `plan`: the
 /// writer, the logged trials and the log's header.
+/// `peers`: the records other processes logged into the same sweep (a Slurm array task's; a
+/// confirm trial's configuration may be another task's search trial).
 pub(super) fn open_resumed(
     cfg: &SweepConfig,
     plan: &[TrialSpec],
     path: &Path,
+    peers: Vec<TrialRecord>,
 ) -> anyhow::Result<(RunLogWriter, Vec<TrialRecord>, Header)> {
     let log = read_run_log(path)?;
     check_compatible(cfg, &log.header, path)?;
+    let mine: std::collections::HashSet<u64> = log.trials.iter().map(|t| t.trial_id).collect();
+    let mut context = log.trials.clone();
+    context.extend(peers.into_iter().filter(|t| !mine.contains(&t.trial_id)));
     for t in &log.trials {
-        let planned = expected_spec(cfg, plan, &log.trials, &t.spec).with_context(|| {
+        let planned = expected_spec(cfg, plan, &context, &t.spec).with_context(|| {
             format!(
                 "{}: trial {} is not in the re-derived plan of {} trials (nor a \
                  --until/--repeats/--widen/confirm trial of it)",

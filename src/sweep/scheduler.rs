@@ -43,6 +43,22 @@ pub struct SweepControl {
     /// Trials another process runs (a Slurm array task's static shard, src/cluster): never started
     /// here, never recorded here.
     others: Arc<Mutex<HashSet<u64>>>,
+    /// A Slurm array task's share of the trials placed beyond the plan (confirm trials, issue 42):
+    /// (index, count) — a confirm trial runs here only if its id % count == index.
+    share: Arc<Mutex<Option<(u64, u64)>>>,
+    /// The records other processes logged into the same sweep (a Slurm array task's peers): the
+    /// confirm stage of a batch size is placed from all of its search trials, wherever they ran.
+    peers: Arc<Mutex<Option<PeerRecords>>>,
+}
+
+/// Reads the trial records other processes logged into the same sweep (`SweepControl::set_peers`).
+#[derive(Clone)]
+pub struct PeerRecords(pub Arc<dyn Fn() -> Vec<TrialRecord> + Send + Sync>);
+
+impl std::fmt::Debug for PeerRecords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PeerRecords(..)")
+    }
 }
 
 impl SweepControl {
@@ -96,6 +112,20 @@ impl SweepControl {
     /// Leaves these trials to another process (src/cluster shards): they are not run or logged.
     pub fn leave_to_others(&self, ids: impl IntoIterator<Item = u64>) {
         lock(&self.others).extend(ids);
+    }
+    /// A Slurm array task: of the confirm trials (issue 42) this process runs those whose id %
+    /// `count` == `index`; the others are its peers'.
+    pub fn set_share(&self, index: usize, count: usize) {
+        *lock(&self.share) = Some((index as u64, count.max(1) as u64));
+    }
+    /// The records the peers of an array task logged (read when trials beyond the plan are
+    /// placed; this process's own records win over theirs).
+    pub fn set_peers(&self, read: PeerRecords) {
+        *lock(&self.peers) = Some(read);
+    }
+    /// Whether a trial placed beyond the plan is this process's to run.
+    pub(crate) fn owns_extra(&self, id: u64) -> bool {
+        lock(&self.share).is_none_or(|(i, n)| id % n == i)
     }
     fn is_user_cancelled(&self, id: u64) -> bool {
         lock(&self.user_cancelled).contains(&id)
@@ -186,7 +216,13 @@ pub fn start_sweep_with(
     }
     let plan = plan(&cfg);
     let (writer, previous, header) = match &resume_from {
-        Some(path) => super::resume::open_resumed(&cfg, &plan, path)?,
+        Some(path) => {
+            let peers = lock(&control.peers)
+                .clone()
+                .map(|p| (p.0)())
+                .unwrap_or_default();
+            super::resume::open_resumed(&cfg, &plan, path, peers)?
+        }
         None => {
             let header = make_header(&cfg, &runner.backend_on(&cfg.devices));
             (

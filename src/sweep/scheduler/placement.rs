@@ -69,16 +69,37 @@ impl Coordinator {
         specs
     }
 
-    /// Whether the search at batch size `b` (index `bi`) has settled: every plan trial at `b` is
-    /// logged, none is running, and `--widen` has nothing left to add there. Only then is its
-    /// ranking final and its confirm stage placed.
-    fn search_settled(&self, bi: usize, b: usize, running: &HashMap<u64, TrialSpec>) -> bool {
+    /// The records the confirm stage is placed from: this process's, and those its peers logged
+    /// into the same sweep (a Slurm array task, `SweepControl::set_peers`; its own win).
+    fn placement_records(&self) -> Vec<TrialRecord> {
+        let mut all = self.records.clone();
+        let peers = super::lock(&self.control.peers).clone();
+        if let Some(read) = peers {
+            let mine: HashSet<u64> = all.iter().map(|r| r.trial_id).collect();
+            all.extend(
+                (read.0)()
+                    .into_iter()
+                    .filter(|r| !mine.contains(&r.trial_id)),
+            );
+        }
+        all
+    }
+
+    /// Whether the search at batch size `b` (index `bi`) has settled in `records`: every plan
+    /// trial at `b` is logged, none is running, and `--widen` has nothing left to add there. Only
+    /// then is its ranking final and its confirm stage placed.
+    fn search_settled(
+        &self,
+        records: &[TrialRecord],
+        bi: usize,
+        b: usize,
+        running: &HashMap<u64, TrialSpec>,
+    ) -> bool {
         if running.values().any(|s| s.batch_size == b && s.is_search()) {
             return false;
         }
         let n = self.cfg.batch_sizes.len() as u64;
-        let logged: HashSet<u64> = self
-            .records
+        let logged: HashSet<u64> = records
             .iter()
             .filter(|r| r.spec.batch_size == b)
             .map(|r| r.trial_id)
@@ -98,8 +119,8 @@ impl Coordinator {
         let Some(plan) = self.cfg.preset.sweep.confirm else {
             return Vec::new();
         };
-        let have: HashSet<u64> = self
-            .records
+        let records = self.placement_records();
+        let have: HashSet<u64> = records
             .iter()
             .map(|r| r.trial_id)
             .chain(running.keys().copied())
@@ -107,10 +128,10 @@ impl Coordinator {
         let others = super::lock(&self.control.others).clone();
         let mut out = Vec::new();
         for (bi, &b) in self.cfg.batch_sizes.iter().enumerate() {
-            if !self.search_settled(bi, b, running) {
+            if !self.search_settled(&records, bi, b, running) {
                 continue;
             }
-            let top = crate::analysis::confirm::top_configs(&self.records, b, plan.configs);
+            let top = crate::analysis::confirm::top_configs(&records, b, plan.configs);
             for (rank, base) in top.iter().enumerate() {
                 for seed in 0..plan.seeds {
                     let Some(id) = plan::ConfirmId {
@@ -121,7 +142,7 @@ impl Coordinator {
                     .encode() else {
                         continue;
                     };
-                    if have.contains(&id) || others.contains(&id) {
+                    if have.contains(&id) || others.contains(&id) || !self.control.owns_extra(id) {
                         continue;
                     }
                     out.extend(plan::confirm_trial(&base.spec, id, self.cfg.seed));
@@ -225,8 +246,8 @@ impl Coordinator {
         let (Some(rel), Some(plan)) = (self.cfg.until, self.cfg.preset.sweep.confirm) else {
             return Vec::new();
         };
-        let ids: HashSet<u64> = self
-            .records
+        let records = self.placement_records();
+        let ids: HashSet<u64> = records
             .iter()
             .map(|r| &r.spec)
             .chain(running.values())
@@ -235,10 +256,12 @@ impl Coordinator {
             .collect();
         let mut left = self.cfg.search_budget().saturating_sub(ids.len());
         let study = crate::core::analysis::Study::of_preset(&self.cfg.preset);
-        let pts = crate::analysis::per_batch_confirmed(&self.records, &study);
+        let pts = crate::analysis::per_batch_confirmed(&records, &study);
         let mut looks = Vec::new();
         for (bi, &b) in self.cfg.batch_sizes.iter().enumerate() {
-            if running.values().any(|s| s.batch_size == b) || !self.search_settled(bi, b, running)
+            if running.values().any(|s| s.batch_size == b)
+                || !self.search_settled(&records, bi, b, running)
+                || !rounds_complete(&records, b)
             {
                 continue;
             }
@@ -251,7 +274,7 @@ impl Coordinator {
             if c.rel_half_width().is_some_and(|w| w <= rel) {
                 continue;
             }
-            let Some(o) = outlook(p, &self.records, plan.seeds) else {
+            let Some(o) = outlook(p, &records, plan.seeds) else {
                 continue;
             };
             if o.trials_to(rel) > left || o.narrowing_per_trial() <= 0.0 {
@@ -269,8 +292,7 @@ impl Coordinator {
             if o.trials > left {
                 continue;
             }
-            let confirmed: Vec<&TrialRecord> = self
-                .records
+            let confirmed: Vec<&TrialRecord> = records
                 .iter()
                 .filter(|r| r.spec.batch_size == b && r.spec.confirm.is_some())
                 .collect();
@@ -281,9 +303,10 @@ impl Coordinator {
                     seed,
                 }
                 .encode();
-                if let Some(spec) = id.and_then(|id| plan::confirm_trial(base, id, self.cfg.seed)) {
-                    out.push(spec);
-                }
+                let spec = id
+                    .filter(|&id| self.control.owns_extra(id))
+                    .and_then(|id| plan::confirm_trial(base, id, self.cfg.seed));
+                out.extend(spec);
             };
             match o.step {
                 ConfirmStep::SeedRound => {
@@ -295,13 +318,13 @@ impl Coordinator {
                         *e = (*e).max(m.seed + 1);
                     }
                     for ((rank, of), seed) in next {
-                        if let Some(base) = self.records.iter().find(|r| r.trial_id == of) {
+                        if let Some(base) = records.iter().find(|r| r.trial_id == of) {
                             add(&base.spec, rank, seed);
                         }
                     }
                 }
                 ConfirmStep::NextConfig { rank } => {
-                    let top = top_configs(&self.records, b, rank as usize + 1);
+                    let top = top_configs(&records, b, rank as usize + 1);
                     if let Some(base) = top.get(rank as usize) {
                         for seed in 0..plan.seeds as u32 {
                             add(&base.spec, rank, seed);
@@ -411,4 +434,19 @@ impl Coordinator {
         }
         None
     }
+}
+
+/// Every confirmed configuration at `b` has its seeds 0, 1, … logged without a gap: the last step
+/// of `--until` (issue 42) has finished there, wherever its trials ran (a Slurm array task decides
+/// the next step only on complete ones, so every task decides the same).
+fn rounds_complete(records: &[TrialRecord], b: usize) -> bool {
+    let mut seeds: BTreeMap<(u32, u64), BTreeSet<u32>> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.spec.batch_size == b) {
+        if let Some(m) = r.spec.confirm {
+            seeds.entry((m.rank, m.of)).or_default().insert(m.seed);
+        }
+    }
+    seeds
+        .values()
+        .all(|s| s.iter().enumerate().all(|(i, &x)| i as u32 == x))
 }

@@ -88,7 +88,11 @@ fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
     .with_extras(vec![SeriesExtras {
         // whiskers: the 95 % interval of each batch size's S(B) as the curve reads it (the
         // best-of-K tail model, or the confirmed seed median's)
-        intervals: a.per_batch.iter().map(|p| p.readout_ci(a.readout)).collect(),
+        intervals: a
+            .per_batch
+            .iter()
+            .map(|p| p.readout_ci(a.readout))
+            .collect(),
         fit_uncertain: a.fit.as_ref().is_some_and(fit_uncertain),
     }]);
     frame.render_widget(chart, chart_area);

@@ -123,12 +123,12 @@ fn number_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
                 th.fit(),
             ));
             // which S(B) it read (issue 42): the confirmed seed medians or the best trials
-            lines.push(kv(
-                "   ",
-                format!("r² {r2} · reads {}", report.readout.label()),
-                th,
-                th.dim(),
-            ));
+            let reads = match (report.readout, report.confirm.is_some()) {
+                (crate::core::analysis::Readout::Confirmed, _) => " · confirmed",
+                (_, true) => " · best trials",
+                _ => "",
+            };
+            lines.push(kv("   ", format!("r² {r2}{reads}"), th, th.dim()));
         }
         None => lines.push(kv(
             "fit",

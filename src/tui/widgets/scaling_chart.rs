@@ -232,7 +232,8 @@ impl Widget for ScalingChartWith<'_> {
                     }
                     // whiskers: the interval of S at each batch size
                     for (i, p) in a.per_batch.iter().enumerate() {
-                        let (Some(_), Some(Some([lo, hi]))) = (a.curve_steps(p), ex.intervals.get(i))
+                        let (Some(_), Some(Some([lo, hi]))) =
+                            (a.curve_steps(p), ex.intervals.get(i))
                         else {
                             continue;
                         };
