@@ -493,12 +493,20 @@ pub fn outlook(p: &BatchPoint, trials: &[TrialRecord], seeds: usize) -> Option<C
     let reached_configs = top_configs(trials, b, usize::MAX).len();
     if c.steps.is_none() {
         // no configuration's median reached: only another configuration can help
+        // the new configuration gets as many seeds as the others have (each step leaves every
+        // configuration at a B with the same seeds)
+        let common = configs
+            .iter()
+            .map(ConfigSeeds::runs)
+            .max()
+            .unwrap_or(seeds)
+            .max(seeds);
         return (configs.len() < reached_configs).then_some(ConfirmOutlook {
             batch_size: b,
             step: ConfirmStep::NextConfig {
                 rank: configs.len() as u32,
             },
-            trials: seeds,
+            trials: common,
             seeds: seeds_now,
             now,
             after: None,

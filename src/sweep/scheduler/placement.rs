@@ -258,11 +258,31 @@ impl Coordinator {
         let study = crate::core::analysis::Study::of_preset(&self.cfg.preset);
         let pts = crate::analysis::per_batch_confirmed(&records, &study);
         let mut looks = Vec::new();
+        let mut out = Vec::new();
         for (bi, &b) in self.cfg.batch_sizes.iter().enumerate() {
             if running.values().any(|s| s.batch_size == b)
                 || !self.search_settled(&records, bi, b, running)
-                || !rounds_complete(&records, b)
             {
+                continue;
+            }
+            // a step logged in part (a sweep stopped mid-step, or an array task's peers not
+            // done): its missing seeds first — every step leaves each configuration at a B with
+            // the same seeds 0 … T−1, so what is missing is a pure function of what is logged
+            let fill = unfinished_step(&records, b);
+            if !fill.is_empty() {
+                for (rank, of, seed) in fill {
+                    let id = plan::ConfirmId {
+                        batch_index: bi,
+                        rank,
+                        seed,
+                    }
+                    .encode()
+                    .filter(|&id| self.control.owns_extra(id) && !ids.contains(&id));
+                    let base = records.iter().find(|r| r.trial_id == of);
+                    if let (Some(id), Some(base)) = (id, base) {
+                        out.extend(plan::confirm_trial(&base.spec, id, self.cfg.seed));
+                    }
+                }
                 continue;
             }
             let Some(p) = pts.iter().find(|p| p.batch_size == b) else {
@@ -287,7 +307,7 @@ impl Coordinator {
                 .total_cmp(&x.2.narrowing_per_trial())
                 .then(x.1.cmp(&y.1))
         });
-        let mut out = Vec::new();
+        left = left.saturating_sub(out.len());
         for (bi, b, o) in looks {
             if o.trials > left {
                 continue;
@@ -324,9 +344,10 @@ impl Coordinator {
                     }
                 }
                 ConfirmStep::NextConfig { rank } => {
+                    // as many seeds as the configurations already confirmed have (o.trials)
                     let top = top_configs(&records, b, rank as usize + 1);
                     if let Some(base) = top.get(rank as usize) {
-                        for seed in 0..plan.seeds as u32 {
+                        for seed in 0..o.trials as u32 {
                             add(&base.spec, rank, seed);
                         }
                     }
@@ -436,17 +457,30 @@ impl Coordinator {
     }
 }
 
-/// Every confirmed configuration at `b` has its seeds 0, 1, … logged without a gap: the last step
-/// of `--until` (issue 42) has finished there, wherever its trials ran (a Slurm array task decides
-/// the next step only on complete ones, so every task decides the same).
-fn rounds_complete(records: &[TrialRecord], b: usize) -> bool {
+/// The seeds of a `--until` step at `b` that are not logged (issue 42): every step leaves each
+/// confirmed configuration at a B with the same seeds 0 … T−1 (a seed round adds seed T to every
+/// one, a new configuration gets seeds 0 … T−1), so with T the largest seed logged + 1, every
+/// configuration's missing seeds below T are the unfinished step's. Empty: every step finished
+/// (a sweep resumed mid-step, or an array task whose peers are not done, places them again;
+/// nothing new is decided until they are logged).
+fn unfinished_step(records: &[TrialRecord], b: usize) -> Vec<(u32, u64, u32)> {
     let mut seeds: BTreeMap<(u32, u64), BTreeSet<u32>> = BTreeMap::new();
     for r in records.iter().filter(|r| r.spec.batch_size == b) {
         if let Some(m) = r.spec.confirm {
             seeds.entry((m.rank, m.of)).or_default().insert(m.seed);
         }
     }
-    seeds
+    let t = seeds
         .values()
-        .all(|s| s.iter().enumerate().all(|(i, &x)| i as u32 == x))
+        .filter_map(|s| s.iter().next_back())
+        .max()
+        .map_or(0, |&m| m + 1);
+    seeds
+        .iter()
+        .flat_map(|(&(rank, of), have)| {
+            (0..t)
+                .filter(|j| !have.contains(j))
+                .map(move |j| (rank, of, j))
+        })
+        .collect()
 }
