@@ -216,7 +216,7 @@ fn corpus(tmp: &Path) -> Vec<Case> {
         (&["nqm-sgd", "--confirm", "3x5x2"], "--confirm"),
         (&["nqm-sgd", "--confirm", "101x5"], "--confirm"),
         (&["nqm-sgd", "--confirm", "3×"], "--confirm"),
-        (&["nqm-sgd", "--confirm", "-3x5"], "--confirm"),
+        (&["nqm-sgd", "--confirm=-3x5"], "--confirm"),
         (&["nqm-sgd", "--confirm", ""], "--confirm"),
         (&["nqm-sgd", "--confirm"], "--confirm"),
     ];

@@ -225,6 +225,10 @@ fn ten_trials_in_a_row_in_the_same_processes() {
             // function of the records, the same on every rank)
             "--confirm",
             "off",
+            // nor fused groups: "auto" calibrates on the machine's speed, so the local run may
+            // fuse (and log in another order, lockstep-cut) where the two-node one does not
+            "--fuse",
+            "off",
             "--json",
             "--runs-dir",
             runs.to_str().unwrap(),

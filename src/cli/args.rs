@@ -308,7 +308,7 @@ pub struct SweepArgs {
     /// The confirm stage: after the search at each batch size, re-run its best K configurations
     /// with R fresh seeds each; the confirmed S(B) is the seed median of the best of them, with an
     /// interval (KxR or K×R, e.g. 3x5; off: none; default: the preset's, 3x5).
-    #[arg(long, value_name = "KxR|off", value_parser = parse_confirm, allow_hyphen_values = true)]
+    #[arg(long, value_name = "KxR|off", value_parser = parse_confirm)]
     pub confirm: Option<ConfirmArg>,
     /// Run the sweep as a Slurm job array (--slurm --array N …) or one shard of it (--shard i/N).
     #[command(flatten)]
