@@ -135,7 +135,28 @@ fn sweep_json_validates_and_matches_report_json() {
     let sweep: serde_json::Value = serde_json::from_str(&out).expect("stdout is one JSON value");
     assert_valid(&sweep, "sweep --json");
     assert!(sweep["projections"].is_array(), "{sweep}");
-    assert_eq!(sweep["trials_done"], 6);
+    // 6 search trials and the confirm stage (issue 42): 5 fresh seeds of each B's best ≤ 3
+    // configurations that reached
+    let confirm: u64 = sweep["analysis"]["per_batch"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            p["confirmed"]["configs"]
+                .as_array()
+                .map_or(0, |c| c.iter().map(|k| k["runs"].as_u64().unwrap()).sum())
+        })
+        .sum();
+    let reached: u64 = sweep["per_batch"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["reached"].as_u64().unwrap().min(3) * 5)
+        .sum();
+    assert_eq!(confirm, reached, "{sweep}");
+    assert_eq!(sweep["trials_done"], 6 + confirm);
+    assert_eq!(sweep["confirm"], "3x5");
+    assert_eq!(sweep["readout"], "confirmed");
     assert_eq!(sweep["errors"].as_array().map(Vec::len), Some(0));
     let log = only_log(dir.path()).display().to_string();
     let report: serde_json::Value =

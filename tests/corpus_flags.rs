@@ -207,6 +207,18 @@ fn corpus(tmp: &Path) -> Vec<Case> {
         (&["nqm-sgd", "--seed", "x"], "--seed"),
         (&["nqm-sgd", "--devices", "cuda:0"], "--devices"),
         (&["nqm-sgd", "--gpus", "1"], "--gpus"),
+        // issue 42: the confirm stage is K×R (configurations × fresh seeds) or off
+        (&["nqm-sgd", "--confirm", "4"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "0x5"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "3x1"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "3x0"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "ax5"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "3x5x2"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "101x5"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "3×"], "--confirm"),
+        (&["nqm-sgd", "--confirm=-3x5"], "--confirm"),
+        (&["nqm-sgd", "--confirm", ""], "--confirm"),
+        (&["nqm-sgd", "--confirm"], "--confirm"),
     ];
     for (args, names) in sweep_bad {
         let mut a = vec!["sweep"];
@@ -221,6 +233,8 @@ fn corpus(tmp: &Path) -> Vec<Case> {
         (vec!["--workers", "2"], "--workers"),
         (vec!["--precision", "fp16"], "--precision"),
         (vec!["--seed", "7"], "--seed"),
+        (vec!["--confirm", "3x5"], "--confirm"),
+        (vec!["--confirm", "off"], "--confirm"),
         (vec!["nqm-sgd"], "preset"),
     ] {
         let mut a = vec!["sweep", "--resume", &log];

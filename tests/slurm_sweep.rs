@@ -133,13 +133,33 @@ fn array_sweep(conf: &str, tmp: &Path, tasks: &str, extra: &[&str]) -> (Output, 
     (o, dir)
 }
 
-fn local_steps(conf: &str, tmp: &Path) -> BTreeMap<u64, Option<u64>> {
+/// batch size → the confirmed S(B) (issue 42), from an `analysis` object.
+fn confirmed(analysis: &serde_json::Value) -> BTreeMap<u64, serde_json::Value> {
+    analysis["per_batch"]
+        .as_array()
+        .expect("per_batch")
+        .iter()
+        .map(|p| (p["batch_size"].as_u64().unwrap(), p["confirmed"].clone()))
+        .collect()
+}
+
+/// The same sweep run locally: its analysis and its log's trials (id → record).
+fn local_run(
+    conf: &str,
+    tmp: &Path,
+) -> (
+    serde_json::Value,
+    BTreeMap<u64, scaling_lab::core::record::TrialRecord>,
+) {
     let runs = tmp.join("local");
     let mut args = SWEEP.to_vec();
     args.extend(["--json", "--runs-dir", runs.to_str().unwrap()]);
     let o = run(conf, &args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    steps(&json(&o)["analysis"])
+    let v = json(&o);
+    let log = read_run_log(Path::new(v["log"].as_str().unwrap())).unwrap();
+    let trials = log.trials.into_iter().map(|t| (t.trial_id, t)).collect();
+    (v["analysis"].clone(), trials)
 }
 
 #[test]
@@ -150,16 +170,36 @@ fn array_sweep_matches_the_local_sweep() {
     let (o, dir) = array_sweep(&conf, tmp.path(), "4", &["--json"]);
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(err.contains("submitted Slurm job"), "{err}");
-    assert_eq!(json(&o)["trials_done"], 12);
+    // the confirm stage (issue 42) ran as a second array job once the search's had ended
+    assert!(
+        err.contains("the confirm stage, array task(s) 0-3"),
+        "{err}"
+    );
+    let (local, local_trials) = local_run(&conf, tmp.path());
+    assert!(local_trials.len() > 12, "the local sweep confirmed nothing");
 
-    // one shard log per array task; each trial logged once, by the task that owns it
+    // one shard log per array task; each trial (search and confirm) logged once, by the task
+    // that owns it
     let shards = shard_paths(&dir).unwrap();
     assert_eq!(shards.keys().copied().collect::<Vec<_>>(), vec![0, 1, 2, 3]);
     let mut seen = HashSet::new();
+    let mut confirm_seen = 0;
     for (i, p) in &shards {
         let log = read_run_log(p).unwrap();
-        assert_eq!(log.trials.len(), 3, "{}", p.display());
+        let search = log.trials.iter().filter(|t| t.spec.is_search()).count();
+        assert_eq!(search, 3, "{}", p.display());
         for t in &log.trials {
+            // the same trial as the local sweep's where both ran it: a search trial's spec, and a
+            // confirm trial of the same configuration (never cut) to the same step
+            if let Some(l) = local_trials.get(&t.trial_id) {
+                if t.spec.is_search() || t.spec == l.spec {
+                    assert_eq!(t.spec, l.spec, "trial {}", t.trial_id);
+                }
+                if t.spec.confirm.is_some() && t.spec == l.spec {
+                    assert_eq!(t.outcome.outcome, l.outcome.outcome, "trial {}", t.trial_id);
+                    confirm_seen += 1;
+                }
+            }
             assert_eq!(
                 t.trial_id % 4,
                 *i as u64,
@@ -169,14 +209,35 @@ fn array_sweep_matches_the_local_sweep() {
             assert!(seen.insert(t.trial_id), "trial {} logged twice", t.trial_id);
         }
     }
-    assert_eq!(seen.len(), 12);
+    assert!(
+        confirm_seen > 0,
+        "no confirm trial in common with the local sweep"
+    );
     let merged = read_sweep_dir(&dir).unwrap();
+    assert_eq!(json(&o)["trials_done"], merged.trials.len());
+    // every confirm trial the merged search calls for ran (each shard caps its search trials at
+    // its own best, so more of them may reach than locally and the confirmed configurations can
+    // differ from the local sweep's: the stage is a pure function of the records either way)
+    let cfg = scaling_lab::cluster::sweepdir::config_of(&dir).unwrap();
+    let want: std::collections::BTreeSet<u64> =
+        scaling_lab::sweep::confirm_stage_ids(&cfg, &merged.trials)
+            .into_iter()
+            .collect();
+    let got: std::collections::BTreeSet<u64> = merged
+        .trials
+        .iter()
+        .filter(|t| t.spec.confirm.is_some())
+        .map(|t| t.trial_id)
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(got, want, "confirm trials of the array sweep");
+    assert_eq!(seen.len(), merged.trials.len());
     assert_eq!(
         merged.status(),
         scaling_lab::runlog::reader::LogStatus::Complete
     );
     let info = read_cluster_info(&dir).unwrap();
-    assert_eq!((info.array, info.jobs.len()), (4, 1));
+    assert_eq!((info.array, info.jobs.len()), (4, 2));
 
     // the merged report equals the same sweep run locally
     let rep = run(&conf, &["report", dir.to_str().unwrap(), "--json"]);
@@ -186,13 +247,18 @@ fn array_sweep_matches_the_local_sweep() {
         String::from_utf8_lossy(&rep.stderr)
     );
     let slurm_steps = steps(&json(&rep)["analysis"]);
-    let local = local_steps(&conf, tmp.path());
     assert_eq!(slurm_steps.len(), 3);
     assert!(slurm_steps.values().any(|s| s.is_some()), "{slurm_steps:?}");
     assert_eq!(
-        slurm_steps, local,
+        slurm_steps,
+        steps(&local),
         "per-batch steps-to-target: slurm vs local"
     );
+    assert_eq!(json(&rep)["readout"], "confirmed");
+    assert_eq!(local["readout"], "confirmed");
+    assert!(confirmed(&json(&rep)["analysis"])
+        .values()
+        .all(|c| c["complete"] == true));
 }
 
 #[test]
@@ -201,7 +267,12 @@ fn resume_resubmits_only_the_unfinished_task() {
     let _g = serial();
     let tmp = tempfile::tempdir().unwrap();
     let (_, dir) = array_sweep(&conf, tmp.path(), "3", &[]);
-    let before = read_sweep_dir(&dir).unwrap().analysis();
+    let before_log = read_sweep_dir(&dir).unwrap();
+    let before = before_log.analysis();
+    let shard0 = read_run_log(&dir.join("shard-0.jsonl"))
+        .unwrap()
+        .trials
+        .len();
 
     // task 1 "was pre-empted" after its first trial: keep the header and one record, and tear
     // the next line in half (a crash mid-write)
@@ -210,9 +281,12 @@ fn resume_resubmits_only_the_unfinished_task() {
     let lines: Vec<&str> = text.lines().collect();
     let torn = &lines[2][..lines[2].len() / 2];
     std::fs::write(&shard1, format!("{}\n{}\n{torn}", lines[0], lines[1])).unwrap();
+    // its 3 search trials, and its share of the confirm stage where the rest of a B's search is
+    // logged (issue 42)
     let missing = scaling_lab::cluster::sweepdir::missing_trials(&dir).unwrap();
-    assert_eq!(missing.len(), 3);
-    assert!(missing.iter().all(|id| id % 3 == 1));
+    let confirm_base = scaling_lab::core::confirm::CONFIRM_ID_BASE;
+    assert_eq!(missing.iter().filter(|&&id| id < confirm_base).count(), 3);
+    assert!(missing.iter().all(|id| id % 3 == 1), "{missing:?}");
 
     let dry = run(
         &conf,
@@ -236,22 +310,23 @@ fn resume_resubmits_only_the_unfinished_task() {
     assert!(o.status.success(), "{err}");
     assert!(err.contains("re-submitting array task(s) 1"), "{err}");
     let after = read_sweep_dir(&dir).unwrap();
-    assert_eq!(after.trials.len(), 12);
-    assert_eq!(read_cluster_info(&dir).unwrap().jobs.len(), 2);
+    assert_eq!(after.trials.len(), before_log.trials.len());
+    // the search task, then the confirm stage after it
+    assert_eq!(read_cluster_info(&dir).unwrap().jobs.len(), 4);
     let steps_of = |a: &scaling_lab::core::analysis::Analysis| {
         a.per_batch
             .iter()
-            .map(|p| (p.batch_size, p.steps))
+            .map(|p| (p.batch_size, p.steps, p.confirmed.clone()))
             .collect::<Vec<_>>()
     };
     assert_eq!(steps_of(&after.analysis()), steps_of(&before));
-    // other shards were not re-run: shard 0 still holds exactly its 4 trials
+    // other shards were not re-run: shard 0 still holds exactly its trials
     assert_eq!(
         read_run_log(&dir.join("shard-0.jsonl"))
             .unwrap()
             .trials
             .len(),
-        4
+        shard0
     );
 }
 

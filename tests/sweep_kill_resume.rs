@@ -76,14 +76,28 @@ fn sigkill_then_resume_loses_nothing_and_matches_an_uninterrupted_run() {
         .unwrap();
     assert!(status.success());
     let reference = read_run_log(&find_log(reference_dir.path()).unwrap()).unwrap();
-    assert_eq!(reference.trials.len(), 12);
+    // 12 search trials, then the confirm stage (issue 42, on by default: 3×5 per B, fewer where
+    // fewer search trials reached)
+    let search = reference
+        .trials
+        .iter()
+        .filter(|t| t.spec.is_search())
+        .count();
+    let confirm = reference.trials.len() - search;
+    assert_eq!(search, 12);
+    assert!(confirm >= 4 * 5, "{confirm} confirm trials");
+    assert!(reference
+        .trials
+        .iter()
+        .all(|t| t.spec.is_search() || t.spec.confirm.is_some()));
 
     let dir = tempfile::tempdir().unwrap();
     // first run: killed after the first finished trial
     assert!(kill_after(spawn(&sweep_args(dir.path())), dir.path(), 1));
     let log = find_log(dir.path()).unwrap();
-    // resumed twice more, killed at later points, then resumed to the end
-    for n in [4, 8] {
+    // resumed more, killed at later points — twice in the search, twice in the confirm stage —
+    // then resumed to the end
+    for n in [4, 8, 12 + 3, 12 + confirm / 2] {
         let args: Vec<String> = vec![
             "sweep".into(),
             "--resume".into(),
@@ -107,9 +121,14 @@ fn sigkill_then_resume_loses_nothing_and_matches_an_uninterrupted_run() {
     let ids: Vec<u64> = resumed.trials.iter().map(|t| t.trial_id).collect();
     let unique: HashSet<u64> = ids.iter().copied().collect();
     assert_eq!(ids.len(), unique.len(), "a trial was run twice: {ids:?}");
-    assert_eq!(unique.len(), 12, "a trial was lost: {ids:?}");
+    assert_eq!(
+        unique.len(),
+        reference.trials.len(),
+        "a trial was lost: {ids:?}"
+    );
     assert!(resumed.summary.is_some());
-    // the same trials, the same outcomes, the same curve
+    // the same trials (the confirm stage re-derived from the records), the same outcomes, the
+    // same curve and the same confirmed S(B)
     for t in &resumed.trials {
         let r = reference
             .trials
@@ -123,8 +142,10 @@ fn sigkill_then_resume_loses_nothing_and_matches_an_uninterrupted_run() {
     let curve = |a: &scaling_lab::core::Analysis| {
         a.per_batch
             .iter()
-            .map(|p| (p.batch_size, p.steps))
+            .map(|p| (p.batch_size, p.steps, p.confirmed.clone()))
             .collect::<Vec<_>>()
     };
     assert_eq!(curve(&a), curve(&b));
+    assert_eq!(a.readout, scaling_lab::core::Readout::Confirmed);
+    assert_eq!(a.fit, b.fit);
 }

@@ -33,8 +33,8 @@ fn brute_force(trials: &[TrialRecord], t: f64) -> BTreeMap<usize, Option<u64>> {
     }
     let mut out: BTreeMap<usize, Option<u64>> = BTreeMap::new();
     for r in last.values() {
-        if r.spec.repeat_of.is_some() {
-            continue;
+        if !r.spec.is_search() {
+            continue; // repeats and confirm trials are not in the best of K
         }
         let e = out.entry(r.spec.batch_size).or_insert(None);
         if matches!(r.outcome.outcome, Outcome::Cancelled { .. }) {
@@ -51,6 +51,66 @@ fn brute_force(trials: &[TrialRecord], t: f64) -> BTreeMap<usize, Option<u64>> {
         }
     }
     out
+}
+
+/// The confirmed S(B; T) by brute force from the confirm trials' curves (issue 42): per B and
+/// configuration the median over its seeds of the first evaluation meeting T (a seed that never
+/// met it counting as slowest; an even count's median the geometric mean of the middle two,
+/// none when half did not meet it), the lowest of the configurations' medians, rounded.
+fn brute_confirmed(trials: &[TrialRecord], t: f64) -> BTreeMap<usize, Option<u64>> {
+    let mut last: BTreeMap<u64, &TrialRecord> = BTreeMap::new();
+    for r in trials {
+        last.insert(r.trial_id, r);
+    }
+    let mut seeds: BTreeMap<(usize, u64), Vec<Option<u64>>> = BTreeMap::new();
+    for r in last.values() {
+        let Some(m) = r.spec.confirm else { continue };
+        if matches!(r.outcome.outcome, Outcome::Cancelled { .. }) {
+            continue;
+        }
+        let first = r
+            .outcome
+            .evals
+            .iter()
+            .find(|p| p.metric.is_finite() && p.metric <= t)
+            .map(|p| p.step);
+        seeds
+            .entry((r.spec.batch_size, m.of))
+            .or_default()
+            .push(first);
+    }
+    let mut out: BTreeMap<usize, Option<u64>> = BTreeMap::new();
+    for ((b, _), mut v) in seeds {
+        v.sort_by_key(|s| s.unwrap_or(u64::MAX));
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2].map(|x| x as f64)
+        } else {
+            match (v[n / 2 - 1], v[n / 2]) {
+                (Some(a), Some(b)) => Some(((a as f64).ln() * 0.5 + (b as f64).ln() * 0.5).exp()),
+                _ => None,
+            }
+        };
+        let e = out.entry(b).or_insert(None);
+        if let Some(m) = median {
+            let m = m.round() as u64;
+            *e = Some(e.map_or(m, |x| x.min(m)));
+        }
+    }
+    out
+}
+
+/// The analysis's confirmed S(B) at `t`, where the sweep confirmed.
+fn analysed_confirmed(
+    study: &Study,
+    trials: &[TrialRecord],
+    t: f64,
+) -> BTreeMap<usize, Option<u64>> {
+    analyze(&study.at(t), trials)
+        .per_batch
+        .iter()
+        .filter_map(|p| Some((p.batch_size, p.confirmed.as_ref()?.steps)))
+        .collect()
 }
 
 /// The analysis's S(B) at `t` (panics where it says "not measured").
@@ -84,6 +144,9 @@ fn check_log(log: &RunLog, extra: &[f64]) -> usize {
         let b = brute_force(&log.trials, t);
         assert_eq!(a, b, "{}: S(B) at {t}", log.path.display());
         cells += a.values().filter(|s| s.is_some()).count();
+        let c = analysed_confirmed(&study, &log.trials, t);
+        let d = brute_confirmed(&log.trials, t);
+        assert_eq!(c, d, "{}: confirmed S(B) at {t}", log.path.display());
     }
     cells
 }

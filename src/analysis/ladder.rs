@@ -18,7 +18,7 @@
 
 use serde::Serialize;
 
-use crate::core::analysis::{Analysis, Study};
+use crate::core::analysis::{Analysis, Readout, Study};
 use crate::core::record::TrialRecord;
 use crate::workload::spec::Workload;
 
@@ -129,7 +129,10 @@ pub struct BcritPoint {
     pub measured: usize,
     /// Batch sizes where S(B) is not measured (a target stricter than the goal).
     pub not_measured: usize,
-    /// The best trial's η (and γ) at each measured B.
+    /// Which S(B) the rung's fit read (issue 42): the best trials, or the confirmed seed medians.
+    pub readout: Readout,
+    /// The curve's S(B) and η (and γ) at each measured B: the best trial's, or with the
+    /// confirmed readout the chosen configuration's.
     pub best: Vec<BestAt>,
 }
 
@@ -146,17 +149,32 @@ impl BcritPoint {
             s_min_ci: f.and_then(|f| f.s_min_ci),
             r2: f.map(|f| f.r2),
             uncertain: f.is_some_and(|f| f.uncertain),
-            measured: a.per_batch.iter().filter(|p| p.steps.is_some()).count(),
+            measured: a
+                .per_batch
+                .iter()
+                .filter(|p| a.curve_steps(p).is_some())
+                .count(),
             not_measured: a.per_batch.iter().filter(|p| p.not_measured).count(),
+            readout: a.readout,
+            // the curve's S(B) and its configuration (the chosen confirmed one, or the best trial)
             best: a
                 .per_batch
                 .iter()
                 .filter_map(|p| {
+                    let chosen = (a.readout == Readout::Confirmed)
+                        .then(|| p.confirmed.as_ref().and_then(|c| c.chosen_config()))
+                        .flatten();
                     Some(BestAt {
                         batch_size: p.batch_size,
-                        steps: p.steps?,
-                        best_lr: p.best_lr?,
-                        best_momentum: p.best_momentum,
+                        steps: a.curve_steps(p)?,
+                        best_lr: match chosen {
+                            Some(c) => c.learning_rate,
+                            None => p.best_lr?,
+                        },
+                        best_momentum: match chosen {
+                            Some(c) => c.momentum,
+                            None => p.best_momentum,
+                        },
                     })
                 })
                 .collect(),

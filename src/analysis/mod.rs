@@ -51,6 +51,7 @@
 
 pub mod bootstrap;
 pub mod censored;
+pub mod confirm;
 pub mod fit;
 pub mod ladder;
 pub mod lr;
@@ -65,7 +66,7 @@ pub mod until;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use crate::core::analysis::{Analysis, BatchPoint, Note, Study};
+use crate::core::analysis::{Analysis, BatchPoint, Note, Readout, Study};
 use crate::core::record::TrialRecord;
 use crate::core::NoiseInterval;
 use crate::workload::spec::{OptimizerKind, Preset};
@@ -89,20 +90,35 @@ pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
     let reading = Reading::of(study);
     let observed = Observed::of(trials, &reading);
     let mut per_batch = per_batch::per_batch_observed(&observed, optimizer, &reading);
-    let draws = bootstrap::bootstrap_all(&observed, &mut per_batch);
+    let best_draws = bootstrap::bootstrap_all(&observed, &mut per_batch);
+    let confirm_draws = confirm::attach(&observed, &mut per_batch, study);
+    let mut notes = Vec::new();
+    let readout = readout_of(&per_batch, &mut notes);
     let unmeasured: Vec<usize> = per_batch
         .iter()
-        .filter(|p| p.not_measured)
+        .filter(|p| {
+            p.not_measured
+                || (readout == Readout::Confirmed
+                    && p.confirmed.as_ref().is_some_and(|c| c.not_measured))
+        })
         .map(|p| p.batch_size)
         .collect();
     // A curve with holes is not fitted: where S(B) is not measured its value is only bounded.
     let measured: Vec<(usize, u64)> = if unmeasured.is_empty() {
         per_batch
             .iter()
-            .filter_map(|p| p.steps.map(|s| (p.batch_size, s)))
+            .filter_map(|p| p.readout_steps(readout).map(|s| (p.batch_size, s)))
             .collect()
     } else {
         Vec::new()
+    };
+    // the refits' draws of ln S, one vector per measured B (in `measured` order)
+    let draws: Vec<Vec<f64>> = match readout {
+        Readout::BestTrial => best_draws,
+        Readout::Confirmed => measured
+            .iter()
+            .filter_map(|(b, _)| confirm_draws.get(b).cloned())
+            .collect(),
     };
     let perfect_anchor = measured.first().copied();
     let segments = fit::segments(&measured);
@@ -111,7 +127,6 @@ pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
         .map(|&(b, s)| (b as f64, s as f64))
         .collect();
     let mut fit = fit::fit_scaling(&pts);
-    let mut notes = Vec::new();
     if !unmeasured.is_empty() {
         notes.push(Note::NotMeasured {
             batch_sizes: unmeasured.clone(),
@@ -140,7 +155,7 @@ pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
         .filter(|x| x.is_finite() && *x > 0.0)
         .collect();
     let noise_interval = noise_band(&per_batch);
-    let lr_rules = lr::lr_rules(&per_batch);
+    let lr_rules = lr::lr_rules(&readout_points(&per_batch, readout));
     if let Some(s) = &study.search {
         search::mark_search_edges(&mut per_batch, trials, s, optimizer, &mut notes);
         if let Some(note) = lr::lr_rule_note(s, &lr_rules) {
@@ -159,7 +174,64 @@ pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
         noise_interval,
         regimes,
         notes,
+        readout,
     }
+}
+
+/// The curve reads the confirmed S(B) once every batch size with a best trial has a complete
+/// confirm stage (the two readouts are not mixed on one curve: the confirmed values sit above the
+/// best trials by the winner's curse); until then the best trials, with a note.
+fn readout_of(per_batch: &[BatchPoint], notes: &mut Vec<Note>) -> Readout {
+    if per_batch.iter().all(|p| p.confirmed.is_none()) {
+        return Readout::BestTrial;
+    }
+    let with_best: Vec<&BatchPoint> = per_batch.iter().filter(|p| p.steps.is_some()).collect();
+    let done = with_best
+        .iter()
+        .filter(|p| p.confirmed.as_ref().is_some_and(|c| c.complete))
+        .count();
+    if done < with_best.len() || with_best.is_empty() {
+        notes.push(Note::ConfirmIncomplete {
+            confirmed: done,
+            of: with_best.len(),
+        });
+        return Readout::BestTrial;
+    }
+    let unreached: Vec<usize> = with_best
+        .iter()
+        .filter(|p| {
+            p.confirmed
+                .as_ref()
+                .is_some_and(|c| c.steps.is_none() && !c.not_measured)
+        })
+        .map(|p| p.batch_size)
+        .collect();
+    if !unreached.is_empty() {
+        notes.push(Note::ConfirmNotReached {
+            batch_sizes: unreached,
+        });
+    }
+    Readout::Confirmed
+}
+
+/// `per_batch` as the readout sees it: with the confirmed readout each point's steps and best
+/// metaparameters are the chosen configuration's (what the LR rules read).
+fn readout_points(per_batch: &[BatchPoint], readout: Readout) -> Vec<BatchPoint> {
+    if readout == Readout::BestTrial {
+        return per_batch.to_vec();
+    }
+    per_batch
+        .iter()
+        .map(|p| {
+            let mut q = p.clone();
+            let chosen = p.confirmed.as_ref().and_then(|c| c.chosen_config());
+            q.steps = p.readout_steps(readout);
+            q.best_lr = chosen.map(|c| c.learning_rate);
+            q.best_momentum = chosen.and_then(|c| c.momentum);
+            q.best_effective_lr = chosen.map(|c| c.effective_lr);
+            q
+        })
+        .collect()
 }
 
 /// [`analyze`] of a preset's study ([`Study::of_preset`]).
@@ -172,6 +244,15 @@ pub fn per_batch_with_ci(trials: &[TrialRecord], optimizer: OptimizerKind) -> Ve
     let observed = Observed::of(trials, &Reading::Goal);
     let mut p = per_batch::per_batch_observed(&observed, optimizer, &Reading::Goal);
     bootstrap::bootstrap_all(&observed, &mut p);
+    p
+}
+
+/// `per_batch` at the goal with the confirm stage attached (no bootstrap, no fit): what `--until`
+/// decides on when the sweep has a confirm stage (issue 42).
+pub fn per_batch_confirmed(trials: &[TrialRecord], study: &Study) -> Vec<BatchPoint> {
+    let observed = Observed::of(trials, &Reading::Goal);
+    let mut p = per_batch::per_batch_observed(&observed, study.optimizer, &Reading::Goal);
+    confirm::attach(&observed, &mut p, study);
     p
 }
 

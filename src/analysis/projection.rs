@@ -363,10 +363,11 @@ pub fn project(
     link: &LinkModel,
     max_devices: usize,
 ) -> Projection {
+    // S(B) as the curve reads it (the confirmed seed median once the confirm stage is complete)
     let points: Vec<(usize, u64)> = analysis
         .per_batch
         .iter()
-        .filter_map(|p| p.steps.map(|s| (p.batch_size, s)))
+        .filter_map(|p| analysis.curve_steps(p).map(|s| (p.batch_size, s)))
         .collect();
     let mut rows: Vec<ProjectionRow> = Vec::new();
     let mut g = 1usize;

@@ -108,13 +108,13 @@ pub fn widen_step(
 ) -> Option<RangeShift> {
     let best = at_b
         .iter()
-        .filter(|t| t.spec.batch_size == b && t.spec.repeat_of.is_none())
+        .filter(|t| t.spec.batch_size == b && t.spec.is_search())
         .filter_map(|t| steps_to_target(t).map(|s| (s, t.trial_id, *t)))
         .min_by_key(|&(s, id, _)| (s, id))?
         .2;
     let shifts: std::collections::BTreeSet<RangeShift> = at_b
         .iter()
-        .filter(|t| t.spec.batch_size == b && t.spec.repeat_of.is_none())
+        .filter(|t| t.spec.batch_size == b && t.spec.is_search())
         .map(|t| RangeShift::of_trial(t.trial_id))
         .collect();
     let (lr_r, omm_r) = explored_ranges(search, b, shifts.iter().copied());
@@ -163,7 +163,7 @@ pub(crate) fn mark_search_edges(
     for p in per_batch.iter_mut() {
         let shifts: std::collections::BTreeSet<RangeShift> = trials
             .iter()
-            .filter(|t| t.spec.batch_size == p.batch_size && t.spec.repeat_of.is_none())
+            .filter(|t| t.spec.batch_size == p.batch_size && t.spec.is_search())
             .map(|t| RangeShift::of_trial(t.trial_id))
             .filter(|s| *s != RangeShift::NONE)
             .collect();

@@ -193,10 +193,13 @@ pub fn censoring_hides_best(obs: &[Observation]) -> bool {
 
 /// The observations of a sweep's trials at one reading, grouped as the analysis reads them.
 pub struct Observed<'a> {
-    /// Search trials per batch size (repeats excluded), in trial-id order, with their observation.
+    /// Search trials per batch size (repeats and confirm trials excluded), in trial-id order, with
+    /// their observation.
     pub search: BTreeMap<usize, Vec<(&'a TrialRecord, Observation)>>,
     /// Repeats (`--repeats`) by the trial whose metaparameters they re-run.
     pub repeats: BTreeMap<u64, Vec<(&'a TrialRecord, Observation)>>,
+    /// Confirm trials (issue 42) per batch size, in trial-id order.
+    pub confirm: BTreeMap<usize, Vec<(&'a TrialRecord, Observation)>>,
 }
 
 impl<'a> Observed<'a> {
@@ -204,14 +207,23 @@ impl<'a> Observed<'a> {
     pub fn of(trials: &'a [TrialRecord], reading: &Reading) -> Self {
         let mut search: BTreeMap<usize, Vec<(&TrialRecord, Observation)>> = BTreeMap::new();
         let mut repeats: BTreeMap<u64, Vec<(&TrialRecord, Observation)>> = BTreeMap::new();
+        let mut confirm: BTreeMap<usize, Vec<(&TrialRecord, Observation)>> = BTreeMap::new();
         for t in super::per_batch::dedup_trials(trials) {
             let o = observe(t, reading);
+            if t.spec.confirm.is_some() {
+                confirm.entry(t.spec.batch_size).or_default().push((t, o));
+                continue;
+            }
             match t.spec.repeat_of {
                 Some(of) => repeats.entry(of).or_default().push((t, o)),
                 None => search.entry(t.spec.batch_size).or_default().push((t, o)),
             }
         }
-        Observed { search, repeats }
+        Observed {
+            search,
+            repeats,
+            confirm,
+        }
     }
 
     /// The observations of the search trials at batch size `b` (cancelled ones included).

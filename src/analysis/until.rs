@@ -30,7 +30,7 @@ pub fn stall_window(plan_k: usize) -> usize {
 fn search_ids_at(trials: &[TrialRecord], b: usize) -> Vec<u64> {
     let mut ids: Vec<u64> = trials
         .iter()
-        .filter(|t| t.spec.batch_size == b && t.spec.repeat_of.is_none())
+        .filter(|t| t.spec.batch_size == b && t.spec.is_search())
         .map(|t| t.trial_id)
         .collect();
     ids.sort_unstable();
@@ -228,7 +228,7 @@ pub fn stall_reason(p: &BatchPoint, trials: &[TrialRecord], rel: f64) -> String 
     }
     let mut reached: Vec<u64> = trials
         .iter()
-        .filter(|t| t.spec.batch_size == p.batch_size && t.spec.repeat_of.is_none())
+        .filter(|t| t.spec.batch_size == p.batch_size && t.spec.is_search())
         .filter_map(|t| t.outcome.outcome.steps_to_target())
         .collect();
     reached.sort_unstable();
@@ -255,7 +255,18 @@ pub fn stall_reason(p: &BatchPoint, trials: &[TrialRecord], rel: f64) -> String 
 pub fn search_trials(trials: &[TrialRecord]) -> usize {
     let ids: std::collections::HashSet<u64> = trials
         .iter()
-        .filter(|t| t.spec.repeat_of.is_none() && t.trial_id < crate::core::WIDEN_ID_BASE)
+        .filter(|t| t.spec.is_search() && t.trial_id < crate::core::WIDEN_ID_BASE)
+        .map(|t| t.trial_id)
+        .collect();
+    ids.len()
+}
+
+/// Confirm trials (issue 42), distinct ids: with a confirm stage they count against `--until`'s
+/// budget beside the search trials.
+pub fn confirm_trials(trials: &[TrialRecord]) -> usize {
+    let ids: std::collections::HashSet<u64> = trials
+        .iter()
+        .filter(|t| t.spec.confirm.is_some())
         .map(|t| t.trial_id)
         .collect();
     ids.len()

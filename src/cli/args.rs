@@ -78,6 +78,14 @@ fn parse_fuse(s: &str) -> Result<Fuse, String> {
     Ok(f)
 }
 
+/// `--confirm`: "KxR" or "off" (`workload::spec::ConfirmPlan::parse`).
+#[derive(Clone, Copy, Debug)]
+pub struct ConfirmArg(pub Option<scaling_lab::workload::spec::ConfirmPlan>);
+
+fn parse_confirm(s: &str) -> Result<ConfirmArg, String> {
+    scaling_lab::workload::spec::ConfirmPlan::parse(s).map(ConfirmArg)
+}
+
 fn positive_u64() -> clap::builder::RangedU64ValueParser<u64> {
     clap::builder::RangedU64ValueParser::<u64>::new().range(1..)
 }
@@ -297,6 +305,11 @@ pub struct SweepArgs {
     /// the range moved half a width past that edge, up to N moves each way (e.g. 2).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = positive(scaling_lab::core::widen::WIDEN_MAX_SHIFT as u64))]
     pub widen: Option<usize>,
+    /// The confirm stage: after the search at each batch size, re-run its best K configurations
+    /// with R fresh seeds each; the confirmed S(B) is the seed median of the best of them, with an
+    /// interval (KxR or K×R, e.g. 3x5; off: none; default: the preset's, 3x5).
+    #[arg(long, value_name = "KxR|off", value_parser = parse_confirm)]
+    pub confirm: Option<ConfirmArg>,
     /// Run the sweep as a Slurm job array (--slurm --array N …) or one shard of it (--shard i/N).
     #[command(flatten)]
     pub slurm: scaling_lab::cluster::SlurmArgs,

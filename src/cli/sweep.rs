@@ -169,6 +169,7 @@ fn resume_conflicts(a: &SweepArgs) -> Option<&'static str> {
         (a.max_trials.is_some(), "--max-trials"),
         (a.widen.is_some(), "--widen"),
         (a.fuse.is_some(), "--fuse"),
+        (a.confirm.is_some(), "--confirm"),
     ]
     .into_iter()
     .find(|(given, _)| *given)
@@ -222,6 +223,7 @@ pub fn sweep_config(
         seed: a.seed,
         target: a.target,
         targets: a.targets.clone(),
+        confirm: a.confirm.map(|c| c.0),
         ..Default::default()
     };
     // A problem with a setting no flag gave is the preset's (file:line:col), not a flag's.

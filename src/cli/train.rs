@@ -71,6 +71,7 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         metaparams: mp,
         seed: a.seed.unwrap_or(0),
         repeat_of: None,
+        confirm: None,
     };
     let mut options = TrainOptions {
         noise_scale: !a.no_noise_scale,

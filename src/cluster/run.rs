@@ -14,7 +14,7 @@ use crate::core::TrialRunner;
 use crate::report::headless::HeadlessSink;
 use crate::report::{ClusterRun, Report, ReportOptions};
 use crate::sweep::runner_for;
-use crate::sweep::scheduler::{make_header, start_sweep_with, SweepControl};
+use crate::sweep::scheduler::{make_header, start_sweep_with, PeerRecords, SweepControl};
 use crate::sweep::SweepConfig;
 use crate::train::TrainOptions;
 
@@ -152,6 +152,7 @@ fn submit_new(
     let dir = absolute(&sweepdir::create_sweep_dir(runs_dir, &header)?);
     let job = Job {
         indices: &indices,
+        search_done: false,
         slurm,
         exe: &exe,
         job_name: &job_name,
@@ -173,6 +174,11 @@ fn resubmit(
         info.nodes = n.max(1);
     }
     let missing = sweepdir::missing_trials(&dir)?;
+    // only confirm trials missing (issue 42): the confirm phase alone, for the tasks they belong to
+    let search_done = !missing.is_empty()
+        && missing
+            .iter()
+            .all(|&id| id >= crate::core::confirm::CONFIRM_ID_BASE);
     let mut indices: Vec<usize> = missing
         .iter()
         .map(|&id| (id % info.array as u64) as usize)
@@ -191,6 +197,7 @@ fn resubmit(
     let job_name = format!("sl-{}", cfg.preset.name);
     let job = Job {
         indices: &indices,
+        search_done,
         slurm,
         exe: &exe,
         job_name: &job_name,
@@ -212,6 +219,8 @@ fn resubmit(
 /// and the CPUs per task.
 struct Job<'a> {
     indices: &'a [usize],
+    /// Every search trial is logged: only confirm trials are missing (the confirm phase alone).
+    search_done: bool,
     slurm: &'a SlurmArgs,
     exe: &'a Path,
     job_name: &'a str,
@@ -244,15 +253,42 @@ fn submit_and_maybe_wait(
     let script_path = dir.join(sweepdir::SCRIPT_FILE);
     sweepdir::write_atomic(&script_path, &script)?;
     sweepdir::write_cluster_info(dir, &info)?;
-    let job = slurm::submit(&script_path)?;
-    info.jobs.push(job.clone());
-    sweepdir::write_cluster_info(dir, &info)?;
-    out.note(&format!(
-        "submitted Slurm job {job}: array task(s) {} of {} → {}",
-        slurm::array_spec(indices),
-        info.array,
-        dir.display()
-    ));
+    let mut jobs = Vec::new();
+    if !job.search_done {
+        let id = slurm::submit(&script_path)?;
+        info.jobs.push(id.clone());
+        sweepdir::write_cluster_info(dir, &info)?;
+        out.note(&format!(
+            "submitted Slurm job {id}: array task(s) {} of {} → {}",
+            slurm::array_spec(indices),
+            info.array,
+            dir.display()
+        ));
+        jobs.push(id);
+    }
+    // the confirm stage (issue 42): every task's share once every search trial is logged
+    let confirm = sweepdir::read_header(dir).is_ok_and(|h| h.preset.sweep.confirm.is_some());
+    if confirm && (info.array > 1 || job.search_done) {
+        let all: Vec<usize> = if job.search_done {
+            indices.to_vec()
+        } else {
+            (0..info.array).collect()
+        };
+        let id = match jobs.last() {
+            Some(after) => slurm::submit_after(&script_path, after, &all)?,
+            None => slurm::submit(&script_path)?,
+        };
+        info.jobs.push(id.clone());
+        sweepdir::write_cluster_info(dir, &info)?;
+        out.note(&format!(
+            "submitted Slurm job {id}{}: the confirm stage, array task(s) {}",
+            jobs.last()
+                .map(|a| format!(" (after job {a})"))
+                .unwrap_or_default(),
+            slurm::array_spec(&all)
+        ));
+        jobs.push(id);
+    }
     if !slurm.wait {
         out.note(&format!(
             "progress: scaling-lab report {}   (or --open it in the TUI)",
@@ -264,19 +300,21 @@ fn submit_and_maybe_wait(
         .map(|h| h.batch_sizes.len() * h.trials_per_batch)
         .unwrap_or(0);
     let mut last = String::new();
-    slurm::wait_job(&job, |q| {
-        let done = sweepdir::read_sweep_dir(dir)
-            .map(|l| l.trials.len())
-            .unwrap_or(0);
-        let line = format!(
-            "[job {job}] {done}/{planned} trials saved · {} task(s) running · {} pending",
-            q.running, q.pending
-        );
-        if line != last {
-            out.note(&line);
-            last = line;
-        }
-    })?;
+    for job in &jobs {
+        slurm::wait_job(job, |q| {
+            let done = sweepdir::read_sweep_dir(dir)
+                .map(|l| l.trials.len())
+                .unwrap_or(0);
+            let line = format!(
+                "[job {job}] {done}/{planned} trials saved · {} task(s) running · {} pending",
+                q.running, q.pending
+            );
+            if line != last {
+                out.note(&line);
+                last = line;
+            }
+        })?;
+    }
     finish_report(dir, json, out)
 }
 
@@ -368,6 +406,7 @@ fn run_here(
     let run = Run {
         log: Some(log),
         shard: Some(shard),
+        dir: Some(dir.to_path_buf()),
         session: session.as_ref(),
         json,
         hint: &hint,
@@ -403,6 +442,7 @@ fn run_here_log(
     let run = Run {
         log,
         shard: None,
+        dir: None,
         session: session.as_ref(),
         json,
         hint: &hint,
@@ -492,6 +532,8 @@ impl ResumeHint {
 struct Run<'a> {
     log: Option<PathBuf>,
     shard: Option<Shard>,
+    /// The sweep directory an array task's peers log into (their records place the confirm stage).
+    dir: Option<PathBuf>,
     session: Option<&'a NodeSession>,
     json: bool,
     hint: &'a ResumeHint,
@@ -521,6 +563,15 @@ fn run_sweep(
     if let Some(sh) = shard {
         let planned = (cfg.batch_sizes.len() * cfg.trials_per_batch) as u64;
         control.leave_to_others((0..planned).filter(|&id| !sh.owns(id)));
+        // the confirm stage (issue 42): this task runs its share, placed from every task's records
+        control.set_share(sh.index, sh.count);
+        if let Some(dir) = run.dir.clone() {
+            control.set_peers(PeerRecords(Arc::new(move || {
+                sweepdir::read_sweep_dir(&dir)
+                    .map(|l| l.trials)
+                    .unwrap_or_default()
+            })));
+        }
     }
     {
         let c = control.clone();

@@ -93,8 +93,26 @@ pub fn sbatch_script(
 
 /// Submits a script with `sbatch --parsable`; returns the job id.
 pub fn submit(script_path: &Path) -> anyhow::Result<String> {
+    submit_with(script_path, &[])
+}
+
+/// The confirm phase of a sweep with a confirm stage (issue 42): the same script for the array
+/// tasks `indices`, started once job `after` has ended (`--dependency=afterany`), so that every
+/// batch size's search is logged before a task places its share of the confirm trials.
+pub fn submit_after(script_path: &Path, after: &str, indices: &[usize]) -> anyhow::Result<String> {
+    submit_with(
+        script_path,
+        &[
+            format!("--dependency=afterany:{after}"),
+            format!("--array={}", array_spec(indices)),
+        ],
+    )
+}
+
+fn submit_with(script_path: &Path, extra: &[String]) -> anyhow::Result<String> {
     let out = Command::new("sbatch")
         .arg("--parsable")
+        .args(extra)
         .arg(script_path)
         .output()
         .context("cannot run sbatch (is Slurm installed and SLURM_CONF set?)")?;

@@ -232,9 +232,17 @@ pub fn open_log_or_dir(path: &Path) -> anyhow::Result<RunLog> {
 pub fn missing_trials(dir: &Path) -> anyhow::Result<Vec<u64>> {
     let log = read_sweep_dir(dir)?;
     let done = log.done_ids();
-    Ok((0..log.planned_trials() as u64)
+    let mut missing: Vec<u64> = (0..log.planned_trials() as u64)
         .filter(|id| !done.contains(id))
-        .collect())
+        .collect();
+    // the confirm stage (issue 42): the confirm trials the logged search calls for
+    let cfg = SweepConfig::from_header(&log.header, dir.to_path_buf());
+    missing.extend(
+        crate::sweep::confirm_stage_ids(&cfg, &log.trials)
+            .into_iter()
+            .filter(|id| !done.contains(id)),
+    );
+    Ok(missing)
 }
 
 /// The sweep configuration recorded in a sweep directory.

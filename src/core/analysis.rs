@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::core::NoiseInterval;
-use crate::workload::spec::{LrRule, OptimizerKind, Preset, SearchSpace, Target};
+use crate::workload::spec::{ConfirmPlan, LrRule, OptimizerKind, Preset, SearchSpace, Target};
 
 /// What a sweep's trials are read against: the target, the optimizer (which metaparameters exist)
 /// and the search space (the edge checks and the LR-rule caveat; None: imported or scripted data
@@ -20,6 +20,9 @@ pub struct Study {
     pub goal: Target,
     pub optimizer: OptimizerKind,
     pub search: Option<SearchSpace>,
+    /// The sweep's confirm stage (issue 42; None: off, or a log from before it): what a complete
+    /// stage at a B holds, so the analysis knows when the confirmed S(B) is final.
+    pub confirm: Option<ConfirmPlan>,
 }
 
 impl Study {
@@ -30,6 +33,7 @@ impl Study {
             goal: preset.workload.target,
             optimizer: preset.workload.optimizer,
             search: Some(preset.search.clone()),
+            confirm: preset.sweep.confirm,
         }
     }
 
@@ -40,6 +44,7 @@ impl Study {
             goal: target,
             optimizer,
             search: None,
+            confirm: None,
         }
     }
 
@@ -263,6 +268,110 @@ pub struct BatchPoint {
     /// Why `until` is `stalled` (or `budget` with no interval at all), in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_reason: Option<String>,
+    /// The confirm stage at this B (issue 42): the search's best configurations re-run with fresh
+    /// seeds, and the confirmed S(B) they give (`analysis::confirm`). None without confirm trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<Confirmed>,
+}
+
+/// Which S(B) the curve reads — the fit, the regimes, the ladders, the projection, `--until`
+/// (issue 42).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Readout {
+    /// The best trial of the search (Shallue et al.'s readout, and batch_science's).
+    #[default]
+    BestTrial,
+    /// The confirmed S(B): the seed median of the best confirmed configuration.
+    Confirmed,
+}
+
+impl Readout {
+    pub fn label(self) -> &'static str {
+        match self {
+            Readout::BestTrial => "best trial",
+            Readout::Confirmed => "confirmed",
+        }
+    }
+}
+
+/// A 95 % interval of steps whose upper end may be unbounded.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+pub struct StepsInterval {
+    pub lo: u64,
+    /// None: unbounded above (the chosen configuration may not reach the target half the time).
+    pub hi: Option<u64>,
+}
+
+/// One configuration of a B's confirm stage: a search trial's metaparameters over fresh seeds.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ConfirmedConfig {
+    /// The search trial whose metaparameters were re-run.
+    pub trial: u64,
+    /// Its rank in the search at this B (0 = the best trial).
+    pub rank: u32,
+    /// Its own (selected, single-seed) steps in the search.
+    pub search_steps: Option<u64>,
+    /// Fresh seeds that ran (cancelled ones left out).
+    pub runs: usize,
+    pub reached: usize,
+    /// Seeds that did not reach: diverged, out of memory or ran the whole budget.
+    pub failed: usize,
+    /// The seed median (None: half or more of the seeds did not reach).
+    pub median: Option<f64>,
+    /// Fastest and slowest seed that reached.
+    pub min: Option<u64>,
+    pub max: Option<u64>,
+    pub learning_rate: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub momentum: Option<f64>,
+    /// η/(1−γ) for momentum optimizers, η otherwise.
+    pub effective_lr: f64,
+}
+
+/// The confirmed S(B) at one batch size (issue 42, `analysis::confirm`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Confirmed {
+    /// The seed median of the chosen configuration, in whole steps (None: no configuration's seed
+    /// median reached the target).
+    pub steps: Option<u64>,
+    /// 95 % interval for the true seed median of the chosen configuration (and of the best of the
+    /// confirmed ones), accounting for the choice among them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_ci: Option<StepsInterval>,
+    /// The chosen configuration's search trial.
+    pub chosen: Option<u64>,
+    /// Every confirmed configuration, in search rank order.
+    pub configs: Vec<ConfirmedConfig>,
+    /// The seed-to-seed spread: the pooled standard deviation of ln steps between seeds of one
+    /// configuration (what a single-seed readout hides).
+    pub seed_sd: Option<f64>,
+    /// Every planned confirm trial of this B has run: the value is final.
+    pub complete: bool,
+    /// A target stricter than the sweep's goal: the confirm seeds stopped at the goal, so the
+    /// confirmed S(B) is not measured here.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_measured: bool,
+}
+
+impl Confirmed {
+    /// The chosen configuration.
+    pub fn chosen_config(&self) -> Option<&ConfirmedConfig> {
+        let id = self.chosen?;
+        self.configs.iter().find(|c| c.trial == id)
+    }
+
+    /// Relative half-width of the interval: (hi − lo)/2/steps (None: no interval or unbounded).
+    pub fn rel_half_width(&self) -> Option<f64> {
+        let s = self.steps.filter(|&s| s > 0)? as f64;
+        let ci = self.steps_ci?;
+        Some((ci.hi? as f64 - ci.lo as f64) / 2.0 / s)
+    }
+
+    /// Seeds run in all (every configuration).
+    pub fn runs(&self) -> usize {
+        self.configs.iter().map(|c| c.runs).sum()
+    }
 }
 
 /// What `--until REL` did at one batch size (`analysis::until`).
@@ -418,6 +527,12 @@ pub enum Note {
     /// A target stricter than the sweep's goal (`goal`): S(B) is not measured at these batch
     /// sizes (trials stopped at the goal), so no fit and no regimes are drawn.
     NotMeasured { batch_sizes: Vec<usize>, goal: f64 },
+    /// The confirm stage has not finished at every batch size with a best trial: the curve reads
+    /// the best trials until it has.
+    ConfirmIncomplete { confirmed: usize, of: usize },
+    /// The confirmed configuration's seed median did not reach the target at these batch sizes:
+    /// they are left out of the confirmed curve.
+    ConfirmNotReached { batch_sizes: Vec<usize> },
 }
 
 /// The analysis of a sweep's trials (`analysis::analyze`): numbers and enums only.
@@ -449,6 +564,59 @@ pub struct Analysis {
     pub regimes: Vec<RegimeSpan>,
     /// What the data cannot support, caveats, model disagreements.
     pub notes: Vec<Note>,
+    /// Which S(B) the curve reads (the perfect-scaling anchor, the segments, the fit, the regimes,
+    /// the LR rules): the confirmed one once every B with a best trial has a complete confirm
+    /// stage, else the best trial (issue 42).
+    #[serde(default)]
+    pub readout: Readout,
+}
+
+impl Analysis {
+    /// S(B) as the curve reads it at `p` (the readout's value).
+    pub fn curve_steps(&self, p: &BatchPoint) -> Option<u64> {
+        p.readout_steps(self.readout)
+    }
+}
+
+impl BatchPoint {
+    /// S(B) in `readout`: the best trial's steps, or the confirmed seed median.
+    pub fn readout_steps(&self, readout: Readout) -> Option<u64> {
+        match readout {
+            Readout::BestTrial => self.steps,
+            Readout::Confirmed => self.confirmed.as_ref().and_then(|c| c.steps),
+        }
+    }
+
+    /// The readout's 95 % interval as [lo, hi] (None: none, or unbounded above).
+    pub fn readout_ci(&self, readout: Readout) -> Option<[u64; 2]> {
+        match readout {
+            Readout::BestTrial => self.steps_ci,
+            Readout::Confirmed => {
+                let ci = self.confirmed.as_ref()?.steps_ci?;
+                Some([ci.lo, ci.hi?])
+            }
+        }
+    }
+
+    /// The readout's relative half-width.
+    pub fn readout_rel_half_width(&self, readout: Readout) -> Option<f64> {
+        match readout {
+            Readout::BestTrial => self.rel_half_width(),
+            Readout::Confirmed => self.confirmed.as_ref()?.rel_half_width(),
+        }
+    }
+
+    /// The η of the readout's configuration (the best trial's, or the chosen confirmed one's).
+    pub fn readout_lr(&self, readout: Readout) -> Option<f64> {
+        match readout {
+            Readout::BestTrial => self.best_lr,
+            Readout::Confirmed => self
+                .confirmed
+                .as_ref()?
+                .chosen_config()
+                .map(|c| c.learning_rate),
+        }
+    }
 }
 
 /// "metric <= value": how the target is written in the JSON outputs.

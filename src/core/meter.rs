@@ -484,6 +484,7 @@ mod tests {
             metaparams: w.defaults,
             seed: 0,
             repeat_of: None,
+            confirm: None,
         }
     }
 

@@ -2,12 +2,13 @@
 //! outcomes (`trial`), the `TrialRunner` trait (`runner`), events (`events`), run-log lines
 //! (`record`), the analysis's input and result types (`analysis`), the one measurement loop every
 //! runner drives (`meter`), the sweep plan every reader re-derives (`plan`), trial-id layouts
-//! (`widen`) and device rules (`devices`).
+//! (`widen`, `confirm`) and device rules (`devices`).
 //! Keep this module free of Burn and of any UI crate.
 //!
 //! Layering: imports `data` and `workload` only.
 
 pub mod analysis;
+pub mod confirm;
 pub mod devices;
 pub mod events;
 pub mod meter;

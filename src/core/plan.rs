@@ -65,6 +65,7 @@ pub fn trial_at(
         metaparams: metaparams_at(preset, b, u),
         seed: trial_seed(seed, trial_id),
         repeat_of: None,
+        confirm: None,
     }
 }
 
@@ -96,6 +97,7 @@ pub fn widen_trial(
         metaparams: metaparams_at(&shifted, b, u),
         seed: trial_seed(seed, id),
         repeat_of: None,
+        confirm: None,
     })
 }
 
@@ -107,8 +109,29 @@ pub fn repeat_of(base: &TrialSpec, id: u64, sweep_seed: u64) -> TrialSpec {
         trial_id: id,
         seed: trial_seed(sweep_seed, id),
         repeat_of: Some(base.trial_id),
+        confirm: None,
         ..base.clone()
     }
+}
+
+pub use crate::core::confirm::{ConfirmId, CONFIRM_ID_BASE};
+
+/// Confirm trial `id` (issue 42, `crate::core::confirm`) of search trial `base`, the configuration
+/// of rank `rank` at its B: the same batch size and metaparameters, the fresh seed of `id` (never a
+/// search trial's seed: `trial_seed` is a bijection of the id). None if `id` is not a confirm id.
+pub fn confirm_trial(base: &TrialSpec, id: u64, sweep_seed: u64) -> Option<TrialSpec> {
+    let c = ConfirmId::decode(id)?;
+    Some(TrialSpec {
+        trial_id: id,
+        seed: trial_seed(sweep_seed, id),
+        repeat_of: None,
+        confirm: Some(crate::core::confirm::ConfirmMark {
+            of: base.trial_id,
+            rank: c.rank,
+            seed: c.seed,
+        }),
+        ..base.clone()
+    })
 }
 
 /// Point k of the rotated 4-D Halton sequence, each coordinate in [0, 1).
@@ -242,14 +265,29 @@ pub fn validate_search(preset: &Preset) -> anyhow::Result<()> {
 /// The spec a run log's header plans for trial `spec.trial_id` (what `--resume` would run under
 /// that id): its plan entry, the Halton continuation for `--until` trials beyond the plan, the
 /// re-centred draw its id encodes (`--widen`), or, for a repeat, the metaparameters of the trial
-/// it re-runs (`base`, as logged) with the repeat's seed. None when no plan of this header has
-/// such a trial (a repeat whose base is not logged, a re-centred id the header does not allow).
+/// it re-runs (`base`, as logged) with the repeat's seed, or for a confirm trial (issue 42) the
+/// metaparameters of the configuration it confirms (`base`) with its id's fresh seed. None when
+/// no plan of this header has such a trial (a repeat or confirm trial whose base is not logged, a
+/// re-centred id the header does not allow, a confirm trial of a header without a confirm stage).
+/// Which configurations a confirm stage picks (their rank at a B) is checked by `sweep --resume`
+/// (it sees the records of every process of the sweep), not here.
 pub fn planned_spec(h: &Header, spec: &TrialSpec, base: Option<&TrialSpec>) -> Option<TrialSpec> {
     let devices = crate::core::devices::trial_devices(&h.devices, h.preset.sweep.trials_per_device);
     let precision = h.preset.workload.precision;
     if let Some(base_id) = spec.repeat_of {
-        let base = base.filter(|b| b.trial_id == base_id && b.repeat_of.is_none())?;
+        let base = base.filter(|b| b.trial_id == base_id && b.is_search())?;
         return (spec.trial_id >= REPEAT_ID_BASE).then(|| repeat_of(base, spec.trial_id, h.seed));
+    }
+    if let Some(mark) = spec.confirm {
+        // a confirm trial (issue 42): the configuration it re-runs (`base`, as logged) with the
+        // fresh seed of its id, at the batch size its id names
+        h.preset.sweep.confirm?;
+        let base = base.filter(|b| b.trial_id == mark.of && b.is_search())?;
+        let c = ConfirmId::decode(spec.trial_id)?;
+        if h.batch_sizes.get(c.batch_index) != Some(&base.batch_size) {
+            return None;
+        }
+        return confirm_trial(base, spec.trial_id, h.seed);
     }
     let n = h.batch_sizes.len() as u64;
     if n == 0 || spec.trial_id >= REPEAT_ID_BASE {
@@ -287,9 +325,16 @@ pub fn planned_spec(h: &Header, spec: &TrialSpec, base: Option<&TrialSpec>) -> O
 /// of its identity.
 pub fn plan_difference(h: &Header, logged: &TrialSpec, base: Option<&TrialSpec>) -> Option<String> {
     let Some(planned) = planned_spec(h, logged, base) else {
-        return Some(match logged.repeat_of {
-            Some(b) => format!("it repeats trial {b}, which is not a search trial of this log"),
-            None => "no plan of this header has such a trial".into(),
+        return Some(match (logged.repeat_of, logged.confirm) {
+            (Some(b), _) => {
+                format!("it repeats trial {b}, which is not a search trial of this log")
+            }
+            (None, Some(m)) => format!(
+                "it confirms trial {} at a batch size or under a confirm stage this header does \
+                 not plan",
+                m.of
+            ),
+            (None, None) => "no plan of this header has such a trial".into(),
         });
     };
     let logged = assigned_as_planned(h, &planned, logged);
@@ -508,5 +553,43 @@ pub(crate) mod tests {
         let mut p = preset();
         p.search.one_minus_momentum = Some([0.1, 1.5]);
         assert!(validate_search(&p).is_err());
+    }
+
+    /// A confirm trial keeps its configuration's batch size and metaparameters, carries its
+    /// marker, and its seed is never a search trial's (nor another confirm trial's) seed.
+    #[test]
+    fn confirm_seeds_never_coincide_with_search_seeds() {
+        let p = preset();
+        for sweep_seed in [0u64, 1, 42, u64::MAX] {
+            let search = plan(&p, sweep_seed);
+            let mut seeds: std::collections::HashSet<u64> = search.iter().map(|t| t.seed).collect();
+            // the ids --until may give search trials beyond the plan, too
+            for id in 15..5_000u64 {
+                seeds.insert(trial_seed(sweep_seed, id));
+            }
+            let n = seeds.len();
+            for (bi, base) in search.iter().take(3).enumerate() {
+                for rank in 0..3u32 {
+                    for seed in 0..5u32 {
+                        let id = ConfirmId {
+                            batch_index: bi,
+                            rank,
+                            seed,
+                        }
+                        .encode()
+                        .unwrap();
+                        let c = confirm_trial(base, id, sweep_seed).unwrap();
+                        assert_eq!(c.metaparams, base.metaparams);
+                        assert_eq!(c.batch_size, base.batch_size);
+                        assert!(!c.is_search() && c.repeat_of.is_none());
+                        let m = c.confirm.unwrap();
+                        assert_eq!((m.of, m.rank, m.seed), (base.trial_id, rank, seed));
+                        assert!(seeds.insert(c.seed), "seed of confirm trial {id} repeats");
+                    }
+                }
+            }
+            assert_eq!(seeds.len(), n + 3 * 3 * 5);
+        }
+        assert!(confirm_trial(&plan(&p, 0)[0], 17, 0).is_none());
     }
 }

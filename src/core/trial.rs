@@ -129,6 +129,11 @@ pub struct TrialSpec {
     /// budget, no early stopping). Repeats never enter S(B)'s best-of-K minimum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat_of: Option<u64>,
+    /// The confirm stage (issue 42): this trial re-runs a search configuration with a fresh seed
+    /// (full budget, no early stopping; `core::confirm`). Confirm trials never enter S(B)'s
+    /// best-of-K minimum; they give the confirmed S(B).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<crate::core::confirm::ConfirmMark>,
 }
 
 impl TrialSpec {
@@ -143,7 +148,14 @@ impl TrialSpec {
             metaparams,
             seed: 0,
             repeat_of: None,
+            confirm: None,
         }
+    }
+
+    /// A search trial: neither a repeat (`--repeats`) nor a confirm trial. Only search trials
+    /// are cut by early stopping, count in S(B)'s best of K and in the search's counts.
+    pub fn is_search(&self) -> bool {
+        self.repeat_of.is_none() && self.confirm.is_none()
     }
 }
 

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::format::{opt_num, truncate};
 use super::{maximal_from, perfect_scaling_extent, regime_at, study_of, Run};
-use crate::core::analysis::{target_text, Analysis};
+use crate::core::analysis::{target_text, Analysis, Readout};
 use crate::runlog::reader::RunLog;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -156,31 +156,50 @@ pub fn render_compare(c: &Comparison) -> String {
         );
     }
     s.push('\n');
+    // S(B) as each run's curve reads it: the confirmed seed median (issue 42; its best trial
+    // after the slash) or the best trial
+    let confirmed: Vec<usize> = (0..c.runs.len())
+        .filter(|&i| c.runs[i].analysis.readout == Readout::Confirmed)
+        .collect();
+    let w = if confirmed.is_empty() { 9 } else { 11 };
     let _ = write!(s, "{:>7}", "B");
     for i in 0..c.runs.len() {
-        let _ = write!(s, " {:>9} {:<12}", format!("#{} steps", i + 1), "regime");
+        let _ = write!(s, " {:>w$} {:<12}", format!("#{} steps", i + 1), "regime");
     }
     s.push('\n');
     for &b in &c.batch_sizes {
         let _ = write!(s, "{b:>7}");
         for r in &c.runs {
-            let p = r.analysis.per_batch.iter().find(|p| p.batch_size == b);
+            let a = &r.analysis;
+            let p = a.per_batch.iter().find(|p| p.batch_size == b);
             let steps = match p {
-                Some(p) => match p.steps {
-                    Some(x) => x.to_string(),
-                    None if p.not_measured => "not-meas".into(),
-                    None => "none".into(),
+                Some(p) => match (a.curve_steps(p), a.readout) {
+                    (Some(x), Readout::Confirmed) => match p.steps {
+                        Some(best) => format!("{x}/{best}"),
+                        None => x.to_string(),
+                    },
+                    (Some(x), Readout::BestTrial) => x.to_string(),
+                    (None, _) if p.not_measured => "not-meas".into(),
+                    (None, _) => "none".into(),
                 },
                 None => "".into(),
             };
             let regime = p
-                .and_then(|p| p.steps)
-                .and_then(|_| regime_at(&r.analysis, b))
+                .and_then(|p| a.curve_steps(p))
+                .and_then(|_| regime_at(a, b))
                 .map(|r| r.short())
                 .unwrap_or("");
-            let _ = write!(s, " {steps:>9} {regime:<12}");
+            let _ = write!(s, " {steps:>w$} {regime:<12}");
         }
         s.push('\n');
+    }
+    for i in &confirmed {
+        let _ = writeln!(
+            s,
+            "#{} reads the confirmed S(B) (the seed median of the best confirmed configuration; \
+             after the slash its best trial, the paper's readout)",
+            i + 1
+        );
     }
     for (i, r) in c.runs.iter().enumerate() {
         let parts: Vec<String> = super::regime_ranges(&r.analysis)

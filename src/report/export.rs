@@ -9,7 +9,7 @@ use std::fmt::Write;
 use plotters::coord::{combinators::LogCoord, Shift};
 use plotters::prelude::*;
 
-use crate::core::analysis::{target_text, Analysis, BatchPoint};
+use crate::core::analysis::{target_text, Analysis, BatchPoint, Readout};
 use crate::core::record::TrialRecord;
 use crate::core::trial::{NoiseInterval, Outcome};
 use crate::runlog::reader::RunLog;
@@ -33,7 +33,7 @@ fn interval_fields(i: Option<NoiseInterval>) -> (String, String) {
 /// One row per batch size.
 pub fn points_csv(a: &Analysis) -> String {
     let mut s = String::from(
-        "batch_size,steps,best_trial,trials,reached,diverged,not_reached,cancelled,best_lr,best_momentum,best_effective_lr,b_simple,perfect_scaling_steps,fitted_steps,steps_ci_lo,steps_ci_hi,at_search_edge,search_edges,repeat_runs,repeat_median,repeat_min,repeat_max,regime,b_simple_lo,b_simple_hi\n",
+        "batch_size,steps,best_trial,trials,reached,diverged,not_reached,cancelled,best_lr,best_momentum,best_effective_lr,b_simple,perfect_scaling_steps,fitted_steps,steps_ci_lo,steps_ci_hi,at_search_edge,search_edges,repeat_runs,repeat_median,repeat_min,repeat_max,regime,b_simple_lo,b_simple_hi,confirmed_steps,confirmed_lo,confirmed_hi,confirmed_trial,confirm_runs,seed_sd,readout\n",
     );
     for p in &a.per_batch {
         let perfect = a
@@ -60,9 +60,17 @@ pub fn points_csv(a: &Analysis) -> String {
             .map(|s| s.regime.short())
             .unwrap_or_default();
         let (b_lo, b_hi) = interval_fields(p.b_simple_interval);
+        let c = p.confirmed.as_ref();
+        let (c_lo, c_hi) = match c.and_then(|c| c.steps_ci) {
+            Some(ci) => (
+                ci.lo.to_string(),
+                ci.hi.map_or_else(|| "inf".into(), |h| h.to_string()),
+            ),
+            None => (String::new(), String::new()),
+        };
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             p.batch_size,
             p.steps.map(|x| x.to_string()).unwrap_or_default(),
             p.best_trial.map(|x| x.to_string()).unwrap_or_default(),
@@ -87,7 +95,17 @@ pub fn points_csv(a: &Analysis) -> String {
             r.map(|r| r.max.to_string()).unwrap_or_default(),
             regime,
             b_lo,
-            b_hi
+            b_hi,
+            c.and_then(|c| c.steps).map(|x| x.to_string()).unwrap_or_default(),
+            c_lo,
+            c_hi,
+            c.and_then(|c| c.chosen).map(|x| x.to_string()).unwrap_or_default(),
+            c.map(|c| c.runs().to_string()).unwrap_or_default(),
+            opt(c.and_then(|c| c.seed_sd)),
+            match a.readout {
+                Readout::BestTrial => "best_trial",
+                Readout::Confirmed => "confirmed",
+            }
         );
     }
     s
@@ -96,7 +114,7 @@ pub fn points_csv(a: &Analysis) -> String {
 /// One row per trial.
 pub fn trials_csv(trials: &[TrialRecord]) -> String {
     let mut s = String::from(
-        "trial_id,batch_size,outcome,outcome_step,steps_to_target,learning_rate,momentum,warmup_steps,decay_alpha,decay_steps,seed,b_simple,wall_s,examples_per_s,evals,repeat_of,b_simple_lo,b_simple_hi\n",
+        "trial_id,batch_size,outcome,outcome_step,steps_to_target,learning_rate,momentum,warmup_steps,decay_alpha,decay_steps,seed,b_simple,wall_s,examples_per_s,evals,repeat_of,b_simple_lo,b_simple_hi,confirm_of,confirm_rank,confirm_seed\n",
     );
     for t in trials {
         let o = &t.outcome.outcome;
@@ -113,9 +131,10 @@ pub fn trials_csv(trials: &[TrialRecord]) -> String {
             Decay::Linear { alpha, steps } => (alpha.to_string(), steps.to_string()),
         };
         let (b_lo, b_hi) = interval_fields(t.outcome.noise.interval);
+        let cm = t.spec.confirm;
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             t.trial_id,
             t.spec.batch_size,
             o.label().replace(' ', "_"),
@@ -135,7 +154,10 @@ pub fn trials_csv(trials: &[TrialRecord]) -> String {
             t.outcome.evals.len(),
             t.spec.repeat_of.map(|x| x.to_string()).unwrap_or_default(),
             b_lo,
-            b_hi
+            b_hi,
+            cm.map(|m| m.of.to_string()).unwrap_or_default(),
+            cm.map(|m| m.rank.to_string()).unwrap_or_default(),
+            cm.map(|m| m.seed.to_string()).unwrap_or_default()
         );
     }
     s
@@ -194,6 +216,13 @@ fn extent(series: &[ChartSeries]) -> anyhow::Result<Extent> {
             if let Some([lo, hi]) = p.steps_ci {
                 ss.push(lo.max(1) as f64);
                 ss.push(hi as f64);
+            }
+            if let Some(c) = &p.confirmed {
+                ss.extend(c.steps.map(|x| x as f64));
+                if let Some(ci) = c.steps_ci {
+                    ss.push(ci.lo.max(1) as f64);
+                    ss.extend(ci.hi.map(|h| h as f64));
+                }
             }
         }
     }
@@ -262,28 +291,66 @@ pub fn svg_chart(title: &str, series: &[ChartSeries]) -> anyhow::Result<String> 
     Ok(out)
 }
 
-/// The measured best points joined by a line, their error bars (the 95 % interval of S(B)) and an
-/// open ring where the best trial is at the search-space edge (S(B) there is an upper bound).
+/// The curve's points (the best trials, or the confirmed seed medians once the confirm stage is
+/// complete) joined by a line, their error bars (the 95 % interval; an unbounded one runs to the
+/// top) and an open ring where the best trial is at the search-space edge (S(B) there is an
+/// upper bound). With the confirmed readout the best trials (the paper's readout) are small open
+/// squares beside it.
 fn draw_measured(chart: &mut Chart, s: &ChartSeries, colour: RGBColor) -> anyhow::Result<()> {
     let a = s.analysis;
+    let confirmed = a.readout == Readout::Confirmed;
     let pts: Vec<(f64, f64)> = a
         .per_batch
         .iter()
-        .filter_map(|p| p.steps.map(|st| (p.batch_size as f64, st as f64)))
+        .filter_map(|p| a.curve_steps(p).map(|st| (p.batch_size as f64, st as f64)))
         .collect();
+    let what = if confirmed {
+        "confirmed: seed median of the best configuration"
+    } else {
+        "measured best"
+    };
     chart
         .draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))
         .map_err(svg_err)?
-        .label(format!("{} (measured best)", s.label))
+        .label(format!("{} ({what})", s.label))
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
     chart
         .draw_series(pts.iter().map(|&p| Circle::new(p, 4, colour.filled())))
         .map_err(svg_err)?;
-    for p in &a.per_batch {
-        let (Some(_), Some([lo, hi])) = (p.steps, p.steps_ci) else {
-            continue;
+    if confirmed {
+        let best: Vec<(f64, f64)> = a
+            .per_batch
+            .iter()
+            .filter_map(|p| p.steps.map(|st| (p.batch_size as f64, st as f64)))
+            .collect();
+        let sq = |(x, y): (f64, f64)| {
+            Rectangle::new(
+                [(x / 1.03, y / 1.03), (x * 1.03, y * 1.03)],
+                colour.stroke_width(1),
+            )
         };
-        let (b, lo, hi) = (p.batch_size as f64, lo.max(1) as f64, hi as f64);
+        chart
+            .draw_series(best.into_iter().map(sq))
+            .map_err(svg_err)?
+            .label(format!("{} (best trial, the paper's readout)", s.label))
+            .legend(move |(x, y)| {
+                Rectangle::new([(x + 6, y - 4), (x + 14, y + 4)], colour.stroke_width(1))
+            });
+    }
+    let top = chart.y_range().end;
+    for p in &a.per_batch {
+        let (lo, hi) = match (confirmed, p.confirmed.as_ref()) {
+            (true, Some(c)) => match (c.steps, c.steps_ci) {
+                (Some(_), Some(ci)) => (ci.lo, ci.hi.map_or(top, |h| h as f64)),
+                _ => continue,
+            },
+            (true, None) => continue,
+            (false, _) => match (p.steps, p.steps_ci) {
+                (Some(_), Some([lo, hi])) => (lo, hi as f64),
+                _ => continue,
+            },
+        };
+        let (b, lo, hi) = (p.batch_size as f64, lo.max(1) as f64, hi);
         let cap = 1.04f64;
         for path in [
             vec![(b, lo), (b, hi)],
@@ -553,7 +620,7 @@ pub fn metaparam_svg(log: &RunLog, a: &Analysis) -> anyhow::Result<String> {
             let ts: Vec<&TrialRecord> = trials
                 .iter()
                 .copied()
-                .filter(|t| t.spec.batch_size == p.batch_size && t.spec.repeat_of.is_none())
+                .filter(|t| t.spec.batch_size == p.batch_size && t.spec.is_search())
                 .filter(|t| !matches!(t.outcome.outcome, Outcome::Cancelled { .. }))
                 .collect();
             view.panel(area, p, &ts)?;

@@ -38,7 +38,7 @@ use serde::Serialize;
 
 use crate::analysis::projection::{self as proj, LinkTable, Projection};
 use crate::analysis::{fit_range, lr_scaling_exponent, perfect_scaling_steps, FitRange};
-use crate::core::analysis::{Analysis, OutcomeCounts, Regime, Study};
+use crate::core::analysis::{Analysis, OutcomeCounts, Readout, Regime, Study};
 use crate::core::events::TrialErrorNote;
 use crate::core::record::{Header, TrialRecord};
 use crate::core::trial::NoiseInterval;
@@ -117,6 +117,17 @@ pub struct ReportRow {
     /// S(B) is not measured at this target (stricter than the sweep's goal): `steps` is null.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub not_measured: bool,
+    /// The confirmed S(B) (issue 42): the seed median of the best confirmed configuration (absent
+    /// without a confirm stage at this B; null: no configuration's median reached the target).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmed_steps: Option<Option<u64>>,
+    /// Its 95 % interval [lo, hi] (hi null: unbounded above).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmed_ci: Option<[Option<u64>; 2]>,
+    /// The seed-to-seed spread at this B: the standard deviation of ln steps between seeds of one
+    /// configuration (what a single-seed readout hides).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed_sd: Option<f64>,
 }
 
 /// A range of batch sizes in one regime (the ordered partition, rounded to whole B).
@@ -244,6 +255,12 @@ pub struct Report {
     /// A cluster run's share, nodes and state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterRun>,
+    /// The sweep's confirm stage, "KxR" (issue 42; absent: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<String>,
+    /// Which S(B) the fit, the regimes, the ladders and the projection read: `best_trial` (the
+    /// paper's readout) or `confirmed` (the seed median of the best confirmed configuration).
+    pub readout: Readout,
     /// The full analysis the report was built from (its notes worded: `json`).
     #[serde(serialize_with = "json::analysis_value")]
     pub analysis: Analysis,
@@ -307,13 +324,21 @@ fn rows(a: &Analysis) -> Vec<ReportRow> {
         .map(|p| ReportRow {
             batch_size: p.batch_size,
             steps: p.steps,
-            x_ideal: match (a.perfect_anchor, p.steps) {
+            // against the perfect-scaling line of the curve the fit reads
+            x_ideal: match (a.perfect_anchor, a.curve_steps(p)) {
                 (Some(anchor), Some(st)) => {
                     Some(st as f64 / perfect_scaling_steps(anchor, p.batch_size as f64))
                 }
                 _ => None,
             },
-            regime: p.steps.and_then(|_| regime_at(a, p.batch_size)),
+            regime: a.curve_steps(p).and_then(|_| regime_at(a, p.batch_size)),
+            confirmed_steps: p.confirmed.as_ref().map(|c| c.steps),
+            confirmed_ci: p
+                .confirmed
+                .as_ref()
+                .and_then(|c| c.steps_ci)
+                .map(|ci| [Some(ci.lo), ci.hi]),
+            seed_sd: p.confirmed.as_ref().and_then(|c| c.seed_sd),
             best_lr: p.best_lr,
             best_effective_lr: p.best_effective_lr,
             b_simple: p.b_simple,
@@ -376,6 +401,8 @@ fn from_analysis(analysis: Analysis, run: &Run) -> Report {
         lr_exponent: lr_scaling_exponent(&a.lr_rules),
         kept: a.per_batch.iter().map(|p| p.counts).sum(),
         warnings: run.warnings.to_vec(),
+        confirm: h.preset.sweep.confirm.map(|c| c.to_string()),
+        readout: a.readout,
         analysis,
         ..Report::default()
     }
@@ -407,7 +434,20 @@ pub fn build(run: &Run, opts: &ReportOptions) -> Report {
     let mut analysis = crate::analysis::analyze(&study, run.trials);
     // `--until REL`: what it did at each B (at the goal, the reading it narrowed)
     if let Some(rel) = run.header.adaptive.as_ref().and_then(|a| a.until) {
-        if study.target == study.goal {
+        if let (true, Some(plan)) = (study.target == study.goal, study.confirm) {
+            // with a confirm stage --until narrowed the confirmed S(B) (issue 42)
+            use crate::analysis::until;
+            let budget = run.header.adaptive.as_ref().and_then(|a| a.max_trials);
+            let used = until::search_trials(run.trials) + until::confirm_trials(run.trials);
+            let left = budget.map_or(0, |m| m.saturating_sub(used));
+            crate::analysis::confirm::mark_until(
+                &mut analysis.per_batch,
+                run.trials,
+                rel,
+                plan.seeds,
+                left,
+            );
+        } else if study.target == study.goal {
             use crate::analysis::until;
             let k = run.header.trials_per_batch;
             let st = until::stalled(run.trials, study.optimizer, &analysis.per_batch, k);

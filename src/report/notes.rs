@@ -136,5 +136,17 @@ pub fn note_text(n: &Note) -> String {
                 goal
             )
         }
+        Note::ConfirmIncomplete { confirmed, of } => format!(
+            "the confirm stage has finished at {confirmed} of {of} batch sizes: the curve (fit, \
+             regimes) reads the best trials until it has finished at every one"
+        ),
+        Note::ConfirmNotReached { batch_sizes } => {
+            let bs: Vec<String> = batch_sizes.iter().map(|b| b.to_string()).collect();
+            format!(
+                "at B = {} no confirmed configuration reached the target on half its seeds: \
+                 left out of the confirmed curve (its best trial was a lucky seed)",
+                bs.join(", ")
+            )
+        }
     }
 }

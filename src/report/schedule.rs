@@ -21,6 +21,7 @@ use serde::Serialize;
 use super::targets::{self, fmt_target};
 use super::{thousands, Run};
 use crate::analysis::ladder::{BestAt, TrendVerdict};
+use crate::core::analysis::Readout;
 use crate::core::schedule::{examples_to, BatchSchedule, BatchStage, StageRun};
 use crate::core::{TrialOutcome, TrialRecord};
 use crate::workload::spec::{OptimizerKind, Workload};
@@ -255,10 +256,26 @@ fn to_target(o: &TrialOutcome, batch_size: usize, target: f64) -> Option<(u64, u
     Some((step, examples_to(&o.stages, batch_size, step)))
 }
 
-/// The log's best fixed-B trial at `target` (fewest steps, ties: fewer examples).
+/// The log's best fixed-B configuration at `target` and its steps there: with a complete confirm
+/// stage (issue 42) the chosen configuration at the B of the fewest confirmed steps (its seed
+/// median; ties: the smaller B, fewer examples), else the search trial with the fewest steps
+/// (ties: fewer examples). Confirm and repeat trials are never a "best trial" of their own.
 pub fn best_fixed<'a>(run: &Run<'a>, target: f64) -> Option<(&'a TrialRecord, u64)> {
+    let a = crate::analysis::analyze(&super::study_of(run, Some(target)), run.trials);
+    if a.readout == Readout::Confirmed {
+        return a
+            .per_batch
+            .iter()
+            .filter_map(|p| {
+                let c = p.confirmed.as_ref()?;
+                Some((c.steps?, p.batch_size, c.chosen?))
+            })
+            .min_by_key(|&(s, b, _)| (s, s * b as u64))
+            .and_then(|(s, _, id)| Some((run.trials.iter().find(|t| t.trial_id == id)?, s)));
+    }
     run.trials
         .iter()
+        .filter(|t| t.spec.is_search())
         .filter_map(|t| Some((t, to_target(&t.outcome, t.spec.batch_size, target)?)))
         .min_by_key(|(_, (s, e))| (*s, *e))
         .map(|(t, (s, _))| (t, s))
@@ -373,7 +390,7 @@ pub fn rules() -> Vec<String> {
     vec![
         "η per stage: the log's best η at the nearest measured B (log distance), to the target ending the stage; no interpolation".into(),
         "γ: the last stage's best for every stage (the momentum buffer carries over a switch); heavy-ball/Nesterov: earlier stages' η rescaled to keep their best η/(1−γ)".into(),
-        "best fixed B: the log's trial with the fewest steps to the target (ties: fewer examples), re-run here with its η (γ) at the same seeds".into(),
+        "best fixed B: the log's trial with the fewest steps to the target (ties: fewer examples) — with a confirm stage the chosen configuration at the B of the fewest confirmed steps (seed median) — re-run here with its η (γ) at the same seeds".into(),
     ]
 }
 

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use plotters::prelude::*;
+use serde::Serialize;
 use serde_json::json;
 
 use super::format::{fmt_sig, num};
@@ -16,10 +17,10 @@ use crate::analysis::ladder::{
     analyze_ladder, bcrit_curve, bcrit_trend, default_ladder, s_min_trend, BcritPoint, Rung, Trend,
     TrendVerdict,
 };
-use crate::core::analysis::{target_text, Study};
+use crate::core::analysis::{target_text, Readout, Study};
 use crate::core::record::TrialRecord;
 use crate::runlog::reader::RunLog;
-use crate::workload::spec::Target;
+use crate::workload::spec::{ConfirmPlan, Target};
 
 /// One sweep read at each rung of a ladder.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,6 +34,62 @@ pub struct TargetsReport {
     pub curve: Vec<BcritPoint>,
     pub b_crit_trend: Option<Trend>,
     pub s_min_trend: Option<Trend>,
+    /// Which S(B) the rungs read (the goal rung's readout; issue 42).
+    pub readout: Readout,
+    /// The sweep's confirm stage.
+    pub confirm: Option<ConfirmPlan>,
+    /// An unresolved B_crit trend: the plan that would resolve it (issue 42).
+    pub needed: Option<NeededPlan>,
+}
+
+/// What a sweep would need for an unresolved B_crit(target) trend to be resolved at 95 %
+/// (first order: B_crit's intervals narrow with the S(B) intervals it is fitted to, and those of
+/// the confirmed S(B) narrow as 1/√r; the rungs share trials, so this is indicative).
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct NeededPlan {
+    /// How many times narrower the exponent's 95 % interval must be to exclude 0 (its
+    /// half-width over |exponent|).
+    pub narrower: f64,
+    /// Confirm configurations × seeds per batch size that would narrow it so.
+    pub configs: usize,
+    pub seeds: usize,
+    /// Confirm trials per batch size and over the sweep's batch sizes.
+    pub trials_per_batch: usize,
+    pub trials: usize,
+    /// The `--until REL` that asks for it: the goal rung's median confirmed half-width over
+    /// `narrower` (None without confirmed intervals).
+    pub until: Option<f64>,
+}
+
+/// The plan of [`NeededPlan`] for `trend` (None: resolved, or no trend).
+pub fn needed_plan(
+    trend: Option<&Trend>,
+    goal: Option<&Rung>,
+    confirm: Option<ConfirmPlan>,
+) -> Option<NeededPlan> {
+    let t = trend.filter(|t| t.verdict == TrendVerdict::Unresolved)?;
+    let half = (t.exponent_ci[1] - t.exponent_ci[0]) / 2.0;
+    let narrower = (half / t.exponent.abs().max(1e-6)).max(1.0);
+    let plan = confirm.unwrap_or(ConfirmPlan::DEFAULT);
+    let seeds = (plan.seeds as f64 * narrower * narrower).ceil().min(1e6) as usize;
+    let n = goal.map_or(0, |g| g.analysis.per_batch.len());
+    let widths: Vec<f64> = goal
+        .map(|g| {
+            g.analysis
+                .per_batch
+                .iter()
+                .filter_map(|p| p.confirmed.as_ref()?.rel_half_width())
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(NeededPlan {
+        narrower,
+        configs: plan.configs,
+        seeds,
+        trials_per_batch: plan.configs * seeds,
+        trials: plan.configs * seeds * n,
+        until: crate::analysis::median(widths).map(|w| w / narrower),
+    })
 }
 
 /// The rungs `values` name, or the log's own ladder (a geometric one for a single-target log)
@@ -64,12 +121,22 @@ pub fn of_trials(
 ) -> TargetsReport {
     let rungs = analyze_ladder(study, trials, values);
     let curve = bcrit_curve(&rungs);
+    let b_crit_trend = bcrit_trend(&curve);
+    // the strictest rung measured (the goal when the ladder reaches it)
+    let goal_rung = rungs
+        .iter()
+        .rev()
+        .find(|r| r.analysis.per_batch.iter().all(|p| !p.not_measured));
+    let needed = needed_plan(b_crit_trend.as_ref(), goal_rung, study.confirm);
     TargetsReport {
         preset: name.to_string(),
         optimizer: study.optimizer.name().to_string(),
         goal: study.goal,
-        b_crit_trend: bcrit_trend(&curve),
         s_min_trend: s_min_trend(&curve),
+        b_crit_trend,
+        readout: goal_rung.map_or(Readout::BestTrial, |r| r.analysis.readout),
+        confirm: study.confirm,
+        needed,
         rungs,
         curve,
     }
@@ -153,7 +220,60 @@ impl TargetsReport {
         if let Some(t) = &self.s_min_trend {
             let _ = writeln!(s, "       {}", trend_text("S_min", t));
         }
+        let _ = writeln!(s, "{}", self.readout_text());
+        if let Some(n) = &self.needed {
+            let _ = writeln!(s, "{}", self.needed_text(n));
+        }
         s
+    }
+
+    /// Which S(B) the rungs' fits read.
+    fn readout_text(&self) -> String {
+        match self.readout {
+            Readout::Confirmed => {
+                "each rung's fit reads the confirmed S(B): the seed median of the \
+                                   best of the configurations confirmed at the goal, re-chosen at \
+                                   each rung from their evaluation curves"
+                    .into()
+            }
+            Readout::BestTrial if self.confirm.is_some() => "each rung's fit reads the best trial \
+                                   (the confirm stage has not finished at every batch size)"
+                .into(),
+            Readout::BestTrial => "each rung's fit reads the best trial (Shallue et al.'s \
+                                   readout; no confirm stage)"
+                .into(),
+        }
+    }
+
+    /// What resolving the B_crit trend would take, in words.
+    fn needed_text(&self, n: &NeededPlan) -> String {
+        let how = match self.readout {
+            Readout::Confirmed => format!(
+                "the confirmed S(B) narrows as 1/√r, so about {}×{} per batch size ({} confirm \
+                 trials per B, {} in all: --confirm {}x{}{})",
+                n.configs,
+                n.seeds,
+                n.trials_per_batch,
+                n.trials,
+                n.configs,
+                n.seeds,
+                n.until
+                    .map(|u| format!(", or --until {u:.2}"))
+                    .unwrap_or_default()
+            ),
+            Readout::BestTrial => format!(
+                "the best-trial S(B) narrows by ~0.25 % of its width per added search trial \
+                 (docs/intervals.md), so more search trials will not do it; a confirm stage of about \
+                 {}×{} per batch size ({} trials per B, {} in all: --confirm {}x{})",
+                n.configs, n.seeds, n.trials_per_batch, n.trials, n.configs, n.seeds
+            ),
+        };
+        format!(
+            "to resolve the B_crit trend at 95 % its exponent's interval must narrow {:.1}× (its \
+             half-width over |exponent|); {how}. First order: B_crit's intervals narrow with the \
+             S(B) intervals they are fitted to; the rungs share trials",
+            n.narrower
+        )
     }
 
     /// `{"targets": [{"target": T, "analysis": {…}}, …], "b_crit": [...], trends}`: each rung's
@@ -173,6 +293,9 @@ impl TargetsReport {
             "b_crit": self.curve,
             "b_crit_trend": self.b_crit_trend,
             "s_min_trend": self.s_min_trend,
+            "readout": self.readout,
+            "confirm": self.confirm.map(|c| c.to_string()),
+            "needed": self.needed,
         })
     }
 

@@ -8,26 +8,30 @@ use super::notes::note_text;
 use super::{regime_at, Report};
 use crate::analysis::perfect_scaling_steps;
 use crate::analysis::FitRange;
-use crate::core::analysis::{Analysis, Regime};
+use crate::core::analysis::{Analysis, Readout, Regime};
 
 /// The per-batch-size table: steps-to-target with its interval, ratio to perfect scaling, the
 /// regime, best metaparameters, noise scale and trial outcome counts; † marks a best trial at the
 /// edge of the search space.
 pub fn per_batch_table(a: &Analysis) -> String {
     let mut s = String::new();
+    let has_confirm = a.per_batch.iter().any(|p| p.confirmed.is_some());
     let _ = writeln!(
         s,
         "{:>7} {:>8} {:>15} {:>7} {:<12} {:>9} {:>9} {:>9} {:>6}  trials (reached/diverged/not reached/cancelled)",
-        "B", "steps", "95% interval", "×ideal", "regime", "best η", "η/(1−γ)", "B_simple", "best#"
+        "B", if has_confirm { "best" } else { "steps" }, "95% interval", "×ideal", "regime", "best η", "η/(1−γ)", "B_simple", "best#"
     );
+    // ×ideal and the regime are the curve's: with the confirmed readout they are in the
+    // confirm table, beside the values they are read from
+    let best_curve = a.readout == Readout::BestTrial;
     for p in &a.per_batch {
         let ideal = match (a.perfect_anchor, p.steps) {
-            (Some(anchor), Some(st)) => {
+            (Some(anchor), Some(st)) if best_curve => {
                 num(st as f64 / perfect_scaling_steps(anchor, p.batch_size as f64))
             }
             _ => "-".into(),
         };
-        let regime = if p.steps.is_some() {
+        let regime = if p.steps.is_some() && best_curve {
             regime_at(a, p.batch_size).map(Regime::short).unwrap_or("")
         } else {
             ""
@@ -69,7 +73,159 @@ pub fn per_batch_table(a: &Analysis) -> String {
         }
     }
     s.push_str(&until_lines(a));
+    s.push_str(&confirm_table(a));
     s
+}
+
+/// The confirm stage (issue 42), one row per B beside the best trial: the confirmed S(B) (the
+/// seed median of the best confirmed configuration) with its 95 % interval, the chosen
+/// configuration, its seeds, and the seed-to-seed spread a single-seed readout hides. Empty
+/// without confirm trials.
+pub fn confirm_table(a: &Analysis) -> String {
+    let mut s = String::new();
+    if a.per_batch.iter().all(|p| p.confirmed.is_none()) {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "\nconfirmed S(B): the search's best configurations re-run with fresh seeds (never used to \
+         choose them); the seed median of the best one, its 95 % interval accounting for that \
+         choice"
+    );
+    let curve = a.readout == Readout::Confirmed;
+    let _ = writeln!(
+        s,
+        "{:>7} {:>10} {:>10} {:>15} {:>6} {:>7} {:<12} {:<20} {:>9}  {:<22} {:>11}",
+        "B",
+        "best trial",
+        "confirmed",
+        "95% interval",
+        "±",
+        "×ideal",
+        "regime",
+        "chosen (rank, trial)",
+        "η",
+        "its seeds: reached, range",
+        "seed spread"
+    );
+    for p in &a.per_batch {
+        let Some(c) = &p.confirmed else {
+            continue;
+        };
+        let steps = match (c.steps, c.not_measured) {
+            (Some(x), _) => x.to_string(),
+            (None, true) => "not-meas".into(),
+            (None, false) if c.configs.is_empty() => "-".into(),
+            (None, false) => "none".into(),
+        };
+        let ci = c
+            .steps_ci
+            .map(|ci| match ci.hi {
+                Some(h) => format!("[{}–{h}]", ci.lo),
+                None => format!("[{}–∞)", ci.lo),
+            })
+            .unwrap_or_else(|| "-".into());
+        let pm = c
+            .rel_half_width()
+            .map(|w| format!("{:.0} %", w * 100.0))
+            .unwrap_or_else(|| "-".into());
+        let chosen = c.chosen_config();
+        let who = chosen
+            .map(|k| format!("#{} (trial {})", k.rank + 1, k.trial))
+            .unwrap_or_else(|| "-".into());
+        let lr = chosen
+            .map(|k| num(k.learning_rate))
+            .unwrap_or_else(|| "-".into());
+        let seeds = chosen
+            .map(|k| match (k.min, k.max) {
+                (Some(lo), Some(hi)) => format!("{}/{} {lo}–{hi}", k.reached, k.runs),
+                _ => format!("{}/{}", k.reached, k.runs),
+            })
+            .unwrap_or_else(|| {
+                let (r, n): (usize, usize) = c
+                    .configs
+                    .iter()
+                    .fold((0, 0), |(r, n), k| (r + k.reached, n + k.runs));
+                format!("{r}/{n} (all configs)")
+            });
+        let spread = c
+            .seed_sd
+            .map(|sd| format!("σ_ln {sd:.2}"))
+            .unwrap_or_else(|| "-".into());
+        let pending = if c.complete { "" } else { "  (running)" };
+        let (ideal, regime) = match (a.perfect_anchor, c.steps) {
+            (Some(anchor), Some(st)) if curve => (
+                num(st as f64 / perfect_scaling_steps(anchor, p.batch_size as f64)),
+                regime_at(a, p.batch_size).map(Regime::short).unwrap_or(""),
+            ),
+            _ => ("-".to_string(), ""),
+        };
+        let _ =
+            writeln!(
+            s,
+            "{:>7} {:>10} {:>10} {:>15} {:>6} {:>7} {:<12} {:<20} {:>9}  {:<22} {:>11}{pending}",
+            p.batch_size,
+            p.steps.map(|x| x.to_string()).unwrap_or_else(|| "none".into()),
+            steps,
+            ci,
+            pm,
+            ideal,
+            regime,
+            who,
+            lr,
+            seeds,
+            spread
+        );
+    }
+    let others: Vec<String> = a
+        .per_batch
+        .iter()
+        .filter_map(|p| {
+            let c = p.confirmed.as_ref()?;
+            let rest: Vec<String> = c
+                .configs
+                .iter()
+                .filter(|k| Some(k.trial) != c.chosen)
+                .map(|k| {
+                    format!(
+                        "#{} {}",
+                        k.rank + 1,
+                        k.median
+                            .map(|m| format!("{m:.0}"))
+                            .unwrap_or_else(|| "not reached".into())
+                    )
+                })
+                .collect();
+            (!rest.is_empty()).then(|| format!("B {}: {}", p.batch_size, rest.join(", ")))
+        })
+        .collect();
+    if !others.is_empty() {
+        let _ = writeln!(
+            s,
+            "  the other confirmed configurations' seed medians: {}",
+            others.join(" · ")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  seed spread: the standard deviation of ln steps between seeds of one configuration \
+         (σ_ln 0.2 ≈ a typical seed ±20 % off its median)"
+    );
+    let _ = writeln!(s, "  {}", readout_line(a));
+    s
+}
+
+/// Which readout the curve reads, in words.
+pub fn readout_line(a: &Analysis) -> String {
+    match a.readout {
+        Readout::Confirmed => "the fit, regimes, ladders and projection read the confirmed S(B); \
+                               the best trial (Shallue et al.'s readout) is shown beside it"
+            .into(),
+        Readout::BestTrial => "the fit, regimes, ladders and projection read the best trial \
+                               (Shallue et al.'s readout) until the confirm stage has finished \
+                               at every batch size"
+            .into(),
+    }
 }
 
 /// `--until`: where it met its half-width, and why it did not elsewhere (one line per such B), so
@@ -83,8 +239,13 @@ pub fn until_lines(a: &Analysis) -> String {
         .filter(|p| p.until == Some(UntilStatus::Met))
         .map(|p| p.batch_size.to_string())
         .collect();
+    let of = if a.per_batch.iter().any(|p| p.confirmed.is_some()) {
+        " (the confirmed S(B)'s interval)"
+    } else {
+        ""
+    };
     if !met.is_empty() {
-        let _ = writeln!(s, "  --until met at B = {}", met.join(", "));
+        let _ = writeln!(s, "  --until met{of} at B = {}", met.join(", "));
     }
     for p in &a.per_batch {
         let Some(st) = p.until.filter(|st| *st != UntilStatus::Met) else {
@@ -96,10 +257,13 @@ pub fn until_lines(a: &Analysis) -> String {
             }
             _ => String::new(),
         });
-        let w = p
-            .rel_half_width()
-            .map(|w| format!(" (±{:.0} %)", w * 100.0))
-            .unwrap_or_default();
+        // with a confirm stage --until narrowed the confirmed interval (issue 42)
+        let w = match &p.confirmed {
+            Some(c) => c.rel_half_width(),
+            None => p.rel_half_width(),
+        }
+        .map(|w| format!(" (±{:.0} %)", w * 100.0))
+        .unwrap_or_default();
         let _ = writeln!(
             s,
             "  --until {} at B = {}{w}: {why}",
@@ -204,7 +368,28 @@ impl Report {
         } else {
             let _ = writeln!(s, "target {}", self.target);
         }
-        let mut status = format!("{}/{} trials", self.trials_done, self.trials_planned);
+        let confirm_trials = self
+            .per_batch
+            .iter()
+            .filter_map(|p| {
+                self.analysis
+                    .per_batch
+                    .iter()
+                    .find(|q| q.batch_size == p.batch_size)
+            })
+            .filter_map(|q| q.confirmed.as_ref())
+            .map(|c| c.runs())
+            .sum::<usize>();
+        let mut status = if confirm_trials > 0 {
+            format!(
+                "{}/{} trials + {confirm_trials} confirm trials (confirm {})",
+                self.trials_done.saturating_sub(confirm_trials),
+                self.trials_planned,
+                self.confirm.as_deref().unwrap_or("on")
+            )
+        } else {
+            format!("{}/{} trials", self.trials_done, self.trials_planned)
+        };
         if let Some(w) = self.wall_s {
             let _ = write!(status, " in {w:.1} s");
         }

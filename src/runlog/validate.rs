@@ -138,7 +138,7 @@ impl LogValidator {
         let mut v = LogValidator::new(header);
         for (i, t) in trials.iter().enumerate() {
             v.seen.entry(t.trial_id).or_insert(i + 2);
-            if t.spec.repeat_of.is_none() {
+            if t.spec.is_search() {
                 v.search.insert(t.trial_id, t.spec.clone());
             }
         }
@@ -167,7 +167,7 @@ impl LogValidator {
             }
         }
         self.seen.insert(t.trial_id, line_no);
-        if t.spec.repeat_of.is_none() {
+        if t.spec.is_search() {
             self.search.insert(t.trial_id, t.spec.clone());
         }
         Ok(warnings)
@@ -192,7 +192,16 @@ impl LogValidator {
         if h.import.is_some() {
             return None;
         }
-        let base = t.spec.repeat_of.and_then(|b| self.search.get(&b));
+        let base = match (t.spec.repeat_of, t.spec.confirm) {
+            (Some(b), _) => self.search.get(&b),
+            (None, Some(m)) => match self.search.get(&m.of) {
+                Some(b) => Some(b),
+                // a Slurm array task's confirm trial may re-run a peer task's search trial, logged
+                // in another file: `sweep --resume` checks it against its peers' records
+                None => return None,
+            },
+            (None, None) => None,
+        };
         let diff = crate::core::plan::plan_difference(h, &t.spec, base)?;
         Some(format!(
             "trial {} is not the trial its header's plan derives (seed {}, batch sizes {:?}, the \
@@ -233,11 +242,36 @@ fn plan_problem(h: &Header, t: &TrialRecord, seen: &HashMap<u64, usize>) -> Opti
         _ => planned,
     };
     let base = crate::core::widen::REPEAT_ID_BASE;
-    if (crate::core::widen::WIDEN_ID_BASE..base).contains(&t.trial_id) {
+    let confirm_base = crate::core::confirm::CONFIRM_ID_BASE;
+    if t.trial_id >= confirm_base || t.spec.confirm.is_some() {
+        // the confirm stage (issue 42): its ids encode batch index, rank and seed
+        let c = crate::core::confirm::ConfirmId::decode(t.trial_id);
+        let ok = match (h.preset.sweep.confirm, c, t.spec.confirm) {
+            (Some(_), Some(c), Some(m)) => {
+                m.rank == c.rank
+                    && m.seed == c.seed
+                    && t.spec.repeat_of.is_none()
+                    && h.batch_sizes.get(c.batch_index) == Some(&t.spec.batch_size)
+            }
+            _ => false,
+        };
+        if !ok {
+            return Some(format!(
+                "trial id {} is a confirm trial that the header's plan does not allow (confirm {}, \
+                 batch sizes {:?})",
+                t.trial_id,
+                h.preset
+                    .sweep
+                    .confirm
+                    .map_or("off".to_string(), |p| p.to_string()),
+                h.batch_sizes
+            ));
+        }
+    } else if (crate::core::widen::WIDEN_ID_BASE..base).contains(&t.trial_id) {
         let rounds = adaptive.and_then(|ad| ad.widen).unwrap_or(0) as i32;
         let w = crate::core::widen::WidenId::decode(t.trial_id);
         let ok = w.is_some_and(|w| {
-            t.spec.repeat_of.is_none()
+            t.spec.is_search()
                 && w.shift.rounds() <= rounds
                 && h.batch_sizes.get(w.batch_index) == Some(&t.spec.batch_size)
         });

@@ -205,6 +205,42 @@ pub fn plan(cfg: &SweepConfig) -> Vec<TrialSpec> {
     )
 }
 
+/// The ids of the confirm trials (issue 42) a sweep's records call for: at every batch size whose
+/// plan trials are all logged, its best configurations × the plan's seeds (what a re-submitted
+/// Slurm sweep still has to run; `--until` steps are decided by the running sweep).
+pub fn confirm_stage_ids(
+    cfg: &SweepConfig,
+    records: &[crate::core::record::TrialRecord],
+) -> Vec<u64> {
+    let Some(plan) = cfg.preset.sweep.confirm else {
+        return Vec::new();
+    };
+    let logged: std::collections::HashSet<u64> = records.iter().map(|r| r.trial_id).collect();
+    let n = cfg.batch_sizes.len() as u64;
+    let mut out = Vec::new();
+    for (bi, &b) in cfg.batch_sizes.iter().enumerate() {
+        let settled =
+            (0..cfg.trials_per_batch as u64).all(|k| logged.contains(&(k * n + bi as u64)));
+        if !settled {
+            continue;
+        }
+        let top = crate::analysis::confirm::top_configs(records, b, plan.configs);
+        for rank in 0..top.len() {
+            for seed in 0..plan.seeds {
+                out.extend(
+                    plan::ConfirmId {
+                        batch_index: bi,
+                        rank: rank as u32,
+                        seed: seed as u32,
+                    }
+                    .encode(),
+                );
+            }
+        }
+    }
+    out
+}
+
 /// Power-of-two batch sizes lo, 2·lo, … ≤ hi (the default grid).
 pub fn powers_of_two(lo: usize, hi: usize) -> Vec<usize> {
     let mut v = Vec::new();

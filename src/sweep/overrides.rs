@@ -8,7 +8,7 @@ use std::fmt;
 
 use crate::core::trial::DeviceSpec;
 use crate::sweep::SweepConfig;
-use crate::workload::spec::{Metric, Precision, Workload};
+use crate::workload::spec::{ConfirmPlan, Metric, Precision, Workload};
 
 /// Largest batch size accepted for a workload without a dataset (the NQM is closed form).
 pub const MAX_NQM_BATCH: usize = 1 << 40;
@@ -91,6 +91,8 @@ pub struct SweepOverrides {
     pub loss_scale: Option<f64>,
     pub lr: Option<f64>,
     pub momentum: Option<f64>,
+    /// The confirm stage (issue 42): Some(None) turns it off, Some(Some(k×r)) sets it.
+    pub confirm: Option<Option<ConfirmPlan>>,
 }
 
 /// The range of sensible target values of a metric, as (lo, hi) exclusive of lo; `hi` inclusive.
@@ -386,6 +388,9 @@ impl SweepOverrides {
         }
         if let Some(s) = self.seed {
             cfg.seed = s;
+        }
+        if let Some(c) = self.confirm {
+            cfg.preset.sweep.confirm = c;
         }
         problems.extend(check_config(cfg));
         problems

@@ -43,6 +43,22 @@ pub struct SweepControl {
     /// Trials another process runs (a Slurm array task's static shard, src/cluster): never started
     /// here, never recorded here.
     others: Arc<Mutex<HashSet<u64>>>,
+    /// A Slurm array task's share of the trials placed beyond the plan (confirm trials, issue 42):
+    /// (index, count) — a confirm trial runs here only if its id % count == index.
+    share: Arc<Mutex<Option<(u64, u64)>>>,
+    /// The records other processes logged into the same sweep (a Slurm array task's peers): the
+    /// confirm stage of a batch size is placed from all of its search trials, wherever they ran.
+    peers: Arc<Mutex<Option<PeerRecords>>>,
+}
+
+/// Reads the trial records other processes logged into the same sweep (`SweepControl::set_peers`).
+#[derive(Clone)]
+pub struct PeerRecords(pub Arc<dyn Fn() -> Vec<TrialRecord> + Send + Sync>);
+
+impl std::fmt::Debug for PeerRecords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PeerRecords(..)")
+    }
 }
 
 impl SweepControl {
@@ -96,6 +112,20 @@ impl SweepControl {
     /// Leaves these trials to another process (src/cluster shards): they are not run or logged.
     pub fn leave_to_others(&self, ids: impl IntoIterator<Item = u64>) {
         lock(&self.others).extend(ids);
+    }
+    /// A Slurm array task: of the confirm trials (issue 42) this process runs those whose id %
+    /// `count` == `index`; the others are its peers'.
+    pub fn set_share(&self, index: usize, count: usize) {
+        *lock(&self.share) = Some((index as u64, count.max(1) as u64));
+    }
+    /// The records the peers of an array task logged (read when trials beyond the plan are
+    /// placed; this process's own records win over theirs).
+    pub fn set_peers(&self, read: PeerRecords) {
+        *lock(&self.peers) = Some(read);
+    }
+    /// Whether a trial placed beyond the plan is this process's to run.
+    pub(crate) fn owns_extra(&self, id: u64) -> bool {
+        lock(&self.share).is_none_or(|(i, n)| id % n == i)
     }
     fn is_user_cancelled(&self, id: u64) -> bool {
         lock(&self.user_cancelled).contains(&id)
@@ -191,7 +221,13 @@ pub fn start_sweep_with(
     }
     let plan = plan(&cfg);
     let (writer, previous, header) = match &resume_from {
-        Some(path) => super::resume::open_resumed(&cfg, path)?,
+        Some(path) => {
+            let peers = lock(&control.peers)
+                .clone()
+                .map(|p| (p.0)())
+                .unwrap_or_default();
+            super::resume::open_resumed(&cfg, path, peers)?
+        }
         None => {
             let header = make_header(&cfg, &runner.backend_on(&cfg.devices));
             (
@@ -286,7 +322,7 @@ impl Coordinator {
         previous: Vec<TrialRecord>,
     ) -> Self {
         let mut best: HashMap<usize, u64> = HashMap::new();
-        for r in &previous {
+        for r in previous.iter().filter(|r| r.spec.is_search()) {
             if let Outcome::Reached { step } = r.outcome.outcome {
                 let e = best.entry(r.spec.batch_size).or_insert(step);
                 *e = (*e).min(step);
@@ -356,9 +392,7 @@ impl Coordinator {
             }
             if !cancelled && run.groups.is_empty() && queue.is_empty() && self.control.is_paused() {
                 // Paused at the end of the plan: keep the --until/--repeats trials for later.
-                if let Some(spec) = self.next_extra(&run.specs) {
-                    queue.push_back(spec);
-                }
+                queue.extend(self.next_extra(&run.specs));
             }
             if run.groups.is_empty() && (queue.is_empty() || cancelled) {
                 break;
@@ -393,13 +427,15 @@ impl Coordinator {
                 }
                 let room = (self.slots.capacity() - run.groups.len()) * fuse;
                 let mut placed = run.specs.clone();
-                for _ in 0..room {
-                    match self.next_extra(&placed) {
-                        Some(spec) => {
-                            placed.insert(spec.trial_id, spec.clone());
-                            queue.push_back(spec);
-                        }
-                        None => break,
+                // (a confirm stage places all k×r trials of a B at once: one group's worth)
+                while queue.len() < room {
+                    let extra = self.next_extra(&placed);
+                    if extra.is_empty() {
+                        break;
+                    }
+                    for spec in extra {
+                        placed.insert(spec.trial_id, spec.clone());
+                        queue.push_back(spec);
                     }
                 }
                 if queue.is_empty() {
@@ -421,7 +457,7 @@ impl Coordinator {
             while members.len() < fuse {
                 let at = queue.iter().position(|t| {
                     t.batch_size == members[0].batch_size
-                        && t.repeat_of.is_some() == members[0].repeat_of.is_some()
+                        && TrialKind::of(t) == TrialKind::of(&members[0])
                         && self.cap_of(t) == cap
                         && !self.control.is_user_cancelled(t.trial_id)
                 });
@@ -629,10 +665,10 @@ impl Coordinator {
         self.writer.write_trial(&rec)?;
         let (id, b) = (rec.trial_id, rec.spec.batch_size);
         let reached = rec.outcome.outcome.steps_to_target();
-        let is_repeat = rec.spec.repeat_of.is_some();
+        let is_search = rec.spec.is_search();
         self.records.push(rec);
         self.emit(SweepEvent::Saved { trial_id: id });
-        if let (Some(step), false) = (reached, is_repeat) {
+        if let (Some(step), true) = (reached, is_search) {
             let improved = self.best.get(&b).is_none_or(|&s| step < s);
             if improved {
                 self.best.insert(b, step);
@@ -667,8 +703,8 @@ impl Coordinator {
             .sweep
             .early_stopping
             .then(|| self.best.get(&spec.batch_size).copied())
-            // A repeat measures its own steps-to-target: never cut.
-            .filter(|_| spec.repeat_of.is_none())
+            // A repeat or confirm trial measures its own steps-to-target: never cut.
+            .filter(|_| spec.is_search())
             .flatten()
             .filter(|&best| best < full_budget)
             // a `--until` trial beyond the plan runs on to a multiple of S(B): its reaching
@@ -723,8 +759,10 @@ impl Coordinator {
             workload.step_budget = best.max(1);
             workload.max_examples = None;
         }
-        // search trials stop together at the first reach; repeats measure their own steps
-        let lockstep_cut = self.cfg.preset.sweep.early_stopping && specs[0].repeat_of.is_none();
+        // search trials stop together at the first reach; repeats and confirm trials measure
+        // their own steps (a group holds one kind: `TrialKind`)
+        let lockstep_cut =
+            self.cfg.preset.sweep.early_stopping && TrialKind::of(&specs[0]) == TrialKind::Search;
         let tx = self.tx.clone();
         // Several CPU groups at once: each computes in its own pool of cores/concurrency threads.
         let threads = super::layout::threads_per_trial(
@@ -808,6 +846,28 @@ impl Coordinator {
 }
 
 /// What runs now: groups (one thread each, by the id of their first trial) and their trials.
+/// Which trials may share a fused group (with the same B and cap): search trials (cut together
+/// at the first reach with early stopping), `--repeats` trials, and confirm trials (issue 42):
+/// the latter two never cut, each running to its own reach or budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TrialKind {
+    Search,
+    Repeat,
+    Confirm,
+}
+
+impl TrialKind {
+    fn of(t: &TrialSpec) -> Self {
+        if t.confirm.is_some() {
+            TrialKind::Confirm
+        } else if t.repeat_of.is_some() {
+            TrialKind::Repeat
+        } else {
+            TrialKind::Search
+        }
+    }
+}
+
 #[derive(Default)]
 struct Running {
     groups: HashMap<u64, RunningGroup>,

@@ -8,7 +8,6 @@
 //! * optionally, per preset, one trial on all threads vs two trials on one thread each (sweep concurrency);
 //! * optionally the JAX peers (`benches/peers/*.py`) in the same run, interleaved with ours, best of rounds.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use burn::optim::GradientsParams;
@@ -125,21 +124,6 @@ pub struct CpuFeatures {
     pub avx2: bool,
     pub fma: bool,
     pub avx512f: bool,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct GroupPoint {
-    pub model: String,
-    /// Trials in the group (K).
-    pub members: usize,
-    /// Examples per member per step.
-    pub batch: usize,
-    /// Over all members.
-    pub examples_per_s: f64,
-    /// One step of the whole group.
-    pub ms_per_step: f64,
-    /// GFLOP/s-equivalent: the model's training FLOPs per example × examples/s.
-    pub gflops: Option<f64>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -432,103 +416,6 @@ pub fn case_group_examples_per_s<B: AutodiffBackend>(
     (steps * k * batch) as f64 / dt
 }
 
-/// Multiply-add FLOPs of one training example of a simple CNN (`spec`, "same" 5×5 convolutions,
-/// 2×2 pools, one dense layer) or an MLP on `shape`: the forward's gemms × 3 (forward, and the
-/// backward's two products per layer). None for the other models.
-pub fn train_flops_per_example(spec: &ModelSpec, shape: InputShape) -> Option<f64> {
-    let fwd = match spec {
-        ModelSpec::Cnn { channels, dense } => {
-            let (mut h, mut w, mut c) = (shape.height, shape.width, shape.channels);
-            let mut f = 0.0;
-            for &co in channels {
-                f += 2.0 * (h * w * c * 25 * co) as f64;
-                (h, w, c) = (h / 2, w / 2, co);
-            }
-            f + 2.0 * (h * w * c * dense) as f64 + 2.0 * (dense * shape.classes) as f64
-        }
-        ModelSpec::Mlp { hidden } => {
-            let mut fan = shape.channels * shape.height * shape.width;
-            let mut f = 0.0;
-            for &h in hidden.iter().chain(std::iter::once(&shape.classes)) {
-                f += 2.0 * (fan * h) as f64;
-                fan = h;
-            }
-            f
-        }
-        _ => return None,
-    };
-    Some(3.0 * fwd)
-}
-
-/// This machine's sgemm rate in GFLOP/s on all threads (the gemm crate the CPU kernels call):
-/// the best of 5 products of 1024×1024 by 1024×1024 after one warm-up.
-pub fn machine_sgemm_gflops() -> f64 {
-    let n = 1024;
-    let a = vec![1.0f32 / n as f32; n * n];
-    let b = a.clone();
-    let mut c = vec![0.0f32; n * n];
-    let mut best = f64::INFINITY;
-    for i in 0..6 {
-        let t = Instant::now();
-        // SAFETY: three n×n row-major buffers, the strides below stay inside them
-        unsafe {
-            gemm::gemm(
-                n,
-                n,
-                n,
-                c.as_mut_ptr(),
-                1,
-                n as isize,
-                false,
-                a.as_ptr(),
-                1,
-                n as isize,
-                b.as_ptr(),
-                1,
-                n as isize,
-                0.0,
-                1.0,
-                false,
-                false,
-                false,
-                gemm::Parallelism::Rayon(0),
-            );
-        }
-        if i > 0 {
-            best = best.min(t.elapsed().as_secs_f64());
-        }
-    }
-    std::hint::black_box(&c);
-    2.0 * (n * n * n) as f64 / best / 1e9
-}
-
-/// The small CNN at B = 128 as fused groups of 1 and 8 trials, best of `rounds`.
-fn fused_points(steps: usize, precision: Precision, rounds: usize) -> Vec<GroupPoint> {
-    let case = StepCase::small_cnn();
-    let flops = train_flops_per_example(&case.spec, case.shape);
-    let dev = Default::default();
-    [1usize, 8]
-        .into_iter()
-        .map(|k| {
-            let n = (steps / k).max(5);
-            let mut eps = 0.0f64;
-            for _ in 0..rounds {
-                eps = eps.max(case_group_examples_per_s::<super::runner::CpuTrain>(
-                    &case, k, 128, 5, n, precision, &dev,
-                ));
-            }
-            GroupPoint {
-                model: "small-cnn".into(),
-                members: k,
-                batch: 128,
-                examples_per_s: eps,
-                ms_per_step: 1e3 * (k * 128) as f64 / eps,
-                gflops: flops.map(|f| f * eps / 1e9),
-            }
-        })
-        .collect()
-}
-
 /// The peer's step: MLP 784-H-10. Returns examples/s over `steps` timed steps after 20 warm-up steps.
 pub fn mlp_step_examples_per_s<B: AutodiffBackend>(
     batch: usize,
@@ -549,71 +436,6 @@ pub fn cnn_paper_spec() -> ModelSpec {
         channels: [32, 64],
         dense: 1024,
     }
-}
-
-/// The python that runs the JAX peers: $SCALING_LAB_JAX_PYTHON, else the first `python3` on
-/// `PATH` that imports jax.
-pub fn peer_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("SCALING_LAB_JAX_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("python3"))
-        .filter(|p| p.is_file())
-        .find(|p| imports_jax(p))
-}
-
-fn imports_jax(python: &std::path::Path) -> bool {
-    use std::process::{Command, Stdio};
-    Command::new(python)
-        .args(["-c", "import jax, optax"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// What to do when no JAX python is found.
-pub const PEER_PYTHON_HINT: &str = "no python with jax: set SCALING_LAB_JAX_PYTHON to one \
-     (python3 -m venv ENV && ENV/bin/pip install jax optax) or put it first on PATH";
-
-/// Directory of the peer scripts (`benches/peers`), from the crate root or the working directory.
-pub fn peers_dir() -> PathBuf {
-    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/peers");
-    if built.exists() {
-        built
-    } else {
-        PathBuf::from("benches/peers")
-    }
-}
-
-/// Runs one peer script and parses its `examples_per_s=` figure.
-pub fn run_peer(python: &std::path::Path, script: &str, args: &[String]) -> anyhow::Result<f64> {
-    let out = std::process::Command::new(python)
-        .arg(peers_dir().join(script))
-        .args(args)
-        .env("JAX_PLATFORMS", "cpu")
-        .stdin(std::process::Stdio::null())
-        .output()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    anyhow::ensure!(
-        out.status.success(),
-        "{script} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .last()
-            .unwrap_or("")
-    );
-    parse_examples_per_s(&text)
-        .ok_or_else(|| anyhow::anyhow!("{script}: no examples_per_s in {text:?}"))
-}
-
-pub fn parse_examples_per_s(line: &str) -> Option<f64> {
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix("examples_per_s="))
-        .and_then(|v| v.parse().ok())
 }
 
 /// Runs the benchmark. Ours and the peer alternate within each round; the best round of each is kept.
@@ -815,6 +637,7 @@ fn trainer_point(
         metaparams: w.defaults.clone(),
         seed: 0,
         repeat_of: None,
+        confirm: None,
     };
     let runner = super::BurnRunner::new(super::TrainOptions {
         noise_scale: false,
@@ -951,10 +774,7 @@ pub fn render_tables(r: &BenchReport) -> String {
             out,
             "Fused trial groups: the small CNN, K trials as one program (all threads), B = 128 per trial"
         );
-        let _ = writeln!(
-            out,
-            "       K     examples/s   ms/step   GFLOP/s-equiv"
-        );
+        let _ = writeln!(out, "       K     examples/s   ms/step   GFLOP/s-equiv");
         for g in &r.fused {
             let _ = writeln!(
                 out,
@@ -1055,177 +875,14 @@ pub fn bench_main(args: &BenchArgs) -> anyhow::Result<String> {
     })
 }
 
+#[path = "bench_fused.rs"]
+mod fused;
+pub use fused::*;
+
+#[path = "bench_peer.rs"]
+mod peer;
+pub use peer::*;
+
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_the_peer_line() {
-        let l =
-            "jax mlp784-256-10 batch=32 examples_per_s=33135 ms_per_step=0.966 final_loss=0.0003";
-        assert_eq!(parse_examples_per_s(l), Some(33135.0));
-        assert_eq!(parse_examples_per_s("jax failed"), None);
-    }
-
-    /// The small-CNN and char-LSTM steps are the presets' models and optimizers (the JAX peers
-    /// jax_small_cnn_step.py and jax_char_lstm_step.py hard-code the same).
-    #[test]
-    fn the_step_cases_are_the_presets_models() {
-        use crate::workload::load::find_preset;
-        let (_, cnn) = find_preset("mnist-cnn-sgd").unwrap();
-        let c = StepCase::small_cnn();
-        let w = &cnn.workload;
-        assert_eq!(w.model, c.spec);
-        assert_eq!(w.optimizer, c.optimizer);
-        assert_eq!(w.defaults.learning_rate, c.metaparams.learning_rate);
-        assert_eq!(w.grad_clip, c.clip);
-        // MNIST's 28×28, average-pooled 2×2
-        assert_eq!(w.dataset.as_ref().unwrap().downsample, Some(2));
-        let s = c.shape;
-        assert_eq!((s.channels, s.height, s.width, s.classes), (1, 14, 14, 10));
-
-        let (_, lstm) = find_preset("shakespeare-lstm-adam").unwrap();
-        let c = StepCase::char_lstm();
-        let w = &lstm.workload;
-        assert_eq!(w.model, c.spec);
-        assert_eq!(w.optimizer, c.optimizer);
-        assert_eq!(w.grad_clip, c.clip);
-        let (d, m) = (&w.defaults, &c.metaparams);
-        assert_eq!(
-            (d.learning_rate, d.momentum, d.beta2, d.epsilon),
-            (m.learning_rate, m.momentum, m.beta2, m.epsilon)
-        );
-        assert_eq!(w.dataset.as_ref().unwrap().seq_len, c.shape.seq_len);
-        assert_eq!((c.shape.vocab, c.shape.seq_len), (256, 32));
-    }
-
-    /// The small CNN's training FLOPs per example, by hand: conv 14·14·1·25·8 and 7·7·8·25·16
-    /// multiply-adds, dense 3·3·16·32 and 32·10, × 2 for a multiply-add, × 3 with the backward.
-    #[test]
-    fn flops_per_example_of_the_small_cnn() {
-        let c = StepCase::small_cnn();
-        let fwd = 2.0 * (14 * 14 * 25 * 8 + 7 * 7 * 8 * 25 * 16 + 3 * 3 * 16 * 32 + 32 * 10) as f64;
-        assert_eq!(train_flops_per_example(&c.spec, c.shape), Some(3.0 * fwd));
-        let lstm = StepCase::char_lstm();
-        assert_eq!(train_flops_per_example(&lstm.spec, lstm.shape), None);
-    }
-
-    /// A fused group's step through the bench path (K members, clipping per member) runs.
-    #[test]
-    fn fused_groups_of_both_step_cases_train() {
-        let dev = Default::default();
-        for case in [StepCase::small_cnn(), StepCase::char_lstm()] {
-            let eps = case_group_examples_per_s::<super::super::runner::CpuTrain>(
-                &case,
-                3,
-                2,
-                1,
-                2,
-                Precision::Fp32,
-                &dev,
-            );
-            assert!(eps.is_finite() && eps > 0.0, "{case:?}");
-        }
-        assert!(machine_sgemm_gflops() > 0.0);
-    }
-
-    #[test]
-    fn clipping_scales_to_the_clip_norm_and_only_above_it() {
-        assert_eq!(clip_factor(4.0, 1.0), 0.5); // |g| = 2
-        assert_eq!(clip_factor(0.25, 1.0), 1.0);
-        assert_eq!(clip_factor(1.0, 1.0), 1.0);
-        assert_eq!(clip_factor(f64::NAN, 1.0), 1.0);
-        assert_eq!(clip_factor(f64::INFINITY, 1.0), 1.0);
-    }
-
-    #[test]
-    fn the_small_cnn_and_char_lstm_steps_train() {
-        let dev = Default::default();
-        for case in [StepCase::small_cnn(), StepCase::char_lstm()] {
-            let eps = case_examples_per_s::<super::super::runner::CpuTrain>(
-                &case,
-                3,
-                1,
-                2,
-                Precision::Fp32,
-                &dev,
-            );
-            assert!(eps.is_finite() && eps > 0.0, "{case:?}");
-        }
-    }
-
-    /// Not a test: writes our small CNN's and char-LSTM's initial parameters, a batch and our
-    /// logits and loss to $SCALING_LAB_PEER_CHECK_DIR (small-cnn.json, char-lstm.json) for
-    /// `benches/peers/check_models.py`, which runs the JAX peers' models on the same parameters
-    /// and input and compares (docs/speed.md).
-    #[test]
-    #[ignore = "writes files for benches/peers/check_models.py"]
-    fn dump_models_for_the_jax_check() {
-        use burn::backend::Flex;
-        let dir = std::env::var_os("SCALING_LAB_PEER_CHECK_DIR")
-            .expect("set SCALING_LAB_PEER_CHECK_DIR to the output directory");
-        let dir = std::path::PathBuf::from(dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let dev = Default::default();
-        // parameters carry the member axis ([1, …] here): flat in row-major order as before
-        fn flat<const D: usize>(t: Tensor<Flex, D>) -> Vec<f32> {
-            t.into_data().to_vec::<f32>().unwrap()
-        }
-        let v1 = |t: Tensor<Flex, 1>| flat(t);
-        for case in [StepCase::small_cnn(), StepCase::char_lstm()] {
-            let net = Net::<Flex>::init(&case.spec, case.shape, 7, &dev).unwrap();
-            let batch = case.batches::<Flex>(5, &dev).swap_remove(0);
-            let (logits, _) = net.logits(&batch, &Ctx::fp32());
-            let loss = v1(net.loss(&batch, &Ctx::fp32()))[0];
-            let (name, params, x, y) = match (&net, &batch) {
-                (Net::Cnn(c), Batch::Images { x, y }) => (
-                    "small-cnn",
-                    serde_json::json!({
-                        "c1": flat(c.conv1.w.val()), "b1": flat(c.conv1.b.val()),
-                        "c2": flat(c.conv2.w.val()), "b2": flat(c.conv2.b.val()),
-                        "w3": flat(c.fc.w.val()), "b3": flat(c.fc.b.val()),
-                        "w4": flat(c.out.w.val()), "b4": flat(c.out.b.val()),
-                    }),
-                    serde_json::json!(x.clone().into_data().to_vec::<f32>().unwrap()),
-                    y.clone().into_data().iter::<i64>().collect::<Vec<_>>(),
-                ),
-                (Net::CharLstm(m), Batch::Text { x, y }) => (
-                    "char-lstm",
-                    serde_json::json!({
-                        "embed": flat(m.embed.val()),
-                        "wx": flat(m.wx.w.val()), "bx": flat(m.wx.b.val()),
-                        "wh": flat(m.wh.w.val()),
-                        "wo": flat(m.out.w.val()), "bo": flat(m.out.b.val()),
-                    }),
-                    serde_json::json!(x.clone().into_data().iter::<i64>().collect::<Vec<_>>()),
-                    y.clone().into_data().iter::<i64>().collect::<Vec<_>>(),
-                ),
-                _ => unreachable!(),
-            };
-            let out = serde_json::json!({
-                "shape": [case.shape.channels, case.shape.height, case.shape.width],
-                "seq_len": case.shape.seq_len,
-                "params": params,
-                "x": x,
-                "y": y,
-                "logits": flat(logits),
-                "loss": loss,
-            });
-            std::fs::write(dir.join(format!("{name}.json")), out.to_string()).unwrap();
-        }
-    }
-
-    #[test]
-    fn the_paper_cnn_trains_and_reports_a_finite_rate() {
-        let dev = Default::default();
-        let eps = step_examples_per_s::<super::super::runner::CpuTrain>(
-            &cnn_paper_spec(),
-            4,
-            1,
-            2,
-            Precision::Fp32,
-            &dev,
-        );
-        assert!(eps.is_finite() && eps > 0.0);
-    }
-}
+#[path = "bench_tests.rs"]
+mod tests;

@@ -320,6 +320,10 @@ pub fn parse_preset(path: &Path, text: &str) -> Result<Preset, PresetError> {
         ));
     }
     preset.sweep.auto_concurrency = key_offset(tree.get_ref(), &["sweep", "concurrency"]).is_none();
+    // `[sweep] confirm` left out → the default confirm stage (issue 42); "off" turns it off.
+    if key_offset(tree.get_ref(), &["sweep", "confirm"]).is_none() {
+        preset.sweep.confirm = Some(crate::workload::spec::ConfirmPlan::DEFAULT);
+    }
     // Pass 2: values.
     if let Some(problem) = check(&preset).into_iter().next() {
         let offset = locate(tree.get_ref(), &problem.key);
@@ -801,75 +805,5 @@ fn not_found(dir: &Path, name: &str) -> PresetError {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const VALID: &str = r#"
-name = "t"
-description = "d"
-[workload]
-optimizer = "adam"
-eval_every = 10
-step_budget = 100
-[workload.dataset]
-name = "shakespeare"
-max_bytes = 10000
-[workload.model]
-kind = "transformer"
-d_model = 32
-heads = 4
-layers = 1
-ff = 64
-[workload.target]
-metric = "val_bpc"
-value = 3.0
-[workload.defaults]
-learning_rate = 0.001
-"#;
-
-    #[test]
-    fn line_col_counts_lines_and_characters() {
-        let t = "ab\ncé=x\n";
-        assert_eq!(line_col(t, 0), (1, 1));
-        assert_eq!(line_col(t, 3), (2, 1));
-        // 'é' is two bytes: '=' is at byte 6, the third character of line 2.
-        assert_eq!(line_col(t, 6), (2, 3));
-        assert_eq!(line_col(t, 5), (2, 2)); // inside 'é' → its start
-        assert_eq!(line_col(t, 999), (3, 1));
-    }
-
-    #[test]
-    fn display_is_path_line_col_message() {
-        let e = PresetError {
-            path: PathBuf::from("presets/x.toml"),
-            line: 3,
-            col: 7,
-            message: "bad".into(),
-        };
-        assert_eq!(e.to_string(), "presets/x.toml:3:7: bad");
-    }
-
-    #[test]
-    fn valid_document_passes_and_checks_catch_bad_heads() {
-        let p = parse_preset(Path::new("t.toml"), VALID).unwrap();
-        assert!(check(&p).is_empty());
-        let bad = VALID.replace("heads = 4", "heads = 5");
-        let e = parse_preset(Path::new("t.toml"), &bad).unwrap_err();
-        assert_eq!((e.line, e.col), (14, 1));
-        assert!(e.message.contains("divide d_model 32"), "{e}");
-    }
-
-    #[test]
-    fn semantic_errors_point_at_the_key_or_array_element() {
-        // Workers = 3 does not divide B = 8: reported at the element of batch_sizes (line 23).
-        let doc = format!("{VALID}[sweep]\nbatch_sizes = [8]\ntrials_per_batch = 1\nworkers = 3\n");
-        let e = parse_preset(Path::new("t.toml"), &doc).unwrap_err();
-        assert!(e.message.contains("not divisible by workers 3"), "{e}");
-        assert_eq!((e.line, e.col), (23, 16));
-        // A bad momentum inserted as line 21 (right below [workload.defaults]).
-        let doc = VALID.replace("[workload.defaults]", "[workload.defaults]\nmomentum = 1.5");
-        let e = parse_preset(Path::new("t.toml"), &doc).unwrap_err();
-        assert_eq!((e.line, e.col), (21, 1));
-        assert!(e.message.contains("momentum 1.5 must be in [0, 1)"), "{e}");
-    }
-}
+#[path = "load_tests.rs"]
+mod tests;

@@ -508,6 +508,17 @@ pub struct SweepDefaults {
     /// sweep's calibration choose K.
     #[serde(default, skip_serializing_if = "Fuse::is_auto")]
     pub fuse: Fuse,
+    /// The confirm stage (issue 42): after the search at each B, its best `configs`
+    /// configurations re-run with `seeds` fresh seeds each; the confirmed S(B) is the seed median
+    /// of the best of them (`analysis::confirm`). `confirm = "3x5"` or `"off"` in a preset; a
+    /// preset file that leaves it out gets [`ConfirmPlan::DEFAULT`] (the loader sets it). Absent in
+    /// a run log's header (older logs too): off.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "confirm_serde"
+    )]
+    pub confirm: Option<ConfirmPlan>,
 }
 
 /// How a sweep groups the trials of one batch size into fused groups (one program each).
@@ -596,6 +607,88 @@ impl<'de> Deserialize<'de> for Fuse {
     }
 }
 
+/// `[sweep] confirm` / `--confirm`: k configurations × r fresh seeds each (issue 42).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConfirmPlan {
+    /// k: the search's best configurations at each B that are confirmed.
+    pub configs: usize,
+    /// r: fresh seeds per configuration.
+    pub seeds: usize,
+}
+
+impl ConfirmPlan {
+    /// 3 configurations × 5 seeds.
+    pub const DEFAULT: ConfirmPlan = ConfirmPlan {
+        configs: 3,
+        seeds: 5,
+    };
+    /// Most configurations per B (the trial id keeps three digits for the rank).
+    pub const MAX_CONFIGS: usize = 100;
+    /// Most seeds per configuration in the plan (`--until` may add more, below 1000).
+    pub const MAX_SEEDS: usize = 100;
+
+    /// Trials per batch size.
+    pub fn trials(&self) -> usize {
+        self.configs * self.seeds
+    }
+
+    /// Parses "KxR" (also "K×R", "KXR"), or "off" (None). The message says what is wrong.
+    pub fn parse(s: &str) -> Result<Option<ConfirmPlan>, String> {
+        let t = s.trim();
+        if t.eq_ignore_ascii_case("off") || t.eq_ignore_ascii_case("none") {
+            return Ok(None);
+        }
+        let (k, r) = t.split_once(['x', 'X', '×']).ok_or_else(|| {
+            format!("`{s}`: expected K×R (configurations × seeds, e.g. 3x5) or off")
+        })?;
+        let num = |v: &str, what: &str, max: usize| -> Result<usize, String> {
+            if v.trim().is_empty() {
+                return Err(format!("`{s}`: {what} is missing (e.g. 3x5)"));
+            }
+            let n: usize = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("`{s}`: {what} `{}` is not a whole number", v.trim()))?;
+            if n == 0 || n > max {
+                return Err(format!("`{s}`: {what} must be 1 to {max} (got {n})"));
+            }
+            Ok(n)
+        };
+        let configs = num(k, "the configurations K", Self::MAX_CONFIGS)?;
+        let seeds = num(r, "the seeds R", Self::MAX_SEEDS)?;
+        if seeds < 2 {
+            return Err(format!(
+                "`{s}`: R must be at least 2 (one seed has no seed-to-seed spread to give an interval)"
+            ));
+        }
+        Ok(Some(ConfirmPlan { configs, seeds }))
+    }
+}
+
+impl std::fmt::Display for ConfirmPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}", self.configs, self.seeds)
+    }
+}
+
+/// A confirm plan written as a string ("3x5"; "off" reads as None).
+mod confirm_serde {
+    use super::ConfirmPlan;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<ConfirmPlan>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(p) => s.serialize_str(&p.to_string()),
+            None => s.serialize_str("off"),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ConfirmPlan>, D::Error> {
+        let s = String::deserialize(d)?;
+        ConfirmPlan::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
 fn is_zero_usize(n: &usize) -> bool {
     *n == 0
 }
@@ -625,6 +718,7 @@ impl Default for SweepDefaults {
             trials_per_device: 0,
             gpu_scale: false,
             fuse: Fuse::Auto,
+            confirm: None,
         }
     }
 }

@@ -25,34 +25,131 @@ impl Coordinator {
     ) -> Option<TrialSpec> {
         let waits = |t: &TrialSpec| {
             self.cfg.preset.sweep.early_stopping
-                && t.repeat_of.is_none()
+                && t.is_search()
                 && running
                     .values()
-                    .any(|r| r.batch_size == t.batch_size && r.repeat_of.is_none())
+                    .any(|r| r.batch_size == t.batch_size && r.is_search())
         };
         let i = queue.iter().position(|t| !waits(t))?;
         queue.remove(i)
     }
 
-    /// The next trial beyond the plan, if any: first `--widen` trials in re-centred ranges, then
-    /// `--until` search trials (one at a time per batch size), then — once no search trial is running — the `--repeats` of each B's best trial.
-    /// A pure function of the records and the running trials, so a resumed sweep (one trial at a
-    /// time) continues exactly where it stopped.
-    pub(super) fn next_extra(&self, running: &HashMap<u64, TrialSpec>) -> Option<TrialSpec> {
-        let spec = self
+    /// The next trials beyond the plan, if any: first `--widen` trials in re-centred ranges, then
+    /// `--until` search trials (one at a time per batch size; without a confirm stage), then the
+    /// confirm stage of every B whose search has settled (all k×r trials of a B together, issue
+    /// 42), then `--until` confirm seeds, then — once no search trial is running — the
+    /// `--repeats` of each B's best trial. A pure function of the records and the running trials,
+    /// so a resumed sweep (one trial at a time) continues exactly where it stopped.
+    pub(super) fn next_extra(&self, running: &HashMap<u64, TrialSpec>) -> Vec<TrialSpec> {
+        let specs = match self
             .next_widen(running)
             .or_else(|| self.next_until(running))
-            .or_else(|| {
-                if running.values().any(|s| s.repeat_of.is_none()) {
-                    return None; // the best trial may still change
+        {
+            Some(s) => vec![s],
+            None => {
+                let confirm = self.next_confirm(running);
+                let until = || self.next_until_confirm(running);
+                if !confirm.is_empty() {
+                    confirm
+                } else if let Some(more) = Some(until()).filter(|v| !v.is_empty()) {
+                    more
+                } else if running.values().any(|s| s.is_search()) {
+                    Vec::new() // the best trial may still change
+                } else {
+                    self.next_repeat(running).into_iter().collect()
                 }
-                self.next_repeat(running)
-            })?;
-        self.emit(SweepEvent::Queued {
-            trial_id: spec.trial_id,
-            batch_size: spec.batch_size,
-        });
-        Some(spec)
+            }
+        };
+        for spec in &specs {
+            self.emit(SweepEvent::Queued {
+                trial_id: spec.trial_id,
+                batch_size: spec.batch_size,
+            });
+        }
+        specs
+    }
+
+    /// The records the confirm stage is placed from: this process's, and those its peers logged
+    /// into the same sweep (a Slurm array task, `SweepControl::set_peers`; its own win).
+    fn placement_records(&self) -> Vec<TrialRecord> {
+        let mut all = self.records.clone();
+        let peers = super::lock(&self.control.peers).clone();
+        if let Some(read) = peers {
+            let mine: HashSet<u64> = all.iter().map(|r| r.trial_id).collect();
+            all.extend(
+                (read.0)()
+                    .into_iter()
+                    .filter(|r| !mine.contains(&r.trial_id)),
+            );
+        }
+        all
+    }
+
+    /// Whether the search at batch size `b` (index `bi`) has settled in `records`: every plan
+    /// trial at `b` is logged, none is running, and `--widen` has nothing left to add there. Only
+    /// then is its ranking final and its confirm stage placed.
+    fn search_settled(
+        &self,
+        records: &[TrialRecord],
+        bi: usize,
+        b: usize,
+        running: &HashMap<u64, TrialSpec>,
+    ) -> bool {
+        if running.values().any(|s| s.batch_size == b && s.is_search()) {
+            return false;
+        }
+        let n = self.cfg.batch_sizes.len() as u64;
+        let logged: HashSet<u64> = records
+            .iter()
+            .filter(|r| r.spec.batch_size == b)
+            .map(|r| r.trial_id)
+            .collect();
+        let planned = (0..self.cfg.trials_per_batch as u64).map(|k| k * n + bi as u64);
+        if !planned.clone().all(|id| logged.contains(&id)) {
+            return false;
+        }
+        self.cfg.widen == 0 || self.widen_next_at(b, running).is_none()
+    }
+
+    /// The confirm stage (issue 42): at every batch size whose search has settled, the confirm
+    /// trials of its best configurations not yet logged or running — all of a B together, so that
+    /// they run as one group. A B's confirm trials are a pure function of its search records
+    /// (`confirm_ids_at`), so when they are placed does not change what they are.
+    fn next_confirm(&self, running: &HashMap<u64, TrialSpec>) -> Vec<TrialSpec> {
+        let Some(plan) = self.cfg.preset.sweep.confirm else {
+            return Vec::new();
+        };
+        let records = self.placement_records();
+        let have: HashSet<u64> = records
+            .iter()
+            .map(|r| r.trial_id)
+            .chain(running.keys().copied())
+            .collect();
+        let others = super::lock(&self.control.others).clone();
+        let mut out = Vec::new();
+        for (bi, &b) in self.cfg.batch_sizes.iter().enumerate() {
+            if !self.search_settled(&records, bi, b, running) {
+                continue;
+            }
+            let top = crate::analysis::confirm::top_configs(&records, b, plan.configs);
+            for (rank, base) in top.iter().enumerate() {
+                for seed in 0..plan.seeds {
+                    let Some(id) = plan::ConfirmId {
+                        batch_index: bi,
+                        rank: rank as u32,
+                        seed: seed as u32,
+                    }
+                    .encode() else {
+                        continue;
+                    };
+                    if have.contains(&id) || others.contains(&id) || !self.control.owns_extra(id) {
+                        continue;
+                    }
+                    out.extend(plan::confirm_trial(&base.spec, id, self.cfg.seed));
+                }
+            }
+        }
+        out
     }
 
     /// `--widen`: at each B (in order) whose search trials have all finished, fill the open
@@ -62,50 +159,9 @@ impl Coordinator {
         if self.cfg.widen == 0 {
             return None;
         }
-        let per_group = crate::core::widen::group_size(self.cfg.trials_per_batch);
         for (bi, &b) in self.cfg.batch_sizes.iter().enumerate() {
-            let at_b = |s: &&TrialSpec| s.batch_size == b && s.repeat_of.is_none();
-            let specs: Vec<&TrialSpec> = self
-                .records
-                .iter()
-                .map(|r| &r.spec)
-                .chain(running.values())
-                .filter(at_b)
-                .collect();
-            // An open group (fewer than per_group trials logged or running): its lowest free j.
-            let mut groups: BTreeMap<RangeShift, BTreeSet<u64>> = BTreeMap::new();
-            for s in &specs {
-                if let Some(w) = WidenId::decode(s.trial_id) {
-                    groups.entry(w.shift).or_default().insert(w.j);
-                }
-            }
-            let open = groups
-                .iter()
-                .find(|(_, js)| (js.len() as u64) < per_group)
-                .map(|(g, js)| (*g, (0..).find(|j| !js.contains(j)).unwrap_or(0)));
-            let (shift, j) = match open {
-                Some(o) => o,
-                None => {
-                    if running.values().any(|s| at_b(&s)) {
-                        continue; // the best trial at b may still change
-                    }
-                    let recs: Vec<&TrialRecord> = self
-                        .records
-                        .iter()
-                        .filter(|r| r.spec.batch_size == b)
-                        .collect();
-                    let opt = self.cfg.preset.workload.optimizer;
-                    let Some(next) = crate::analysis::widen_step(
-                        &self.cfg.preset.search,
-                        opt,
-                        b,
-                        &recs,
-                        self.cfg.widen as i32,
-                    ) else {
-                        continue;
-                    };
-                    (next, 0)
-                }
+            let Some((shift, j)) = self.widen_next_at(b, running) else {
+                continue;
             };
             let id = WidenId {
                 batch_index: bi,
@@ -125,14 +181,194 @@ impl Coordinator {
         None
     }
 
+    /// The re-centred group and index `--widen` would place next at batch size `b`:
+    /// the lowest free index of an open group, or the first of the next group when every search
+    /// trial at `b` has finished and the best sits at the edge of the explored range. None: nothing.
+    fn widen_next_at(
+        &self,
+        b: usize,
+        running: &HashMap<u64, TrialSpec>,
+    ) -> Option<(RangeShift, u64)> {
+        let per_group = crate::core::widen::group_size(self.cfg.trials_per_batch);
+        {
+            let at_b = |s: &&TrialSpec| s.batch_size == b && s.is_search();
+            let specs: Vec<&TrialSpec> = self
+                .records
+                .iter()
+                .map(|r| &r.spec)
+                .chain(running.values())
+                .filter(at_b)
+                .collect();
+            // An open group (fewer than per_group trials logged or running): its lowest free j.
+            let mut groups: BTreeMap<RangeShift, BTreeSet<u64>> = BTreeMap::new();
+            for s in &specs {
+                if let Some(w) = WidenId::decode(s.trial_id) {
+                    groups.entry(w.shift).or_default().insert(w.j);
+                }
+            }
+            let open = groups
+                .iter()
+                .find(|(_, js)| (js.len() as u64) < per_group)
+                .map(|(g, js)| (*g, (0..).find(|j| !js.contains(j)).unwrap_or(0)));
+            match open {
+                Some(o) => Some(o),
+                None => {
+                    if running.values().any(|s| at_b(&s)) {
+                        return None; // the best trial at b may still change
+                    }
+                    let recs: Vec<&TrialRecord> = self
+                        .records
+                        .iter()
+                        .filter(|r| r.spec.batch_size == b && r.spec.is_search())
+                        .collect();
+                    let opt = self.cfg.preset.workload.optimizer;
+                    let next = crate::analysis::widen_step(
+                        &self.cfg.preset.search,
+                        opt,
+                        b,
+                        &recs,
+                        self.cfg.widen as i32,
+                    )?;
+                    Some((next, 0))
+                }
+            }
+        }
+    }
+
+    /// `--until REL` with a confirm stage (issue 42): at every B whose confirm stage is complete,
+    /// nothing runs there and the confirmed interval is wider than ±REL, the next step of
+    /// `analysis::confirm::outlook` — one more seed for each confirmed configuration, or (where no
+    /// configuration's median reached) the search's next configuration with r seeds — in order of
+    /// the expected narrowing per trial, while the budget (`--max-trials`, search and confirm
+    /// trials together) lasts. A B where ±REL would take more trials than are left gets none.
+    fn next_until_confirm(&self, running: &HashMap<u64, TrialSpec>) -> Vec<TrialSpec> {
+        use crate::analysis::confirm::{outlook, top_configs, ConfirmStep};
+        let (Some(rel), Some(plan)) = (self.cfg.until, self.cfg.preset.sweep.confirm) else {
+            return Vec::new();
+        };
+        let records = self.placement_records();
+        let ids: HashSet<u64> = records
+            .iter()
+            .map(|r| &r.spec)
+            .chain(running.values())
+            .filter(|s| s.confirm.is_some() || (s.is_search() && s.trial_id < WIDEN_ID_BASE))
+            .map(|s| s.trial_id)
+            .collect();
+        let mut left = self.cfg.search_budget().saturating_sub(ids.len());
+        let study = crate::core::analysis::Study::of_preset(&self.cfg.preset);
+        let pts = crate::analysis::per_batch_confirmed(&records, &study);
+        let mut looks = Vec::new();
+        let mut out = Vec::new();
+        for (bi, &b) in self.cfg.batch_sizes.iter().enumerate() {
+            if running.values().any(|s| s.batch_size == b)
+                || !self.search_settled(&records, bi, b, running)
+            {
+                continue;
+            }
+            // a step logged in part (a sweep stopped mid-step, or an array task's peers not
+            // done): its missing seeds first — every step leaves each configuration at a B with
+            // the same seeds 0 … T−1, so what is missing is a pure function of what is logged
+            let fill = unfinished_step(&records, b);
+            if !fill.is_empty() {
+                for (rank, of, seed) in fill {
+                    let id = plan::ConfirmId {
+                        batch_index: bi,
+                        rank,
+                        seed,
+                    }
+                    .encode()
+                    .filter(|&id| self.control.owns_extra(id) && !ids.contains(&id));
+                    let base = records.iter().find(|r| r.trial_id == of);
+                    if let (Some(id), Some(base)) = (id, base) {
+                        out.extend(plan::confirm_trial(&base.spec, id, self.cfg.seed));
+                    }
+                }
+                continue;
+            }
+            let Some(p) = pts.iter().find(|p| p.batch_size == b) else {
+                continue;
+            };
+            let Some(c) = p.confirmed.as_ref().filter(|c| c.complete) else {
+                continue;
+            };
+            if c.rel_half_width().is_some_and(|w| w <= rel) {
+                continue;
+            }
+            let Some(o) = outlook(p, &records, plan.seeds) else {
+                continue;
+            };
+            if o.trials_to(rel) > left || o.narrowing_per_trial() <= 0.0 {
+                continue; // flattened: ±REL is out of the budget's reach here
+            }
+            looks.push((bi, b, o));
+        }
+        looks.sort_by(|x, y| {
+            y.2.narrowing_per_trial()
+                .total_cmp(&x.2.narrowing_per_trial())
+                .then(x.1.cmp(&y.1))
+        });
+        left = left.saturating_sub(out.len());
+        for (bi, b, o) in looks {
+            if o.trials > left {
+                continue;
+            }
+            let confirmed: Vec<&TrialRecord> = records
+                .iter()
+                .filter(|r| r.spec.batch_size == b && r.spec.confirm.is_some())
+                .collect();
+            let mut add = |base: &TrialSpec, rank: u32, seed: u32| {
+                let id = plan::ConfirmId {
+                    batch_index: bi,
+                    rank,
+                    seed,
+                }
+                .encode();
+                let spec = id
+                    .filter(|&id| self.control.owns_extra(id))
+                    .and_then(|id| plan::confirm_trial(base, id, self.cfg.seed));
+                out.extend(spec);
+            };
+            match o.step {
+                ConfirmStep::SeedRound => {
+                    // per configuration (rank, its search trial): the next seed index
+                    let mut next: BTreeMap<(u32, u64), u32> = BTreeMap::new();
+                    for r in &confirmed {
+                        let m = r.spec.confirm.expect("filtered");
+                        let e = next.entry((m.rank, m.of)).or_insert(0);
+                        *e = (*e).max(m.seed + 1);
+                    }
+                    for ((rank, of), seed) in next {
+                        if let Some(base) = records.iter().find(|r| r.trial_id == of) {
+                            add(&base.spec, rank, seed);
+                        }
+                    }
+                }
+                ConfirmStep::NextConfig { rank } => {
+                    // as many seeds as the configurations already confirmed have (o.trials)
+                    let top = top_configs(&records, b, rank as usize + 1);
+                    if let Some(base) = top.get(rank as usize) {
+                        for seed in 0..o.trials as u32 {
+                            add(&base.spec, rank, seed);
+                        }
+                    }
+                }
+            }
+            left = left.saturating_sub(o.trials);
+        }
+        out
+    }
+
     fn next_until(&self, running: &HashMap<u64, TrialSpec>) -> Option<TrialSpec> {
         let rel = self.cfg.until?;
+        if self.cfg.preset.sweep.confirm.is_some() {
+            return None; // --until narrows the confirmed S(B) instead (`next_until_confirm`)
+        }
         let search_ids: HashSet<u64> = self
             .records
             .iter()
             .map(|r| &r.spec)
             .chain(running.values())
-            .filter(|s| s.repeat_of.is_none() && s.trial_id < WIDEN_ID_BASE)
+            .filter(|s| s.is_search() && s.trial_id < WIDEN_ID_BASE)
             .map(|s| s.trial_id)
             .collect();
         if search_ids.len() >= self.cfg.search_budget() {
@@ -197,7 +433,7 @@ impl Coordinator {
             let best = self
                 .records
                 .iter()
-                .filter(|r| r.spec.batch_size == b && r.spec.repeat_of.is_none())
+                .filter(|r| r.spec.batch_size == b && r.spec.is_search())
                 .filter_map(|r| {
                     r.outcome
                         .outcome
@@ -211,7 +447,7 @@ impl Coordinator {
                 let next_id = all
                     .iter()
                     .map(|s| s.trial_id)
-                    .filter(|&i| i >= plan::REPEAT_ID_BASE)
+                    .filter(|i| (plan::REPEAT_ID_BASE..plan::CONFIRM_ID_BASE).contains(i))
                     .max()
                     .map_or(plan::REPEAT_ID_BASE, |m| m + 1);
                 return Some(plan::repeat_of(&base.spec, next_id, self.cfg.seed));
@@ -219,4 +455,32 @@ impl Coordinator {
         }
         None
     }
+}
+
+/// The seeds of a `--until` step at `b` that are not logged (issue 42): every step leaves each
+/// confirmed configuration at a B with the same seeds 0 … T−1 (a seed round adds seed T to every
+/// one, a new configuration gets seeds 0 … T−1), so with T the largest seed logged + 1, every
+/// configuration's missing seeds below T are the unfinished step's. Empty: every step finished
+/// (a sweep resumed mid-step, or an array task whose peers are not done, places them again;
+/// nothing new is decided until they are logged).
+fn unfinished_step(records: &[TrialRecord], b: usize) -> Vec<(u32, u64, u32)> {
+    let mut seeds: BTreeMap<(u32, u64), BTreeSet<u32>> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.spec.batch_size == b) {
+        if let Some(m) = r.spec.confirm {
+            seeds.entry((m.rank, m.of)).or_default().insert(m.seed);
+        }
+    }
+    let t = seeds
+        .values()
+        .filter_map(|s| s.iter().next_back())
+        .max()
+        .map_or(0, |&m| m + 1);
+    seeds
+        .iter()
+        .flat_map(|(&(rank, of), have)| {
+            (0..t)
+                .filter(|j| !have.contains(j))
+                .map(move |j| (rank, of, j))
+        })
+        .collect()
 }

@@ -440,7 +440,7 @@ impl LiveState {
             .collect();
         let perfect_anchor = per_batch
             .iter()
-            .find_map(|p| p.steps.map(|s| (p.batch_size, s)));
+            .find_map(|p| p.readout_steps(last.readout).map(|s| (p.batch_size, s)));
         let a = Analysis {
             target,
             per_batch,

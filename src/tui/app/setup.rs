@@ -7,7 +7,7 @@ use crate::core::trial::DeviceSpec;
 pub use crate::sweep::overrides::Problem;
 use crate::sweep::overrides::SweepOverrides;
 use crate::sweep::SweepConfig;
-use crate::workload::spec::{Fuse, Metric, OptimizerKind, Precision, Preset};
+use crate::workload::spec::{ConfirmPlan, Fuse, Metric, OptimizerKind, Precision, Preset};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PresetEntry {
@@ -28,9 +28,10 @@ pub enum Field {
     Budget,
     Widen,
     Fuse,
+    Confirm,
 }
 
-pub const FIELDS: [Field; 11] = [
+pub const FIELDS: [Field; 12] = [
     Field::Optimizer,
     Field::Precision,
     Field::Devices,
@@ -42,6 +43,41 @@ pub const FIELDS: [Field; 11] = [
     Field::Budget,
     Field::Widen,
     Field::Fuse,
+    Field::Confirm,
+];
+
+/// The confirm stages the Setup field offers (issue 42; None = off), in order.
+pub const CONFIRM_CHOICES: [Option<ConfirmPlan>; 9] = [
+    None,
+    Some(ConfirmPlan {
+        configs: 1,
+        seeds: 5,
+    }),
+    Some(ConfirmPlan {
+        configs: 2,
+        seeds: 5,
+    }),
+    Some(ConfirmPlan {
+        configs: 3,
+        seeds: 3,
+    }),
+    Some(ConfirmPlan::DEFAULT),
+    Some(ConfirmPlan {
+        configs: 3,
+        seeds: 8,
+    }),
+    Some(ConfirmPlan {
+        configs: 3,
+        seeds: 10,
+    }),
+    Some(ConfirmPlan {
+        configs: 5,
+        seeds: 5,
+    }),
+    Some(ConfirmPlan {
+        configs: 3,
+        seeds: 20,
+    }),
 ];
 
 impl Field {
@@ -58,6 +94,7 @@ impl Field {
             Field::Budget => "step budget",
             Field::Widen => "widen search",
             Field::Fuse => "fused trials",
+            Field::Confirm => "confirm stage",
         }
     }
 
@@ -75,6 +112,7 @@ impl Field {
             "steps" | "eval_every" => Field::Budget,
             "widen" => Field::Widen,
             "fuse" => Field::Fuse,
+            "confirm" => Field::Confirm,
             _ => return None,
         })
     }
@@ -117,6 +155,8 @@ pub struct SetupState {
     pub widen: usize,
     /// `--fuse`: the trials of one batch size trained as one program (auto, off, or at most K).
     pub fuse: Fuse,
+    /// `--confirm KxR`: the confirm stage (issue 42; None = off), the preset's at first.
+    pub confirm: Option<ConfirmPlan>,
     /// The runs directory's cached layout calibrations (`sweep::layout::read_cache`, read when
     /// the app starts): the wall-time bound Setup shows before any run of the study exists.
     pub calibrations: std::collections::BTreeMap<String, crate::sweep::layout::Calibration>,
@@ -165,6 +205,7 @@ impl SetupState {
             budget: 0,
             widen: 0,
             fuse: Fuse::Auto,
+            confirm: Some(ConfirmPlan::DEFAULT),
             calibrations: Default::default(),
             calibrating: false,
         };
@@ -207,6 +248,7 @@ impl SetupState {
         self.concurrency_auto = p.sweep.auto_concurrency;
         self.widen = 0;
         self.fuse = p.sweep.fuse;
+        self.confirm = p.sweep.confirm;
         self.b_min = p.sweep.batch_sizes.iter().copied().min().unwrap_or(16);
         self.b_max = p.sweep.batch_sizes.iter().copied().max().unwrap_or(1024);
         let workers = p.sweep.workers.max(1);
@@ -302,6 +344,7 @@ impl SetupState {
             precision: Some(self.precision),
             target: Some(self.target),
             steps: budget_changed.then_some(self.budget),
+            confirm: Some(self.confirm),
             ..Default::default()
         }
     }
@@ -532,6 +575,21 @@ impl SetupState {
                     (Fuse::Members(k), true) => Fuse::Members((k + 1).min(max)),
                     (Fuse::Members(k), false) => Fuse::of_members(k - 1),
                 };
+            }
+            Field::Confirm => {
+                // a preset's own stage that is not a choice sits before the next larger one
+                let i = CONFIRM_CHOICES
+                    .iter()
+                    .position(|c| *c == self.confirm)
+                    .unwrap_or_else(|| {
+                        let n = self.confirm.map_or(0, |c| c.trials());
+                        CONFIRM_CHOICES
+                            .iter()
+                            .position(|c| c.map_or(0, |c| c.trials()) > n)
+                            .unwrap_or(CONFIRM_CHOICES.len())
+                            .saturating_sub(usize::from(up))
+                    });
+                self.confirm = CONFIRM_CHOICES[step_clamped(i, CONFIRM_CHOICES.len(), up)];
             }
         }
     }

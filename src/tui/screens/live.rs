@@ -86,8 +86,13 @@ fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
         marker: Marker::Braille,
     }
     .with_extras(vec![SeriesExtras {
-        // whiskers: the bootstrap interval of each batch size's best-of-K steps
-        intervals: a.per_batch.iter().map(|p| p.steps_ci).collect(),
+        // whiskers: the 95 % interval of each batch size's S(B) as the curve reads it (the
+        // best-of-K tail model, or the confirmed seed median's)
+        intervals: a
+            .per_batch
+            .iter()
+            .map(|p| p.readout_ci(a.readout))
+            .collect(),
         fit_uncertain: a.fit.as_ref().is_some_and(fit_uncertain),
     }]);
     frame.render_widget(chart, chart_area);
@@ -98,7 +103,11 @@ fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
 pub fn regime_line(a: &Analysis, th: &Theme, width: u16) -> Line<'static> {
     let spans = crate::tui::app::regime_spans(a);
     if spans.is_empty() {
-        let n = a.per_batch.iter().filter(|p| p.steps.is_some()).count();
+        let n = a
+            .per_batch
+            .iter()
+            .filter(|p| a.curve_steps(p).is_some())
+            .count();
         return Line::styled(
             if n < 2 {
                 "regimes appear once two batch sizes reach the target".to_string()

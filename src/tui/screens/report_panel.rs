@@ -122,7 +122,13 @@ fn number_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
                 th,
                 th.fit(),
             ));
-            lines.push(kv("   ", format!("r² {r2}"), th, th.dim()));
+            // which S(B) it read (issue 42): the confirmed seed medians or the best trials
+            let reads = match (report.readout, report.confirm.is_some()) {
+                (crate::core::analysis::Readout::Confirmed, _) => " · confirmed",
+                (_, true) => " · best trials",
+                _ => "",
+            };
+            lines.push(kv("   ", format!("r² {r2}{reads}"), th, th.dim()));
         }
         None => lines.push(kv(
             "fit",
@@ -203,26 +209,45 @@ fn running_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
 fn per_batch_lines(lines: &mut Vec<Line>, l: &LiveState, height: usize, th: &Theme) {
     let per_batch = &l.chart().per_batch;
     let room = height.saturating_sub(lines.len() + 2);
+    // the confirm stage (issue 42): the confirmed S(B) beside the best trial, ± its interval
+    let confirm = per_batch.iter().any(|p| p.confirmed.is_some());
     if room >= 2 && !per_batch.is_empty() {
-        lines.push(Line::styled(
+        let head = if confirm {
+            format!(
+                "{:>5} {:>6} {:>11} {:>4} {:>4} {:>4}",
+                "B", "best", "confirmed", "ok", "div", "nr"
+            )
+        } else {
             format!(
                 "{:>5} {:>7} {:>4} {:>4} {:>4}",
                 "B", "steps", "ok", "div", "nr"
-            ),
-            th.dim(),
-        ));
+            )
+        };
+        lines.push(Line::styled(head, th.dim()));
         for p in per_batch.iter().take(room - 1) {
             // † as in the text report: the best trial sits at the edge of the search space
             let edge = p.at_search_edge;
             let c = &p.counts;
+            let best = p
+                .steps
+                .map(|s| format!("{s}{}", if edge { "†" } else { "" }))
+                .unwrap_or_else(|| "–".into());
+            let cells = if confirm {
+                let conf = match &p.confirmed {
+                    Some(k) => match (k.steps, k.rel_half_width()) {
+                        (Some(s), Some(w)) => format!("{s}±{:.0}%", w * 100.0),
+                        (Some(s), None) => s.to_string(),
+                        (None, _) if !k.complete => "…".into(),
+                        (None, _) => "none".into(),
+                    },
+                    None => "–".into(),
+                };
+                format!("{:>5} {best:>6} {conf:>11} ", p.batch_size)
+            } else {
+                format!("{:>5} {best:>7} ", p.batch_size)
+            };
             lines.push(Line::from(vec![
-                Span::raw(format!(
-                    "{:>5} {:>7} ",
-                    p.batch_size,
-                    p.steps
-                        .map(|s| format!("{s}{}", if edge { "†" } else { "" }))
-                        .unwrap_or_else(|| "–".into())
-                )),
+                Span::raw(cells),
                 Span::styled(format!("{:>4}", c.reached), th.good()),
                 Span::styled(
                     format!(" {:>4}", c.diverged),

@@ -132,11 +132,19 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
     } else {
         Line::from(vec![
             Span::styled("Enter", th.key()),
-            Span::raw(format!(
-                " launch {} trial{} → Live",
-                s.total_trials(),
-                if s.total_trials() == 1 { "" } else { "s" }
-            )),
+            Span::raw(match s.confirm {
+                // the confirm stage's trials at most (fewer where fewer configurations reached)
+                Some(c) => format!(
+                    " launch {}+{} trials → Live",
+                    s.total_trials(),
+                    c.trials() * s.batch_sizes().len()
+                ),
+                None => format!(
+                    " launch {} trial{} → Live",
+                    s.total_trials(),
+                    if s.total_trials() == 1 { "" } else { "s" }
+                ),
+            }),
         ])
     });
     frame.render_widget(Paragraph::new(lines), inner);
@@ -280,6 +288,10 @@ fn field_value(app: &App, f: Field) -> String {
             s.widen,
             if s.widen == 1 { "" } else { "s" }
         ),
+        Field::Confirm => match s.confirm {
+            None => "off (best trial only)".into(),
+            Some(c) => format!("best {} × {} seeds", c.configs, c.seeds),
+        },
     }
 }
 

@@ -1,4 +1,5 @@
-//! Steps-to-target vs batch size on log-log axes (log2 B, log10 S): measured best points, the
+//! Steps-to-target vs batch size on log-log axes (log2 B, log10 S): the curve's points (the best
+//! trials, or the confirmed seed medians with the best trials as `○` beside them, issue 42), the
 //! perfect-scaling line from the smallest B that reached, the fitted S_min·(1 + B_crit/B) curve,
 //! and the segments between measured points coloured by regime. Batch sizes where no trial reached
 //! the target are drawn on the top edge: `×` when every finished trial diverged, `↑` when some ran
@@ -16,7 +17,7 @@ use ratatui::widgets::{Block, Widget};
 
 use super::log_axis::{log10_bounds, log10_ticks, log2_bounds, pow2_ticks};
 use super::{centered_note, draw_axes, PlotArea};
-use crate::core::analysis::Analysis;
+use crate::core::analysis::{Analysis, Readout};
 use crate::tui::theme::Theme;
 
 /// One sweep on the chart.
@@ -70,9 +71,14 @@ impl<'a> ScalingChart<'a> {
         let mut ss: Vec<f64> = Vec::new();
         for (si, s) in self.series.iter().enumerate() {
             let ex = extras.get(si).unwrap_or(&none);
-            for (i, p) in s.analysis.per_batch.iter().enumerate() {
+            let a = s.analysis;
+            for (i, p) in a.per_batch.iter().enumerate() {
                 bs.push(p.batch_size);
-                if let Some(st) = p.steps {
+                if a.readout == Readout::Confirmed {
+                    // the best trials are drawn beside the confirmed curve
+                    ss.extend(p.steps.map(|st| st as f64));
+                }
+                if let Some(st) = a.curve_steps(p) {
                     ss.push(st as f64);
                     if let Some(Some([lo, hi])) = ex.intervals.get(i) {
                         ss.extend([*lo as f64, *hi as f64].into_iter().filter(|v| *v > 0.0));
@@ -119,6 +125,10 @@ fn patterned(ctx: &mut Context, a: (f64, f64), b: (f64, f64), color: Color, p: P
         }
     }
 }
+
+/// Where a series reads the confirmed S(B) (issue 42), its best trials (the paper's readout) are
+/// drawn with this mark beside the confirmed points.
+pub const BEST_TRIAL_MARK: &str = "○";
 
 fn lx(b: f64) -> f64 {
     b.max(1e-9).log2()
@@ -222,7 +232,9 @@ impl Widget for ScalingChartWith<'_> {
                     }
                     // whiskers: the interval of S at each batch size
                     for (i, p) in a.per_batch.iter().enumerate() {
-                        let (Some(_), Some(Some([lo, hi]))) = (p.steps, ex.intervals.get(i)) else {
+                        let (Some(_), Some(Some([lo, hi]))) =
+                            (a.curve_steps(p), ex.intervals.get(i))
+                        else {
                             continue;
                         };
                         if *lo == 0 || hi <= lo {
@@ -241,7 +253,7 @@ impl Widget for ScalingChartWith<'_> {
                     let pts: Vec<(usize, f64)> = a
                         .per_batch
                         .iter()
-                        .filter_map(|p| p.steps.map(|st| (p.batch_size, st as f64)))
+                        .filter_map(|p| a.curve_steps(p).map(|st| (p.batch_size, st as f64)))
                         .collect();
                     for w in pts.windows(2) {
                         let color = if regimes {
@@ -272,18 +284,25 @@ impl Widget for ScalingChartWith<'_> {
 /// Points and failure marks (↑ not reached, × failed) on top of the canvas, in cells.
 fn draw_marks(buf: &mut Buffer, pa: &PlotArea, series: &[ScalingSeries<'_>], th: &Theme) {
     for s in series {
-        for p in &s.analysis.per_batch {
+        let a = s.analysis;
+        for p in &a.per_batch {
             let x = lx(p.batch_size as f64);
             let style = Style::default()
                 .fg(s.color)
                 .add_modifier(ratatui::style::Modifier::BOLD);
-            match p.steps {
+            if a.readout == Readout::Confirmed {
+                // the best trial (the paper's readout) under the confirmed point
+                if let Some((c, r)) = p.steps.and_then(|st| pa.cell(x, ly(st as f64))) {
+                    buf.set_string(c, r, BEST_TRIAL_MARK, Style::default().fg(s.color));
+                }
+            }
+            match a.curve_steps(p) {
                 Some(st) => {
                     if let Some((c, r)) = pa.cell(x, ly(st as f64)) {
                         buf.set_string(c, r, s.marker, style);
                     }
                 }
-                None if p.counts.trials > p.counts.cancelled => {
+                None if p.steps.is_none() && p.counts.trials > p.counts.cancelled => {
                     let mark = if p.counts.not_reached > 0 {
                         "↑"
                     } else {
@@ -312,13 +331,24 @@ fn draw_legend(
             .first()
             .map(|s| s.color)
             .unwrap_or(Color::Reset);
+        let confirmed = chart
+            .series
+            .first()
+            .is_some_and(|s| s.analysis.readout == Readout::Confirmed);
         lines.push(TextLine::styled(
             format!(
-                "{} best S",
-                chart.series.first().map(|s| s.marker).unwrap_or("●")
+                "{} {}",
+                chart.series.first().map(|s| s.marker).unwrap_or("●"),
+                if confirmed { "confirmed S" } else { "best S" }
             ),
             Style::default().fg(color),
         ));
+        if confirmed {
+            lines.push(TextLine::styled(
+                format!("{BEST_TRIAL_MARK} best trial"),
+                Style::default().fg(color),
+            ));
+        }
         let uncertain = extras.first().is_some_and(|e| e.fit_uncertain);
         let fit = match (th.color, uncertain) {
             (_, true) => "╌╌ fit (uncertain)",
@@ -342,6 +372,16 @@ fn draw_legend(
             lines.push(TextLine::styled(
                 format!("{} {}", s.marker, s.name),
                 Style::default().fg(s.color),
+            ));
+        }
+        if chart
+            .series
+            .iter()
+            .any(|s| s.analysis.readout == Readout::Confirmed)
+        {
+            lines.push(TextLine::styled(
+                format!("{BEST_TRIAL_MARK} best trial (others: confirmed)"),
+                th.dim(),
             ));
         }
     }

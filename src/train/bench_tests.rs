@@ -1,0 +1,172 @@
+//! Tests of `bench` (their own file: bench.rs stays under the line limit).
+
+use super::*;
+
+#[test]
+fn parses_the_peer_line() {
+    let l = "jax mlp784-256-10 batch=32 examples_per_s=33135 ms_per_step=0.966 final_loss=0.0003";
+    assert_eq!(parse_examples_per_s(l), Some(33135.0));
+    assert_eq!(parse_examples_per_s("jax failed"), None);
+}
+
+/// The small-CNN and char-LSTM steps are the presets' models and optimizers (the JAX peers
+/// jax_small_cnn_step.py and jax_char_lstm_step.py hard-code the same).
+#[test]
+fn the_step_cases_are_the_presets_models() {
+    use crate::workload::load::find_preset;
+    let (_, cnn) = find_preset("mnist-cnn-sgd").unwrap();
+    let c = StepCase::small_cnn();
+    let w = &cnn.workload;
+    assert_eq!(w.model, c.spec);
+    assert_eq!(w.optimizer, c.optimizer);
+    assert_eq!(w.defaults.learning_rate, c.metaparams.learning_rate);
+    assert_eq!(w.grad_clip, c.clip);
+    // MNIST's 28×28, average-pooled 2×2
+    assert_eq!(w.dataset.as_ref().unwrap().downsample, Some(2));
+    let s = c.shape;
+    assert_eq!((s.channels, s.height, s.width, s.classes), (1, 14, 14, 10));
+
+    let (_, lstm) = find_preset("shakespeare-lstm-adam").unwrap();
+    let c = StepCase::char_lstm();
+    let w = &lstm.workload;
+    assert_eq!(w.model, c.spec);
+    assert_eq!(w.optimizer, c.optimizer);
+    assert_eq!(w.grad_clip, c.clip);
+    let (d, m) = (&w.defaults, &c.metaparams);
+    assert_eq!(
+        (d.learning_rate, d.momentum, d.beta2, d.epsilon),
+        (m.learning_rate, m.momentum, m.beta2, m.epsilon)
+    );
+    assert_eq!(w.dataset.as_ref().unwrap().seq_len, c.shape.seq_len);
+    assert_eq!((c.shape.vocab, c.shape.seq_len), (256, 32));
+}
+
+/// The small CNN's training FLOPs per example, by hand: conv 14·14·1·25·8 and 7·7·8·25·16
+/// multiply-adds, dense 3·3·16·32 and 32·10, × 2 for a multiply-add, × 3 with the backward.
+#[test]
+fn flops_per_example_of_the_small_cnn() {
+    let c = StepCase::small_cnn();
+    let fwd = 2.0 * (14 * 14 * 25 * 8 + 7 * 7 * 8 * 25 * 16 + 3 * 3 * 16 * 32 + 32 * 10) as f64;
+    assert_eq!(train_flops_per_example(&c.spec, c.shape), Some(3.0 * fwd));
+    let lstm = StepCase::char_lstm();
+    assert_eq!(train_flops_per_example(&lstm.spec, lstm.shape), None);
+}
+
+/// A fused group's step through the bench path (K members, clipping per member) runs.
+#[test]
+fn fused_groups_of_both_step_cases_train() {
+    let dev = Default::default();
+    for case in [StepCase::small_cnn(), StepCase::char_lstm()] {
+        let eps = case_group_examples_per_s::<super::super::runner::CpuTrain>(
+            &case,
+            3,
+            2,
+            1,
+            2,
+            Precision::Fp32,
+            &dev,
+        );
+        assert!(eps.is_finite() && eps > 0.0, "{case:?}");
+    }
+    assert!(machine_sgemm_gflops() > 0.0);
+}
+
+#[test]
+fn clipping_scales_to_the_clip_norm_and_only_above_it() {
+    assert_eq!(clip_factor(4.0, 1.0), 0.5); // |g| = 2
+    assert_eq!(clip_factor(0.25, 1.0), 1.0);
+    assert_eq!(clip_factor(1.0, 1.0), 1.0);
+    assert_eq!(clip_factor(f64::NAN, 1.0), 1.0);
+    assert_eq!(clip_factor(f64::INFINITY, 1.0), 1.0);
+}
+
+#[test]
+fn the_small_cnn_and_char_lstm_steps_train() {
+    let dev = Default::default();
+    for case in [StepCase::small_cnn(), StepCase::char_lstm()] {
+        let eps = case_examples_per_s::<super::super::runner::CpuTrain>(
+            &case,
+            3,
+            1,
+            2,
+            Precision::Fp32,
+            &dev,
+        );
+        assert!(eps.is_finite() && eps > 0.0, "{case:?}");
+    }
+}
+
+/// Not a test: writes our small CNN's and char-LSTM's initial parameters, a batch and our
+/// logits and loss to $SCALING_LAB_PEER_CHECK_DIR (small-cnn.json, char-lstm.json) for
+/// `benches/peers/check_models.py`, which runs the JAX peers' models on the same parameters
+/// and input and compares (docs/speed.md).
+#[test]
+#[ignore = "writes files for benches/peers/check_models.py"]
+fn dump_models_for_the_jax_check() {
+    use burn::backend::Flex;
+    let dir = std::env::var_os("SCALING_LAB_PEER_CHECK_DIR")
+        .expect("set SCALING_LAB_PEER_CHECK_DIR to the output directory");
+    let dir = std::path::PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let dev = Default::default();
+    // parameters carry the member axis ([1, …] here): flat in row-major order as before
+    fn flat<const D: usize>(t: Tensor<Flex, D>) -> Vec<f32> {
+        t.into_data().to_vec::<f32>().unwrap()
+    }
+    let v1 = |t: Tensor<Flex, 1>| flat(t);
+    for case in [StepCase::small_cnn(), StepCase::char_lstm()] {
+        let net = Net::<Flex>::init(&case.spec, case.shape, 7, &dev).unwrap();
+        let batch = case.batches::<Flex>(5, &dev).swap_remove(0);
+        let (logits, _) = net.logits(&batch, &Ctx::fp32());
+        let loss = v1(net.loss(&batch, &Ctx::fp32()))[0];
+        let (name, params, x, y) = match (&net, &batch) {
+            (Net::Cnn(c), Batch::Images { x, y }) => (
+                "small-cnn",
+                serde_json::json!({
+                    "c1": flat(c.conv1.w.val()), "b1": flat(c.conv1.b.val()),
+                    "c2": flat(c.conv2.w.val()), "b2": flat(c.conv2.b.val()),
+                    "w3": flat(c.fc.w.val()), "b3": flat(c.fc.b.val()),
+                    "w4": flat(c.out.w.val()), "b4": flat(c.out.b.val()),
+                }),
+                serde_json::json!(x.clone().into_data().to_vec::<f32>().unwrap()),
+                y.clone().into_data().iter::<i64>().collect::<Vec<_>>(),
+            ),
+            (Net::CharLstm(m), Batch::Text { x, y }) => (
+                "char-lstm",
+                serde_json::json!({
+                    "embed": flat(m.embed.val()),
+                    "wx": flat(m.wx.w.val()), "bx": flat(m.wx.b.val()),
+                    "wh": flat(m.wh.w.val()),
+                    "wo": flat(m.out.w.val()), "bo": flat(m.out.b.val()),
+                }),
+                serde_json::json!(x.clone().into_data().iter::<i64>().collect::<Vec<_>>()),
+                y.clone().into_data().iter::<i64>().collect::<Vec<_>>(),
+            ),
+            _ => unreachable!(),
+        };
+        let out = serde_json::json!({
+            "shape": [case.shape.channels, case.shape.height, case.shape.width],
+            "seq_len": case.shape.seq_len,
+            "params": params,
+            "x": x,
+            "y": y,
+            "logits": flat(logits),
+            "loss": loss,
+        });
+        std::fs::write(dir.join(format!("{name}.json")), out.to_string()).unwrap();
+    }
+}
+
+#[test]
+fn the_paper_cnn_trains_and_reports_a_finite_rate() {
+    let dev = Default::default();
+    let eps = step_examples_per_s::<super::super::runner::CpuTrain>(
+        &cnn_paper_spec(),
+        4,
+        1,
+        2,
+        Precision::Fp32,
+        &dev,
+    );
+    assert!(eps.is_finite() && eps > 0.0);
+}
