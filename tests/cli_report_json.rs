@@ -136,7 +136,7 @@ fn sweep_json_validates_and_matches_report_json() {
     assert_valid(&sweep, "sweep --json");
     assert!(sweep["projections"].is_array(), "{sweep}");
     // 6 search trials and the confirm stage (issue 42): 5 fresh seeds of each B's best ≤ 3
-    // configurations that reached
+    // configurations that reached, or that early stopping cut before they could
     let confirm: u64 = sweep["analysis"]["per_batch"]
         .as_array()
         .unwrap()
@@ -151,7 +151,7 @@ fn sweep_json_validates_and_matches_report_json() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| p["reached"].as_u64().unwrap().min(3) * 5)
+        .map(|p| (p["reached"].as_u64().unwrap() + p["early_stopped"].as_u64().unwrap()).min(3) * 5)
         .sum();
     assert_eq!(confirm, reached, "{sweep}");
     assert_eq!(sweep["trials_done"], 6 + confirm);

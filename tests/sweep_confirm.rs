@@ -118,14 +118,35 @@ fn the_best_configurations_rerun_with_fresh_seeds_after_their_search_never_cut()
     let search_seeds: HashSet<u64> = search.iter().map(|t| t.spec.seed).collect();
     let mut cut_would_have = 0;
     for (bi, &b) in cfg.batch_sizes.iter().enumerate() {
-        // the search's best ≤ 3 configurations that reached, best first
+        // the search's best ≤ 3 configurations that reached, best first, then those early
+        // stopping cut before they could, by their metric at the cut
         let mut reached: Vec<(u64, u64)> = search
             .iter()
             .filter(|t| t.spec.batch_size == b)
             .filter_map(|t| Some((t.outcome.outcome.steps_to_target()?, t.trial_id)))
             .collect();
         reached.sort_unstable();
-        let top: Vec<u64> = reached.iter().take(3).map(|x| x.1).collect();
+        let mut cut: Vec<(f64, u64)> = search
+            .iter()
+            .filter(|t| t.spec.batch_size == b)
+            .filter(|t| {
+                matches!(
+                    t.outcome.outcome,
+                    Outcome::NotReached {
+                        early_stopped: true,
+                        ..
+                    }
+                )
+            })
+            .filter_map(|t| Some((t.outcome.evals.last()?.metric, t.trial_id)))
+            .collect();
+        cut.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let top: Vec<u64> = reached
+            .iter()
+            .map(|x| x.1)
+            .chain(cut.iter().map(|x| x.1))
+            .take(3)
+            .collect();
         let at_b: Vec<&&TrialRecord> = confirm.iter().filter(|t| t.spec.batch_size == b).collect();
         assert_eq!(at_b.len(), top.len() * 5, "B = {b}");
         for t in &at_b {
@@ -239,8 +260,8 @@ fn the_confirm_stage_is_the_same_however_the_trials_finish() {
 fn until_adds_seed_rounds_where_the_confirmed_interval_is_wide_and_resume_reproduces_it() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path());
-    cfg.until = Some(0.12);
-    cfg.max_trials = Some(200);
+    cfg.until = Some(0.2);
+    cfg.max_trials = Some(300);
     let (res, _) = run(cfg.clone(), 0);
     let log = read_run_log(&res.log_path).unwrap();
     let report = scaling_lab::report::of_sweep(&res, &Default::default());
@@ -253,15 +274,15 @@ fn until_adds_seed_rounds_where_the_confirmed_interval_is_wide_and_resume_reprod
         rounds += runs[0] - 5;
         match p.until {
             Some(UntilStatus::Met) => {
-                assert!(c.rel_half_width().unwrap() <= 0.12, "{c:?}")
+                assert!(c.rel_half_width().unwrap() <= 0.2, "{c:?}")
             }
             Some(_) => assert!(p.until_reason.is_some(), "{p:?}"),
             None => panic!("no --until status at B = {}", p.batch_size),
         }
     }
-    assert!(rounds > 0, "--until added no seed");
+    assert!(rounds > 0, "--until added no seed:\n{}", report.text());
     let used = log.trials.len();
-    assert!(used <= 200, "{used} trials, budget 200");
+    assert!(used <= 300, "{used} trials, budget 300");
     // the text says which interval --until narrowed
     let met = report
         .analysis

@@ -223,18 +223,72 @@ pub fn interval(
     })
 }
 
-/// The configurations the confirm stage re-runs at batch size `b`: the search trials there that
-/// reached the sweep's goal, best first (fewest steps, ties to the lower id), at most `k`.
-/// Repeats and confirm trials are not candidates; a pure function of the records (resume and
-/// every array task derive the same ranking).
+/// The configurations the confirm stage re-runs at batch size `b`, best first, at most `k`: the
+/// search trials there that reached the sweep's goal (fewest steps, ties to the lower id), then
+/// those early stopping cut before they could (they had not reached by their B's best step
+/// count: a fused group cuts every member at the first member's reach), by their validation
+/// metric at the cut (closest to the target first, ties to the lower id). Diverged trials and
+/// trials that ran out their budget are not candidates, nor are repeats and confirm trials; a
+/// pure function of the records (resume and every array task derive the same ranking).
 pub fn top_configs(trials: &[TrialRecord], b: usize, k: usize) -> Vec<&TrialRecord> {
-    let mut v: Vec<(u64, &TrialRecord)> = super::per_batch::dedup_trials(trials)
+    let mut v: Vec<(Rank, &TrialRecord)> = super::per_batch::dedup_trials(trials)
         .into_iter()
         .filter(|t| t.spec.batch_size == b && t.spec.is_search())
-        .filter_map(|t| t.outcome.outcome.steps_to_target().map(|s| (s, t)))
+        .filter_map(|t| rank(t).map(|r| (r, t)))
         .collect();
-    v.sort_by_key(|&(s, t)| (s, t.trial_id));
+    v.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.trial_id.cmp(&b.1.trial_id)));
     v.into_iter().take(k).map(|x| x.1).collect()
+}
+
+/// Where a search trial stands among the confirm stage's candidates (None: not one).
+enum Rank {
+    Reached(u64),
+    Cut(f64),
+}
+
+impl PartialEq for Rank {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Rank {}
+
+impl PartialOrd for Rank {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Rank {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        use std::cmp::Ordering::*;
+        match (self, other) {
+            (Rank::Reached(a), Rank::Reached(b)) => a.cmp(b),
+            (Rank::Cut(a), Rank::Cut(b)) => a.total_cmp(b),
+            (Rank::Reached(_), Rank::Cut(_)) => Less,
+            (Rank::Cut(_), Rank::Reached(_)) => Greater,
+        }
+    }
+}
+
+fn rank(t: &TrialRecord) -> Option<Rank> {
+    if let Some(s) = t.outcome.outcome.steps_to_target() {
+        return Some(Rank::Reached(s));
+    }
+    match t.outcome.outcome {
+        crate::core::Outcome::NotReached {
+            early_stopped: true,
+            ..
+        } => t
+            .outcome
+            .evals
+            .last()
+            .map(|e| e.metric)
+            .filter(|m| m.is_finite())
+            .map(Rank::Cut),
+        _ => None,
+    }
 }
 
 /// The per-B seed of the confirm interval's draws (the same records give the same interval).
@@ -242,13 +296,12 @@ pub fn confirm_seed(batch_size: usize) -> u64 {
     crate::core::splitmix64(0xc0f1_4242_u64 ^ batch_size as u64)
 }
 
-/// Search trials at `b` that reached the sweep's goal (what the confirm stage chooses from).
+/// Search trials at `b` the confirm stage can choose from ([`top_configs`]' candidates).
 fn reached_goal(observed: &Observed, b: usize) -> usize {
-    observed.search.get(&b).map_or(0, |v| {
-        v.iter()
-            .filter(|(t, _)| t.outcome.outcome.steps_to_target().is_some())
-            .count()
-    })
+    observed
+        .search
+        .get(&b)
+        .map_or(0, |v| v.iter().filter(|(t, _)| rank(t).is_some()).count())
 }
 
 /// The spacing of the evaluation grid where a seed met the target: ln(step / the evaluation

@@ -404,7 +404,7 @@ pub fn case_group_examples_per_s<B: AutodiffBackend>(
         }
         // synchronise (asynchronous backends): read the last loss back
         if let Some(l) = last {
-            let _ = l.into_scalar();
+            let _ = l.sum().into_scalar();
         }
         m
     };
