@@ -81,7 +81,7 @@ fn parallelism(members: usize, m: usize, n: usize, k: usize) -> gemm::Parallelis
 
 /// dst[m×n] = lhs[m×k] · rhs[k×n] with explicit strides (row stride, column stride).
 #[allow(clippy::too_many_arguments)]
-fn matmul(
+pub(super) fn matmul(
     m: usize,
     n: usize,
     k: usize,

@@ -35,42 +35,12 @@ fn gemm_to(
     (rrs, rcs): (isize, isize),
     par: bool,
 ) {
-    assert!(dst.len() >= m * n);
-    debug_assert!(
-        m == 0 || k == 0 || ((m - 1) as isize * lrs + (k - 1) as isize * lcs) < lhs.len() as isize
-    );
-    debug_assert!(
-        k == 0 || n == 0 || ((k - 1) as isize * rrs + (n - 1) as isize * rcs) < rhs.len() as isize
-    );
     let parallelism = if par && m * n * k >= 192 * 192 * 192 {
         gemm::Parallelism::Rayon(0)
     } else {
         gemm::Parallelism::None
     };
-    // SAFETY: the operands cover the strided extents (the callers' shapes; asserted above).
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            lhs.as_ptr(),
-            lcs,
-            lrs,
-            rhs.as_ptr(),
-            rcs,
-            rrs,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            parallelism,
-        );
-    }
+    super::conv::matmul(m, n, k, dst, lhs, (lrs, lcs), rhs, (rrs, rcs), parallelism);
 }
 
 /// Runs `f(member, part)` over the members' equal parts of `out`: in parallel over the members
