@@ -439,6 +439,10 @@ mod tests {
             (3, 3, 8, 8, 2, 5, 3),
             (2, 1, 4, 6, 4, 2, 1),
             (3, 2, 7, 7, 8, 16, 5),
+            // several tasks per member (the kernel cuts a member's images into chunks of ~256
+            // KiB of columns: 13 here, then 6), an uneven last chunk
+            (2, 20, 14, 14, 1, 8, 5),
+            (1, 31, 7, 7, 8, 16, 5),
         ] {
             let mut rng = StdRng::seed_from_u64(7 + (n * h * w * cin * k) as u64);
             let layers: Vec<ConvPool<Ad>> = (0..members)
@@ -488,6 +492,49 @@ mod tests {
                 assert!(max_abs_diff(&gb0, &gb) < 1e-4, "{case:?} path {path}: d/db");
             }
         }
+    }
+
+    /// The CPU conv block's numbers do not depend on the threads or on the group: on 1 thread and
+    /// on the default pool, and a member of a 2-member group against the same layer alone, the
+    /// outputs and every gradient are bitwise equal (several tasks per member).
+    #[test]
+    fn the_conv_kernel_is_bitwise_the_same_on_any_threads_and_in_a_group() {
+        let dev = Default::default();
+        let (n, h, w, cin, cout, k) = (20, 7, 7, 8, 16, 5);
+        let mut rng = StdRng::seed_from_u64(11);
+        let a = ConvPool::<Ad>::new(&mut rng, cin, cout, k, &dev);
+        let b = ConvPool::<Ad>::new(&mut rng, cin, cout, k, &dev);
+        let xa = uniform(&mut rng, n * h * w * cin, 1.0);
+        let xb = uniform(&mut rng, n * h * w * cin, 1.0);
+        let pa = uniform(&mut rng, n * (h / 2) * (w / 2) * cout, 1.0);
+        let pb = uniform(&mut rng, n * (h / 2) * (w / 2) * cout, 1.0);
+        let run = |layer: &ConvPool<Ad>, xs: Vec<f32>, ps: Vec<f32>, kn: usize| {
+            let x = Tensor::<Ad, 4>::from_data(TensorData::new(xs, [kn, h, w, cin]), &dev)
+                .require_grad();
+            let p = Tensor::<Ad, 4>::from_data(TensorData::new(ps, [kn, h / 2, w / 2, cout]), &dev);
+            let y = layer.forward(x.clone(), &Ctx::fp32());
+            let g = (y.clone() * p).sum().backward();
+            (
+                vals(y.inner()),
+                vals(x.grad(&g).unwrap()),
+                vals(layer.w.val().grad(&g).unwrap()),
+                vals(layer.b.val().grad(&g).unwrap()),
+            )
+        };
+        let alone = run(&a, xa.clone(), pa.clone(), n);
+        let one_thread = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| run(&a, xa.clone(), pa.clone(), n));
+        assert_eq!(alone, one_thread, "1 thread against the default pool");
+        let group = crate::model::stack_members(vec![a.clone(), b]);
+        let both = run(&group, [xa, xb].concat(), [pa, pb].concat(), 2 * n);
+        let first = |v: &Vec<f32>| v[..v.len() / 2].to_vec();
+        assert_eq!(alone.0, first(&both.0), "values");
+        assert_eq!(alone.1, first(&both.1), "d/dx");
+        assert_eq!(alone.2, first(&both.2), "d/dw");
+        assert_eq!(alone.3, first(&both.3), "d/db");
     }
 
     #[test]
