@@ -324,7 +324,8 @@ mod tests {
     fn the_lstm_layer_kernel_matches_the_step_by_step_generic_ops() {
         let dev = Default::default();
         let mut rng = StdRng::seed_from_u64(9);
-        for &(k, n, t, h) in &[(1, 3, 5, 4), (3, 4, 7, 8), (2, 1, 1, 3)] {
+        // (2, 150, …): three tasks of at most 64 sequences per member, an uneven last one
+        for &(k, n, t, h) in &[(1, 3, 5, 4), (3, 4, 7, 8), (2, 1, 1, 3), (2, 150, 3, 4)] {
             let xg = super::super::layers::uniform(&mut rng, k * n * t * 4 * h, 1.5);
             let wh = super::super::layers::uniform(&mut rng, k * h * 4 * h, 0.7);
             let probe = super::super::layers::uniform(&mut rng, k * n * t * h, 1.0);
@@ -375,5 +376,52 @@ mod tests {
                 }
             }
         }
+    }
+    /// The layer kernel's numbers do not depend on the threads or on the group: on 1 thread and on
+    /// the default pool, and a member of a 2-member group against the same member alone, the
+    /// hidden states and both gradients are bitwise equal (several tasks per member).
+    #[test]
+    fn the_lstm_layer_kernel_is_bitwise_the_same_on_any_threads_and_in_a_group() {
+        let dev = Default::default();
+        let mut rng = StdRng::seed_from_u64(21);
+        let (n, t, h) = (150, 4, 8);
+        let xg = super::super::layers::uniform(&mut rng, 2 * n * t * 4 * h, 1.5);
+        let wh = super::super::layers::uniform(&mut rng, 2 * h * 4 * h, 0.7);
+        let probe = super::super::layers::uniform(&mut rng, 2 * n * t * h, 1.0);
+        let run = |k: usize| {
+            let x = Tensor::<Ad, 4>::from_data(
+                TensorData::new(xg[..k * n * t * 4 * h].to_vec(), [k, n, t, 4 * h]),
+                &dev,
+            )
+            .require_grad();
+            let w = Tensor::<Ad, 3>::from_data(
+                TensorData::new(wh[..k * h * 4 * h].to_vec(), [k, h, 4 * h]),
+                &dev,
+            )
+            .require_grad();
+            let p = Tensor::<Ad, 4>::from_data(
+                TensorData::new(probe[..k * n * t * h].to_vec(), [k, n, t, h]),
+                &dev,
+            );
+            let hs = kernels::lstm_layer(x.clone(), w.clone()).expect("the CPU kernel");
+            let g = (hs.clone() * p).sum().backward();
+            (
+                vals(hs.inner()),
+                vals(x.grad(&g).unwrap()),
+                vals(w.grad(&g).unwrap()),
+            )
+        };
+        let alone = run(1);
+        let one_thread = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| run(1));
+        assert_eq!(alone, one_thread, "1 thread against the default pool");
+        let both = run(2);
+        let first = |v: &Vec<f32>| v[..v.len() / 2].to_vec();
+        assert_eq!(alone.0, first(&both.0), "h");
+        assert_eq!(alone.1, first(&both.1), "d/dxg");
+        assert_eq!(alone.2, first(&both.2), "d/dwh");
     }
 }

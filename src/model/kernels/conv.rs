@@ -22,9 +22,8 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::Flex;
 use burn::tensor::ops::FloatTensor;
 use burn_flex::FlexTensor;
-use rayon::prelude::*;
 
-use super::{contiguous, tensor_of, threads, values, Ad, Buf};
+use super::{contiguous, run_tasks, split_parts, tensor_of, values, Ad, Buf};
 
 /// Shapes of one conv block call.
 #[derive(Clone, Copy, Debug)]
@@ -92,30 +91,6 @@ fn tasks(d: &Dims) -> Vec<(usize, usize, usize)> {
         }
     }
     out
-}
-
-/// Cuts `all` into consecutive parts of `per × images` elements, one per task.
-fn split_per_task<'a, T>(
-    mut all: &'a mut [T],
-    tasks: &[(usize, usize, usize)],
-    per: usize,
-) -> Vec<&'a mut [T]> {
-    let mut parts = Vec::with_capacity(tasks.len());
-    for &(_, _, c) in tasks {
-        let (head, rest) = std::mem::take(&mut all).split_at_mut(c * per);
-        parts.push(head);
-        all = rest;
-    }
-    parts
-}
-
-/// Runs `f` on every item, in parallel when the pool has threads; the results in item order.
-fn run_tasks<I: Send, T: Send>(items: Vec<I>, f: impl Fn(I) -> T + Sync + Send) -> Vec<T> {
-    if items.len() > 1 && threads() > 1 {
-        items.into_par_iter().map(f).collect()
-    } else {
-        items.into_iter().map(f).collect()
-    }
 }
 
 /// dst[m×n] = lhs[m×k] · rhs[k×n] with explicit strides (row stride, column stride).
@@ -413,8 +388,14 @@ pub(super) fn forward(
     let work: Vec<_> = tasks
         .iter()
         .copied()
-        .zip(split_per_task(&mut out, &tasks, pooled_img))
-        .zip(split_per_task(&mut arg, &tasks, pooled_img))
+        .zip(split_parts(
+            &mut out,
+            tasks.iter().map(|t| t.2 * pooled_img),
+        ))
+        .zip(split_parts(
+            &mut arg,
+            tasks.iter().map(|t| t.2 * pooled_img),
+        ))
         .collect();
     run_tasks(work, |(((m, i0, c), out_t), arg_t)| {
         let part = Dims { n: c, ..d };
@@ -480,7 +461,7 @@ fn backward(
     let tasks = tasks(&d);
     let mut dx = want_x.then(|| vec![0.0f32; d.members * d.n * img_in]);
     let dx_parts: Vec<Option<&mut [f32]>> = match dx.as_mut() {
-        Some(all) => split_per_task(all, &tasks, img_in)
+        Some(all) => split_parts(all, tasks.iter().map(|t| t.2 * img_in))
             .into_iter()
             .map(Some)
             .collect(),

@@ -16,7 +16,7 @@ use burn::tensor::ops::FloatTensor;
 use burn_flex::FlexTensor;
 
 use super::vmath::{self, simd_dispatch};
-use super::{contiguous, tensor_of, values, Ad, Buf};
+use super::{contiguous, run_tasks, split_parts, tensor_of, values, Ad, Buf};
 
 #[derive(Clone, Debug)]
 pub(super) struct Saved {
@@ -200,9 +200,9 @@ pub(super) struct LayerSaved {
     n: usize,
     t: usize,
     h: usize,
-    /// Per member, step and row: i, f, o, u, tanh c (5·H).
+    /// Per task (member and its rows, [`tasks`]), then step and row: i, f, o, u, tanh c (5·H).
     acts: Arc<Buf>,
-    /// Per member, step and row: c_t (H).
+    /// Per task, step and row: c_t (H).
     cells: Arc<Buf>,
     /// The layer's output (h_t per member, row and step): h_{t−1} for dW_h.
     hs: FlexTensor,
@@ -381,6 +381,27 @@ fn layer_member_back(
     }
 }
 
+/// Rows (sequences) of the batch per task. The recurrence of one sequence never reads another's,
+/// so a member's batch is cut into tasks of at most this many rows, run in parallel when the pool
+/// has threads — a single trial's layer then uses the cores too. The cut depends on the shapes
+/// only: a member's dW_h is summed over its tasks in one order whatever the members or threads.
+const TASK_ROWS: usize = 64;
+
+/// Every task of a call as (member, first row, rows), member-major and in row order. Per task
+/// the activations and cells are one contiguous block, step-major inside it.
+fn tasks(k: usize, n: usize) -> Vec<(usize, usize, usize)> {
+    let mut out = Vec::new();
+    for m in 0..k {
+        let mut r = 0;
+        while r < n {
+            let c = TASK_ROWS.min(n - r);
+            out.push((m, r, c));
+            r += c;
+        }
+    }
+    out
+}
+
 /// The LSTM layer's forward pass over every step: xg [K, N, T, 4H], wh [K, H, 4H] → hs
 /// [K, N, T, H] (and, with `keep`, what the backward pass needs).
 pub(super) fn layer_forward(
@@ -397,29 +418,28 @@ pub(super) fn layer_forward(
     let mut acts = Buf::new(k * t * n * 5 * h);
     let mut cells = Buf::new(k * t * n * h);
     {
-        let work: Vec<_> = hs
-            .chunks_mut(n * t * h)
-            .zip(acts.chunks_mut(t * n * 5 * h))
-            .zip(cells.chunks_mut(t * n * h))
-            .enumerate()
+        let tasks = tasks(k, n);
+        let work: Vec<_> = tasks
+            .iter()
+            .copied()
+            .zip(split_parts(&mut hs, tasks.iter().map(|x| x.2 * t * h)))
+            .zip(split_parts(
+                &mut acts,
+                tasks.iter().map(|x| x.2 * t * 5 * h),
+            ))
+            .zip(split_parts(&mut cells, tasks.iter().map(|x| x.2 * t * h)))
             .collect();
-        type Work<'a> = (usize, ((&'a mut [f32], &'a mut [f32]), &'a mut [f32]));
-        let run = |(m, ((hs_m, a_m), c_m)): Work<'_>| {
+        run_tasks(work, |((((m, r0, c), hs_t), a_t), c_t)| {
+            let x0 = (m * n + r0) * t * 4 * h;
             layer_member(
-                &xv[m * n * t * 4 * h..(m + 1) * n * t * 4 * h],
+                &xv[x0..x0 + c * t * 4 * h],
                 &wv[m * h * 4 * h..(m + 1) * h * 4 * h],
-                (n, t, h),
-                hs_m,
-                a_m,
-                c_m,
+                (c, t, h),
+                hs_t,
+                a_t,
+                c_t,
             );
-        };
-        if k > 1 && super::threads() > 1 {
-            use rayon::prelude::*;
-            work.into_par_iter().for_each(run);
-        } else {
-            work.into_iter().for_each(run);
-        }
+        });
     }
     let out = tensor_of(hs, &[k, n, t, h]);
     let saved = keep.then(|| LayerSaved {
@@ -440,30 +460,31 @@ fn layer_backward(s: &LayerSaved, grad: &FlexTensor) -> (FlexTensor, FlexTensor)
     let (k, n, t, h) = (s.k, s.n, s.t, s.h);
     let (gv, hv, wv) = (values(&grad), values(&s.hs), values(&s.wh));
     let mut dxg = vec![0.0f32; k * n * t * 4 * h];
+    let tasks = tasks(k, n);
+    let work: Vec<_> = tasks
+        .iter()
+        .copied()
+        .zip(split_parts(&mut dxg, tasks.iter().map(|x| x.2 * t * 4 * h)))
+        .collect();
+    let parts = run_tasks(work, |((m, r0, c), dx_t)| {
+        let (y0, a0) = ((m * n + r0) * t * h, (m * n + r0) * t * 5 * h);
+        let mut dw = vec![0.0f32; h * 4 * h];
+        layer_member_back(
+            &gv[y0..y0 + c * t * h],
+            &hv[y0..y0 + c * t * h],
+            &wv[m * h * 4 * h..(m + 1) * h * 4 * h],
+            &s.acts[a0..a0 + c * t * 5 * h],
+            &s.cells[y0..y0 + c * t * h],
+            (c, t, h),
+            dx_t,
+            &mut dw,
+        );
+        (m, dw)
+    });
     let mut dwh = vec![0.0f32; k * h * 4 * h];
-    {
-        let work: Vec<_> = dxg
-            .chunks_mut(n * t * 4 * h)
-            .zip(dwh.chunks_mut(h * 4 * h))
-            .enumerate()
-            .collect();
-        let run = |(m, (dx_m, dw_m)): (usize, (&mut [f32], &mut [f32]))| {
-            layer_member_back(
-                &gv[m * n * t * h..(m + 1) * n * t * h],
-                &hv[m * n * t * h..(m + 1) * n * t * h],
-                &wv[m * h * 4 * h..(m + 1) * h * 4 * h],
-                &s.acts[m * t * n * 5 * h..(m + 1) * t * n * 5 * h],
-                &s.cells[m * t * n * h..(m + 1) * t * n * h],
-                (n, t, h),
-                dx_m,
-                dw_m,
-            );
-        };
-        if k > 1 && super::threads() > 1 {
-            use rayon::prelude::*;
-            work.into_par_iter().for_each(run);
-        } else {
-            work.into_iter().for_each(run);
+    for (m, dw) in parts {
+        for (o, v) in dwh[m * h * 4 * h..(m + 1) * h * 4 * h].iter_mut().zip(&dw) {
+            *o += *v;
         }
     }
     (

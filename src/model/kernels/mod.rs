@@ -160,6 +160,28 @@ impl Drop for Buf {
     }
 }
 
+/// Cuts `all` into consecutive parts of the given lengths (one per task of a kernel).
+fn split_parts<T>(mut all: &mut [T], lens: impl IntoIterator<Item = usize>) -> Vec<&mut [T]> {
+    let mut parts = Vec::new();
+    for len in lens {
+        let (head, rest) = std::mem::take(&mut all).split_at_mut(len);
+        parts.push(head);
+        all = rest;
+    }
+    parts
+}
+
+/// Runs `f` on every item, in parallel when the pool has threads; the results in item order (so
+/// that sums over them run in one order whatever the threads).
+fn run_tasks<I: Send, T: Send>(items: Vec<I>, f: impl Fn(I) -> T + Sync + Send) -> Vec<T> {
+    use rayon::prelude::*;
+    if items.len() > 1 && threads() > 1 {
+        items.into_par_iter().map(f).collect()
+    } else {
+        items.into_iter().map(f).collect()
+    }
+}
+
 /// Threads the calling rayon pool has (1 outside any pool's worker: the global pool's size then).
 fn threads() -> usize {
     rayon::current_num_threads().max(1)
