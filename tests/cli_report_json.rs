@@ -135,8 +135,8 @@ fn sweep_json_validates_and_matches_report_json() {
     let sweep: serde_json::Value = serde_json::from_str(&out).expect("stdout is one JSON value");
     assert_valid(&sweep, "sweep --json");
     assert!(sweep["projections"].is_array(), "{sweep}");
-    // 6 search trials and the confirm stage (issue 42): 5 fresh seeds of each B's best ≤ 3
-    // configurations that reached, or that early stopping cut before they could
+    // 6 search trials and the confirm stage (issue 42; the preset's plan is 1x20): 20 fresh seeds
+    // of each B's best configuration that reached, or that early stopping cut before it could
     let confirm: u64 = sweep["analysis"]["per_batch"]
         .as_array()
         .unwrap()
@@ -151,11 +151,13 @@ fn sweep_json_validates_and_matches_report_json() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["reached"].as_u64().unwrap() + p["early_stopped"].as_u64().unwrap()).min(3) * 5)
+        .map(|p| {
+            (p["reached"].as_u64().unwrap() + p["early_stopped"].as_u64().unwrap()).min(1) * 20
+        })
         .sum();
     assert_eq!(confirm, reached, "{sweep}");
     assert_eq!(sweep["trials_done"], 6 + confirm);
-    assert_eq!(sweep["confirm"], "3x5");
+    assert_eq!(sweep["confirm"], "1x20");
     assert_eq!(sweep["readout"], "confirmed");
     assert_eq!(sweep["errors"].as_array().map(Vec::len), Some(0));
     let log = only_log(dir.path()).display().to_string();
