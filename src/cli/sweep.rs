@@ -58,6 +58,11 @@ impl HeadlessSink for Bars {
         pb.set_position(done as u64);
         self.overall = Some(pb);
     }
+    fn grown(&mut self, total: usize) {
+        if let Some(pb) = &self.overall {
+            pb.set_length(total as u64);
+        }
+    }
     fn trial_started(&mut self, trial_id: u64, label: &str) {
         let pb = self.multi.add(ProgressBar::new_spinner());
         pb.set_style(

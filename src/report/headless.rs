@@ -21,6 +21,9 @@ pub trait HeadlessSink {
     fn line(&mut self, text: &str);
     /// The sweep's size is known (`done` of `total` already in the log).
     fn planned(&mut self, _total: usize, _done: usize) {}
+    /// Trials beyond the plan were placed (the confirm stage, `--until`, `--repeats`, `--widen`):
+    /// the sweep now counts `total` trials.
+    fn grown(&mut self, _total: usize) {}
     /// A trial started (`label`: "trial 3 B=64 η=1.2e-1").
     fn trial_started(&mut self, _trial_id: u64, _label: &str) {}
     /// Latest step/eval of a running trial.
@@ -68,6 +71,9 @@ pub fn resume_message(log_path: &Path, trials_done: usize, trials_planned: usize
 /// whether the sweep said it was done.
 pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bool {
     let (mut planned, mut done) = (0usize, 0usize);
+    // the trials placed so far (the plan's at the start, then any placed beyond it): the count
+    // the progress shows grows with them, so a confirm trial is never "37 of 36"
+    let (mut base, mut queued) = (0usize, std::collections::HashSet::new());
     let mut batch_of: HashMap<u64, usize> = HashMap::new();
     let mut outcome_of: HashMap<u64, String> = HashMap::new();
     for ev in rx.iter() {
@@ -75,6 +81,7 @@ pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bo
             SweepEvent::Planned(p) => {
                 planned = p.total_trials;
                 done = p.already_done;
+                base = p.already_done;
                 let msg = format!(
                     "sweep {}: {} batch sizes × {} trials = {} ({} already done), {}{}",
                     p.preset,
@@ -96,6 +103,11 @@ pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bo
                 batch_size,
             } => {
                 batch_of.insert(trial_id, batch_size);
+                queued.insert(trial_id);
+                if base + queued.len() > planned {
+                    planned = base + queued.len();
+                    sink.grown(planned);
+                }
             }
             SweepEvent::Trial { trial_id, event } => match event {
                 TrialEvent::Started { spec } => {
@@ -156,4 +168,53 @@ pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bo
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::events::PlanInfo;
+
+    /// Trials placed beyond the plan (the confirm stage) grow the count the progress lines show:
+    /// "[3/4]", never "[3/2]".
+    #[test]
+    fn trials_beyond_the_plan_grow_the_count() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        tx.send(SweepEvent::Planned(PlanInfo {
+            preset: "p".into(),
+            batch_sizes: vec![8],
+            trials_per_batch: 2,
+            total_trials: 2,
+            already_done: 0,
+            devices: "cpu".into(),
+            run_log: None,
+            header: None,
+        }))
+        .unwrap();
+        let queue = |id| SweepEvent::Queued {
+            trial_id: id,
+            batch_size: 8,
+        };
+        for id in [0, 1] {
+            tx.send(queue(id)).unwrap();
+        }
+        for id in [0, 1] {
+            tx.send(SweepEvent::Saved { trial_id: id }).unwrap();
+        }
+        for id in [2_000_000_000, 2_000_000_001] {
+            tx.send(queue(id)).unwrap();
+        }
+        for id in [2_000_000_000, 2_000_000_001] {
+            tx.send(SweepEvent::Saved { trial_id: id }).unwrap();
+        }
+        drop(tx);
+        let mut out = Vec::new();
+        run_headless(rx, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        let counts: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix('[')?.split(']').next())
+            .collect();
+        assert_eq!(counts, ["1/2", "2/2", "3/4", "4/4"], "{text}");
+    }
 }
