@@ -25,7 +25,10 @@
 //! where a bootstrap that repeats the choice under-covers). The errors' distribution comes from a
 //! location-scale model of ln steps shared by the configurations at a B: Normal seed noise with
 //! the pooled within-configuration variance σ̂² (ν = Σ(n_c − 1) degrees of freedom, σ drawn as
-//! σ̂·√(ν/χ²_ν) so its own uncertainty is carried; plus the evaluation grid's quantisation, Δ²/12),
+//! σ̂·√(ν/χ²_ν) so its own uncertainty is carried; every simulated seed and true median put on the
+//! evaluation grid — spacing Δ in ln steps, at a random phase per draw — as the trainer sees them:
+//! at the first evaluation at or after the target is met; a Δ²/12 variance term instead
+//! under-covered at 20 seeds, where the grid's discreteness outweighs the seed noise),
 //! and per configuration a probability of not reaching drawn from its posterior Beta(f + 2p̄,
 //! n − f + 2(1 − p̄)) — its own f failures of n seeds on a prior worth two seeds centred on the
 //! pooled rate p̄ = (F + ½)/(N + 1) of all the B's confirm seeds. Each Monte Carlo draw simulates every configuration's n_c seeds, its
@@ -147,7 +150,8 @@ pub fn interval(
     let chosen = choose(configs)?;
     let point = configs[chosen].median()?;
     let (sd, nu) = pooled_sd(configs)?;
-    let sigma_hat = (sd * sd + resolution * resolution / 12.0).sqrt();
+    // the observed spread already holds the grid's jitter; the grid itself is simulated below
+    let sigma_hat = sd;
     let mut single = Vec::with_capacity(draws);
     let mut least = Vec::with_capacity(draws);
     let mut pairs = Vec::with_capacity(draws);
@@ -162,6 +166,17 @@ pub fn interval(
     for d in 0..draws {
         let mut rng = Rng::new(crate::core::splitmix64(seed ^ ((d as u64) << 1)));
         let sigma = sigma_hat * (nu as f64 / chi_square(&mut rng, nu as f64)).sqrt();
+        // the evaluation grid: a seed is seen at the first evaluation at or after it meets the
+        // target, so every step count (and the true median the interval is for) sits on a grid
+        // of spacing `resolution` in ln steps, at a phase this draw picks
+        let phase = unit(&mut rng);
+        let on_grid = |x: f64| {
+            if resolution > 0.0 && x.is_finite() {
+                resolution * ((x / resolution - phase).ceil() + phase)
+            } else {
+                x
+            }
+        };
         let (mut e_chosen, mut e_min) = (None, f64::INFINITY);
         for (i, c) in configs.iter().enumerate() {
             let n = c.runs();
@@ -172,7 +187,7 @@ pub fn interval(
             seeds_buf.clear();
             for _ in 0..n {
                 if unit(&mut rng) >= p {
-                    seeds_buf.push(sigma * normal(&mut rng));
+                    seeds_buf.push(on_grid(sigma * normal(&mut rng)));
                 }
             }
             seeds_buf.sort_by(f64::total_cmp);
@@ -181,7 +196,7 @@ pub fn interval(
                 continue; // not a measurement in this draw: no error to take
             };
             let truth = if p < 0.5 {
-                sigma * inverse_normal(0.5 / (1.0 - p))
+                on_grid(sigma * inverse_normal(0.5 / (1.0 - p)))
             } else {
                 f64::INFINITY
             };

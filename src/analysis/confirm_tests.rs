@@ -200,7 +200,8 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
 
 #[test]
 fn coverage_table() {
-    // 3×5 (the default), 1×5, 3×3, 5×5, 3×10 on every scenario; asserted ≥ 0.9 (nominal 0.95)
+    // 3×5 (the default), 1×5, 3×3, 5×5, 3×10 on every scenario, 1×20 (the digits presets') on
+    // one configuration; asserted ≥ 0.9 (nominal 0.95)
     let mut worst: f64 = 1.0;
     for (k, r) in [(3usize, 5usize), (3, 3), (3, 10)] {
         for (name, s) in scenarios() {
@@ -224,6 +225,32 @@ fn coverage_table() {
             w * 100.0
         );
         assert!(c >= 0.9 && b >= 0.9, "{k}x5 {name}: {c} / {b}");
+    }
+    // 1×20 (the digits presets' plan): one configuration, 20 seeds, every noise model, failures
+    // and the evaluation grid
+    let mut one: Vec<(&str, Scenario)> = [
+        ("normal", Noise::Normal),
+        ("t3", Noise::T3),
+        ("skewed", Noise::Skewed),
+        ("contaminated", Noise::Contaminated),
+    ]
+    .into_iter()
+    .map(|(name, noise)| (name, Scenario::new(&[0.0], 0.2, noise)))
+    .collect();
+    let mut fail = Scenario::new(&[0.0], 0.2, Noise::Normal);
+    fail.never = vec![0.1];
+    one.push(("10 % never reach", fail));
+    let mut grid = Scenario::new(&[0.0], 0.1, Noise::Normal);
+    grid.grid = true;
+    one.push(("σ 0.1 on a 5 % grid", grid));
+    for (name, s) in one {
+        let (c, b, w) = coverage(&s, 20, 300);
+        println!(
+            "1x20 {name:32}: chosen {c:.3}, best {b:.3}, median half-width {:.0} %",
+            w * 100.0
+        );
+        assert!(c >= 0.9 && b >= 0.9, "1x20 {name}: {c} / {b}");
+        worst = worst.min(c).min(b);
     }
     println!("worst coverage {worst:.3}");
 }
