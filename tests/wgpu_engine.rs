@@ -55,6 +55,7 @@ fn two_replicas_on_wgpu_follow_two_cpu_workers() {
     if !common::wgpu_or_skip("two_replicas_on_wgpu_follow_two_cpu_workers") {
         return;
     }
+    let _one_at_a_time = common::wgpu_serial();
     let w = digits_workload();
     let cpu = cpu_trial(&w, 64, 2, Precision::Fp32);
     let gpu = on_wgpu(cpu.clone(), &[0, 0]);
@@ -121,6 +122,7 @@ fn fp16_on_wgpu_runs_with_the_loss_scaler() {
     if !common::wgpu_or_skip("fp16_on_wgpu_runs_with_the_loss_scaler") {
         return;
     }
+    let _one_at_a_time = common::wgpu_serial();
     let w = digits_workload();
     let s = on_wgpu(cpu_trial(&w, 64, 1, Precision::Fp16), &[0]);
     let (out, _) = train(&w, &s, TrainOptions::default());
@@ -171,6 +173,7 @@ fn generic_convolution_on_wgpu_matches_the_cpu_im2col_path() {
     if !common::wgpu_or_skip("generic_convolution_on_wgpu_matches_the_cpu_im2col_path") {
         return;
     }
+    let _one_at_a_time = common::wgpu_serial();
     type G = Autodiff<Wgpu>;
     type C = Autodiff<Flex>;
     assert!(!gemm_conv::<G>(), "wgpu must take Burn's convolution");
@@ -247,6 +250,7 @@ fn generic_updates_on_wgpu_match_the_fused_cpu_update() {
     if !common::wgpu_or_skip("generic_updates_on_wgpu_match_the_fused_cpu_update") {
         return;
     }
+    let _one_at_a_time = common::wgpu_serial();
     let gd = adapter0();
     let n = 1000;
     let mut rng = StdRng::seed_from_u64(5);
@@ -313,6 +317,7 @@ fn a_fused_group_on_wgpu_trains_each_member_as_it_trains_alone() {
     if !common::wgpu_or_skip("a_fused_group_on_wgpu_trains_each_member_as_it_trains_alone") {
         return;
     }
+    let _one_at_a_time = common::wgpu_serial();
     let w = digits_workload();
     let specs: Vec<_> = [(10u64, 7u64, 1.0), (11, 8, 0.7)]
         .iter()

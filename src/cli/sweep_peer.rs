@@ -240,7 +240,15 @@ fn run_ours(a: &SweepPeerArgs, bs: &[usize], runs: &Path) -> anyhow::Result<(f64
     let t0 = Instant::now();
     let out = Command::new(exe)
         .args(["sweep", &a.preset, "--trials", &a.trials.to_string()])
-        .args(["--batch-sizes", &list, "--json", "--runs-dir"])
+        // the peers run the search protocol alone: so does the lab (no confirm stage, issue 42)
+        .args([
+            "--confirm",
+            "off",
+            "--batch-sizes",
+            &list,
+            "--json",
+            "--runs-dir",
+        ])
         .arg(runs)
         .stdin(Stdio::null())
         .stderr(Stdio::null())

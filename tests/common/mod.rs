@@ -39,6 +39,15 @@ pub fn wgpu_or_skip(test: &str) -> bool {
     false
 }
 
+/// One wgpu test of a process at a time (hold the guard for the whole test): with several tests
+/// training on adapter 0 from parallel test threads, Burn's fusion client failed a call
+/// (`CallError`) in one of them on lavapipe.
+#[cfg(feature = "wgpu")]
+pub fn wgpu_serial() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
