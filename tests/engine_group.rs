@@ -8,7 +8,8 @@
 mod common;
 
 use scaling_lab::core::{
-    CancelToken, DeviceSpec, Group, Outcome, TrialEvent, TrialOutcome, TrialRunner, TrialSpec,
+    CancelToken, DeviceSpec, Group, GroupCut, Outcome, TrialEvent, TrialOutcome, TrialRunner,
+    TrialSpec,
 };
 use scaling_lab::train::{BurnRunner, TrainOptions};
 use scaling_lab::workload::load::find_preset;
@@ -63,6 +64,15 @@ fn specs(
 
 /// Trains `specs` as one group: each member's outcome and per-step training losses.
 fn group(w: &Workload, specs: &[TrialSpec], lockstep: bool) -> Vec<(TrialOutcome, Vec<f64>)> {
+    let cut = if lockstep {
+        GroupCut::FirstReach
+    } else {
+        GroupCut::None
+    };
+    group_cut(w, specs, cut)
+}
+
+fn group_cut(w: &Workload, specs: &[TrialSpec], cut: GroupCut) -> Vec<(TrialOutcome, Vec<f64>)> {
     let runner = BurnRunner::new(options());
     let cancels = vec![CancelToken::new(); specs.len()];
     let mut losses = vec![Vec::new(); specs.len()];
@@ -72,7 +82,7 @@ fn group(w: &Workload, specs: &[TrialSpec], lockstep: bool) -> Vec<(TrialOutcome
         &Group {
             specs,
             cancels: &cancels,
-            lockstep_cut: lockstep,
+            cut,
         },
         &mut |i, e| {
             if let TrialEvent::Step(st) = e {
@@ -241,4 +251,52 @@ fn a_lockstep_group_stops_every_member_at_the_first_reach() {
             ),
         }
     }
+}
+
+/// With a quorum cut (a confirm block, issue 42) the members of a cohort stop once `need` of them
+/// reached, at that evaluation, recorded as cut early; the members that reached by then (ties
+/// included), and every member outside a cohort, end as they would alone.
+#[test]
+fn a_quorum_group_cuts_a_cohort_at_its_quorum_reach() {
+    let mut w = workload("digits-mlp-momentum", 400);
+    w.target.value = 0.1;
+    let s = specs(&w, 64, &[1.0, 0.05, 0.3, 0.6, 0.8], Precision::Fp32, 1);
+    let solo: Vec<TrialOutcome> = s.iter().map(|t| alone(&w, t).0).collect();
+    // members 0..4 are one cohort that needs 2 reaches; member 4 is in none
+    let mut reach: Vec<u64> = solo[..4]
+        .iter()
+        .filter_map(|o| o.outcome.steps_to_target())
+        .collect();
+    reach.sort_unstable();
+    assert!(
+        reach.len() >= 3,
+        "three members of the cohort reach alone: {reach:?}"
+    );
+    let c = reach[1];
+    let cut = GroupCut::Quorum {
+        cohort: vec![Some(0), Some(0), Some(0), Some(0), None],
+        need: vec![2],
+    };
+    let g = group_cut(&w, &s, cut);
+    let mut cut_members = 0;
+    for (i, (o, _)) in g.iter().enumerate() {
+        let own = solo[i].outcome.steps_to_target();
+        if i == 4
+            || own.is_some_and(|st| st <= c)
+            || !matches!(solo[i].outcome, Outcome::Reached { .. }) && solo[i].steps <= c
+        {
+            assert_eq!(o.outcome, solo[i].outcome, "member {i} ends as alone");
+        } else {
+            cut_members += 1;
+            assert_eq!(
+                o.outcome,
+                Outcome::NotReached {
+                    budget: c,
+                    early_stopped: true
+                },
+                "member {i} is cut at the cohort's 2nd reach ({c})"
+            );
+        }
+    }
+    assert!(cut_members >= 1, "a member was cut: {reach:?}");
 }

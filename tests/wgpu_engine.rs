@@ -304,7 +304,7 @@ fn a_fused_group_on_wgpu_trains_each_member_as_it_trains_alone() {
         &Group {
             specs: &specs,
             cancels: &cancels,
-            lockstep_cut: false,
+            cut: scaling_lab::core::GroupCut::None,
         },
         &mut |i, e| {
             if let TrialEvent::Step(st) = e {

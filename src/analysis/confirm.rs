@@ -51,18 +51,24 @@ pub const CONFIRM_DRAWS: usize = 2000;
 pub const PRIOR_SEEDS: f64 = 2.0;
 
 /// One confirmed configuration's seeds as the interval reads them.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct ConfigSeeds {
     /// Steps-to-target of the seeds that reached.
     pub steps: Vec<f64>,
     /// Seeds that did not reach (diverged, out of memory, ran the whole budget).
     pub failed: usize,
+    /// Seeds censored at their block's quorum (`core::confirm::BLOCK_QUORUM`): each is "≥ c",
+    /// c the step given.
+    pub censored: Vec<f64>,
+    /// The block size r of the censoring (0: none) and the complete blocks among the seeds.
+    pub block: usize,
+    pub blocks: usize,
 }
 
 impl ConfigSeeds {
     /// Seeds in all (cancelled ones are not seeds).
     pub fn runs(&self) -> usize {
-        self.steps.len() + self.failed
+        self.steps.len() + self.failed + self.censored.len()
     }
 
     /// The seed median (None: not reached — half or more of the seeds did not reach, or none ran).
@@ -149,7 +155,7 @@ pub fn interval(
 ) -> Option<ConfirmInterval> {
     let chosen = choose(configs)?;
     let point = configs[chosen].median()?;
-    let (sd, nu) = pooled_sd(configs)?;
+    let (sd, nu) = seed_sd(configs)?;
     // the observed spread already holds the grid's jitter; the grid itself is simulated below
     let sigma_hat = sd;
     let mut single = Vec::with_capacity(draws);
@@ -185,10 +191,33 @@ pub fn interval(
             }
             let p = beta(&mut rng, c.failed as f64 + a0, c.steps.len() as f64 + b0);
             seeds_buf.clear();
-            for _ in 0..n {
-                if unit(&mut rng) >= p {
-                    seeds_buf.push(on_grid(sigma * normal(&mut rng)));
+            // complete blocks first (each censored at its quorum, as the sweep does), then the
+            // seeds outside one
+            let need = crate::core::confirm::block_need(c.block);
+            let in_blocks = if need < c.block {
+                c.blocks * c.block
+            } else {
+                0
+            };
+            let mut j = 0;
+            while j < n {
+                let len = if j < in_blocks { c.block } else { n - j };
+                let start = seeds_buf.len();
+                for _ in 0..len {
+                    if unit(&mut rng) >= p {
+                        seeds_buf.push(on_grid(sigma * normal(&mut rng)));
+                    }
                 }
+                if j < in_blocks {
+                    let block = &mut seeds_buf[start..];
+                    block.sort_by(f64::total_cmp);
+                    if block.len() >= need {
+                        let cut = block[need - 1];
+                        let keep = block.iter().filter(|&&v| v <= cut).count();
+                        seeds_buf.truncate(start + keep);
+                    }
+                }
+                j += len;
             }
             seeds_buf.sort_by(f64::total_cmp);
             // medians in ln space (the shift by ln m_c cancels in the error)
@@ -363,9 +392,18 @@ fn confirmed_at(
             by.entry((m.rank, m.of)).or_default().push((t, o));
         }
     }
-    let not_measured = ts
-        .iter()
-        .any(|(_, o)| matches!(o, Observation::Censored { .. }));
+    // a target stricter than the goal: the seeds that reached stopped at the goal (a seed cut at
+    // its block's quorum is censored at every reading, and says nothing of this)
+    let not_measured = ts.iter().any(|(_, o)| {
+        matches!(
+            o,
+            Observation::Censored {
+                early_stopped: false,
+                ..
+            }
+        )
+    });
+    let r = study.confirm.map(|p| p.seeds);
     let search_obs = |id: u64| {
         observed
             .search
@@ -376,19 +414,9 @@ fn confirmed_at(
     let mut seeds = Vec::new();
     let mut configs = Vec::new();
     for (&(rank, of), runs) in &by {
-        let mut cs = ConfigSeeds {
-            steps: Vec::new(),
-            failed: 0,
-        };
-        for (_, o) in runs {
-            match o {
-                Observation::Reached { step } => cs.steps.push(*step as f64),
-                Observation::Cancelled | Observation::Censored { .. } => {}
-                _ => cs.failed += 1,
-            }
-        }
+        let cs = config_seeds(runs, r);
         let mp = &runs[0].0.spec.metaparams;
-        let reached: Vec<u64> = runs.iter().filter_map(|(_, o)| o.steps()).collect();
+        let reached: Vec<u64> = cs.steps.iter().map(|&s| s as u64).collect();
         configs.push(ConfirmedConfig {
             trial: of,
             rank,
@@ -396,6 +424,7 @@ fn confirmed_at(
             runs: cs.runs(),
             reached: cs.steps.len(),
             failed: cs.failed,
+            censored: cs.censored.len(),
             median: cs.median(),
             min: reached.iter().min().copied(),
             max: reached.iter().max().copied(),
@@ -413,7 +442,7 @@ fn confirmed_at(
         }
         None => true,
     };
-    let seed_sd = pooled_sd(&seeds).map(|x| x.0);
+    let seed_sd = self::seed_sd(&seeds).map(|x| x.0);
     let mut c = Confirmed {
         steps: None,
         steps_ci: None,
@@ -430,9 +459,21 @@ fn confirmed_at(
         return (c, None);
     };
     let chosen_runs = by.values().nth(i).map(Vec::as_slice).unwrap_or_default();
+    // the grid where the chosen configuration's kept seeds met the target (not a censored seed's
+    // later reach: the same seeds whether or not the trainer cut it)
+    let kept_max = seeds[i].steps.iter().copied().fold(0.0, f64::max);
+    let cut_at = seeds[i]
+        .censored
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min);
     let spacing: Vec<f64> = chosen_runs
         .iter()
-        .filter_map(|(t, o)| grid_spacing(t, o.steps()?))
+        .filter_map(|(t, o)| {
+            let s = o.steps()?;
+            let kept = (s as f64) <= kept_max && (s as f64) <= cut_at.max(kept_max);
+            kept.then(|| grid_spacing(t, s)).flatten()
+        })
         .collect();
     let resolution = median(spacing).unwrap_or(0.0);
     let point = seeds[i].median().unwrap_or(f64::NAN);
@@ -496,6 +537,20 @@ impl ConfirmOutlook {
         Some(((w / rel).powi(2) * r - r).max(0.0).ceil())
     }
 
+    /// Seeds per configuration for the next `--until` step towards ±`rel`: the seeds the 1/√r
+    /// rate says ±`rel` takes, at least one and at most twice as many as the configuration has
+    /// (the width and σ it is extrapolated from are themselves estimates; the step after
+    /// re-measures).
+    /// All of them start together, as one group: one seed at a time left the cores idle while a
+    /// wide B took its last seeds one after another.
+    pub fn round_for(&self, rel: f64) -> usize {
+        let cap = 2 * self.seeds.max(1);
+        match (self.step, self.rounds_to(rel)) {
+            (ConfirmStep::SeedRound, Some(n)) if n.is_finite() => (n as usize).clamp(1, cap),
+            _ => 1,
+        }
+    }
+
     /// Trials ±`rel` is expected to take: its seed rounds × the configurations, or one more
     /// configuration (usize::MAX: unknown).
     pub fn trials_to(&self, rel: f64) -> usize {
@@ -533,27 +588,23 @@ impl ConfirmOutlook {
     }
 }
 
-/// The B's confirmed configurations' seeds as the interval reads them (rank order).
-fn seeds_at(c: &Confirmed, trials: &[TrialRecord], b: usize) -> Vec<ConfigSeeds> {
-    let mut out = Vec::new();
-    for k in &c.configs {
-        let mut cs = ConfigSeeds {
-            steps: Vec::new(),
-            failed: 0,
-        };
-        for t in super::per_batch::dedup_trials(trials) {
-            if t.spec.batch_size != b || t.spec.confirm.is_none_or(|m| m.of != k.trial) {
-                continue;
-            }
-            match t.outcome.outcome {
-                crate::core::trial::Outcome::Reached { step } => cs.steps.push(step as f64),
-                crate::core::trial::Outcome::Cancelled { .. } => {}
-                _ => cs.failed += 1,
-            }
-        }
-        out.push(cs);
-    }
-    out
+/// The B's confirmed configurations' seeds as the interval reads them at the goal (rank order);
+/// `r`: the plan's seeds per configuration (the censoring's block).
+fn seeds_at(c: &Confirmed, trials: &[TrialRecord], b: usize, r: Option<usize>) -> Vec<ConfigSeeds> {
+    let all = super::per_batch::dedup_trials(trials);
+    c.configs
+        .iter()
+        .map(|k| {
+            let runs: Vec<(&TrialRecord, Observation)> = all
+                .iter()
+                .filter(|t| {
+                    t.spec.batch_size == b && t.spec.confirm.is_some_and(|m| m.of == k.trial)
+                })
+                .map(|t| (*t, super::steps::observe(t, &super::steps::Reading::Goal)))
+                .collect();
+            config_seeds(&runs, r)
+        })
+        .collect()
 }
 
 /// The outlook of the next `--until` step at the B of `p` (its confirm stage complete; `seeds`:
@@ -562,7 +613,7 @@ pub fn outlook(p: &BatchPoint, trials: &[TrialRecord], seeds: usize) -> Option<C
     let c = p.confirmed.as_ref()?;
     let seeds_now = c.chosen_config().map_or(seeds, |k| k.runs);
     let b = p.batch_size;
-    let configs = seeds_at(c, trials, b);
+    let configs = seeds_at(c, trials, b, Some(seeds));
     let now = c.rel_half_width();
     let reached_configs = top_configs(trials, b, usize::MAX).len();
     if c.steps.is_none() {
@@ -589,7 +640,7 @@ pub fn outlook(p: &BatchPoint, trials: &[TrialRecord], seeds: usize) -> Option<C
     // a seed round: the interval narrows as 1/√r (`confirm_tests::narrows_as_one_over_root_r`),
     // so one more seed per configuration is expected to take it to √(r/(r+1)) of its width; an
     // unbounded one may become bounded
-    pooled_sd(&configs)?;
+    seed_sd(&configs)?;
     let r = seeds_now.max(1) as f64;
     let after = now.map(|w| w * (r / (r + 1.0)).sqrt()).or(Some(f64::NAN));
     Some(ConfirmOutlook {
@@ -755,6 +806,11 @@ pub fn inverse_normal(p: f64) -> f64 {
         -inverse_normal(1.0 - p)
     }
 }
+
+#[path = "confirm_censor.rs"]
+mod censor;
+use censor::config_seeds;
+pub use censor::seed_sd;
 
 #[cfg(test)]
 #[path = "confirm_tests.rs"]

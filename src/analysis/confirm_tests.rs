@@ -78,7 +78,12 @@ impl Scenario {
             // the first evaluation at or after t on a grid 10·1.05^i
             t = 10.0 * 1.05f64.powf(((t / 10.0).ln() / 1.05f64.ln()).ceil());
         }
-        (t <= self.budget * 500.0).then_some(t)
+        // past the budget: +∞ (it runs on to its budget, past any quorum's cut)
+        Some(if t <= self.budget * 500.0 {
+            t
+        } else {
+            f64::INFINITY
+        })
     }
 
     /// The true seed median of each configuration (None: it does not reach half the time), by
@@ -88,29 +93,53 @@ impl Scenario {
         (0..self.offsets.len())
             .map(|c| {
                 let n = 40_001;
-                let mut v: Vec<f64> = (0..n).filter_map(|_| self.seed(&mut r, c)).collect();
+                let mut v: Vec<f64> = (0..n)
+                    .filter_map(|_| self.seed(&mut r, c))
+                    .filter(|t| t.is_finite())
+                    .collect();
                 v.sort_by(f64::total_cmp);
                 v.get(n / 2).copied()
             })
             .collect()
     }
 
+    /// Every configuration's `seeds` seeds, censored in one block of `seeds` at its quorum as the
+    /// sweep censors them (`core::confirm::block_need`).
     fn draw(&self, r: &mut Rng, seeds: usize) -> Vec<ConfigSeeds> {
         (0..self.offsets.len())
             .map(|c| {
-                let mut cs = ConfigSeeds {
-                    steps: Vec::new(),
-                    failed: 0,
-                };
-                for _ in 0..seeds {
-                    match self.seed(r, c) {
-                        Some(t) => cs.steps.push(t),
-                        None => cs.failed += 1,
-                    }
-                }
+                let mut cs = ConfigSeeds::default();
+                self.add_block(r, c, seeds, &mut cs);
                 cs
             })
             .collect()
+    }
+
+    /// Adds one block of `n` seeds of configuration `c` to `cs`, censored at its quorum.
+    fn add_block(&self, r: &mut Rng, c: usize, n: usize, cs: &mut ConfigSeeds) {
+        let mut v: Vec<Option<f64>> = (0..n).map(|_| self.seed(r, c)).collect();
+        let need = crate::core::confirm::block_need(n);
+        let mut reached: Vec<f64> = v
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|t| t.is_finite())
+            .collect();
+        reached.sort_by(f64::total_cmp);
+        let cut = (need < n && reached.len() >= need).then(|| reached[need - 1]);
+        if need < n {
+            cs.block = n;
+            cs.blocks += 1;
+        }
+        for s in v.drain(..) {
+            match (s, cut) {
+                // slower than the quorum (also one past its budget): censored there
+                (Some(t), Some(c)) if t > c => cs.censored.push(c),
+                (Some(t), _) if t.is_finite() => cs.steps.push(t),
+                // past its budget without a cut, or never reaching (diverged early): failed
+                _ => cs.failed += 1,
+            }
+        }
     }
 }
 
@@ -151,6 +180,57 @@ fn coverage(s: &Scenario, seeds: usize, reps: usize) -> (f64, f64, f64) {
         chosen_hit as f64 / n,
         best_hit as f64 / n,
         median(widths).unwrap_or(f64::NAN),
+    )
+}
+
+/// `coverage` of the sequential plan `--until rel` runs on one configuration: a first block of
+/// `r` seeds, then whole blocks of `r` as `ConfirmOutlook::round_for` asks while the interval is
+/// wider than ±rel, up to `max` seeds. Stopping on the observed width is optional stopping; this
+/// is its coverage. Returns (coverage, median half-width, mean seeds).
+fn coverage_until(s: &Scenario, r: usize, rel: f64, max: usize, reps: usize) -> (f64, f64, f64) {
+    let truth = s.truths()[0];
+    let res = if s.grid { 1.05f64.ln() } else { 0.0 };
+    let mut rng = Rng::new(0x5eed_u64 ^ (r as u64) << 8);
+    let (mut hit, mut n, mut seeds) = (0usize, 0usize, 0usize);
+    let mut widths = Vec::new();
+    for rep in 0..reps {
+        let mut cs = vec![ConfigSeeds::default()];
+        s.add_block(&mut rng, 0, r, &mut cs[0]);
+        let iv = loop {
+            let iv = interval(&cs, res, CONFIRM_DRAWS, rep as u64);
+            let w = iv.as_ref().and_then(|iv| iv.rel_half_width());
+            let runs = cs[0].runs();
+            if w.is_some_and(|w| w <= rel) || runs + r > max {
+                break iv;
+            }
+            let o = ConfirmOutlook {
+                batch_size: 0,
+                step: ConfirmStep::SeedRound,
+                trials: 1,
+                seeds: runs,
+                now: w,
+                after: None,
+            };
+            let blocks = o.round_for(rel).div_ceil(r).min((max - runs) / r).max(1);
+            for _ in 0..blocks {
+                s.add_block(&mut rng, 0, r, &mut cs[0]);
+            }
+        };
+        seeds += cs[0].runs();
+        let Some(iv) = iv else { continue };
+        n += 1;
+        let covers = match (truth, iv.hi) {
+            (Some(t), Some(h)) => iv.lo <= t * (1.0 + 1e-9) && t <= h * (1.0 + 1e-9),
+            (Some(t), None) => iv.lo <= t * (1.0 + 1e-9),
+            (None, h) => h.is_none(),
+        };
+        hit += covers as usize;
+        widths.extend(iv.rel_half_width());
+    }
+    (
+        hit as f64 / n.max(1) as f64,
+        median(widths).unwrap_or(f64::NAN),
+        seeds as f64 / reps as f64,
     )
 }
 
@@ -255,6 +335,73 @@ fn coverage_table() {
     println!("worst coverage {worst:.3}");
 }
 
+/// The digits presets' plan: 1×10 censored at its quorum, then `confirm_until = 0.15` adding
+/// blocks of 10 while wider (optional stopping on the observed width), up to 60 seeds; seed
+/// spreads σ 0.15–0.3 as digits measures, every noise model, failures, budget and the grid.
+#[test]
+fn coverage_of_the_sequential_plan() {
+    let mut one: Vec<(String, Scenario)> = Vec::new();
+    for sd in [0.15, 0.3] {
+        for (name, noise) in [
+            ("normal", Noise::Normal),
+            ("t3", Noise::T3),
+            ("skewed", Noise::Skewed),
+            ("contaminated", Noise::Contaminated),
+        ] {
+            one.push((format!("σ {sd} {name}"), Scenario::new(&[0.0], sd, noise)));
+        }
+    }
+    let mut fail = Scenario::new(&[0.0], 0.25, Noise::Normal);
+    fail.never = vec![0.1];
+    one.push(("σ 0.25, 10 % never reach".into(), fail));
+    let mut budget = Scenario::new(&[0.0], 0.3, Noise::Skewed);
+    budget.budget = 1.6;
+    budget.grid = true;
+    one.push(("skewed σ 0.3, budget, 5 % grid".into(), budget));
+    let mut grid = Scenario::new(&[0.0], 0.1, Noise::Normal);
+    grid.grid = true;
+    one.push(("σ 0.1 on a 5 % grid".into(), grid));
+    let mut worst: f64 = 1.0;
+    for (name, s) in one {
+        let (c, w, n) = coverage_until(&s, 10, 0.15, 60, 300);
+        println!(
+            "1x10 until 0.15 {name:32}: coverage {c:.3}, median half-width {:.0} %, {n:.1} seeds",
+            w * 100.0
+        );
+        assert!(c >= 0.9, "1x10 until 0.15 {name}: coverage {c}");
+        worst = worst.min(c);
+    }
+    println!("worst coverage {worst:.3}");
+}
+
+/// Censoring at the quorum: the EM's σ of censored Normal seeds is close to the σ of the whole
+/// sample, where the reached seeds' own spread is not (it misses the slow tail).
+#[test]
+fn censored_spread_recovers_the_whole_sample_spread() {
+    let s = Scenario::new(&[0.0], 0.25, Noise::Normal);
+    let mut r = Rng::new(7);
+    let (mut em, mut naive) = (Vec::new(), Vec::new());
+    for _ in 0..400 {
+        let cs = s.draw(&mut r, 12);
+        assert_eq!(
+            cs[0].censored.len(),
+            12 - crate::core::confirm::block_need(12)
+        );
+        em.push(seed_sd(&cs).unwrap().0);
+        naive.push(pooled_sd(&cs).unwrap().0);
+    }
+    let (em, naive) = (median(em).unwrap(), median(naive).unwrap());
+    println!("σ 0.25: censored EM {em:.3}, reached seeds alone {naive:.3}");
+    assert!((em - 0.25).abs() < 0.03, "{em}");
+    assert!(naive < 0.2, "{naive}");
+    // no censoring: the pooled value itself
+    let clean = vec![ConfigSeeds {
+        steps: vec![100.0, 120.0, 150.0, 90.0],
+        ..Default::default()
+    }];
+    assert_eq!(seed_sd(&clean), pooled_sd(&clean));
+}
+
 /// The interval narrows as 1/√r: 4× the seeds, about half the width (a little less than half
 /// at small r, where σ's own uncertainty with ν = 12 degrees of freedom also shrinks).
 #[test]
@@ -275,6 +422,7 @@ fn the_median_counts_a_seed_that_did_not_reach_as_slowest() {
     let c = |steps: &[f64], failed| ConfigSeeds {
         steps: steps.to_vec(),
         failed,
+        ..Default::default()
     };
     assert_eq!(c(&[300.0, 100.0, 200.0], 0).median(), Some(200.0));
     // 5 seeds, 2 did not reach: the median is the third of the five, the largest that reached
@@ -301,6 +449,7 @@ fn failures_widen_and_can_unbound_the_interval() {
     let c = |steps: &[f64], failed| ConfigSeeds {
         steps: steps.to_vec(),
         failed,
+        ..Default::default()
     };
     let clean = vec![
         c(&[200.0, 220.0, 240.0, 260.0, 280.0], 0),

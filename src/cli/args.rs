@@ -86,6 +86,20 @@ fn parse_confirm(s: &str) -> Result<ConfirmArg, String> {
     scaling_lab::workload::spec::ConfirmPlan::parse(s).map(ConfirmArg)
 }
 
+/// `--until`: a relative half-width, or "off" (Some(None): not even the preset's confirm_until).
+#[derive(Clone, Copy, Debug)]
+pub struct UntilArg(pub Option<f64>);
+
+fn until_arg(s: &str) -> Result<UntilArg, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("off") {
+        return Ok(UntilArg(None));
+    }
+    t.parse::<f64>()
+        .map(|v| UntilArg(Some(v)))
+        .map_err(|_| format!("`{s}` is not a relative half-width (e.g. 0.15 for ±15 %) or off"))
+}
+
 fn positive_u64() -> clap::builder::RangedU64ValueParser<u64> {
     clap::builder::RangedU64ValueParser::<u64>::new().range(1..)
 }
@@ -295,9 +309,10 @@ pub struct SweepArgs {
     pub repeats: Option<usize>,
     /// Keep adding trials where one more is expected to narrow the steps-to-target interval most,
     /// until every relative half-width is ≤ REL (e.g. 0.25), every other B has flattened, or
-    /// --max-trials is spent; the report says per B: met, stalled (why) or budget.
-    #[arg(long, value_name = "REL", allow_negative_numbers = true)]
-    pub until: Option<f64>,
+    /// --max-trials is spent; the report says per B: met, stalled (why) or budget. With a confirm
+    /// stage it adds fresh seeds there (default: the preset's confirm_until; off: none).
+    #[arg(long, value_name = "REL|off", allow_negative_numbers = true, value_parser = until_arg)]
+    pub until: Option<UntilArg>,
     /// Trial budget of --until (default 4× the plan).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = positive(scaling_lab::sweep::overrides::MAX_TRIALS as u64 * 64))]
     pub max_trials: Option<usize>,

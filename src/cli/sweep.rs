@@ -261,13 +261,21 @@ pub fn sweep_config(
     if let Some(r) = a.repeats {
         cfg.repeats = r;
     }
-    if let Some(rel) = a.until {
-        if !(rel.is_finite() && rel > 0.0 && rel < 1.0) {
-            return Err(usage(format!(
-                "--until: {rel} is not a relative half-width in (0, 1), e.g. 0.1"
-            )));
+    match a.until.map(|u| u.0) {
+        Some(Some(rel)) => {
+            if !(rel.is_finite() && rel > 0.0 && rel < 1.0) {
+                return Err(usage(format!(
+                    "--until: {rel} is not a relative half-width in (0, 1), e.g. 0.1"
+                )));
+            }
+            cfg.until = Some(rel);
         }
-        cfg.until = Some(rel);
+        // `--until off`: not even the preset's confirm_until
+        Some(None) => {
+            cfg.until = None;
+            cfg.preset.sweep.confirm_until = None;
+        }
+        None => {}
     }
     if let Some(n) = a.widen {
         cfg.widen = n;

@@ -317,6 +317,10 @@ pub struct ConfirmedConfig {
     pub reached: usize,
     /// Seeds that did not reach: diverged, out of memory or ran the whole budget.
     pub failed: usize,
+    /// Seeds censored at their block's quorum (`core::confirm::BLOCK_QUORUM`): slower than the
+    /// quorum's step, which is all the seed median and the interval need of them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub censored: usize,
     /// The seed median (None: half or more of the seeds did not reach).
     pub median: Option<f64>,
     /// Fastest and slowest seed that reached.

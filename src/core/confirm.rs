@@ -63,6 +63,25 @@ impl ConfirmId {
     }
 }
 
+/// Confirm seeds are censored in **blocks** of the plan's r seeds (seeds j·r … (j+1)·r − 1 of a
+/// configuration; Type II censoring, issue 42): once `block_need(r)` seeds of a complete block
+/// reached the goal, at step c, the block's other seeds count as "≥ c". The seed median (r ≥ 4: at
+/// most a quarter of a block censored) is unchanged by it; what it saves is the slowest seeds'
+/// tail, which a fused group otherwise runs nearly alone. The trainer stops those seeds at c when
+/// one group holds the whole block (`GroupCut::Quorum`); the analysis applies the same rule to
+/// the records (`analysis::confirm`), so the numbers never depend on how trials were grouped.
+pub const BLOCK_QUORUM: f64 = 0.75;
+
+/// Seeds of a complete block of `r` that must reach before the rest are censored (r: no
+/// censoring below 4 seeds).
+pub fn block_need(r: usize) -> usize {
+    if r < 4 {
+        r
+    } else {
+        ((BLOCK_QUORUM * r as f64).ceil() as usize).min(r)
+    }
+}
+
 /// The marker a confirm trial carries in its `TrialSpec` (absent on every other trial, and in
 /// logs written before issue 42): whose metaparameters it re-runs, that configuration's rank in
 /// the search, and which of its fresh seeds it is.

@@ -69,9 +69,28 @@ pub struct Group<'a> {
     pub specs: &'a [TrialSpec],
     /// One per trial.
     pub cancels: &'a [CancelToken],
-    /// Stop every member at the first member's reach (a sweep's search trials: past that step
+    /// How members are stopped before their own end (see [`GroupCut`]).
+    pub cut: GroupCut,
+}
+
+/// How a fused group stops members before their own end.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum GroupCut {
+    /// Every member runs to its own end.
+    #[default]
+    None,
+    /// Every member stops at the first member's reach (a sweep's search trials: past that step
     /// none of them can set the batch size's steps-to-target).
-    pub lockstep_cut: bool,
+    FirstReach,
+    /// Type II censoring per cohort (a confirm block, issue 42): member i belongs to cohort
+    /// `cohort[i]` (None: never cut); when `need[c]` members of cohort c have reached, every other
+    /// member of c stops at that evaluation (`NotReached`, early stopped). The same rule the
+    /// analysis applies to the records (`analysis::confirm::censor_blocks`), so a cut changes the
+    /// time a block takes and nothing it reports.
+    Quorum {
+        cohort: Vec<Option<usize>>,
+        need: Vec<usize>,
+    },
 }
 
 /// Builds the runner for a workload (Burn trainer for data workloads, closed-form NQM, fakes in tests).

@@ -240,7 +240,7 @@ pub fn until_lines(a: &Analysis) -> String {
         .map(|p| p.batch_size.to_string())
         .collect();
     let of = if a.per_batch.iter().any(|p| p.confirmed.is_some()) {
-        " (the confirmed S(B)'s interval)"
+        " (the confirmed S(B)'s interval; --until or the preset's confirm_until)"
     } else {
         ""
     };

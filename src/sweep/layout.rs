@@ -447,7 +447,7 @@ fn group_step_time(
     let group = crate::core::Group {
         specs: &specs,
         cancels: &cancels,
-        lockstep_cut: false,
+        cut: crate::core::GroupCut::None,
     };
     let mut step_s: Option<anyhow::Result<f64>> = None;
     // the steady state: the mean step without the first (the first step of a group allocates

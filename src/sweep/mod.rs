@@ -44,7 +44,8 @@ pub struct SweepConfig {
     pub repeats: usize,
     /// `--until REL`: keep adding search trials (Halton continuation) at the B where one more is
     /// expected to narrow `steps_ci` most (`analysis::until::outlook`), until all are ≤ REL or have
-    /// flattened, or `max_trials` search trials ran.
+    /// flattened, or `max_trials` search trials ran. With a confirm stage it adds confirm seeds
+    /// instead (`analysis::confirm::outlook`); the preset's `[sweep] confirm_until` is its default.
     pub until: Option<f64>,
     /// Budget of search trials for `until` (plan included); None = 4 × the plan.
     pub max_trials: Option<usize>,
@@ -61,6 +62,7 @@ impl SweepConfig {
     /// The preset's own sweep defaults (batch sizes, trials, workers, concurrency, seed).
     pub fn from_preset(preset: Preset, preset_path: Option<PathBuf>, runs_dir: PathBuf) -> Self {
         let d = preset.sweep.clone();
+        let preset_until = d.confirm.and(d.confirm_until);
         SweepConfig {
             precision: preset.workload.precision,
             preset,
@@ -74,7 +76,8 @@ impl SweepConfig {
             seed: d.seed,
             runs_dir,
             repeats: 1,
-            until: None,
+            // the preset's width target for its confirm stage (issue 42)
+            until: preset_until,
             max_trials: None,
             widen: 0,
             fuse: d.fuse,

@@ -391,6 +391,12 @@ impl SweepOverrides {
         }
         if let Some(c) = self.confirm {
             cfg.preset.sweep.confirm = c;
+            if c.is_none() {
+                // no stage, nothing for the preset's confirm_until to narrow (an explicit
+                // `--until` after this narrows the search instead)
+                cfg.preset.sweep.confirm_until = None;
+                cfg.until = None;
+            }
         }
         problems.extend(check_config(cfg));
         problems
@@ -542,6 +548,30 @@ mod tests {
         assert!(SweepOverrides::default()
             .apply_to_workload(&mut w)
             .is_empty());
+    }
+
+    /// The preset's `confirm_until` is the sweep's default `--until`; `--confirm off` drops both.
+    #[test]
+    fn confirm_until_is_the_default_until_and_goes_with_the_stage() {
+        let (path, p) = crate::workload::load::embedded_presets()
+            .into_iter()
+            .find(|(p, _)| p.ends_with("digits-mlp-adam.toml"))
+            .map(|(p, r)| (p, r.unwrap()))
+            .unwrap();
+        let rel = p
+            .sweep
+            .confirm_until
+            .expect("the digits presets set confirm_until");
+        let cfg = crate::sweep::SweepConfig::from_preset(p, Some(path), "runs".into());
+        assert_eq!(cfg.until, Some(rel));
+        let mut off = cfg.clone();
+        let o = SweepOverrides {
+            confirm: Some(None),
+            ..Default::default()
+        };
+        assert!(o.apply(&mut off).is_empty());
+        assert_eq!((off.until, off.preset.sweep.confirm_until), (None, None));
+        assert_eq!(off.preset.sweep.confirm, None);
     }
 
     #[test]

@@ -30,7 +30,9 @@ use crate::core::trial::{CancelToken, Outcome, TrialOutcome, TrialSpec};
 use crate::core::widen::WIDEN_ID_BASE;
 use crate::core::TrialRunner;
 use crate::runlog::writer::RunLogWriter;
+use cut::{group_cut, whole_blocks, TrialKind};
 
+mod cut;
 mod placement;
 
 /// Shared controls of a running sweep (cheap to clone, usable from any thread).
@@ -466,6 +468,17 @@ impl Coordinator {
                     None => break,
                 }
             }
+            // a confirm group holds whole blocks where it can (only a whole block is cut at its
+            // quorum); the seeds of a block it cannot hold go back to the queue, in order
+            if let Some(r) = self.cfg.preset.sweep.confirm.map(|p| p.seeds) {
+                if TrialKind::of(&members[0]) == TrialKind::Confirm {
+                    let (whole, rest) = whole_blocks(members, r);
+                    members = whole;
+                    for t in rest.into_iter().rev() {
+                        queue.push_front(t);
+                    }
+                }
+            }
             let ids: Vec<u64> = members.iter().map(|m| m.trial_id).collect();
             let kept = members.clone();
             match self.spawn_group(members, cap, res_tx.clone()) {
@@ -759,10 +772,14 @@ impl Coordinator {
             workload.step_budget = best.max(1);
             workload.max_examples = None;
         }
-        // search trials stop together at the first reach; repeats and confirm trials measure
-        // their own steps (a group holds one kind: `TrialKind`)
-        let lockstep_cut =
-            self.cfg.preset.sweep.early_stopping && TrialKind::of(&specs[0]) == TrialKind::Search;
+        // search trials stop together at the first reach; a confirm block at its quorum
+        // (`core::confirm::block_need`); repeats measure their own steps (a group holds one
+        // kind: `TrialKind`)
+        let cut = group_cut(
+            &specs,
+            self.cfg.preset.sweep.early_stopping,
+            self.cfg.preset.sweep.confirm.map(|p| p.seeds),
+        );
         let tx = self.tx.clone();
         // Several CPU groups at once: each computes in its own pool of cores/concurrency threads.
         let threads = super::layout::threads_per_trial(
@@ -813,7 +830,7 @@ impl Coordinator {
                 let group = crate::core::Group {
                     specs: &specs,
                     cancels: &tokens,
-                    lockstep_cut,
+                    cut: cut.clone(),
                 };
                 let mut e = |i: usize, ev: TrialEvent| emit(i, ev);
                 let mut d = |i: usize, r: anyhow::Result<TrialOutcome>| done(i, r);
@@ -849,25 +866,6 @@ impl Coordinator {
 /// Which trials may share a fused group (with the same B and cap): search trials (cut together
 /// at the first reach with early stopping), `--repeats` trials, and confirm trials (issue 42):
 /// the latter two never cut, each running to its own reach or budget.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum TrialKind {
-    Search,
-    Repeat,
-    Confirm,
-}
-
-impl TrialKind {
-    fn of(t: &TrialSpec) -> Self {
-        if t.confirm.is_some() {
-            TrialKind::Confirm
-        } else if t.repeat_of.is_some() {
-            TrialKind::Repeat
-        } else {
-            TrialKind::Search
-        }
-    }
-}
-
 #[derive(Default)]
 struct Running {
     groups: HashMap<u64, RunningGroup>,

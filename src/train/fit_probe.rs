@@ -240,7 +240,7 @@ pub fn child_main() -> i32 {
         let group = crate::core::Group {
             specs: &specs,
             cancels: &cancels,
-            lockstep_cut: false,
+            cut: crate::core::GroupCut::None,
         };
         let mut first: Option<anyhow::Result<crate::core::TrialOutcome>> = None;
         crate::core::TrialRunner::run_group(

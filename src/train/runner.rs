@@ -37,7 +37,7 @@ impl BurnRunner {
             .as_ref()
             .context("this workload has no dataset (is it an NQM preset?)")?;
         let data = crate::data::load_cached(ds).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let (specs, cancels, cut) = (group.specs, group.cancels, group.lockstep_cut);
+        let (specs, cancels, cut) = (group.specs, group.cancels, group.cut.clone());
         match &spec.devices {
             DeviceSpec::Cpu { workers } => {
                 anyhow::ensure!(*workers >= 1, "at least one worker is needed");
@@ -48,7 +48,7 @@ impl BurnRunner {
                     specs,
                     data,
                     &self.options,
-                    cut,
+                    cut.clone(),
                     emit,
                     cancels,
                     done,
@@ -425,7 +425,7 @@ pub mod cuda {
             group.specs,
             data,
             opts,
-            group.lockstep_cut,
+            group.cut.clone(),
             emit,
             group.cancels,
             done,

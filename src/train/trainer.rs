@@ -18,8 +18,9 @@
 //! divergence, evaluations and outcome are its own, exactly as if it ran alone (tests hold a member
 //! against its solo run). A member that finishes (target reached, diverged, out of budget,
 //! cancelled) is reported at once and compacted out of the model: it costs nothing after. With
-//! `lockstep_cut` (a sweep's search trials) the group stops every member at the first member's
-//! reach: past that step none of them can set the batch size's steps-to-target.
+//! `GroupCut::FirstReach` (a sweep's search trials) the group stops every member at the first
+//! member's reach: past that step none of them can set the batch size's steps-to-target. With
+//! `GroupCut::Quorum` (a confirm block) the members of a cohort stop once enough of them reached.
 
 use std::sync::mpsc::channel;
 use std::sync::Arc;
@@ -79,7 +80,7 @@ pub fn run_trial<B: AutodiffBackend>(
         std::slice::from_ref(spec),
         dataset,
         opts,
-        false,
+        crate::core::GroupCut::None,
         &mut |_, e| emit(e),
         std::slice::from_ref(cancel),
         &mut |_, o| out = Some(o),
@@ -90,8 +91,8 @@ pub fn run_trial<B: AutodiffBackend>(
 /// Runs a group of trials of one workload at one batch size as one program, data-parallel on
 /// `devices`. `emit(i, event)` and `done(i, outcome)` name the member by its index in `specs`;
 /// `done` is called for each member as it finishes (so a sweep can save it at once). An error
-/// is a failure of the whole group: the members not yet done did not finish. With `lockstep_cut`
-/// every member is stopped at the first member's reach (see the module's doc).
+/// is a failure of the whole group: the members not yet done did not finish. `cut`: how members
+/// are stopped before their own end (see the module's doc).
 #[allow(clippy::too_many_arguments)]
 pub fn run_group<B: AutodiffBackend>(
     devices: Vec<Device<B>>,
@@ -99,7 +100,7 @@ pub fn run_group<B: AutodiffBackend>(
     specs: &[TrialSpec],
     dataset: Arc<Dataset>,
     opts: &TrainOptions,
-    lockstep_cut: bool,
+    cut: crate::core::GroupCut,
     emit: &mut dyn FnMut(usize, TrialEvent),
     cancels: &[CancelToken],
     done: &mut dyn FnMut(usize, TrialOutcome),
@@ -151,7 +152,7 @@ pub fn run_group<B: AutodiffBackend>(
         noise_scale: opts.noise_scale,
         noise_every: opts.noise_every,
         nodes,
-        lockstep_cut,
+        cut,
     };
     let result = coordinate(&trial, members, &crew.workers(), emit, done);
     // A multi-node trial that failed here fails on every node: the group is lost (which also
@@ -397,7 +398,7 @@ struct Trial<'a> {
     noise_every: Option<u64>,
     /// Processes (nodes) the trial spans; `world` replicas per node.
     nodes: usize,
-    lockstep_cut: bool,
+    cut: crate::core::GroupCut,
 }
 
 /// One trial of a group, as the coordinator follows it.
@@ -436,6 +437,10 @@ fn coordinate<B: AutodiffBackend>(
         started: Instant::now(),
         emit,
         done,
+        reached_in: match &trial.cut {
+            crate::core::GroupCut::Quorum { need, .. } => vec![0; need.len()],
+            _ => Vec::new(),
+        },
     };
     let mut active = active;
     for m in active.iter_mut() {
@@ -496,6 +501,8 @@ struct GroupLoop<'a, 'e> {
     started: Instant,
     emit: &'e mut dyn FnMut(usize, TrialEvent),
     done: &'e mut dyn FnMut(usize, TrialOutcome),
+    /// `GroupCut::Quorum`: members of each cohort that reached so far.
+    reached_in: Vec<usize>,
 }
 
 impl GroupLoop<'_, '_> {
@@ -577,7 +584,8 @@ impl GroupLoop<'_, '_> {
     }
 
     /// Evaluates every member (one forward of the group) and books it for those due; a reach
-    /// ends its member and, with the lockstep cut, caps every other member's budget at its step.
+    /// ends its member and, with `GroupCut::FirstReach`, caps every other member's budget at its
+    /// step; with `GroupCut::Quorum` it does so for the rest of a cohort once its quorum reached.
     fn evaluate<B: AutodiffBackend>(
         &mut self,
         active: &mut [Member<'_>],
@@ -595,6 +603,7 @@ impl GroupLoop<'_, '_> {
             Err(oom) => return Ok(Err(oom)),
         };
         let mut reached_at: Option<u64> = None;
+        let mut quorum_at: Vec<(usize, u64)> = Vec::new();
         for (i, m) in active.iter_mut().enumerate() {
             if !due[i] || ended[i].is_some() {
                 continue;
@@ -607,6 +616,14 @@ impl GroupLoop<'_, '_> {
             if let Some(o) = m.meter.eval(metric, &mut |e| (self.emit)(slot, e)) {
                 if let Outcome::Reached { step } = o {
                     reached_at = Some(reached_at.map_or(step, |s: u64| s.min(step)));
+                    if let crate::core::GroupCut::Quorum { cohort, need } = &self.trial.cut {
+                        if let Some(c) = cohort.get(slot).copied().flatten() {
+                            self.reached_in[c] += 1;
+                            if self.reached_in[c] == need[c] {
+                                quorum_at.push((c, step));
+                            }
+                        }
+                    }
                 }
                 ended[i] = Some(o);
                 continue;
@@ -618,10 +635,23 @@ impl GroupLoop<'_, '_> {
                 m.meter.set_batch_size(nb);
             }
         }
-        if let (Some(step), true) = (reached_at, self.trial.lockstep_cut) {
-            for m in active.iter_mut() {
-                m.meter.cap_budget(step);
+        match (&self.trial.cut, reached_at) {
+            (crate::core::GroupCut::FirstReach, Some(step)) => {
+                for m in active.iter_mut() {
+                    m.meter.cap_budget(step);
+                }
             }
+            (crate::core::GroupCut::Quorum { cohort, .. }, _) => {
+                // ties at the quorum's evaluation reached with it (they are ended already)
+                for (c, step) in quorum_at {
+                    for (i, m) in active.iter_mut().enumerate() {
+                        if ended[i].is_none() && cohort.get(m.slot).copied().flatten() == Some(c) {
+                            m.meter.cap_budget(step);
+                        }
+                    }
+                }
+            }
+            _ => {}
         }
         Ok(Ok(()))
     }

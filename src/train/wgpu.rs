@@ -406,7 +406,7 @@ mod imp {
             .map(|&i| device(i))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| anyhow::anyhow!(e))?;
-        let (specs, cancels, cut) = (group.specs, group.cancels, group.lockstep_cut);
+        let (specs, cancels, cut) = (group.specs, group.cancels, group.cut.clone());
         if fusion_off() {
             crate::train::trainer::run_group::<WgpuTrainUnfused>(
                 devices, workload, specs, data, opts, cut, emit, cancels, done,

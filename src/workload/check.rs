@@ -475,6 +475,26 @@ fn check_sweep(sw: &SweepDefaults, out: &mut Vec<Problem>) {
             bad(out, &["sweep", k], format!("{k} must be > 0"));
         }
     }
+    if let Some(rel) = sw.confirm_until {
+        if !(rel.is_finite() && rel > 0.0 && rel < 1.0) {
+            bad(
+                out,
+                &["sweep", "confirm_until"],
+                format!(
+                    "confirm_until = {rel}: give the confirmed S(B)'s relative half-width to \
+                     reach, in (0, 1), e.g. 0.15 for ±15 %"
+                ),
+            );
+        } else if sw.confirm.is_none() {
+            bad(
+                out,
+                &["sweep", "confirm_until"],
+                "confirm_until has no effect without a confirm stage (confirm = \"off\"): set \
+                 confirm = \"KxR\" or remove it"
+                    .into(),
+            );
+        }
+    }
     if sw.trials_per_device > 64 {
         bad(
             out,

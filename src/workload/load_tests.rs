@@ -62,6 +62,25 @@ fn the_confirm_stage_of_a_preset() {
     assert!(json["sweep"].get("confirm").is_none());
     let back: crate::workload::spec::Preset = serde_json::from_value(json).unwrap();
     assert_eq!(back.sweep.confirm, None);
+    // `confirm_until` (the stage's width target): only with a stage, in (0, 1), located
+    let p = with("confirm = \"1x10\"\nconfirm_until = 0.15").unwrap();
+    assert_eq!(p.sweep.confirm_until, Some(0.15));
+    let e = with("confirm = \"off\"\nconfirm_until = 0.15").unwrap_err();
+    assert!(
+        e.message.contains("no effect without a confirm stage"),
+        "{e}"
+    );
+    let line =
+        format!("{VALID}[sweep]\nbatch_sizes = [8]\ntrials_per_batch = 2\nconfirm = \"off\"\n")
+            .lines()
+            .count()
+            + 1;
+    assert!(
+        e.to_string().contains(&format!(":{line}:")),
+        "located at the key: {e}"
+    );
+    let e = with("confirm_until = 1.5").unwrap_err();
+    assert!(e.message.contains("in (0, 1)"), "{e}");
 }
 
 #[test]

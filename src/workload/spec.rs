@@ -519,6 +519,12 @@ pub struct SweepDefaults {
         with = "confirm_serde"
     )]
     pub confirm: Option<ConfirmPlan>,
+    /// `confirm_until = REL` (issue 42): the confirm stage goes on at every B whose confirmed
+    /// interval is wider than ±REL, adding fresh seeds where they narrow it most (what
+    /// `--until REL` does with a confirm stage; `--until` overrides it, `--until off` drops it).
+    /// Only with a confirm stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_until: Option<f64>,
 }
 
 /// How a sweep groups the trials of one batch size into fused groups (one program each).
@@ -719,6 +725,7 @@ impl Default for SweepDefaults {
             gpu_scale: false,
             fuse: Fuse::Auto,
             confirm: None,
+            confirm_until: None,
         }
     }
 }

@@ -309,7 +309,20 @@ impl Coordinator {
         });
         left = left.saturating_sub(out.len());
         for (bi, b, o) in looks {
-            if o.trials > left {
+            // a seed step: as many seeds per configuration as ±REL is expected to take (at
+            // most doubling them), all at once; one more configuration: its r seeds
+            // in whole blocks of r where blocks are censored (`core::confirm::block_need`)
+            let per_config = match o.step {
+                ConfirmStep::SeedRound
+                    if crate::core::confirm::block_need(plan.seeds) < plan.seeds =>
+                {
+                    o.round_for(rel).div_ceil(plan.seeds) * plan.seeds
+                }
+                ConfirmStep::SeedRound => o.round_for(rel),
+                ConfirmStep::NextConfig { .. } => 1,
+            };
+            let cost = o.trials.saturating_mul(per_config);
+            if cost > left {
                 continue;
             }
             let confirmed: Vec<&TrialRecord> = records
@@ -339,7 +352,9 @@ impl Coordinator {
                     }
                     for ((rank, of), seed) in next {
                         if let Some(base) = records.iter().find(|r| r.trial_id == of) {
-                            add(&base.spec, rank, seed);
+                            for s in seed..seed + per_config as u32 {
+                                add(&base.spec, rank, s);
+                            }
                         }
                     }
                 }
@@ -353,7 +368,7 @@ impl Coordinator {
                     }
                 }
             }
-            left = left.saturating_sub(o.trials);
+            left = left.saturating_sub(cost);
         }
         out
     }

@@ -329,6 +329,13 @@ impl SetupState {
         }
     }
 
+    /// The preset's `[sweep] confirm_until` (issue 42): the confirm stage adds seeds at every B
+    /// whose confirmed interval is wider; None without a confirm stage.
+    pub fn confirm_until(&self) -> Option<f64> {
+        self.confirm?;
+        self.preset()?.preset.sweep.confirm_until
+    }
+
     /// The edited study as settings over the preset: what `sweep` would get from the same values
     /// as flags. The step budget is only an override once it was changed (an edited budget
     /// replaces the preset's example budget too, as `--steps` does).

@@ -134,10 +134,16 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
             Span::styled("Enter", th.key()),
             Span::raw(match s.confirm {
                 // the confirm stage's trials at most (fewer where fewer configurations reached)
+                // with confirm_until: more seeds where the interval is still wide ("…")
                 Some(c) => format!(
-                    " launch {}+{} trials → Live",
+                    " launch {}+{}{} trials → Live",
                     s.total_trials(),
-                    c.trials() * s.batch_sizes().len()
+                    c.trials() * s.batch_sizes().len(),
+                    if s.confirm_until().is_some() {
+                        "…"
+                    } else {
+                        ""
+                    }
                 ),
                 None => format!(
                     " launch {} trial{} → Live",
@@ -288,9 +294,16 @@ fn field_value(app: &App, f: Field) -> String {
             s.widen,
             if s.widen == 1 { "" } else { "s" }
         ),
-        Field::Confirm => match s.confirm {
-            None => "off (best trial only)".into(),
-            Some(c) => format!("best {} × {} seeds", c.configs, c.seeds),
+        Field::Confirm => match (s.confirm, s.confirm_until()) {
+            (None, _) => "off (best trial only)".into(),
+            (Some(c), None) => format!("best {} × {} seeds", c.configs, c.seeds),
+            // the preset's confirm_until: more seeds where the interval is wider (issue 42)
+            (Some(c), Some(rel)) => format!(
+                "best {} × {}+ seeds ±{:.0} %",
+                c.configs,
+                c.seeds,
+                rel * 100.0
+            ),
         },
     }
 }
