@@ -19,6 +19,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Bool, Tensor, TensorData, TensorPrimitive};
 use burn_flex::{Flex, FlexTensor};
 
+use crate::model::kernels::vmath::simd_dispatch;
 use crate::workload::spec::{Metaparams, OptimizerKind};
 
 /// The hyperparameters an optimizer applies to a member, read back from it (what a trial's record
@@ -288,35 +289,59 @@ fn sgd_slice(w: &mut [f32], g: &[f32], v: Option<&mut [f32]>, s: SliceStep) {
     let lr = s.lr;
     let f = s.factor;
     match (s.momentum, v) {
-        (None, _) => {
-            for (w, g) in w.iter_mut().zip(g) {
-                let g = *g * f;
-                *w -= g * lr;
-            }
-        }
+        (None, _) => sgd_plain(w, g, lr, f),
         (Some((m, nesterov)), Some(v)) => {
             if s.first_step {
-                // v = g; d = v (Nesterov: g·γ + g)
-                for ((w, v), g) in w.iter_mut().zip(v.iter_mut()).zip(g) {
-                    let g = *g * f;
-                    *v = g;
-                    *w -= if nesterov { (g * m + g) * lr } else { g * lr };
-                }
+                sgd_first(w, g, v, m, nesterov, lr, f);
             } else if nesterov {
-                for ((w, v), g) in w.iter_mut().zip(v.iter_mut()).zip(g) {
-                    let g = *g * f;
-                    *v = g * 1.0 + *v * m;
-                    *w -= (*v * m + g) * lr;
-                }
+                sgd_nesterov(w, g, v, m, lr, f);
             } else {
-                for ((w, v), g) in w.iter_mut().zip(v.iter_mut()).zip(g) {
-                    let g = *g * f;
-                    *v = g * 1.0 + *v * m;
-                    *w -= *v * lr;
-                }
+                sgd_momentum(w, g, v, m, lr, f);
             }
         }
         (Some(_), None) => unreachable!("a momentum optimizer has a velocity"),
+    }
+}
+
+// The SGD loops, compiled for AVX-512/AVX2 where the CPU has them (no FMA contraction: the same
+// bits as the baseline loop).
+simd_dispatch! {
+    fn sgd_plain(w: &mut [f32], g: &[f32], lr: f32, f: f32) {
+        for (w, g) in w.iter_mut().zip(g) {
+            let g = *g * f;
+            *w -= g * lr;
+        }
+    }
+}
+
+simd_dispatch! {
+    fn sgd_first(w: &mut [f32], g: &[f32], v: &mut [f32], m: f32, nesterov: bool, lr: f32, f: f32) {
+        // v = g; d = v (Nesterov: g·γ + g)
+        for ((w, v), g) in w.iter_mut().zip(v.iter_mut()).zip(g) {
+            let g = *g * f;
+            *v = g;
+            *w -= if nesterov { (g * m + g) * lr } else { g * lr };
+        }
+    }
+}
+
+simd_dispatch! {
+    fn sgd_nesterov(w: &mut [f32], g: &[f32], v: &mut [f32], m: f32, lr: f32, f: f32) {
+        for ((w, v), g) in w.iter_mut().zip(v.iter_mut()).zip(g) {
+            let g = *g * f;
+            *v = g * 1.0 + *v * m;
+            *w -= (*v * m + g) * lr;
+        }
+    }
+}
+
+simd_dispatch! {
+    fn sgd_momentum(w: &mut [f32], g: &[f32], v: &mut [f32], m: f32, lr: f32, f: f32) {
+        for ((w, v), g) in w.iter_mut().zip(v.iter_mut()).zip(g) {
+            let g = *g * f;
+            *v = g * 1.0 + *v * m;
+            *w -= *v * lr;
+        }
     }
 }
 
@@ -331,17 +356,59 @@ fn adam_slice(w: &mut [f32], g: &[f32], m1: &mut [f32], m2: &mut [f32], s: Slice
     let cf = bc2 / (1.0 - b1.powi(t));
     let eps = h.epsilon * bc2;
     let (lr, f) = (s.lr, s.factor);
-    for (((w, g), m), v) in w.iter_mut().zip(g).zip(m1.iter_mut()).zip(m2.iter_mut()) {
-        let g = *g * f;
-        if s.first_step {
-            *m = g * f1;
-            *v = (g * g) * f2;
-        } else {
-            *m = *m * b1 + g * f1;
-            *v = *v * b2 + (g * g) * f2;
+    let k = AdamStep {
+        b1,
+        b2,
+        f1,
+        f2,
+        cf,
+        eps,
+        lr,
+        f,
+    };
+    if s.first_step {
+        adam_first(w, g, m1, m2, k);
+    } else {
+        adam_next(w, g, m1, m2, k);
+    }
+}
+
+/// One member's Adam constants for a step (f32, in the order of Burn's `Adam`).
+#[derive(Clone, Copy)]
+pub struct AdamStep {
+    b1: f32,
+    b2: f32,
+    f1: f32,
+    f2: f32,
+    cf: f32,
+    eps: f32,
+    lr: f32,
+    f: f32,
+}
+
+// The loops, compiled for AVX-512/AVX2 where the CPU has them (sqrt and division are exact in
+// every width, and nothing is contracted to an FMA: the same bits as the baseline loop).
+simd_dispatch! {
+    fn adam_first(w: &mut [f32], g: &[f32], m1: &mut [f32], m2: &mut [f32], k: AdamStep) {
+        for (((w, g), m), v) in w.iter_mut().zip(g).zip(m1.iter_mut()).zip(m2.iter_mut()) {
+            let g = *g * k.f;
+            *m = g * k.f1;
+            *v = (g * g) * k.f2;
+            let u = (*m * k.cf) / (v.sqrt() + k.eps);
+            *w -= u * k.lr;
         }
-        let u = (*m * cf) / (v.sqrt() + eps);
-        *w -= u * lr;
+    }
+}
+
+simd_dispatch! {
+    fn adam_next(w: &mut [f32], g: &[f32], m1: &mut [f32], m2: &mut [f32], k: AdamStep) {
+        for (((w, g), m), v) in w.iter_mut().zip(g).zip(m1.iter_mut()).zip(m2.iter_mut()) {
+            let g = *g * k.f;
+            *m = *m * k.b1 + g * k.f1;
+            *v = *v * k.b2 + (g * g) * k.f2;
+            let u = (*m * k.cf) / (v.sqrt() + k.eps);
+            *w -= u * k.lr;
+        }
     }
 }
 
