@@ -136,10 +136,18 @@ pub fn confirm_table(a: &Analysis) -> String {
         let lr = chosen
             .map(|k| num(k.learning_rate))
             .unwrap_or_else(|| "-".into());
+        // seeds cut at their block's quorum are not failures: "≥ the quorum's step"
+        let cut = |k: &crate::core::analysis::ConfirmedConfig| {
+            if k.censored > 0 {
+                format!(" +{} cut", k.censored)
+            } else {
+                String::new()
+            }
+        };
         let seeds = chosen
             .map(|k| match (k.min, k.max) {
-                (Some(lo), Some(hi)) => format!("{}/{} {lo}–{hi}", k.reached, k.runs),
-                _ => format!("{}/{}", k.reached, k.runs),
+                (Some(lo), Some(hi)) => format!("{}/{} {lo}–{hi}{}", k.reached, k.runs, cut(k)),
+                _ => format!("{}/{}{}", k.reached, k.runs, cut(k)),
             })
             .unwrap_or_else(|| {
                 let (r, n): (usize, usize) = c
@@ -206,13 +214,30 @@ pub fn confirm_table(a: &Analysis) -> String {
             others.join(" · ")
         );
     }
+    confirm_legend(a, &mut s);
+    let _ = writeln!(s, "  {}", readout_line(a));
+    s
+}
+
+/// The confirm table's legend: the seed spread, and what a cut seed is where there are any.
+fn confirm_legend(a: &Analysis, s: &mut String) {
     let _ = writeln!(
-        s,
+        *s,
         "  seed spread: the standard deviation of ln steps between seeds of one configuration \
          (σ_ln 0.2 ≈ a typical seed ±20 % off its median)"
     );
-    let _ = writeln!(s, "  {}", readout_line(a));
-    s
+    let censored = a
+        .per_batch
+        .iter()
+        .filter_map(|p| p.confirmed.as_ref())
+        .any(|c| c.configs.iter().any(|k| k.censored > 0));
+    if censored {
+        let _ = writeln!(
+            *s,
+            "  cut: seeds stopped once three quarters of their block of fresh seeds reached \
+             (slower than that step, which is all the median needs of them; not failures)"
+        );
+    }
 }
 
 /// Which readout the curve reads, in words.
