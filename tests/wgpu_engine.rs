@@ -62,6 +62,7 @@ fn two_replicas_on_wgpu_follow_two_cpu_workers() {
     let cpu = cpu_trial(&w, 64, 2, Precision::Fp32);
     let gpu = on_wgpu(cpu.clone(), &[0, 0]);
     let (a, la) = train(&w, &cpu, TrainOptions::default());
+    // two replicas on one adapter: each its own copy of the weights (`exchange::deep_copy`)
     let (b, lb) = train(&w, &gpu, TrainOptions::default());
     let (sa, sb) = (
         a.outcome.steps_to_target().expect("cpu reached"),

@@ -272,3 +272,29 @@ impl<B: AutodiffBackend> Reduced<B> {
         }
     }
 }
+
+/// `module` with every float parameter copied through the host onto `device`: the same values
+/// and parameter ids, no tensor shared with `module` (a second replica on a device that holds
+/// one already; `Module::fork` there shares the tensors themselves).
+pub fn deep_copy<B: AutodiffBackend, M: burn::module::Module<B>>(
+    module: M,
+    device: &B::Device,
+) -> M {
+    struct Copy<'d, B: Backend> {
+        device: &'d B::Device,
+    }
+    impl<B: AutodiffBackend> burn::module::ModuleMapper<B> for Copy<'_, B> {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+            let (id, tensor, mapper) = param.consume();
+            let require_grad = tensor.is_require_grad();
+            let copy = Tensor::<B, D>::from_data(tensor.into_data(), self.device);
+            let copy = if require_grad {
+                copy.require_grad()
+            } else {
+                copy
+            };
+            Param::from_mapped_value(id, copy, mapper)
+        }
+    }
+    module.map(&mut Copy { device })
+}

@@ -247,6 +247,12 @@ impl<B: AutodiffBackend> Crew<B> {
         for (rank, dev) in devices.iter().enumerate() {
             let replica = if rank == 0 {
                 model.clone()
+            } else if devices[..rank].contains(dev) {
+                // a device that holds a replica already (wgpu:0,0): a copy of its own, never
+                // tensors shared between two streams of one device (burn-fusion 0.21 loses a
+                // shared tensor's handle when the other stream updates it in place: "Should
+                // have handle for tensor")
+                super::exchange::deep_copy(model.clone(), dev)
             } else {
                 model.clone().fork(dev)
             };
