@@ -462,17 +462,13 @@ fn confirmed_at(
     // the grid where the chosen configuration's kept seeds met the target (not a censored seed's
     // later reach: the same seeds whether or not the trainer cut it)
     let kept_max = seeds[i].steps.iter().copied().fold(0.0, f64::max);
-    let cut_at = seeds[i]
-        .censored
-        .iter()
-        .copied()
-        .fold(f64::INFINITY, f64::min);
     let spacing: Vec<f64> = chosen_runs
         .iter()
         .filter_map(|(t, o)| {
             let s = o.steps()?;
-            let kept = (s as f64) <= kept_max && (s as f64) <= cut_at.max(kept_max);
-            kept.then(|| grid_spacing(t, s)).flatten()
+            ((s as f64) <= kept_max)
+                .then(|| grid_spacing(t, s))
+                .flatten()
         })
         .collect();
     let resolution = median(spacing).unwrap_or(0.0);

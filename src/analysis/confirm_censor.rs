@@ -130,7 +130,7 @@ pub(super) fn config_seeds(runs: &[(&TrialRecord, Observation)], r: Option<usize
         let mut blocks: BTreeMap<u32, Vec<&TrialRecord>> = BTreeMap::new();
         for (t, o) in runs {
             if let (Some(m), false) = (t.spec.confirm, matches!(o, Observation::Cancelled)) {
-                blocks.entry(m.seed / r as u32).or_default().push(t);
+                blocks.entry(m.block(r)).or_default().push(t);
             }
         }
         for (j, ts) in blocks {
@@ -157,7 +157,7 @@ pub(super) fn config_seeds(runs: &[(&TrialRecord, Observation)], r: Option<usize
     }
     for (t, o) in runs {
         let c = match (t.spec.confirm, r) {
-            (Some(m), Some(r)) => cut_at.get(&(m.seed / r as u32)).copied(),
+            (Some(m), Some(r)) => cut_at.get(&m.block(r)).copied(),
             _ => None,
         };
         if let (Some(c), false) = (c, matches!(o, Observation::Cancelled)) {

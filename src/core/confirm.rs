@@ -95,6 +95,13 @@ pub struct ConfirmMark {
     pub seed: u32,
 }
 
+impl ConfirmMark {
+    /// The block of `r` seeds this seed belongs to (`block_need`): seeds j·r … (j+1)·r − 1.
+    pub fn block(&self, r: usize) -> u32 {
+        self.seed / r.max(1) as u32
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use crate::core::GroupCut;
 
 /// The confirm block (configuration, seed / r) of a confirm trial.
 fn block_of(t: &TrialSpec, r: usize) -> Option<(u64, u32)> {
-    t.confirm.map(|m| (m.of, m.seed / r.max(1) as u32))
+    t.confirm.map(|m| (m.of, m.block(r)))
 }
 
 /// `members` split into the trials of the blocks they hold whole (r seeds) and the others; when
