@@ -303,6 +303,29 @@ impl<B: Backend> Net<B> {
         cross_entropy(logits, y)
     }
 
+    /// Whether [`Self::correct_shared`] serves this model here (the MLP on the CPU in fp32): its
+    /// evaluation then takes one copy of the validation rows, not one per member.
+    pub fn shares_eval_rows(&self, c: &Ctx) -> bool {
+        matches!(self, Net::Mlp(_)) && c.is_fp32() && kernels::serves_inference::<B>()
+    }
+
+    /// Each member's correct predictions [K] on a batch of rows that every member scores (one
+    /// copy of them: `batch.len()` rows, not K·N): `eval_stats` without the NLL, where
+    /// [`Self::shares_eval_rows`] (`kernels::mlp_correct`); `None` elsewhere.
+    pub fn correct_shared(&self, batch: &Batch<B>, c: &Ctx) -> Option<Tensor<B, 1>> {
+        let (Net::Mlp(m), Batch::Images { x, y }) = (self, batch) else {
+            return None;
+        };
+        if !c.is_fp32() {
+            return None;
+        }
+        let [n, ch, h, w] = x.dims();
+        let x = x.clone().reshape([n, ch * h * w]);
+        let layers = m.layers.iter().map(|l| (l.w.val(), l.b.val())).collect();
+        let labels: Vec<i64> = y.clone().into_data().iter::<i64>().collect();
+        kernels::mlp_correct(x, layers, &labels)
+    }
+
     /// Each member's evaluation statistics of the batch on the device (fp32; counts are exact up to
     /// 2^24 examples a batch), for one read-back of many batches: `[Σ −log p(y), correct
     /// predictions]` per member (K·2 values, member-major) with `with_nll`, else `[correct

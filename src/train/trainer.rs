@@ -273,6 +273,7 @@ impl<B: AutodiffBackend> Crew<B> {
                 reads: 0,
                 val: None,
                 val_members: group,
+                val_one: None,
             };
             if inline {
                 crew.inline = Some(std::cell::RefCell::new(w));

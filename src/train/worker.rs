@@ -129,6 +129,9 @@ pub(super) struct Worker<B: AutodiffBackend> {
     pub(super) val: Option<Vec<(Batch<B::InnerBackend>, usize)>>,
     /// Members the validation batches were built for.
     pub(super) val_members: usize,
+    /// One copy of the validation batches, for a model whose members score shared rows
+    /// (`Net::shares_eval_rows`); built at its first evaluation.
+    pub(super) val_one: Option<Vec<(Batch<B::InnerBackend>, usize)>>,
 }
 
 impl<B: AutodiffBackend> Worker<B> {
@@ -368,6 +371,20 @@ impl<B: AutodiffBackend> Worker<B> {
     fn eval(&mut self) -> anyhow::Result<Vec<EvalSums>> {
         let k = self.members;
         let model = self.net().valid();
+        if !self.nll && model.shares_eval_rows(&self.ctx) {
+            if self.val_one.is_none() {
+                self.val_one = Some(self.val_batches(1));
+            }
+            let val = self.val_one.as_ref().expect("built above");
+            let stats: Option<Vec<_>> = val
+                .iter()
+                .map(|(b, _)| model.correct_shared(b, &self.ctx))
+                .collect();
+            if let Some(stats) = stats {
+                let sizes: Vec<usize> = val.iter().map(|(_, n)| *n).collect();
+                return self.sum_stats(stats, sizes, k, false);
+            }
+        }
         if self.val.is_none() {
             self.val_members = k;
             self.val = Some(self.val_batches(k));
@@ -388,6 +405,18 @@ impl<B: AutodiffBackend> Worker<B> {
             })
             .collect();
         let sizes: Vec<usize> = val.iter().map(|(_, n)| *n).collect();
+        self.sum_stats(stats, sizes, k, with_nll)
+    }
+
+    /// Each member's sums over the batches' statistics (`Net::eval_stats`' layout; batch `i`
+    /// scored `sizes[i]` rows per member), read back in one read and summed in f64 in batch order.
+    fn sum_stats(
+        &mut self,
+        stats: Vec<Tensor<B::InnerBackend, 1>>,
+        sizes: Vec<usize>,
+        k: usize,
+        with_nll: bool,
+    ) -> anyhow::Result<Vec<EvalSums>> {
         let mut sums = vec![EvalSums::default(); k];
         if stats.is_empty() {
             return Ok(sums);

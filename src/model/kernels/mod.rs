@@ -11,7 +11,9 @@
 //! * [`lstm_layer`]: a whole LSTM recurrence (every step's gemm and cell) as one op, with
 //!   backpropagation through time in one pass;
 //! * [`cross_entropy`]: mean softmax cross-entropy per member (a vectorised log-sum-exp per row;
-//!   backward softmax − one-hot).
+//!   backward softmax − one-hot);
+//! * [`mlp_correct`]: an MLP's correct predictions per member on rows they all score (evaluation:
+//!   the first layer of every member as one gemm).
 //!
 //! Every kernel works on the member axis (K trials fused) and treats members independently: a NaN in
 //! one member's rows never reaches another's outputs or gradients.
@@ -19,6 +21,7 @@
 mod conv;
 mod dense;
 mod lstm;
+mod mlp_eval;
 pub mod vmath;
 mod xent;
 
@@ -342,4 +345,37 @@ pub fn cross_entropy<B: Backend>(
             same(tensor_from::<Flex, 1>(loss)).ok()
         }
     }
+}
+
+/// Whether `B` is the CPU inference backend (Flex) that [`mlp_correct`] serves.
+pub fn serves_inference<B: Backend>() -> bool {
+    matches!(cpu::<B>(), Some(Cpu::Inner))
+}
+
+/// An MLP's correct predictions per member ([`crate::model::Mlp`], ReLU between the layers, argmax
+/// of the logits against `labels`) on rows every member scores: x [N, in], `layers` each
+/// (W [K, in, out], b [K, out]) → [K] counts (f32). `None` off the CPU inference backend or outside
+/// f32. The same counts as the generic ops on the rows repeated per member (tested).
+pub fn mlp_correct<B: Backend>(
+    x: Tensor<B, 2>,
+    layers: Vec<(Tensor<B, 3>, Tensor<B, 2>)>,
+    labels: &[i64],
+) -> Option<Tensor<B, 1>> {
+    if !matches!(cpu::<B>()?, Cpu::Inner)
+        || layers.is_empty()
+        || !is_f32(&x)
+        || layers.iter().any(|(w, b)| !(is_f32(w) && is_f32(b)))
+    {
+        return None;
+    }
+    let k = layers[0].0.dims()[0];
+    let x = float_of(same::<_, Tensor<Flex, 2>>(x).ok()?);
+    let mut flex = Vec::with_capacity(layers.len());
+    for (w, b) in layers {
+        let w = float_of(same::<_, Tensor<Flex, 3>>(w).ok()?);
+        let b = float_of(same::<_, Tensor<Flex, 2>>(b).ok()?);
+        flex.push((w, b));
+    }
+    let counts = mlp_eval::correct(&x, &flex, labels);
+    same(tensor_from::<Flex, 1>(tensor_of(counts, &[k]))).ok()
 }
