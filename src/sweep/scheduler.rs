@@ -27,7 +27,6 @@ use crate::core::analysis::Analysis;
 use crate::core::events::{PlanInfo, SweepEvent, TrialErrorNote, TrialEvent};
 use crate::core::record::{Header, Summary, TrialRecord, SCHEMA_VERSION};
 use crate::core::trial::{CancelToken, Outcome, TrialOutcome, TrialSpec};
-use crate::core::widen::WIDEN_ID_BASE;
 use crate::core::TrialRunner;
 use crate::runlog::writer::RunLogWriter;
 use cut::{group_cut, whole_blocks, TrialKind};
@@ -412,8 +411,10 @@ impl Coordinator {
     /// Starts groups from the queue while slots are free. Trials beyond the plan (--until,
     /// --widen, --repeats) are placed from the finished ones: in waves that start when nothing
     /// runs, so what is placed does not depend on which trial finished first (one at a time: one
-    /// trial a wave). A wave places what its free slots' groups hold. An error is fatal (a record
-    /// that could not be written).
+    /// trial a wave). A wave places what its free slots' groups hold. The confirm stage's first
+    /// blocks are the exception: a pure function of their B's search records, they are placed as
+    /// soon as that search settled (`place_confirm_early`). An error is fatal (a record that could
+    /// not be written).
     fn start_groups(
         &mut self,
         queue: &mut VecDeque<TrialSpec>,
@@ -422,9 +423,15 @@ impl Coordinator {
     ) -> anyhow::Result<()> {
         let fuse = self.fuse();
         let wave = run.groups.is_empty();
+        if !wave && run.groups.len() < self.slots.capacity() {
+            self.place_confirm_early(queue, &run.specs);
+        }
         while run.groups.len() < self.slots.capacity() {
             if queue.is_empty() {
                 if !wave {
+                    if self.place_confirm_early(queue, &run.specs) {
+                        continue;
+                    }
                     break;
                 }
                 let room = (self.slots.capacity() - run.groups.len()) * fuse;
@@ -443,9 +450,14 @@ impl Coordinator {
                 if queue.is_empty() {
                     break;
                 }
+                self.longest_first(queue);
             }
             let Some(spec) = self.next_startable(queue, &run.specs) else {
-                // every queued trial waits for a trial at its B (early stopping)
+                // every queued trial waits for a trial at its B (early stopping): a settled B's
+                // confirm stage may start meanwhile
+                if self.place_confirm_early(queue, &run.specs) {
+                    continue;
+                }
                 break;
             };
             if self.control.is_user_cancelled(spec.trial_id) {
@@ -456,7 +468,8 @@ impl Coordinator {
             // the queued trials that train with it: same B, same early-stopping cap
             let mut members = vec![spec];
             let cap = self.cap_of(&members[0]);
-            while members.len() < fuse {
+            let room = self.group_room(&members[0], fuse);
+            while members.len() < room {
                 let at = queue.iter().position(|t| {
                     t.batch_size == members[0].batch_size
                         && TrialKind::of(t) == TrialKind::of(&members[0])
@@ -693,47 +706,6 @@ impl Coordinator {
             }
         }
         Ok(())
-    }
-
-    /// The most trials a group holds in this sweep: the configuration's fuse setting (resolved
-    /// when the sweep started) within what the runner can fuse.
-    fn fuse(&self) -> usize {
-        let k = self.cfg.fuse.members().unwrap_or(1).max(1);
-        k.min(
-            self.runner
-                .max_group(&self.cfg.preset.workload, &self.cfg.devices)
-                .max(1),
-        )
-    }
-
-    /// The step budget early stopping gives a trial starting now (None: its full budget).
-    /// Past the best steps-to-target already measured at its B a trial can no longer be the best
-    /// one, so S(B) is unchanged by stopping it there.
-    fn cap_of(&self, spec: &TrialSpec) -> Option<u64> {
-        let full_budget = self.cfg.preset.workload.budget_for(spec.batch_size);
-        self.cfg
-            .preset
-            .sweep
-            .early_stopping
-            .then(|| self.best.get(&spec.batch_size).copied())
-            // A repeat or confirm trial measures its own steps-to-target: never cut.
-            .filter(|_| spec.is_search())
-            .flatten()
-            .filter(|&best| best < full_budget)
-            // a `--until` trial beyond the plan runs on to a multiple of S(B): its reaching
-            // between S(B) and that cap is what narrows the interval (analysis::until::UNTIL_CAP)
-            .map(|best| {
-                let beyond_plan = self.cfg.until.is_some()
-                    && spec.trial_id < WIDEN_ID_BASE
-                    && spec.trial_id as usize
-                        >= self.cfg.batch_sizes.len() * self.cfg.trials_per_batch;
-                if beyond_plan {
-                    crate::analysis::until::until_cap(Some(best), full_budget)
-                } else {
-                    best
-                }
-            })
-            .filter(|&cap| cap < full_budget)
     }
 
     /// Starts `specs` (one B, one cap) as one fused group on its own thread; each trial's result

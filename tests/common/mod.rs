@@ -202,3 +202,25 @@ pub fn train(w: &Workload, spec: &TrialSpec, options: TrainOptions) -> (TrialOut
         .unwrap();
     (out, losses)
 }
+
+/// The same outcome, or a confirm seed that one run stopped at its block's quorum (step c: "≥ c",
+/// `GroupCut::Quorum`, when one group held the whole block) and the other ran on (a resume or a
+/// Slurm array split the block across groups): then it reached at c or later. The analysis
+/// censors both alike.
+pub fn same_or_quorum_cut(
+    a: &scaling_lab::core::trial::Outcome,
+    b: &scaling_lab::core::trial::Outcome,
+) -> bool {
+    use scaling_lab::core::trial::Outcome;
+    let consistent = |cut: &Outcome, other: &Outcome| match (cut, other) {
+        (
+            Outcome::NotReached {
+                budget: c,
+                early_stopped: true,
+            },
+            Outcome::Reached { step },
+        ) => step >= c,
+        _ => false,
+    };
+    a == b || consistent(a, b) || consistent(b, a)
+}

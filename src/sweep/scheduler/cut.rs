@@ -1,11 +1,79 @@
-//! What kind of trials a group holds and how it is cut: search trials at the first reach, a
+//! How many trials a group holds, what kind they are and how it is cut: search trials at the first reach, a
 //! confirm group (issue 42) in whole blocks of r seeds, each at its quorum
 //! (`core::confirm::block_need`, the same rule the analysis applies to the records).
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::Coordinator;
 use crate::core::trial::TrialSpec;
+use crate::core::widen::WIDEN_ID_BASE;
 use crate::core::GroupCut;
+
+/// How many trials a group holds, and the step budget early stopping gives a search trial.
+impl Coordinator {
+    /// The most trials a group holds in this sweep: the configuration's fuse setting (resolved
+    /// when the sweep started) within what the runner can fuse.
+    pub(super) fn fuse(&self) -> usize {
+        let k = self.cfg.fuse.members().unwrap_or(1).max(1);
+        k.min(
+            self.runner
+                .max_group(&self.cfg.preset.workload, &self.cfg.devices)
+                .max(1),
+        )
+    }
+
+    /// The most trials a group led by `first` holds: `fuse`, except that a confirm group holds
+    /// whole blocks of r seeds — at least one, so that its quorum cut applies even where `fuse` <
+    /// r (a block split across groups runs every seed to its own reach) — within what the runner
+    /// can fuse.
+    pub(super) fn group_room(&self, first: &TrialSpec, fuse: usize) -> usize {
+        match self.cfg.preset.sweep.confirm.map(|p| p.seeds) {
+            Some(r) if r > 1 && TrialKind::of(first) == TrialKind::Confirm => {
+                let max = self
+                    .runner
+                    .max_group(&self.cfg.preset.workload, &self.cfg.devices)
+                    .max(1);
+                let blocks = r * (fuse / r).max(1);
+                if fuse > 1 && blocks <= max {
+                    blocks
+                } else {
+                    fuse
+                }
+            }
+            _ => fuse,
+        }
+    }
+
+    /// The step budget early stopping gives a trial starting now (None: its full budget).
+    /// Past the best steps-to-target already measured at its B a trial can no longer be the best
+    /// one, so S(B) is unchanged by stopping it there.
+    pub(super) fn cap_of(&self, spec: &TrialSpec) -> Option<u64> {
+        let full_budget = self.cfg.preset.workload.budget_for(spec.batch_size);
+        self.cfg
+            .preset
+            .sweep
+            .early_stopping
+            .then(|| self.best.get(&spec.batch_size).copied())
+            // A repeat or confirm trial measures its own steps-to-target: never cut.
+            .filter(|_| spec.is_search())
+            .flatten()
+            .filter(|&best| best < full_budget)
+            // a `--until` trial beyond the plan runs on to a multiple of S(B): its reaching
+            // between S(B) and that cap is what narrows the interval (analysis::until::UNTIL_CAP)
+            .map(|best| {
+                let beyond_plan = self.cfg.until.is_some()
+                    && spec.trial_id < WIDEN_ID_BASE
+                    && spec.trial_id as usize
+                        >= self.cfg.batch_sizes.len() * self.cfg.trials_per_batch;
+                if beyond_plan {
+                    crate::analysis::until::until_cap(Some(best), full_budget)
+                } else {
+                    best
+                }
+            })
+            .filter(|&cap| cap < full_budget)
+    }
+}
 
 /// The confirm block (configuration, seed / r) of a confirm trial.
 fn block_of(t: &TrialSpec, r: usize) -> Option<(u64, u32)> {

@@ -2,6 +2,7 @@
 //! caps do not depend on which trial finished first), and the trials beyond the plan (`--widen`,
 //! `--until`, `--repeats`), each a pure function of the finished and running trials.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use super::Coordinator;
@@ -69,20 +70,83 @@ impl Coordinator {
         specs
     }
 
+    /// Orders a wave's queue longest first (a schedule's tail is its last long group): confirm
+    /// trials by the longest wall time a confirm trial at their B took so far (their B's earlier
+    /// block), else by their B, smallest first (the most steps); other trials keep their place
+    /// ahead of them. Only the order in which they start changes, never what is placed.
+    pub(super) fn longest_first(&self, queue: &mut VecDeque<TrialSpec>) {
+        let mut took: HashMap<usize, f64> = HashMap::new();
+        for r in self.records.iter().filter(|r| r.spec.confirm.is_some()) {
+            let w = took.entry(r.spec.batch_size).or_default();
+            *w = w.max(r.outcome.wall_s);
+        }
+        // (confirm?, its B's wall so far, B); trials of other kinds all compare equal (stable)
+        let key = |t: &TrialSpec| match t.confirm {
+            None => (false, 0.0, 0),
+            Some(_) => {
+                let seen = took.get(&t.batch_size).copied().unwrap_or(f64::INFINITY);
+                (true, -seen, t.batch_size)
+            }
+        };
+        queue.make_contiguous().sort_by(|a, b| {
+            let (ka, kb) = (key(a), key(b));
+            ka.0.cmp(&kb.0)
+                .then(ka.1.total_cmp(&kb.1))
+                .then(ka.2.cmp(&kb.2))
+        });
+    }
+
     /// The records the confirm stage is placed from: this process's, and those its peers logged
     /// into the same sweep (a Slurm array task, `SweepControl::set_peers`; its own win).
-    fn placement_records(&self) -> Vec<TrialRecord> {
-        let mut all = self.records.clone();
+    fn placement_records(&self) -> Cow<'_, [TrialRecord]> {
         let peers = super::lock(&self.control.peers).clone();
-        if let Some(read) = peers {
-            let mine: HashSet<u64> = all.iter().map(|r| r.trial_id).collect();
-            all.extend(
-                (read.0)()
-                    .into_iter()
-                    .filter(|r| !mine.contains(&r.trial_id)),
-            );
+        let Some(read) = peers else {
+            return Cow::Borrowed(&self.records);
+        };
+        let mut all = self.records.clone();
+        let mine: HashSet<u64> = all.iter().map(|r| r.trial_id).collect();
+        all.extend(
+            (read.0)()
+                .into_iter()
+                .filter(|r| !mine.contains(&r.trial_id)),
+        );
+        Cow::Owned(all)
+    }
+
+    /// Outside a wave: queues the confirm stage's first blocks at every B whose search has
+    /// settled, as soon as it has, ahead of the queue (they are a pure function of that B's search records, so when
+    /// they are placed does not change what they are; everything else beyond the plan waits for a
+    /// wave). The long chains of the small batch sizes then start while the search of the large
+    /// ones still runs. Not in a Slurm array task (its peers' logs would be read at every turn).
+    /// Whether it queued any.
+    pub(super) fn place_confirm_early(
+        &self,
+        queue: &mut VecDeque<TrialSpec>,
+        running: &HashMap<u64, TrialSpec>,
+    ) -> bool {
+        if self.cfg.preset.sweep.confirm.is_none() || super::lock(&self.control.peers).is_some() {
+            return false;
         }
-        all
+        let mut placed = running.clone();
+        for t in queue.iter() {
+            placed.insert(t.trial_id, t.clone());
+        }
+        let extra = self.next_confirm(&placed);
+        if extra.is_empty() {
+            return false;
+        }
+        for spec in &extra {
+            self.emit(SweepEvent::Queued {
+                trial_id: spec.trial_id,
+                batch_size: spec.batch_size,
+            });
+        }
+        // ahead of the search trials still queued (shorter groups that fill in around them),
+        // smallest B (the longest chain) first
+        for spec in extra.into_iter().rev() {
+            queue.push_front(spec);
+        }
+        true
     }
 
     /// Whether the search at batch size `b` (index `bi`) has settled in `records`: every plan
