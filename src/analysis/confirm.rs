@@ -364,15 +364,23 @@ pub(crate) fn attach(
     per_batch: &mut [BatchPoint],
     study: &Study,
 ) -> BTreeMap<usize, Vec<f64>> {
+    use rayon::prelude::*;
+    // each B on its own (its Monte Carlo draws from its own seed, `confirm_seed`): in parallel
+    let done: Vec<Option<(Confirmed, Option<Vec<f64>>)>> = per_batch
+        .par_iter()
+        .map(|p| {
+            let b = p.batch_size;
+            let ts = observed.confirm.get(&b)?;
+            Some(confirmed_at(observed, b, ts, study))
+        })
+        .collect();
     let mut draws = BTreeMap::new();
-    for p in per_batch.iter_mut() {
-        let b = p.batch_size;
-        let Some(ts) = observed.confirm.get(&b) else {
+    for (p, got) in per_batch.iter_mut().zip(done) {
+        let Some((c, d)) = got else {
             continue;
         };
-        let (c, d) = confirmed_at(observed, b, ts, study);
         if let Some(d) = d {
-            draws.insert(b, d);
+            draws.insert(p.batch_size, d);
         }
         p.confirmed = Some(c);
     }
