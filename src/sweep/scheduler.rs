@@ -424,14 +424,12 @@ impl Coordinator {
         let fuse = self.fuse();
         let wave = run.groups.is_empty();
         if !wave && run.groups.len() < self.slots.capacity() {
+            // a settled B's confirm stage, ahead of the queue (outside a wave: nothing else)
             self.place_confirm_early(queue, &run.specs);
         }
         while run.groups.len() < self.slots.capacity() {
             if queue.is_empty() {
                 if !wave {
-                    if self.place_confirm_early(queue, &run.specs) {
-                        continue;
-                    }
                     break;
                 }
                 let room = (self.slots.capacity() - run.groups.len()) * fuse;
@@ -453,11 +451,7 @@ impl Coordinator {
                 self.longest_first(queue);
             }
             let Some(spec) = self.next_startable(queue, &run.specs) else {
-                // every queued trial waits for a trial at its B (early stopping): a settled B's
-                // confirm stage may start meanwhile
-                if self.place_confirm_early(queue, &run.specs) {
-                    continue;
-                }
+                // every queued trial waits for a trial at its B (early stopping)
                 break;
             };
             if self.control.is_user_cancelled(spec.trial_id) {

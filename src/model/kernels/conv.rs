@@ -120,38 +120,11 @@ pub(super) fn matmul(
     );
 }
 
-/// `matmul` into a strided m×n destination (row stride, column stride), on this thread.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn matmul_strided(
-    m: usize,
-    n: usize,
-    k: usize,
-    dst: &mut [f32],
-    dst_strides: (isize, isize),
-    lhs: &[f32],
-    lhs_strides: (isize, isize),
-    rhs: &[f32],
-    rhs_strides: (isize, isize),
-) {
-    matmul_into(
-        m,
-        n,
-        k,
-        dst,
-        dst_strides,
-        lhs,
-        lhs_strides,
-        rhs,
-        rhs_strides,
-        gemm::Parallelism::None,
-    );
-}
-
 /// dst = lhs[m×k] · rhs[k×n] into a strided m×n destination (row stride, column stride). gemm
 /// vectorises along the destination's unit-stride dimension: give it the long one (a
 /// convolution's pixels, not its 8 or 16 channels).
 #[allow(clippy::too_many_arguments)]
-fn matmul_into(
+pub(super) fn matmul_into(
     m: usize,
     n: usize,
     k: usize,

@@ -59,7 +59,7 @@ impl Block<'_> {
 fn layer(src: Block<'_>, w: &[f32], b: &[f32], dout: usize, relu: bool) -> Buf {
     let n = src.n;
     let mut out = Buf::new(n * dout);
-    super::conv::matmul_strided(
+    super::conv::matmul_into(
         n,
         dout,
         src.features,
@@ -69,6 +69,7 @@ fn layer(src: Block<'_>, w: &[f32], b: &[f32], dout: usize, relu: bool) -> Buf {
         (1, n as isize),
         w,
         (dout as isize, 1),
+        gemm::Parallelism::None,
     );
     bias_relu(&mut out, n, b, relu);
     out
@@ -209,7 +210,7 @@ pub(super) fn correct(
     }
     // feature-major [K·d1, N]: each feature's N values contiguous
     let mut h = Buf::new(n * k * d1);
-    super::conv::matmul_strided(
+    super::conv::matmul_into(
         n,
         k * d1,
         din,
@@ -219,6 +220,7 @@ pub(super) fn correct(
         (din as isize, 1),
         &wide,
         ((k * d1) as isize, 1),
+        gemm::Parallelism::None,
     );
     bias_relu(&mut h, n, values(&layers[0].1), layers.len() > 1);
     let h = &*h;

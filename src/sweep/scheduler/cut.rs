@@ -1,5 +1,5 @@
-//! How many trials a group holds, what kind they are and how it is cut: search trials at the first reach, a
-//! confirm group (issue 42) in whole blocks of r seeds, each at its quorum
+//! How many trials a group holds, what kind they are and how it is cut: search trials at the
+//! first reach, a confirm group (issue 42) in whole blocks of r seeds, each at its quorum
 //! (`core::confirm::block_need`, the same rule the analysis applies to the records).
 
 use std::collections::{BTreeMap, HashMap};
@@ -15,11 +15,14 @@ impl Coordinator {
     /// when the sweep started) within what the runner can fuse.
     pub(super) fn fuse(&self) -> usize {
         let k = self.cfg.fuse.members().unwrap_or(1).max(1);
-        k.min(
-            self.runner
-                .max_group(&self.cfg.preset.workload, &self.cfg.devices)
-                .max(1),
-        )
+        k.min(self.max_group())
+    }
+
+    /// The most trials the runner fuses into one group for this workload and these devices.
+    fn max_group(&self) -> usize {
+        self.runner
+            .max_group(&self.cfg.preset.workload, &self.cfg.devices)
+            .max(1)
     }
 
     /// The most trials a group led by `first` holds: `fuse`, except that a confirm group holds
@@ -29,12 +32,8 @@ impl Coordinator {
     pub(super) fn group_room(&self, first: &TrialSpec, fuse: usize) -> usize {
         match self.cfg.preset.sweep.confirm.map(|p| p.seeds) {
             Some(r) if r > 1 && TrialKind::of(first) == TrialKind::Confirm => {
-                let max = self
-                    .runner
-                    .max_group(&self.cfg.preset.workload, &self.cfg.devices)
-                    .max(1);
                 let blocks = r * (fuse / r).max(1);
-                if fuse > 1 && blocks <= max {
+                if fuse > 1 && blocks <= self.max_group() {
                     blocks
                 } else {
                     fuse

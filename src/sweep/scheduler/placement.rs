@@ -114,9 +114,9 @@ impl Coordinator {
     }
 
     /// Outside a wave: queues the confirm stage's first blocks at every B whose search has
-    /// settled, as soon as it has, ahead of the queue (they are a pure function of that B's search records, so when
-    /// they are placed does not change what they are; everything else beyond the plan waits for a
-    /// wave). The long chains of the small batch sizes then start while the search of the large
+    /// settled, as soon as it has, ahead of the queue (they are a pure function of that B's search
+    /// records, so when they are placed does not change what they are; everything else beyond the
+    /// plan waits for a wave). The long chains of the small batch sizes then start while the search of the large
     /// ones still runs. Not in a Slurm array task (its peers' logs would be read at every turn).
     /// Whether it queued any.
     pub(super) fn place_confirm_early(
