@@ -24,7 +24,7 @@ const TILE: usize = 16;
 
 /// The first index of a row's largest value, Burn Flex's `argmax` on a last axis shorter than its
 /// SIMD threshold: a NaN wins at once, otherwise a strictly larger value replaces the best.
-fn argmax_flex(row: impl Iterator<Item = f32>) -> usize {
+pub(super) fn argmax_flex(row: impl Iterator<Item = f32>) -> usize {
     let mut best = f32::NAN;
     let mut at = 0;
     for (i, v) in row.enumerate() {
@@ -199,6 +199,21 @@ pub(super) fn correct(
     let n = labels.len();
     let xv = values(&x);
     debug_assert_eq!(xv.len(), n * din);
+    let shapes: Vec<(usize, usize)> = layers
+        .iter()
+        .map(|(w, _)| (w.layout().shape()[1], w.layout().shape()[2]))
+        .collect();
+    if n > 0 && super::mlp_tile::serves(&shapes) {
+        let g = super::mlp_tile::Group {
+            w1: values(&layers[0].0),
+            b1: values(&layers[0].1),
+            w2: values(&layers[1].0),
+            b2: values(&layers[1].1),
+            din,
+            d1,
+        };
+        return super::mlp_tile::correct(&g, k, xv, labels);
+    }
     // [W₁ | … | W_K]: row i holds every member's row i of W
     let w1 = values(&layers[0].0);
     let mut wide = Buf::new(din * k * d1);

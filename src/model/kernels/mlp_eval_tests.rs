@@ -23,27 +23,69 @@ fn batches(x: Vec<f32>, y: Vec<i64>, k: usize) -> (Batch<Flex>, Batch<Flex>) {
 /// A fused group of `k` MLPs (`hidden`), `n` rows of 8×8 images with labels of 10 classes: the
 /// generic path's counts (rows repeated per member) and the shared-rows path's.
 fn both(hidden: Vec<usize>, k: usize, n: usize, poison: bool) -> (Vec<f64>, Vec<f64>) {
+    // pixel values of digits-like images (0..16 scaled), some exact ties in the logits' inputs
+    let x: Vec<f32> = (0..n * 64)
+        .map(|i| ((i * 7919 % 17) as f32) / 16.0)
+        .collect();
+    let poison = if poison {
+        Poison::NanMember
+    } else {
+        Poison::None
+    };
+    both_on(hidden, k, x, poison)
+}
+
+/// What to break in the group's first-layer weights.
+#[derive(Clone, Copy, PartialEq)]
+enum Poison {
+    None,
+    /// member 1's weights all NaN
+    NanMember,
+    /// member 1's weight from input 0 (zero on every row of `sparse_rows`) to feature 3: +∞
+    InfAtZeroInput,
+}
+
+/// Digits-like sparse rows: the border pixels zero on every row, about half of the others zero.
+fn sparse_rows(n: usize) -> Vec<f32> {
+    (0..n * 64)
+        .map(|i| {
+            let (r, c) = ((i % 64) / 8, i % 8);
+            let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59;
+            if r == 0 || c == 0 || c == 7 || h < 14 {
+                0.0
+            } else {
+                (h % 17) as f32 / 16.0
+            }
+        })
+        .collect()
+}
+
+/// [`both`] on the rows `x` ([n, 64]).
+fn both_on(hidden: Vec<usize>, k: usize, x: Vec<f32>, poison: Poison) -> (Vec<f64>, Vec<f64>) {
+    let n = x.len() / 64;
     let dev = Default::default();
     let spec = ModelSpec::Mlp { hidden };
     let shape = InputShape::images(1, 8, 8, 10);
     let seeds: Vec<u64> = (0..k as u64).map(|s| 11 + 7 * s).collect();
     let mut net = Net::<Flex>::init_group(&spec, shape, &seeds, &dev).unwrap();
-    if poison {
-        // member 1's first-layer weights NaN: its logits are NaN (argmax: the first NaN)
+    if poison != Poison::None {
+        // member 1's first-layer weights NaN: its logits are NaN (argmax: the first NaN); or one
+        // infinite weight from an input that is zero on every row (0·∞ = NaN in every sum of that
+        // feature: the input cannot be skipped for that member)
         if let Net::Mlp(m) = &mut net {
             let w = m.layers[0].w.val();
             let [kk, din, dout] = w.dims();
             let mut v: Vec<f32> = w.into_data().iter::<f32>().collect();
-            for x in &mut v[din * dout..2 * din * dout] {
-                *x = f32::NAN;
+            if poison == Poison::NanMember {
+                for x in &mut v[din * dout..2 * din * dout] {
+                    *x = f32::NAN;
+                }
+            } else {
+                v[din * dout + 3] = f32::INFINITY;
             }
             m.layers[0].w = crate::model::layers::param(v, [kk, din, dout], &dev);
         }
     }
-    // pixel values of digits-like images (0..16 scaled), some exact ties in the logits' inputs
-    let x: Vec<f32> = (0..n * 64)
-        .map(|i| ((i * 7919 % 17) as f32) / 16.0)
-        .collect();
     let y: Vec<i64> = (0..n).map(|i| (i * 3 % 10) as i64).collect();
     let c = Ctx::fp32();
     let (rep, one) = batches(x, y, k);
@@ -77,6 +119,49 @@ fn a_member_with_nan_weights_counts_as_burn_does_and_leaves_the_others_alone() {
     let (clean, _) = both(vec![64], 4, 200, false);
     assert_eq!(generic[0], clean[0]);
     assert_eq!(generic[2..], clean[2..]);
+}
+
+/// Sparse rows (the tile kernel skips the inputs a tile's rows all have zero): the same counts, at
+/// every shape the kernel serves (hidden 16·j) and one it leaves to gemm (20), a member with NaN
+/// weights and one with an infinite weight from an input that is zero everywhere.
+#[test]
+fn sparse_rows_count_what_the_generic_ops_count() {
+    for (hidden, k, n) in [
+        (vec![64], 10, 360),
+        (vec![32], 3, 100),
+        (vec![48], 2, 17),
+        (vec![20], 2, 50),
+        (vec![64], 4, 16),
+    ] {
+        let (generic, shared) = both_on(hidden.clone(), k, sparse_rows(n), Poison::None);
+        assert_eq!(generic, shared, "hidden {hidden:?}, {k} members, {n} rows");
+        assert!(generic.iter().any(|&c| c > 0.0 && c < n as f64));
+    }
+    for poison in [Poison::NanMember, Poison::InfAtZeroInput] {
+        let (generic, shared) = both_on(vec![64], 4, sparse_rows(200), poison);
+        assert_eq!(generic, shared);
+        let (clean, _) = both_on(vec![64], 4, sparse_rows(200), Poison::None);
+        assert_eq!(generic[0], clean[0]);
+        assert_eq!(generic[2..], clean[2..]);
+        if poison == Poison::InfAtZeroInput {
+            // 0·∞: feature 3 of member 1 is NaN on every row (ReLU makes it 0): it counts as
+            // Burn counts, whatever that does to member 1
+            assert!(shared[1] >= 0.0);
+        }
+    }
+}
+
+/// The prepared tiles are kept per thread for the rows and labels they were made of: other rows,
+/// other labels, then the first rows again, each counted as the generic ops count them.
+#[test]
+fn the_kept_tiles_follow_the_rows_and_labels() {
+    let a = sparse_rows(120);
+    let mut b = a.clone();
+    b[9 * 64 + 20] += 0.25; // one value of one row
+    for x in [a.clone(), b, a] {
+        let (generic, shared) = both_on(vec![64], 3, x, Poison::None);
+        assert_eq!(generic, shared);
+    }
 }
 
 /// Not a test: the two paths' time per evaluation at digits' shape (10 members, 360 rows).
@@ -135,13 +220,7 @@ fn the_last_layer_tile_sums_as_gemm_does() {
     use super::{tile_logits, Block, CLASSES, TILE};
     use crate::model::kernels::tensor_of;
     let (n, din) = (37, 64);
-    let mut state = 0x2545_f491_u64;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1);
-        ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 3.0
-    };
+    let mut next = crate::model::kernels::test_values();
     let h_rows: Vec<f32> = (0..n * din).map(|_| next().max(0.0)).collect(); // [n, din]
     let w: Vec<f32> = (0..din * CLASSES).map(|_| next()).collect();
     let b: Vec<f32> = (0..CLASSES).map(|_| next()).collect();

@@ -13,7 +13,8 @@
 //! * [`cross_entropy`]: mean softmax cross-entropy per member (a vectorised log-sum-exp per row;
 //!   backward softmax − one-hot);
 //! * [`mlp_correct`]: an MLP's correct predictions per member on rows they all score (evaluation:
-//!   the first layer of every member as one gemm).
+//!   the first layer of every member as one gemm; digits' one-hidden-layer shape a tile of 16 rows
+//!   at a time in registers, skipping the inputs a tile's rows all have zero: `mlp_tile`).
 //!
 //! Every kernel works on the member axis (K trials fused) and treats members independently: a NaN in
 //! one member's rows never reaches another's outputs or gradients.
@@ -22,6 +23,7 @@ mod conv;
 mod dense;
 mod lstm;
 mod mlp_eval;
+mod mlp_tile;
 pub mod vmath;
 mod xent;
 
@@ -100,6 +102,18 @@ fn float_of<B: Backend, const D: usize>(t: Tensor<B, D>) -> B::FloatTensorPrimit
 
 fn tensor_from<B: Backend, const D: usize>(p: B::FloatTensorPrimitive) -> Tensor<B, D> {
     Tensor::from_primitive(TensorPrimitive::Float(p))
+}
+
+/// Test values in [−1.5, 1.5): a fixed linear congruential stream (the same values on every run).
+#[cfg(test)]
+fn test_values() -> impl FnMut() -> f32 {
+    let mut state = 0x2545_f491_u64;
+    move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 3.0
+    }
 }
 
 /// Scratch buffers reused across steps (im2col columns, saved activations): a step's kernels
