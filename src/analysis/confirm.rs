@@ -153,6 +153,45 @@ pub fn interval(
     draws: usize,
     seed: u64,
 ) -> Option<ConfirmInterval> {
+    // A pure function of its arguments, asked again and again for the same seeds (every --until
+    // wave, the sweep's summary, its report, the TUI): the answers are kept, keyed by every bit
+    // of the arguments (a key that differs in any value computes anew).
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static KEPT: Mutex<Option<HashMap<Vec<u64>, Option<ConfirmInterval>>>> = Mutex::new(None);
+    const KEEP: usize = 1024;
+    let mut key = vec![
+        resolution.to_bits(),
+        draws as u64,
+        seed,
+        configs.len() as u64,
+    ];
+    for c in configs {
+        key.extend(
+            [c.failed, c.block, c.blocks, c.steps.len(), c.censored.len()].map(|v| v as u64),
+        );
+        key.extend(c.steps.iter().chain(&c.censored).map(|v| v.to_bits()));
+    }
+    let lock = || KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(got) = lock().as_ref().and_then(|m| m.get(&key)) {
+        return got.clone();
+    }
+    let got = interval_of(configs, resolution, draws, seed);
+    let mut kept = lock();
+    let map = kept.get_or_insert_with(HashMap::new);
+    if map.len() >= KEEP {
+        map.clear();
+    }
+    map.insert(key, got.clone());
+    got
+}
+
+fn interval_of(
+    configs: &[ConfigSeeds],
+    resolution: f64,
+    draws: usize,
+    seed: u64,
+) -> Option<ConfirmInterval> {
     let chosen = choose(configs)?;
     let point = configs[chosen].median()?;
     let (sd, nu) = seed_sd(configs)?;

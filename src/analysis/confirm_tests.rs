@@ -487,3 +487,65 @@ fn inverse_normal_matches_known_quantiles() {
         );
     }
 }
+
+/// The kept answers are the function's: the same arguments give what a fresh computation gives,
+/// and arguments that differ in any value (a step, a censored seed, the grid, the draws, the
+/// seed, the block layout) are computed anew.
+#[test]
+fn kept_intervals_are_the_fresh_ones() {
+    let base = ConfigSeeds {
+        steps: vec![200.0, 220.0, 240.0, 260.0, 280.0, 300.0, 310.0],
+        failed: 1,
+        censored: vec![330.0, 330.0],
+        block: 10,
+        blocks: 1,
+    };
+    let other = ConfigSeeds {
+        steps: vec![250.0, 270.0, 290.0, 310.0],
+        ..Default::default()
+    };
+    let variants: Vec<(Vec<ConfigSeeds>, f64, usize, u64)> = vec![
+        (vec![base.clone(), other.clone()], 0.05, 500, 3),
+        (vec![base.clone(), other.clone()], 0.0, 500, 3),
+        (vec![base.clone(), other.clone()], 0.05, 400, 3),
+        (vec![base.clone(), other.clone()], 0.05, 500, 4),
+        (vec![base.clone()], 0.05, 500, 3),
+        (
+            vec![
+                ConfigSeeds {
+                    censored: vec![330.0, 331.0],
+                    ..base.clone()
+                },
+                other.clone(),
+            ],
+            0.05,
+            500,
+            3,
+        ),
+        (
+            vec![
+                ConfigSeeds {
+                    blocks: 0,
+                    ..base.clone()
+                },
+                other.clone(),
+            ],
+            0.05,
+            500,
+            3,
+        ),
+    ];
+    for round in 0..2 {
+        for (i, (c, res, draws, seed)) in variants.iter().enumerate() {
+            let kept = interval(c, *res, *draws, *seed);
+            let fresh = super::interval_of(c, *res, *draws, *seed);
+            assert_eq!(kept, fresh, "variant {i}, round {round}");
+        }
+    }
+    let a = interval(&variants[0].0, 0.05, 500, 3).unwrap();
+    let b = interval(&variants[5].0, 0.05, 500, 3).unwrap();
+    assert_ne!(
+        a.draws, b.draws,
+        "a censored seed one step later is another interval"
+    );
+}

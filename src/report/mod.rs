@@ -430,8 +430,13 @@ pub fn study_of(run: &Run, target: Option<f64>) -> Study {
 /// header's preset, at `opts.target` when given), the report's numbers, and the time-to-target
 /// projection.
 pub fn build(run: &Run, opts: &ReportOptions) -> Report {
+    build_from(run, opts, None)
+}
+
+/// [`build`], with the analysis of `run`'s trials for its study when the caller has it already.
+fn build_from(run: &Run, opts: &ReportOptions, analysed: Option<Analysis>) -> Report {
     let study = study_of(run, opts.target);
-    let mut analysis = crate::analysis::analyze(&study, run.trials);
+    let mut analysis = analysed.unwrap_or_else(|| crate::analysis::analyze(&study, run.trials));
     // `--until REL`: what it did at each B (at the goal, the reading it narrowed)
     if let Some(rel) = run.header.adaptive.as_ref().and_then(|a| a.until) {
         if let (true, Some(plan)) = (study.target == study.goal, study.confirm) {
@@ -478,7 +483,9 @@ pub fn of_sweep(result: &SweepResult, opts: &ReportOptions) -> Report {
         },
         warnings: &[],
     };
-    let mut r = build(&run, opts);
+    // the sweep's own analysis when the report reads the same study (no target of its own)
+    let same = study_of(&run, opts.target) == result.study;
+    let mut r = build_from(&run, opts, same.then(|| result.analysis.clone()));
     r.errors = result.errors.clone();
     r
 }

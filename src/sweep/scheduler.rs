@@ -147,6 +147,8 @@ pub struct SweepResult {
     /// Every trial in the log (those from before a resume first), as written.
     pub trials: Vec<TrialRecord>,
     pub analysis: Analysis,
+    /// The study `analysis` is of (the sweep's preset): a report of the same study reuses it.
+    pub study: crate::core::analysis::Study,
     pub cancelled: bool,
     /// Trials in the log (including those from before a resume).
     pub trials_done: usize,
@@ -618,7 +620,8 @@ impl Coordinator {
             }
         }
         let cancelled = self.control.is_cancelled() || fatal.is_some();
-        let analysis = crate::analysis::analyze_preset(&self.cfg.preset, &self.records);
+        let study = crate::core::analysis::Study::of_preset(&self.cfg.preset);
+        let analysis = crate::analysis::analyze(&study, &self.records);
         let done: HashSet<u64> = self.records.iter().map(|r| r.trial_id).collect();
         // With --until/--repeats the sweep is complete only if they ran out too (not cancelled).
         let complete = self.plan.iter().all(|t| done.contains(&t.trial_id)) && !cancelled;
@@ -645,6 +648,7 @@ impl Coordinator {
             header,
             trials: self.records,
             analysis,
+            study,
             cancelled,
             trials_done: done.len(),
             trials_planned: self.plan.len(),
