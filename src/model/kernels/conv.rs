@@ -93,33 +93,6 @@ fn tasks(d: &Dims) -> Vec<(usize, usize, usize)> {
     out
 }
 
-/// dst[m×n] = lhs[m×k] · rhs[k×n] with explicit strides (row stride, column stride).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn matmul(
-    m: usize,
-    n: usize,
-    k: usize,
-    dst: &mut [f32],
-    lhs: &[f32],
-    lhs_strides: (isize, isize),
-    rhs: &[f32],
-    rhs_strides: (isize, isize),
-    par: gemm::Parallelism,
-) {
-    matmul_into(
-        m,
-        n,
-        k,
-        dst,
-        (n as isize, 1),
-        lhs,
-        lhs_strides,
-        rhs,
-        rhs_strides,
-        par,
-    );
-}
-
 /// dst = lhs[m×k] · rhs[k×n] into a strided m×n destination (row stride, column stride). gemm
 /// vectorises along the destination's unit-stride dimension: give it the long one (a
 /// convolution's pixels, not its 8 or 16 channels).
@@ -129,6 +102,37 @@ pub(super) fn matmul_into(
     n: usize,
     k: usize,
     dst: &mut [f32],
+    dst_strides: (isize, isize),
+    lhs: &[f32],
+    lhs_strides: (isize, isize),
+    rhs: &[f32],
+    rhs_strides: (isize, isize),
+    par: gemm::Parallelism,
+) {
+    // SAFETY: MaybeUninit<f32> has f32's layout, and only initialised f32 are written through it
+    let dst = unsafe { &mut *(dst as *mut [f32] as *mut [std::mem::MaybeUninit<f32>]) };
+    matmul_uninit(
+        m,
+        n,
+        k,
+        dst,
+        dst_strides,
+        lhs,
+        lhs_strides,
+        rhs,
+        rhs_strides,
+        par,
+    );
+}
+
+/// [`matmul_into`] into memory that need not be initialised: gemm writes every element of the
+/// m×n destination and reads none (its destination is not read: `read_dst` off).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn matmul_uninit(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: &mut [std::mem::MaybeUninit<f32>],
     (dst_rs, dst_cs): (isize, isize),
     lhs: &[f32],
     (lhs_rs, lhs_cs): (isize, isize),
@@ -152,7 +156,7 @@ pub(super) fn matmul_into(
             m,
             n,
             k,
-            dst.as_mut_ptr(),
+            dst.as_mut_ptr().cast::<f32>(),
             dst_cs,
             dst_rs,
             false,
