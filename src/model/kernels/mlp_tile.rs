@@ -37,6 +37,8 @@ struct Prepared {
     labels: Vec<i64>,
     din: usize,
     tiles: Vec<Tile>,
+    /// Every input, in order: what a member whose weights are not all finite sums.
+    all: Vec<u32>,
 }
 
 struct Tile {
@@ -169,6 +171,7 @@ fn prepare(x: &[f32], labels: &[i64], din: usize) -> Prepared {
         labels: labels.to_vec(),
         din,
         tiles,
+        all: (0..din as u32).collect(),
     }
 }
 
@@ -189,9 +192,8 @@ pub(super) struct Group<'a> {
 pub(super) fn correct(g: &Group<'_>, k: usize, x: &[f32], labels: &[i64]) -> Vec<f32> {
     let p = prepared(x, labels, g.din);
     debug_assert_eq!(p.rows.len(), labels.len());
-    let tiles = &p.tiles;
-    let all: Vec<u32> = (0..g.din as u32).collect();
-    let counts = super::run_tasks((0..k).collect(), |m| {
+    let (tiles, all) = (&p.tiles, &p.all);
+    super::run_tasks((0..k).collect(), |m| {
         let w1 = &g.w1[m * g.din * g.d1..(m + 1) * g.din * g.d1];
         // (a fold without an early exit: vectorised)
         let finite = w1.iter().fold(true, |ok, v| {
@@ -213,8 +215,7 @@ pub(super) fn correct(g: &Group<'_>, k: usize, x: &[f32], labels: &[i64]) -> Vec
                 unsafe { tile_hits(&member, t, ks, &mut h) }
             })
             .sum::<usize>() as f32
-    });
-    counts
+    })
 }
 
 struct Member<'a> {
