@@ -118,7 +118,7 @@ pub fn with_thread_budget<R>(threads: Option<usize>, f: impl FnOnce() -> R) -> R
 /// to a worker thread and back twice a step, and every parallel op of the trial stays in its pool.
 /// A pool that cannot be built falls back to `with_thread_budget` on this thread.
 pub fn in_thread_budget<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> R {
-    match threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()) {
+    match threads.and_then(super::float_mode::pool) {
         Some(pool) => pool.install(|| with_thread_budget(threads, f)),
         None => with_thread_budget(threads, f),
     }

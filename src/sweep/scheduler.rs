@@ -242,9 +242,11 @@ pub fn start_sweep_with(
     };
     let log_path = writer.path().to_path_buf();
     let ctl = control.clone();
+    crate::core::float_mode::ensure_process();
     let thread = std::thread::Builder::new()
         .name("sweep-coordinator".into())
         .spawn(move || {
+            crate::core::float_mode::set_here();
             let coord = Coordinator::new(cfg, plan, runner, tx, ctl, writer, previous);
             coord.run(header)
         })
@@ -821,7 +823,10 @@ impl Coordinator {
         };
         std::thread::Builder::new()
             .name(format!("trial-{gid}"))
-            .spawn(body)
+            .spawn(move || {
+                crate::core::float_mode::set_here();
+                body()
+            })
             .map_err(|e| {
                 self.slots.release(gid);
                 for id in &ids {

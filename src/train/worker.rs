@@ -5,7 +5,7 @@
 //! coordinator needs), an evaluation of every member, a compaction to the members still training.
 
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::anyhow;
@@ -513,7 +513,7 @@ pub(super) fn handle<B: AutodiffBackend>(w: &mut Worker<B>, cmd: Cmd) -> Reply {
 /// Runs `f` inside a rayon pool of `threads` threads (`None`, or a pool that cannot be built:
 /// on this thread, with the global pool).
 pub(super) fn in_pool<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> R {
-    match threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()) {
+    match threads.and_then(crate::core::float_mode::pool) {
         Some(pool) => pool.install(f),
         None => f(),
     }
