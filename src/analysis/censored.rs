@@ -1,4 +1,4 @@
-//! A censoring-aware interval for S(B) from a lower-tail model (issue 26; docs/intervals.md): the
+//! A censoring-aware interval for S(B) from a lower-tail model (docs/intervals.md): the
 //! report's `steps_ci` (through `bootstrap::bootstrap_all`). It answers the issue's two objections
 //! to the bootstrap of the minimum it replaced:
 //!
