@@ -174,7 +174,7 @@ pub fn observe(t: &TrialRecord, reading: &Reading) -> Observation {
 /// trial was stopped at `at` < the best reached step (or nothing reached and something was
 /// stopped early), so its unseen rest might have met the target sooner. S(B) is then not
 /// measured at this batch size. At the goal or any looser target this never holds for a sweep
-/// this tool ran (see the module documentation); `tests/targets_exact.rs` checks it on real logs.
+/// this tool ran (see the module documentation); `tests/sweep/targets_exact.rs` checks it on real logs.
 pub fn censoring_hides_best(obs: &[Observation]) -> bool {
     let best = obs.iter().filter_map(|o| o.steps()).min();
     let cut = obs
