@@ -82,7 +82,7 @@ pub enum GroupCut {
     /// Every member stops at the first member's reach (a sweep's search trials: past that step
     /// none of them can set the batch size's steps-to-target).
     FirstReach,
-    /// Type II censoring per cohort (a confirm block, issue 42): member i belongs to cohort
+    /// Type II censoring per cohort (a confirm block): member i belongs to cohort
     /// `cohort[i]` (None: never cut); when `need[c]` members of cohort c have reached, every other
     /// member of c stops at that evaluation (`NotReached`, early stopped). The same rule the
     /// analysis applies to the records (`analysis::confirm::censor_blocks`), so a cut changes the
