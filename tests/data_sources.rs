@@ -89,7 +89,8 @@ fn sweep(preset_path: &Path, runs: &Path) -> PathBuf {
     common::only_log(runs)
 }
 
-/// What a trial computed (its record without times and throughput).
+/// What a trial computed: its record without times, throughput and the noise-scale summary
+/// (sampled at a cadence that follows its measured cost).
 fn computed(t: &TrialRecord) -> String {
     let o = &t.outcome;
     serde_json::json!({
@@ -99,7 +100,6 @@ fn computed(t: &TrialRecord) -> String {
         "steps": o.steps,
         "evals": o.evals,
         "skipped": o.skipped_steps,
-        "noise": o.noise,
     })
     .to_string()
 }

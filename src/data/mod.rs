@@ -1,28 +1,28 @@
-//! The bundled datasets: verified loading, seeded train/validation splits, batching, sharding.
+//! Datasets: sources (named entries and files in standard formats), verified loading through one
+//! path, seeded train/validation splits, augmentation, batching, sharding. The guide:
+//! docs/datasets.md.
 //!
-//! Layering: the bottom layer (imports no other module of the crate).
+//! Layering: the bottom layer (imports no other module of the crate). The dataset's preset types
+//! ([`DatasetSpec`]) live here; `workload` re-exports them.
 //!
-//! Files live in `data/` (see `data/NOTICE` for provenance and licences). Every file's SHA-256 is
-//! checked when it is read; a missing or modified file is an error naming it (never a panic).
+//! A source ([`spec::Source`]) is a registry entry ([`registry`]: the bundled datasets, whose
+//! files live in `data/` with their SHA-256 pinned — `data/NOTICE` — and CIFAR-10/100, which the
+//! user brings) or a preset's files in a [`Format`]. [`read`] locates, reads, verifies and
+//! records the files ([`digest`]: path, size, SHA-256 for the run log) and [`formats`] decodes
+//! them; a missing, modified or malformed file is one error naming it (never a panic).
 //!
-//! **Data directory**: `SCALING_LAB_DATA_DIR` alone if set, else the first of `./data`, the user
-//! data directory and the build tree's `data/` that holds a bundled file ([`data_search_path`]);
-//! the small digits file is also embedded in the binary as the last resort.
+//! **Data directory** (named entries without `dir`): `SCALING_LAB_DATA_DIR` alone if set, else
+//! the first of `./data`, the user data directory and the build tree's `data/` that holds a
+//! bundled file ([`data_search_path`]); the small digits file is also embedded in the binary as
+//! the last resort.
 //!
-//! **Splits** (recorded in run logs via [`Dataset::split_info`]):
-//! - images (digits, MNIST-10k, Fashion-MNIST-10k): a seeded random permutation of all examples
-//!   (SplitMix64 from `split_seed`, see [`split`]) — MNIST-10k is sorted by class, so shuffling is
-//!   essential; the first `round(n·val_fraction)` permuted examples are the validation set, the
-//!   rest the training set. `max_val` keeps only the first `max_val` validation examples.
-//! - Shakespeare: the first `max_bytes` bytes of the corpus; its contiguous tail of
-//!   `round(len·val_fraction)` bytes is the validation stream (a random byte split would leak
-//!   text between the two). The seed does not change this split; it is recorded anyway.
-//! - movie reviews: sentences in a seeded random order, kept while their bytes (plus '\n') fit
-//!   in `max_bytes`; the last `round(k·val_fraction)` sentences are validation. Each sentence is
-//!   followed by '\n' in the byte stream; per-sentence labels stay available in [`TextLabels`].
+//! **Splits** (`build`; recorded via [`Dataset::split_info`]): images are split by a seeded
+//! permutation (SplitMix64 from `split_seed`, see [`split`]) unless the source has validation
+//! files; text by its contiguous tail; review sentences by a seeded order.
 //!
-//! **Pixels** are scaled to [0, 1] (digits: v/16, IDX: v/255). [`ImageData::standardize`]
-//! optionally shifts/scales both splits by the training split's scalar mean and std.
+//! **Pixels** are scaled to [0, 1] (digits: v/16, bytes: v/255; float32 arrays as stored).
+//! [`ImageData::standardize`] optionally shifts/scales both splits by the training split's
+//! scalar mean and std.
 
 pub mod augment;
 pub mod batch;

@@ -280,6 +280,10 @@ fn default_note(root: &DeTable<'_>, preset: &Preset, path: &[KeySeg]) -> String 
             .try_fold(v, |v, k| v.get(k).cloned())
             .map(|v| v.to_string().replace(',', ", "))
     });
+    // a key without a default (the message says what to set): nothing to add
+    let Some(value) = value.filter(|v| v != "null") else {
+        return String::new();
+    };
     let table = &keys[..keys.len() - 1];
     let table_missing = !table.is_empty() && key_offset(root, table).is_none();
     format!(
@@ -289,7 +293,7 @@ fn default_note(root: &DeTable<'_>, preset: &Preset, path: &[KeySeg]) -> String 
         } else {
             String::new()
         },
-        value.map_or(String::new(), |v| format!(" {v}")),
+        format!(" {value}"),
         if table.is_empty() {
             String::new()
         } else {

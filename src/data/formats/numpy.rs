@@ -248,9 +248,11 @@ pub fn labels(path: &Path, a: &Array<'_>, classes: usize) -> Result<Vec<u8>, Dat
     let err = |m: String| format_err(path, m);
     let n = match a.shape.as_slice() {
         &[n] | &[n, 1] => n,
-        s => return Err(err(format!(
+        s => {
+            return Err(err(format!(
             "the label array has shape {s:?}: labels are one integer per example, (N,) or (N, 1)"
-        ))),
+        )))
+        }
     };
     let size = a.dtype.size();
     let signed = matches!(a.dtype, Dtype::I8 | Dtype::Int { signed: true, .. });
