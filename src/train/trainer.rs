@@ -40,7 +40,6 @@ pub use super::options::{default_noise_every, TrainOptions};
 use super::sampler::Sampler;
 use super::scaler::{LossScaler, ScaleDecision, ScalerConfig};
 use super::stages::Stages;
-pub(crate) use super::worker::COLLECTIVE;
 use super::worker::{in_pool, worker_loop, Cmd, HostBatch, Plan, Reply, Worker, Workers};
 use crate::core::{CancelToken, GroupRun, Outcome, TrialEvent, TrialOutcome, TrialSpec};
 use crate::data::{self, Dataset};
@@ -120,7 +119,7 @@ pub fn run_group<B: AutodiffBackend>(
     let params = model.num_params() as u64 / group as u64;
 
     let _guard = if world * nodes > 1 {
-        let g = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let g = super::exchange::collective_lock();
         reset_collective::<B::InnerBackend>();
         Some(g)
     } else {

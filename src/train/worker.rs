@@ -25,9 +25,6 @@ use crate::model::{Batch, Ctx, EvalSums, Net};
 /// A one-element-per-member tensor on the inner (non-autodiff) backend: values the step reads back.
 pub(super) type InnerTensor<B> = Tensor<<B as AutodiffBackend>::InnerBackend, 1>;
 
-/// Only one multi-replica trial at a time may use the process-wide collective server.
-pub(crate) static COLLECTIVE: Mutex<()> = Mutex::new(());
-
 /// Host-side shard of a batch: a replica's rows of every member's batch, member-major.
 #[derive(Clone)]
 pub(super) enum HostBatch {
