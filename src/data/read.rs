@@ -173,8 +173,17 @@ impl Reader {
             },
             None => read_checked(&path)?,
         };
-        self.files
-            .push(DataFileRecord::of_bytes(&path, &bytes, pin.is_some()));
+        self.files.push(match pin {
+            // verified against its pin just now: no second hash
+            Some(f) => DataFileRecord {
+                path: path.display().to_string(),
+                bytes: bytes.len() as u64,
+                sha256: f.sha256.to_string(),
+                files: None,
+                bundled: true,
+            },
+            None => DataFileRecord::of_bytes(&path, &bytes, false),
+        });
         let bytes = if name.ends_with(".gz") {
             gunzip_capped(&path, &bytes)?
         } else {

@@ -287,13 +287,12 @@ fn default_note(root: &DeTable<'_>, preset: &Preset, path: &[KeySeg]) -> String 
     let table = &keys[..keys.len() - 1];
     let table_missing = !table.is_empty() && key_offset(root, table).is_none();
     format!(
-        " ({dotted} is not set in this file{}, so its default{} applies: set it{})",
+        " ({dotted} is not set in this file{}, so its default {value} applies: set it{})",
         if table_missing {
             format!(" (no [{}] table)", table.join("."))
         } else {
             String::new()
         },
-        format!(" {value}"),
         if table.is_empty() {
             String::new()
         } else {

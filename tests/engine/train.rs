@@ -1,6 +1,5 @@
 //! Real short trainings on CPU (Flex backend).
 
-
 use crate::common::{cpu_trial as spec, digits_workload, train};
 use scaling_lab::core::Outcome;
 use scaling_lab::train::TrainOptions;

@@ -2,7 +2,6 @@
 //! TUI's Live status panel shows the same numbers from the same `Report`; the JSON of `report`
 //! and of `sweep --json` validates against `docs/report-schema.json`.
 
-
 use std::path::PathBuf;
 
 use scaling_lab::report::{num, Report};

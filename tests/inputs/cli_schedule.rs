@@ -4,7 +4,6 @@
 //! `--from LOG` (η from the log, the comparison beside the log's best fixed B, text and JSON), and
 //! `auto` on a ladder log swept in the test.
 
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -4,7 +4,6 @@
 //! (`sweep --targets`: schema-2 header, goal = strictest rung), and every bad input one clear
 //! error with exit 2.
 
-
 use std::process::Command;
 
 use crate::common::{only_log, root, run_ok as run, BIN};

@@ -3,7 +3,6 @@
 //! itself with exit 130 and one line. On a GPU, the first step compiles its kernels for minutes
 //! (docs/gpu.md), and a single SIGTERM (`timeout`, a scheduler) must not wait on that.
 
-
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -6,7 +6,6 @@
 
 #![cfg(unix)]
 
-
 use std::time::Duration;
 
 use crate::pty::Pty;

@@ -3,7 +3,6 @@
 //! the app or asks the runtime for something), every entry is covered here, and keys the table
 //! does not name do nothing on any screen.
 
-
 use std::path::PathBuf;
 
 use scaling_lab::runlog::reader::read_run_log;

@@ -1,7 +1,6 @@
 //! Messages in → state out, for the TUI's sweep control, resume, counts, throughput, ETA, footer,
 //! help, Setup edits and the metaparameter view. No terminal, no threads.
 
-
 use std::path::PathBuf;
 
 use crate::support::*;

@@ -11,7 +11,6 @@
 
 #![cfg(unix)]
 
-
 use std::time::{Duration, Instant};
 
 use crate::pty::{find_log, finished_trials, header_progress, Pty};

@@ -1,7 +1,6 @@
 //! Snapshot tests of every screen at 80×24 and 160×48 (ratatui TestBackend + insta), driven by a
 //! scripted event sequence, plus degraded sizes down to 20×5.
 
-
 use std::path::PathBuf;
 
 use crate::support::*;

@@ -1,6 +1,5 @@
 //! State updates of the TUI: message in → state (and commands) out. No terminal, no threads.
 
-
 use std::path::PathBuf;
 
 use crate::support::*;

@@ -3,7 +3,6 @@
 //! (including one that appears later) and `update` folds what it read into Live as `LogLines`
 //! messages, until the merged summary arrives.
 
-
 use std::path::Path;
 
 use scaling_lab::cluster::sweepdir::{create_sweep_dir, read_sweep_dir, shard_file_name};

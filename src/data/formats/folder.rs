@@ -167,8 +167,12 @@ pub fn read(
     ))
 }
 
-/// Largest side of an image read (pixels).
+/// (channels, height, width) of an image.
+type Shape = (usize, usize, usize);
+
+/// Largest side of an image read, and most pixels (checked from its header before it is decoded).
 const MAX_SIDE: usize = 1 << 14;
+const MAX_PIXELS: usize = 1 << 24;
 
 /// One image as channel-major bytes, with its (channels, height, width). `want` holds the size
 /// (and channels) every image must have; the first image sets what is not given.
@@ -177,7 +181,7 @@ fn decode(
     bytes: &[u8],
     want: &mut Option<(usize, usize, Option<usize>)>,
     channels: Option<usize>,
-) -> Result<(Vec<u8>, (usize, usize, usize)), DataError> {
+) -> Result<(Vec<u8>, Shape), DataError> {
     use image::ImageDecoder;
     let err = |m: String| format_err(path, m);
     if bytes.is_empty() {
@@ -207,9 +211,9 @@ fn decode(
             )))
         }
     };
-    if w == 0 || h == 0 || w > MAX_SIDE || h > MAX_SIDE {
+    if w == 0 || h == 0 || w > MAX_SIDE || h > MAX_SIDE || w * h > MAX_PIXELS {
         return Err(err(format!(
-            "an image of {w}×{h} pixels (each side 1 to {MAX_SIDE})"
+            "an image of {w}×{h} pixels (each side 1 to {MAX_SIDE}, at most {MAX_PIXELS} pixels)"
         )));
     }
     let (wh, ww, wc) = *want.get_or_insert((h, w, channels.or(Some(c))));

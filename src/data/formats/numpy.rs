@@ -312,6 +312,7 @@ pub fn npz_member(path: &Path, b: &[u8], name: &str, cap: u64) -> Result<Vec<u8>
     if b.is_empty() {
         return Err(err("empty file: not a .npz archive".into()));
     }
+    check_zip_directory(b).map_err(|m| err(format!("not a readable .npz (zip) archive: {m}")))?;
     let mut zip = zip::ZipArchive::new(std::io::Cursor::new(b))
         .map_err(|e| err(format!("not a .npz (zip) archive: {e}")))?;
     let names: Vec<String> = zip.file_names().map(str::to_string).collect();
@@ -340,4 +341,42 @@ pub fn npz_member(path: &Path, b: &[u8], name: &str, cap: u64) -> Result<Vec<u8>
         )));
     }
     Ok(out)
+}
+
+/// The zip directory's entry count and offset checked against the archive's length before the
+/// zip reader sizes anything by them (a damaged ZIP64 record may claim 2^60 entries): every entry
+/// takes at least 46 bytes of central directory.
+fn check_zip_directory(b: &[u8]) -> Result<(), String> {
+    let le = |at: usize, n: usize| -> Option<u64> {
+        let s = b.get(at..at + n)?;
+        let mut v = [0u8; 8];
+        v[..n].copy_from_slice(s);
+        Some(u64::from_le_bytes(v))
+    };
+    let len = b.len() as u64;
+    let lo = b.len().saturating_sub(22 + 65_535);
+    let Some(eocd) = (lo..b.len().saturating_sub(21))
+        .rev()
+        .find(|&i| le(i, 4) == Some(0x0605_4b50))
+    else {
+        return Ok(()); // no directory: the zip reader says so
+    };
+    let mut entries = le(eocd + 10, 2).unwrap_or(0);
+    let mut offset = le(eocd + 16, 4).unwrap_or(0);
+    let zip64 = entries == 0xFFFF || offset == 0xFFFF_FFFF;
+    if zip64 && eocd >= 20 && le(eocd - 20, 4) == Some(0x0706_4b50) {
+        let at = le(eocd - 20 + 8, 8).unwrap_or(u64::MAX);
+        let at = usize::try_from(at).map_err(|_| "its ZIP64 record is past the end")?;
+        if le(at, 4) != Some(0x0606_4b50) {
+            return Err("its ZIP64 record is damaged".into());
+        }
+        entries = le(at + 32, 8).unwrap_or(u64::MAX);
+        offset = le(at + 48, 8).unwrap_or(u64::MAX);
+    }
+    if offset > len || entries > len / 46 {
+        return Err(format!(
+            "its directory claims {entries} entries at byte {offset} of a {len}-byte file"
+        ));
+    }
+    Ok(())
 }

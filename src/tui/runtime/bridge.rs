@@ -162,5 +162,4 @@ mod tests {
         );
         assert!(c.flush().is_empty());
     }
-
 }

@@ -251,4 +251,3 @@ impl Executor {
         self.analysis = None;
     }
 }
-

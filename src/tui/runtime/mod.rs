@@ -33,7 +33,6 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::app::{update, App, Msg};
 use super::key::map_key;
 
-
 /// Minimum time between two frames (15 fps) when a key or a resize changed the screen.
 pub const FRAME: Duration = Duration::from_millis(1000 / 15);
 /// Minimum time between two frames that only show engine progress (~7 fps): a running sweep

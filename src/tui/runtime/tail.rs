@@ -133,4 +133,3 @@ pub(super) fn open_log(
     let status = loader::run_status(&log, active, modified);
     Ok((log, status == crate::tui::app::RunStatus::Running))
 }
-

@@ -338,6 +338,32 @@ fn cases(d: &Path) -> Vec<Case> {
         &p,
         &["empty"],
     ));
+    // a ZIP64 directory that claims 2^40 entries (sized before anything is read)
+    let mut z = b"PK\x03\x04 junk".to_vec();
+    let at = z.len() as u64;
+    z.extend(0x0606_4b50u32.to_le_bytes());
+    z.extend(44u64.to_le_bytes());
+    z.extend([45, 0, 45, 0]);
+    z.extend([0; 8]);
+    z.extend((1u64 << 40).to_le_bytes());
+    z.extend((1u64 << 40).to_le_bytes());
+    z.extend(100u64.to_le_bytes());
+    z.extend(0u64.to_le_bytes());
+    z.extend(0x0706_4b50u32.to_le_bytes());
+    z.extend(0u32.to_le_bytes());
+    z.extend(at.to_le_bytes());
+    z.extend(1u32.to_le_bytes());
+    z.extend(0x0605_4b50u32.to_le_bytes());
+    z.extend([0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);
+    z.extend([0xff; 8]);
+    z.extend([0, 0]);
+    let p = put(d, "zip64.npz", &z);
+    out.push(case(
+        "npz a directory past the end",
+        image_preset("format = \"npz\"\ntrain = { file = \"zip64.npz\", images = \"x\", labels = \"y\" }\nlayout = \"nhw\"\nclasses = 10"),
+        &p,
+        &["1099511627776 entries"],
+    ));
     // ImageFolder
     let p = d.join("flat");
     put(&p, "a.png", &png(2, 2, false));

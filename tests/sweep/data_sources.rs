@@ -4,8 +4,6 @@
 //! included). The run log records each data file (path, size, SHA-256); when one changes,
 //! `report` warns and `sweep --resume` refuses, naming the file.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -80,13 +78,13 @@ fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
 
 /// Runs `sweep PRESET` into `runs` and returns its log.
 fn sweep(preset_path: &Path, runs: &Path) -> PathBuf {
-    common::run_ok(&[
+    crate::common::run_ok(&[
         "sweep",
         preset_path.to_str().unwrap(),
         "--runs-dir",
         runs.to_str().unwrap(),
     ]);
-    common::only_log(runs)
+    crate::common::only_log(runs)
 }
 
 /// What a trial computed: its record without times, throughput and the noise-scale summary
@@ -194,7 +192,7 @@ fn bundled_mnist_exported_as_idx_and_npz_trains_every_trial_bit_for_bit() {
     let mut changed = labels.clone();
     changed[100] = (changed[100] + 1) % 10;
     std::fs::write(d.join("files/labels.idx"), &changed).unwrap();
-    let out = common::spawn(
+    let out = crate::common::spawn(
         &["report", log_path.to_str().unwrap()],
         std::process::Stdio::piped(),
     )
@@ -207,7 +205,7 @@ fn bundled_mnist_exported_as_idx_and_npz_trains_every_trial_bit_for_bit() {
             && err.contains("labels.idx changed since the log was written: its sha256 was"),
         "{err}"
     );
-    let out = common::spawn(
+    let out = crate::common::spawn(
         &[
             "sweep",
             "--resume",
@@ -232,4 +230,81 @@ fn bundled_mnist_exported_as_idx_and_npz_trains_every_trial_bit_for_bit() {
         "{:?}",
         log.warnings
     );
+}
+
+/// `n` CIFAR-10 records with labels i mod 10 and pixels (i + k) mod 256.
+fn cifar_records(n: usize) -> Vec<u8> {
+    let mut b = vec![];
+    for i in 0..n {
+        b.push((i % 10) as u8);
+        b.extend((0..3072).map(|k| ((i + k) % 256) as u8));
+    }
+    b
+}
+
+#[test]
+fn the_cifar10_entry_finds_the_distributed_folder_by_dir_or_the_data_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let batches = d.join("downloads/cifar-10-batches-bin");
+    std::fs::create_dir_all(&batches).unwrap();
+    for f in [
+        "data_batch_1.bin",
+        "data_batch_2.bin",
+        "data_batch_3.bin",
+        "data_batch_4.bin",
+        "data_batch_5.bin",
+        "test_batch.bin",
+    ] {
+        std::fs::write(batches.join(f), cifar_records(20)).unwrap();
+    }
+    let dataset_with_dir = "name = \"cifar10\"\ndir = \"downloads\"";
+    for (name, dataset, env) in [
+        ("by-dir", dataset_with_dir, None),
+        ("by-env", "name = \"cifar10\"", Some(d.join("downloads"))),
+    ] {
+        let text = preset(dataset)
+            .replace("val_fraction = 0.1\n", "")
+            .replace(
+                "split_seed = 3\ndownsample = 2\nmax_val = 500",
+                "max_val = 15",
+            )
+            .replace("batch_sizes = [16, 64]", "batch_sizes = [8]")
+            .replace("trials_per_batch = 2", "trials_per_batch = 1");
+        let p = d.join(format!("{name}.toml"));
+        std::fs::write(&p, text).unwrap();
+        let runs = d.join(format!("runs-{name}"));
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_scaling-lab"));
+        cmd.args([
+            "sweep",
+            p.to_str().unwrap(),
+            "--runs-dir",
+            runs.to_str().unwrap(),
+        ]);
+        match &env {
+            Some(e) => cmd.env("SCALING_LAB_DATA_DIR", e),
+            None => cmd.env_remove("SCALING_LAB_DATA_DIR"),
+        };
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let log = read_run_log(&crate::common::only_log(&runs)).unwrap();
+        let files: Vec<String> = log
+            .header
+            .data_files
+            .iter()
+            .map(|f| f.path.clone())
+            .collect();
+        assert_eq!(files.len(), 6, "{files:?}");
+        assert!(
+            files[0].ends_with("cifar-10-batches-bin/data_batch_1.bin")
+                && files[5].ends_with("test_batch.bin"),
+            "{files:?}"
+        );
+        assert_eq!(log.trials.len(), 1);
+        assert!(!log.trials[0].outcome.evals.is_empty(), "{name}: it trains");
+    }
 }
