@@ -5,7 +5,7 @@
 //! coordinator needs), an evaluation of every member, a compaction to the members still training.
 
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::anyhow;
