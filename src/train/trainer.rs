@@ -104,6 +104,8 @@ pub fn run_group<B: AutodiffBackend>(
     cancels: &[CancelToken],
     done: &mut dyn FnMut(usize, TrialOutcome),
 ) -> anyhow::Result<()> {
+    // this thread computes (the inline replica): in the binary's float mode whoever called
+    crate::core::float_mode::ensure_process();
     let world = devices.len();
     check_group(specs, cancels, opts, world)?;
     let spec0 = &specs[0];
@@ -283,7 +285,10 @@ impl<B: AutodiffBackend> Crew<B> {
             let rtx = reply_tx.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("trial{}-worker{rank}", specs[0].trial_id))
-                .spawn(move || in_pool(pool_threads, move || worker_loop(w, cmd_rx, rtx)));
+                .spawn(move || {
+                    crate::core::float_mode::set_here();
+                    in_pool(pool_threads, move || worker_loop(w, cmd_rx, rtx))
+                });
             match spawned {
                 Ok(h) => crew.handles.push(h),
                 Err(e) => {

@@ -516,7 +516,7 @@ pub(super) fn handle<B: AutodiffBackend>(w: &mut Worker<B>, cmd: Cmd) -> Reply {
 /// Runs `f` inside a rayon pool of `threads` threads (`None`, or a pool that cannot be built:
 /// on this thread, with the global pool).
 pub(super) fn in_pool<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> R {
-    match threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()) {
+    match threads.and_then(crate::core::float_mode::pool) {
         Some(pool) => pool.install(f),
         None => f(),
     }

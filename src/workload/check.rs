@@ -180,7 +180,7 @@ fn max_bits(w: &Workload) -> f64 {
     (vocab as f64).log2()
 }
 
-/// The ladder (issue 22): looser rungs read from the same trials; the goal is the strictest.
+/// The ladder: looser rungs read from the same trials; the goal is the strictest.
 fn check_targets(w: &Workload, out: &mut Vec<Problem>) {
     let v = w.target.value;
     if w.targets.len() > MAX_TARGETS {

@@ -270,7 +270,7 @@ fn a_lockstep_group_stops_every_member_at_the_first_reach() {
     }
 }
 
-/// With a quorum cut (a confirm block, issue 42) the members of a cohort stop once `need` of them
+/// With a quorum cut (a confirm block) the members of a cohort stop once `need` of them
 /// reached, at that evaluation, recorded as cut early; the members that reached by then (ties
 /// included), and every member outside a cohort, end as they would alone.
 #[test]

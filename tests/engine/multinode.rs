@@ -221,7 +221,7 @@ fn ten_trials_in_a_row_in_the_same_processes() {
             "2",
             "--concurrency",
             "1",
-            // the multi-node mechanism, not the confirm stage (issue 42; its placement is a pure
+            // the multi-node mechanism, not the confirm stage (its placement is a pure
             // function of the records, the same on every rank)
             "--confirm",
             "off",

@@ -168,3 +168,49 @@ fn one_device_read_per_step_and_per_evaluation() {
         );
     }
 }
+
+/// A trial trained in this process computes exactly what the shipped binary computes: the same
+/// float mode (subnormals flushed, `core::float_mode`), the same evaluation curve and noise scale,
+/// bit for bit. A long small-batch Adam trial is where Adam's moments reach the subnormal range.
+#[test]
+fn a_trial_in_process_is_the_binarys_trial_bit_for_bit() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scaling-lab"))
+        .args([
+            "train",
+            "--preset",
+            "digits-mlp-adam",
+            "--batch-size",
+            "4",
+            "--seed",
+            "3",
+            "--json",
+        ])
+        .env_remove("SCALING_LAB_KEEP_SUBNORMALS")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let spec: scaling_lab::core::TrialSpec = serde_json::from_value(v["spec"].clone()).unwrap();
+    let binary: scaling_lab::core::TrialOutcome =
+        serde_json::from_value(v["outcome"].clone()).unwrap();
+    let (_, preset) = scaling_lab::workload::load::find_preset("digits-mlp-adam").unwrap();
+    let (mine, _) = crate::common::train(&preset.workload, &spec, Default::default());
+    assert!(binary.evals.len() > 3, "{:?}", binary.outcome);
+    assert_eq!(mine.outcome, binary.outcome);
+    assert_eq!(mine.steps, binary.steps);
+    let bits = |o: &scaling_lab::core::TrialOutcome| -> Vec<(u64, u64)> {
+        o.evals
+            .iter()
+            .map(|e| (e.step, e.metric.to_bits()))
+            .collect()
+    };
+    assert_eq!(bits(&mine), bits(&binary));
+    assert_eq!(
+        mine.noise.b_simple.map(f64::to_bits),
+        binary.noise.b_simple.map(f64::to_bits)
+    );
+}

@@ -270,7 +270,7 @@ fn generic_updates_on_wgpu_match_the_fused_cpu_update() {
     }
 }
 
-/// A fused group on wgpu (issue 40): two members with their own seeds and learning rates as one
+/// A fused group on wgpu: two members with their own seeds and learning rates as one
 /// program on adapter 0 train each member as that trial trains alone on wgpu — the losses within
 /// this tier's cross-run tolerances (2e-3 relative over the first 10 steps, 2e-2 over the trial:
 /// autotune may pick other kernels for the batched shapes, another summation order), the

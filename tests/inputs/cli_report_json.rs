@@ -133,7 +133,7 @@ fn sweep_json_validates_and_matches_report_json() {
     let sweep: serde_json::Value = serde_json::from_str(&out).expect("stdout is one JSON value");
     assert_valid(&sweep, "sweep --json");
     assert!(sweep["projections"].is_array(), "{sweep}");
-    // 6 search trials and the confirm stage (issue 42; the preset's plan is 1x10 with
+    // 6 search trials and the confirm stage (the preset's plan is 1x10 with
     // confirm_until 0.15): blocks of 10 fresh seeds of each B's best configuration that reached,
     // or that early stopping cut before it could — at least one block, more where the confirmed
     // interval was wider than ±15 % (then "met" or why not)

@@ -1,4 +1,4 @@
-//! Issue 22 part 4 through the binary: `train --batch-schedule` (a real digits training that
+//! A batch-size schedule through the binary: `train --batch-schedule` (a real digits training that
 //! switches twice, on 2 workers; the switch steps are the first evaluations meeting each
 //! threshold; examples Σ steps × B), every bad schedule one usage error naming the flag (exit 2),
 //! `--from LOG` (η from the log, the comparison beside the log's best fixed B, text and JSON), and
@@ -183,7 +183,7 @@ fn every_bad_schedule_is_one_usage_error_naming_the_flag() {
 }
 
 /// A ladder sweep of digits-mlp-sgd (10 B × 24 trials, the default plan, 4 rungs; ~6 s). With
-/// the censoring-aware intervals (issue 26) 10 trials per B leave every rung's B_crit uncertain,
+/// the censoring-aware intervals, 10 trials per B leave every rung's B_crit uncertain,
 /// and `auto` rightly refuses; the default plan gives certain B_crit at 0.12 and 0.08.
 fn ladder_log(dir: &Path) -> PathBuf {
     run(&[

@@ -1,8 +1,8 @@
-//! Issue 22 through the binary: `report --target` / `--targets` (text and JSON, validated
-//! against docs/report-schema.json), a target stricter than the goal (not measured), `compare`
-//! and an imported batch_science log at other targets, `export --bcrit-svg`, a ladder sweep
-//! (`sweep --targets`: schema-2 header, goal = strictest rung), and every bad input one clear
-//! error with exit 2.
+//! Reading a log at other targets, through the binary: `report --target` / `--targets` (text and
+//! JSON, validated against docs/report-schema.json), a target stricter than the goal (not
+//! measured), `compare` and an imported batch_science log at other targets, `export --bcrit-svg`,
+//! a ladder sweep (`sweep --targets`: schema-2 header, goal = strictest rung), and every bad input
+//! one clear error with exit 2.
 
 use std::process::Command;
 

@@ -1,4 +1,4 @@
-//! The shape rules of issue 21, checked on the source so that a regression fails CI:
+//! The house's shape rules, checked on the source so that a regression fails CI:
 //! no function over 150 lines, no file under `src/` over 900 lines (inline tests count), and the
 //! top-level modules of `src/` import each other without a cycle (`crate::x` paths, as
 //! `modgraph.py` reads them; test code and comments are ignored).

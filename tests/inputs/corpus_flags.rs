@@ -114,7 +114,7 @@ fn corpus(tmp: &Path) -> Vec<Case> {
         (&["--workers", "2", "--devices", "cuda:0"], "--workers"),
         (&["--seed", "-1"], "--seed"),
         (&["--bogus"], "--bogus"),
-        // issue 24: a flag the workload does not use is an error, never recorded as if it ran
+        // a flag the workload does not use is an error, never recorded as if it ran
         (&["--momentum", "0.5"], "--momentum"),
         (&["--base-batch", "32"], "--base-batch"),
         (&["--lr-rule", "none", "--base-batch", "32"], "--base-batch"),
@@ -129,7 +129,7 @@ fn corpus(tmp: &Path) -> Vec<Case> {
             "--no-noise-scale",
         ),
         (&["--preset", "nqm-sgd", "--momentum", "0.5"], "--momentum"),
-        // issue 22 part 4: a bad batch-size schedule
+        // a bad batch-size schedule
         (&["--batch-schedule", "64,0.2:32"], "--batch-schedule"),
         (
             &["--batch-schedule", "16,0.1:64,0.2:256"],
@@ -207,7 +207,7 @@ fn corpus(tmp: &Path) -> Vec<Case> {
         (&["nqm-sgd", "--seed", "x"], "--seed"),
         (&["nqm-sgd", "--devices", "cuda:0"], "--devices"),
         (&["nqm-sgd", "--gpus", "1"], "--gpus"),
-        // issue 42: the confirm stage is K×R (configurations × fresh seeds) or off
+        // the confirm stage is K×R (configurations × fresh seeds) or off
         (&["nqm-sgd", "--confirm", "4"], "--confirm"),
         (&["nqm-sgd", "--confirm", "0x5"], "--confirm"),
         (&["nqm-sgd", "--confirm", "3x1"], "--confirm"),
@@ -269,7 +269,7 @@ fn corpus(tmp: &Path) -> Vec<Case> {
         ));
     }
     v.push(case(&["compare", &log], "LOGS"));
-    // clap's "required arguments were not provided" names them (issue 24)
+    // clap's "required arguments were not provided" names them
     v.push(case(&["report"], "<LOG>"));
     v.push(case(&["export"], "<LOG>"));
     v.push(case(&["compare"], "<LOGS>"));
@@ -313,7 +313,7 @@ fn corpus(tmp: &Path) -> Vec<Case> {
     v.push(case(&["--open", &log], "--open"));
     v.push(case(&[], "terminal"));
     v.push(case(&["--preset", "nqm-sgd"], "terminal"));
-    // issue 43: an unknown preset is named (not Setup on another), terminal or not
+    // an unknown preset is named (not Setup on another), terminal or not
     v.push(case(
         &["--preset", "no-such-preset"],
         "--preset: no-such-preset: no such preset (known presets: digits-mlp-adam",
@@ -401,7 +401,7 @@ fn digits_preset(budget: u64) -> String {
     )
 }
 
-/// Issue 24: a sweep whose wall-time bound is hours says so before it starts (a billion steps of
+/// A sweep whose wall-time bound is hours says so before it starts (a billion steps of
 /// a tiny MLP: ~ 10⁴ s), and a short one does not.
 #[test]
 fn a_long_sweep_says_its_bound_before_it_starts() {
@@ -448,7 +448,7 @@ fn a_long_sweep_says_its_bound_before_it_starts() {
     assert!(!err.contains("may take long"), "{err}");
 }
 
-/// Issue 43: any preset whose trial may run for 10 minutes or more says so before it starts,
+/// Any preset whose trial may run for 10 minutes or more says so before it starts,
 /// from the same calibration GPU-scale presets use (`<runs-dir>/layout-calibration.json`), not
 /// only sweeps of an hour. The calibration is measured once (`--dry-run`), then its step time
 /// set to 0.5 s (a 1,000-layer MLP's on this machine): the bound is computed, not timed.

@@ -1,4 +1,4 @@
-//! The bad-input corpus (issues 10 and 24): generated bad presets (every field × bad value class),
+//! The bad-input corpus: generated bad presets (every field × bad value class),
 //! keys and values that would not take effect or that a later stage refused (`effect`), damaged
 //! run logs and trial lines with impossible values or self-contradicting outcomes (`values`,
 //! through every log reader: report, compare, export, resume) and bad files, each run through
@@ -310,9 +310,9 @@ fn preset_cases(dir: &Path) -> Vec<Case> {
         ),
         ("truncated", BASE.as_bytes()[..BASE.len() / 2].to_vec()),
         ("binary", (0..=255u8).cycle().take(3000).collect()),
-        // issue 43: 1,000 NUL bytes are UTF-8, but not text (was: 1:1001: TOML syntax error)
+        // 1,000 NUL bytes are UTF-8, but not text (was: 1:1001: TOML syntax error)
         ("1000-nul", vec![0u8; 1000]),
-        // issue 43: an unknown table nested under the decay (was: "at the top level")
+        // an unknown table nested under the decay (was: "at the top level")
         (
             "nested-unknown-table",
             format!("{BASE}\n[workload.defaults.schedule.decay.x.y.z]\n").into_bytes(),
@@ -379,8 +379,8 @@ fn text_preset(max_bytes: usize, batch_sizes: &str) -> String {
     )
 }
 
-/// Issue 24's classes: keys that would not take effect, values a later stage refused without a
-/// location, numbers that are not in the file, names too long for a log file, nesting too deep
+/// Settings that must take effect: keys that would not take effect, values a later stage refused
+/// without a location, numbers that are not in the file, names too long for a log file, nesting too deep
 /// — each through `train` and `sweep` (which must not blame a flag nobody gave).
 fn preset_effect_cases(dir: &Path) -> Vec<Case> {
     let long = format!("name = \"{}\"", "n".repeat(300));
@@ -550,7 +550,7 @@ fn log_commands(log: &str, runs: &str) -> [(&'static str, Vec<String>); 2] {
     ]
 }
 
-/// Every command that reads a run log (issue 24: one validator, the same verdict everywhere):
+/// Every command that reads a run log (one validator, the same verdict everywhere):
 /// `report`, `compare` (against the valid fixture), `export` and `sweep --resume`.
 fn log_readers(log: &str, runs: &str) -> [(&'static str, Vec<String>); 4] {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -768,7 +768,7 @@ fn value_log_cases(dir: &Path) -> Vec<Case> {
             ],
         ),
         (
-            // issue 43: not even an evaluation step; the curve first meets the target at 1175
+            // not even an evaluation step; the curve first meets the target at 1175
             "reached-at-a-non-evaluation-step",
             5,
             |t| t["outcome"]["outcome"]["step"] = json!(1),
@@ -791,7 +791,7 @@ fn value_log_cases(dir: &Path) -> Vec<Case> {
             ],
         ),
         (
-            // issue 43: the readers say what resume refuses (one validator, one verdict)
+            // the readers say what resume refuses (one validator, one verdict)
             "trial-seed-edited",
             3,
             |t| t["spec"]["seed"] = json!(7),
@@ -802,7 +802,7 @@ fn value_log_cases(dir: &Path) -> Vec<Case> {
             ],
         ),
         (
-            // issue 43: `report` read this silently; `sweep --resume` refused it
+            // `report` read this silently; `sweep --resume` refused it
             "header-seed-edited",
             0,
             |h| h["seed"] = json!(2),
@@ -980,7 +980,7 @@ fn log_cases(dir: &Path) -> Vec<Case> {
         logs.push(("nul-padding", b));
     }
     logs.push(("all-nul", vec![0u8; 4096]));
-    // issue 43: a byte-order mark is read before the header only; elsewhere it is named
+    // a byte-order mark is read before the header only; elsewhere it is named
     {
         let mut l = owned.clone();
         l[2] = format!("\u{feff}{}", l[2]);
@@ -1431,7 +1431,7 @@ fn measured(json: &str) -> serde_json::Value {
     keys.iter().map(|k| (k.to_string(), v[k].clone())).collect()
 }
 
-/// Issue 43: a stored outcome its own curve contradicts ("reached" at step 1, not even an
+/// A stored outcome its own curve contradicts ("reached" at step 1, not even an
 /// evaluation step; the curve first meets the target at 1175) is read as the curve shows it by
 /// every reader — report, compare, export and resume see exactly the unedited log's numbers —
 /// with one warning naming the trial and both steps.
@@ -1502,7 +1502,7 @@ fn a_contradicted_outcome_is_read_as_its_curve_shows() {
     assert_eq!(measured(&res_e), measured(&res_o));
 }
 
-/// Issue 43: a run log saved with a UTF-8 byte-order mark (as presets already are) is read as
+/// A run log saved with a UTF-8 byte-order mark (as presets already are) is read as
 /// the same log without it, by every reader, silently.
 #[test]
 fn a_log_with_a_byte_order_mark_is_read_as_without_it() {

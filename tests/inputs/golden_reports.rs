@@ -8,7 +8,7 @@
 //! takes.
 //!
 //! After an intended change of what a report says: `UPDATE_GOLDEN=1 cargo test --release --test
-//! golden_reports` rewrites the files; the commit says what changed and why.
+//! inputs golden` rewrites the files; the commit says what changed and why.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,4 +1,4 @@
-//! Issue 24: every flag of `train` either takes effect or is an error naming it, and a trial's
+//! Every flag of `train` either takes effect or is an error naming it, and a trial's
 //! record states only what ran. For every optimizer × flag, through the real binary: the
 //! recorded metaparameters equal the hyperparameters of the optimizer object built from them
 //! (read back from it: `Opt::applied`, Burn's Adam configuration included), the flag's value is

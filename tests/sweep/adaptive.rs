@@ -119,7 +119,7 @@ fn until_adds_trials_where_the_interval_is_widest_and_resume_reproduces_it() {
         }
     }
     assert_eq!(log.header.adaptive.as_ref().unwrap().until, Some(0.02));
-    // The report says per B what --until did (issue 26): met within ±2 %, stalled (more trials
+    // The report says per B what --until did: met within ±2 %, stalled (more trials
     // did not narrow it, with a reason) or budget; it stopped because every B is met or
     // stalled, or the budget is spent.
     let report =

@@ -1,4 +1,4 @@
-//! The confirm stage (issue 42) end to end through the scheduler, with a synthetic runner whose
+//! The confirm stage end to end through the scheduler, with a synthetic runner whose
 //! steps-to-target depend on the metaparameters (a configuration's quality) and on the seed (its
 //! luck): what is placed, when, with which seeds, never cut; the same trials however the trials
 //! finish; the confirmed S(B) feeds the fit; `--until` adds seed rounds where the confirmed

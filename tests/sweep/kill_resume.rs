@@ -76,7 +76,7 @@ fn sigkill_then_resume_loses_nothing_and_matches_an_uninterrupted_run() {
         .unwrap();
     assert!(status.success());
     let reference = read_run_log(&find_log(reference_dir.path()).unwrap()).unwrap();
-    // 12 search trials, then the confirm stage (issue 42, on by default: 3×5 per B, fewer where
+    // 12 search trials, then the confirm stage (on by default: 3×5 per B, fewer where
     // fewer search trials reached)
     let search = reference
         .trials

@@ -135,7 +135,7 @@ fn array_sweep(conf: &str, tmp: &Path, tasks: &str, extra: &[&str]) -> (Output, 
     (o, dir)
 }
 
-/// batch size → the confirmed S(B) (issue 42), from an `analysis` object.
+/// batch size → the confirmed S(B), from an `analysis` object.
 fn confirmed(analysis: &serde_json::Value) -> BTreeMap<u64, serde_json::Value> {
     analysis["per_batch"]
         .as_array()
@@ -172,7 +172,7 @@ fn array_sweep_matches_the_local_sweep() {
     let (o, dir) = array_sweep(&conf, tmp.path(), "4", &["--json"]);
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(err.contains("submitted Slurm job"), "{err}");
-    // the confirm stage (issue 42) ran as a second array job once the search's had ended
+    // the confirm stage ran as a second array job once the search's had ended
     assert!(
         err.contains("the confirm stage, array task(s) 0-3"),
         "{err}"
@@ -291,7 +291,7 @@ fn resume_resubmits_only_the_unfinished_task() {
     let torn = &lines[2][..lines[2].len() / 2];
     std::fs::write(&shard1, format!("{}\n{}\n{torn}", lines[0], lines[1])).unwrap();
     // its 3 search trials, and its share of the confirm stage where the rest of a B's search is
-    // logged (issue 42)
+    // logged
     let missing = scaling_lab::cluster::sweepdir::missing_trials(&dir).unwrap();
     let confirm_base = scaling_lab::core::confirm::CONFIRM_ID_BASE;
     assert_eq!(missing.iter().filter(|&&id| id < confirm_base).count(), 3);

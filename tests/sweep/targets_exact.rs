@@ -1,4 +1,4 @@
-//! Issue 22: S(B; T) at any target T at or looser than a sweep's goal, read from the trials'
+//! S(B; T) at any target T at or looser than a sweep's goal, read from the trials'
 //! evaluation curves, is exact.
 //!
 //! * A randomised proof of the argument in `analysis::steps`: trials cut by early stopping (at
@@ -53,7 +53,7 @@ fn brute_force(trials: &[TrialRecord], t: f64) -> BTreeMap<usize, Option<u64>> {
     out
 }
 
-/// The confirmed S(B; T) by brute force from the confirm trials' curves (issue 42): per B and
+/// The confirmed S(B; T) by brute force from the confirm trials' curves: per B and
 /// configuration the median over its seeds of the first evaluation meeting T (a seed that never
 /// met it counting as slowest; an even count's median the geometric mean of the middle two,
 /// none when half did not meet it), the lowest of the configurations' medians, rounded.

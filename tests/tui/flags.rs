@@ -1,4 +1,4 @@
-//! The TUI does what its flags say (issue 43), in a real pseudo-terminal: an unknown `--preset`
+//! The TUI does what its flags say, in a real pseudo-terminal: an unknown `--preset`
 //! is one error naming it and listing the presets (as `sweep`'s), before the terminal is taken;
 //! `--preset` with `--open` does both — the log opens in Live and Setup has the preset selected.
 //!

@@ -223,7 +223,7 @@ fn a_fresh_digits_sweep_reads_the_same_in_the_tui_and_the_cli() {
     assert_tui_reads_like_the_cli(&a, l, &path);
 }
 
-/// Issue 22: the target moved along the ladder in the TUI (`[` `]` on a finished Live screen)
+/// The target moved along the ladder in the TUI (`[` `]` on a finished Live screen)
 /// reads the numbers of `report LOG --target T --json` — one analysis — at every rung, and
 /// stepping back shows the rung's reading again (from the cache) unchanged.
 #[test]

@@ -1,4 +1,4 @@
-//! The TUI never freezes (issue 25): the real binary in a pseudo-terminal launches `nqm-sgd` from
+//! The TUI never freezes: the real binary in a pseudo-terminal launches `nqm-sgd` from
 //! Setup — 288 closed-form trials landing every few milliseconds — and the screen keeps changing
 //! while they land, and keys are answered mid-sweep: `?` opens help (and closes it), `r` opens the
 //! report, while the sweep is still running. When it ends, the status panel shows the numbers of

@@ -63,7 +63,7 @@ fn live_finished_shows_three_regimes() {
     snap("live_finished", &a);
 }
 
-/// Issue 22: `[` `[` `]` on a finished Live screen — the target moved one rung looser than the
+/// `[` `[` `]` on a finished Live screen — the target moved one rung looser than the
 /// goal; the chart, fit, regimes and table read it, the title says where on the ladder.
 #[test]
 fn live_finished_target_moved() {

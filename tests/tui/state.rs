@@ -161,7 +161,7 @@ fn a_bad_setup_value_and_the_same_bad_flag_give_the_same_message() {
         assert_eq!(p.flag(), named);
         assert_eq!(Field::of(p), Some(field));
         let err = cli(&a.setup.preset().unwrap().preset.name, flag, value);
-        // The same message; the CLI names the flag that was given (issue 24: `--workers 3` with
+        // The same message; the CLI names the flag that was given (`--workers 3` with
         // the preset's batch sizes is not a bad `--batch-sizes`).
         let expected = if flag == "--workers" {
             format!("--workers: {}", p.message)
@@ -545,7 +545,7 @@ fn setup_auto_layout_widen_and_the_gpu_scale_warning() {
     );
 }
 
-/// Issue 43: Setup says what `sweep` says of any preset whose trial may run for 10 minutes or
+/// Setup says what `sweep` says of any preset whose trial may run for 10 minutes or
 /// more (its cached calibration's bound), not only of GPU-scale presets; a short one is quiet.
 #[test]
 fn setup_warns_of_a_long_trial_of_any_preset_from_the_cached_calibration() {

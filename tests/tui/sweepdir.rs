@@ -46,7 +46,7 @@ fn runs_lists_a_sweep_directory_as_one_run_and_live_follows_its_shards() {
     let mut a = app();
     let cfg = config(&a);
     // As a sweep logs them: the script lets a few late trials at small B "reach" past their
-    // step budget, a line the run-log reader refuses (issue 24); here they ran out of budget.
+    // step budget, a line the run-log reader refuses; here they ran out of budget.
     let budget = cfg.preset.workload.step_budget;
     let records: Vec<TrialRecord> = scripted_records(&cfg)
         .into_iter()

@@ -1,5 +1,5 @@
-//! Issue 22 in the TUI: `[` `]` move the target of a finished Live screen (and of Compare) along
-//! the ladder. The update function alone: messages in, state out — the requests it sends to the
+//! Moving the target in the TUI: `[` `]` move the target of a finished Live screen (and of
+//! Compare) along the ladder. The update function alone: messages in, state out — the requests it sends to the
 //! analysis worker (one in flight per state, urgent), how key repeats coalesce, the per-target
 //! cache that makes stepping back instant, and Compare reading every log at one target ("not
 //! measured" past a log's goal).

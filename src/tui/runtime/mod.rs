@@ -36,8 +36,8 @@ use super::key::map_key;
 /// Minimum time between two frames (15 fps) when a key or a resize changed the screen.
 pub const FRAME: Duration = Duration::from_millis(1000 / 15);
 /// Minimum time between two frames that only show engine progress (~7 fps): a running sweep
-/// redraws this often, which is most of the TUI's own CPU time while a sweep runs (docs/tui.md,
-/// fourth pass: the UI threads 1.7–1.8 % of a core on a sweep landing ~95 trials a second).
+/// redraws this often, which is most of the TUI's own CPU time while a sweep runs (docs/tui.md:
+/// the UI threads 1.7–1.8 % of a core on a sweep landing ~95 trials a second).
 pub const PROGRESS_FRAME: Duration = Duration::from_millis(150);
 /// Clock tick: ETA refresh and run-log tail polling.
 pub const TICK: Duration = Duration::from_secs(1);
