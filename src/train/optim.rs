@@ -73,6 +73,24 @@ impl MemberStep {
             apply: true,
         }
     }
+
+    /// The trainer's step of a member whose reduced gradient (scaled by `loss_scale`) has squared
+    /// global norm `global_sq`: skipped when that is not finite (an fp16 overflow, a divergence);
+    /// else the loss scale divided out and, with `clip`, the gradient scaled by min(1, clip / |g|)
+    /// on the unscaled norm (global-norm clipping over all of the member's parameters).
+    pub fn from_norm(lr: f64, loss_scale: f64, global_sq: f64, clip: Option<f64>) -> Self {
+        let apply = global_sq.is_finite();
+        let norm = global_sq.sqrt() / loss_scale;
+        let clip_factor = match clip {
+            Some(c) if apply && norm > c => c / norm,
+            _ => 1.0,
+        };
+        MemberStep {
+            lr,
+            factor: clip_factor / loss_scale,
+            apply,
+        }
+    }
 }
 
 /// The optimizer of a group of K members (K = 1: a lone trial).
