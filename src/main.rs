@@ -72,7 +72,7 @@ fn flush_subnormals() {
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use cli::args::{
     BenchArgs, CompareArgs, DataCmd, ExportArgs, ImportArgs, ReportArgs, ScreenshotArgs, SweepArgs,
@@ -143,7 +143,8 @@ fn main() -> ExitCode {
     no_huge_pages();
     flush_subnormals();
     scaling_lab::train::wgpu::quiet_device_select_layer();
-    let cli = match Cli::try_parse() {
+    let args = cli::hyphen_values(&Cli::command(), std::env::args_os().collect());
+    let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => return cli::clap_error(e),
     };
