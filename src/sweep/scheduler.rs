@@ -29,7 +29,7 @@ use crate::core::record::{Header, Summary, TrialRecord, SCHEMA_VERSION};
 use crate::core::trial::{CancelToken, Outcome, TrialOutcome, TrialSpec};
 use crate::core::TrialRunner;
 use crate::runlog::writer::RunLogWriter;
-use cut::{group_cut, whole_blocks, TrialKind};
+use cut::{whole_blocks, TrialKind};
 
 mod cut;
 mod placement;
@@ -152,7 +152,10 @@ pub struct SweepResult {
     pub cancelled: bool,
     /// Trials in the log (including those from before a resume).
     pub trials_done: usize,
+    /// The search's plan (batch sizes × trials per batch size).
     pub trials_planned: usize,
+    /// Each stage's trials against its own plan, the trials a resume still owes included.
+    pub counts: crate::core::stages::StageCounts,
     /// Trials run by this invocation.
     pub trials_run: usize,
     pub trial_errors: usize,
@@ -312,6 +315,8 @@ struct Coordinator {
     errors: Vec<TrialErrorNote>,
     /// The devices of the running trials (`devices::SlotPool`).
     slots: super::devices::SlotPool,
+    /// Trials a sweep-level stop interrupted (not logged: resume runs them).
+    interrupted: HashSet<u64>,
 }
 
 impl Coordinator {
@@ -338,6 +343,7 @@ impl Coordinator {
         );
         Coordinator {
             slots,
+            interrupted: HashSet::new(),
             errors: Vec::new(),
             cfg,
             plan,
@@ -377,6 +383,7 @@ impl Coordinator {
         self.announce(&header, &queue, done.len());
         let (res_tx, res_rx) = mpsc::channel::<(TrialSpec, TrialResult, f64)>();
         let mut run = Running::default();
+        let mut counted = None;
         let mut paused_seen = false;
         let mut fatal: Option<anyhow::Error> = None;
         loop {
@@ -397,6 +404,7 @@ impl Coordinator {
                 // Paused at the end of the plan: keep the --until/--repeats trials for later.
                 queue.extend(self.next_extra(&run.specs));
             }
+            self.count(&queue, &run, &mut counted);
             if run.groups.is_empty() && (queue.is_empty() || cancelled) {
                 break;
             }
@@ -470,6 +478,7 @@ impl Coordinator {
                     t.batch_size == members[0].batch_size
                         && TrialKind::of(t) == TrialKind::of(&members[0])
                         && self.cap_of(t) == cap
+                        && self.chunk_of(t, fuse) == self.chunk_of(&members[0], fuse)
                         && !self.control.is_user_cancelled(t.trial_id)
                 });
                 match at.and_then(|i| queue.remove(i)) {
@@ -481,7 +490,8 @@ impl Coordinator {
             // quorum); the seeds of a block it cannot hold go back to the queue, in order
             if let Some(r) = self.cfg.preset.sweep.confirm.map(|p| p.seeds) {
                 if TrialKind::of(&members[0]) == TrialKind::Confirm {
-                    let (whole, rest) = whole_blocks(members, r);
+                    let logged = |t: &TrialSpec| self.block_logged(t, r).seeds;
+                    let (whole, rest) = whole_blocks(members, r, &logged);
                     members = whole;
                     for t in rest.into_iter().rev() {
                         queue.push_front(t);
@@ -549,6 +559,7 @@ impl Coordinator {
                 if interrupted {
                     // Stopped by a sweep-level cancel: not a result; resume runs it again.
                     run.trials_run -= 1;
+                    self.interrupted.insert(id);
                     return;
                 }
                 if let Err(e) = self.save(spec, outcome) {
@@ -575,6 +586,38 @@ impl Coordinator {
                 self.trial_error(id, format!("the trial panicked: {what}"));
             }
         }
+    }
+
+    /// What the sweep's stages plan (`analysis::stages`).
+    fn stage_plan(&self) -> crate::analysis::stages::StagePlan {
+        crate::analysis::stages::StagePlan {
+            batch_sizes: self.cfg.batch_sizes.clone(),
+            trials_per_batch: self.cfg.trials_per_batch,
+            confirm: self.cfg.preset.sweep.confirm,
+            repeats: self.cfg.repeats,
+        }
+    }
+
+    /// Tells the views the trials per stage when what they count from changed (`seen`: the
+    /// records, queued and running trials last counted).
+    fn count(
+        &self,
+        queue: &VecDeque<TrialSpec>,
+        run: &Running,
+        seen: &mut Option<(usize, usize, usize)>,
+    ) {
+        let now = (self.records.len(), queue.len(), run.specs.len());
+        if *seen == Some(now) {
+            return;
+        }
+        *seen = Some(now);
+        let placed: HashSet<u64> = queue
+            .iter()
+            .map(|t| t.trial_id)
+            .chain(run.specs.keys().copied())
+            .collect();
+        let counts = crate::analysis::stages::counts_of(&self.stage_plan(), &self.records, &placed);
+        self.emit(SweepEvent::Counts(counts));
     }
 
     /// Tells the views the plan (with the log's header) and every queued trial.
@@ -608,6 +651,7 @@ impl Coordinator {
         trials_run: usize,
         trial_errors: usize,
     ) -> anyhow::Result<SweepResult> {
+        let queued: Vec<u64> = queue.iter().map(|t| t.trial_id).collect();
         // Trials the user skipped while they were still queued are recorded too.
         if fatal.is_none() {
             for spec in queue {
@@ -626,6 +670,14 @@ impl Coordinator {
         // With --until/--repeats the sweep is complete only if they ran out too (not cancelled).
         let complete = self.plan.iter().all(|t| done.contains(&t.trial_id)) && !cancelled;
         let wall_s = t0.elapsed().as_secs_f64();
+        // what this sweep placed and did not log (queued, interrupted, failed): a resume's
+        let owed: HashSet<u64> = queued
+            .into_iter()
+            .chain(self.interrupted.iter().copied())
+            .chain(self.errors.iter().map(|e| e.trial_id))
+            .filter(|id| !done.contains(id))
+            .collect();
+        let counts = crate::analysis::stages::counts_of(&self.stage_plan(), &self.records, &owed);
         let summary = Summary {
             finished: chrono::Local::now().to_rfc3339(),
             trials_done: done.len(),
@@ -652,6 +704,7 @@ impl Coordinator {
             cancelled,
             trials_done: done.len(),
             trials_planned: self.plan.len(),
+            counts,
             trials_run,
             trial_errors,
             errors: self.errors,
@@ -745,11 +798,7 @@ impl Coordinator {
         // search trials stop together at the first reach; a confirm block at its quorum
         // (`core::confirm::block_need`); repeats measure their own steps (a group holds one
         // kind: `TrialKind`)
-        let cut = group_cut(
-            &specs,
-            self.cfg.preset.sweep.early_stopping,
-            self.cfg.preset.sweep.confirm.map(|p| p.seeds),
-        );
+        let cut = self.group_cut(&specs);
         let tx = self.tx.clone();
         // Several CPU groups at once: each computes in its own pool of cores/concurrency threads.
         let threads = super::layout::threads_per_trial(
