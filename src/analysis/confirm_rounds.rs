@@ -1,4 +1,4 @@
-//! The confirm stage's structure, re-derived from the records alone (issue 42's stage, made exact
+//! The confirm stage's structure, re-derived from the records alone (the stage made exact
 //! on resume): at each batch size its **first blocks** (the best k configurations × the plan's r
 //! seeds, a pure function of the search's records there) and then the **`--until` rounds** (the
 //! seeds a `confirm_until` / `--until REL` step adds), each a pure function of the records of the

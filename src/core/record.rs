@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::trial::{TrialOutcome, TrialSpec};
 use crate::workload::spec::Preset;
 
-/// The run-log schema this build writes. Version 2 (issue 22): the header's preset may carry a
+/// The run-log schema this build writes. Version 2: the header's preset may carry a
 /// ladder of targets (`workload.targets`); trials are unchanged.
 pub const SCHEMA_VERSION: u32 = 2;
 /// The oldest schema this build still reads (version 1: no ladder; read as a single target).
@@ -57,6 +57,11 @@ pub struct Header {
     /// `--resume` keeps; absent in logs from before fused groups, which trained alone).
     #[serde(default = "one")]
     pub fuse: usize,
+    /// The data files the sweep read, each with its path, size and SHA-256 (a folder of images:
+    /// its manifest's): `sweep --resume` refuses a log whose files changed since, readers warn
+    /// (`runlog::validate`). Absent in logs from before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub data_files: Vec<crate::data::DataFileRecord>,
 }
 
 /// Trials a sweep adds beyond its plan (`SweepConfig::{repeats, until, max_trials, widen}`).
@@ -81,8 +86,8 @@ fn one() -> usize {
     1
 }
 
-/// What an imported run log came from (Google's batch_science data, science.md §7). The header's
-/// `preset.workload.model` is only a placeholder the schema requires for such logs.
+/// What an imported run log came from (Google's batch_science data, docs/science.md §7). The
+/// header's `preset.workload.model` is only a placeholder the schema requires for such logs.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ImportInfo {
     pub directory: String,

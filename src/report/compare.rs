@@ -34,10 +34,7 @@ pub struct Comparison {
 fn workload_label(log: &RunLog) -> String {
     let w = &log.header.preset.workload;
     let data = match &w.dataset {
-        Some(d) => serde_json::to_value(d.name)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_else(|| "?".into()),
+        Some(d) => d.label(),
         None => "none".into(),
     };
     let model = serde_json::to_value(&w.model)
@@ -162,7 +159,7 @@ pub fn render_compare(c: &Comparison) -> String {
         );
     }
     s.push('\n');
-    // S(B) as each run's curve reads it: the confirmed seed median (issue 42; its best trial
+    // S(B) as each run's curve reads it: the confirmed seed median (its best trial
     // after the slash) or the best trial
     let confirmed: Vec<usize> = (0..c.runs.len())
         .filter(|&i| c.runs[i].analysis.readout == Readout::Confirmed)

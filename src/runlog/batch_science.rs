@@ -1,5 +1,5 @@
-//! Import of Google's released batch_science measurements (Shallue et al.; science.md §7) into our
-//! run-log model, so their curves can be analysed, compared and plotted with ours.
+//! Import of Google's released batch_science measurements (Shallue et al.; docs/science.md §7) into
+//! our run-log model, so their curves can be analysed, compared and plotted with ours.
 //!
 //! Layout of one workload × optimizer directory:
 //! `<dir>/<batch_size>/study.json`, `<dir>/<batch_size>/<trial>/metadata.json`,
@@ -419,6 +419,7 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
         }),
         adaptive: None,
         fuse: 1,
+        data_files: vec![],
     };
     let mut trials = imp.trials;
     // As the source's optimizer applied them (no β2/ε without Adam, …): what a reader sees.

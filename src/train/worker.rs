@@ -5,7 +5,7 @@
 //! coordinator needs), an evaluation of every member, a compaction to the members still training.
 
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::anyhow;
@@ -25,13 +25,11 @@ use crate::model::{Batch, Ctx, EvalSums, Net};
 /// A one-element-per-member tensor on the inner (non-autodiff) backend: values the step reads back.
 pub(super) type InnerTensor<B> = Tensor<<B as AutodiffBackend>::InnerBackend, 1>;
 
-/// Only one multi-replica trial at a time may use the process-wide collective server.
-pub(crate) static COLLECTIVE: Mutex<()> = Mutex::new(());
-
 /// Host-side shard of a batch: a replica's rows of every member's batch, member-major.
 #[derive(Clone)]
 pub(super) enum HostBatch {
-    Images(Vec<usize>),
+    /// Training rows and their augmentations (empty: none).
+    Images(Vec<usize>, Vec<data::Aug>),
     Text(Vec<i64>, Vec<i64>),
 }
 
@@ -41,9 +39,11 @@ impl HostBatch {
         let mut it = parts.into_iter();
         let first = it.next().expect("at least one member");
         it.fold(first, |acc, p| match (acc, p) {
-            (HostBatch::Images(mut a), HostBatch::Images(b)) => {
+            (HostBatch::Images(mut a, mut aa), HostBatch::Images(b, ba)) => {
+                // members without augmentation have none; with it, every member has it
                 a.extend(b);
-                HostBatch::Images(a)
+                aa.extend(ba);
+                HostBatch::Images(a, aa)
             }
             (HostBatch::Text(mut ax, mut ay), HostBatch::Text(bx, by)) => {
                 ax.extend(bx);
@@ -141,8 +141,8 @@ impl<B: AutodiffBackend> Worker<B> {
 
     fn batch(&self, shard: &HostBatch) -> Batch<B> {
         match (shard, &*self.data) {
-            (HostBatch::Images(idx), Dataset::Images(d)) => {
-                let (x, y) = data::gather(d, idx);
+            (HostBatch::Images(idx, augs), Dataset::Images(d)) => {
+                let (x, y) = data::gather_augmented(d, idx, augs);
                 images::<B>(x, y, d, &self.device)
             }
             (HostBatch::Text(x, y), Dataset::Text(d)) => {
@@ -516,7 +516,7 @@ pub(super) fn handle<B: AutodiffBackend>(w: &mut Worker<B>, cmd: Cmd) -> Reply {
 /// Runs `f` inside a rayon pool of `threads` threads (`None`, or a pool that cannot be built:
 /// on this thread, with the global pool).
 pub(super) fn in_pool<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> R {
-    match threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()) {
+    match threads.and_then(crate::core::float_mode::pool) {
         Some(pool) => pool.install(f),
         None => f(),
     }

@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The dataset of a workload belongs to the data layer (its sources, formats and checks).
+pub use crate::data::spec::{Augment, CifarLabel, DatasetSpec, Format, Layout, Part, TokenType};
+
 /// One TOML file under `presets/`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -29,7 +32,7 @@ pub struct Workload {
     /// the strictest rung.
     pub target: Target,
     /// A ladder of looser targets (values of `target.metric`, each looser than `target`) read from
-    /// the same trials' evaluation curves, exactly (issue 22): B_crit(target). Empty: one target.
+    /// the same trials' evaluation curves, exactly: B_crit(target). Empty: one target.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<f64>,
     /// Evaluate the validation metric every k steps.
@@ -69,9 +72,10 @@ fn is_zero(x: &f64) -> bool {
 }
 
 impl Workload {
-    /// A noisy-quadratic-model workload (science.md §5) with PyTorch-like default metaparameters
-    /// (η 0.1, γ/β1 0.9, β2 0.999, ε 1e-8), evaluated every step for up to 100k steps; callers
-    /// adjust the fields they study. Used by tests and by code that builds sweeps programmatically.
+    /// A noisy-quadratic-model workload (docs/science.md §5) with PyTorch-like default
+    /// metaparameters (η 0.1, γ/β1 0.9, β2 0.999, ε 1e-8), evaluated every step for up to 100k
+    /// steps; callers adjust the fields they study. Used by tests and by code that builds sweeps
+    /// programmatically.
     pub fn nqm(dim: usize, optimizer: OptimizerKind, target: f64) -> Workload {
         Workload {
             dataset: None,
@@ -116,53 +120,6 @@ impl Workload {
         }
         at
     }
-}
-
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "kebab-case")]
-pub enum DatasetKind {
-    /// sklearn/UCI digits 8×8, 1,797 images.
-    Digits,
-    /// 10k MNIST 28×28.
-    Mnist,
-    /// Fashion-MNIST test set, 10k 28×28.
-    Fashion,
-    /// Complete works of Shakespeare, byte-level.
-    Shakespeare,
-    /// Movie-review sentences, byte-level text (labels unused by the LMs).
-    Reviews,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct DatasetSpec {
-    pub name: DatasetKind,
-    /// Fraction held out for validation.
-    #[serde(default = "default_val_fraction")]
-    pub val_fraction: f64,
-    /// Seed of the train/validation split (recorded in run logs).
-    #[serde(default)]
-    pub split_seed: u64,
-    /// Text datasets: use only the first N bytes of the corpus (None = all).
-    #[serde(default)]
-    pub max_bytes: Option<usize>,
-    /// Text datasets: sequence length (truncated BPTT window) of one example.
-    #[serde(default = "default_seq_len")]
-    pub seq_len: usize,
-    /// Cap on the number of validation examples (images) or windows (text) used per evaluation.
-    #[serde(default)]
-    pub max_val: Option<usize>,
-    /// Image datasets: average-pool f×f pixel blocks (2 turns 28×28 into 14×14), a 4× cheaper
-    /// input for CPU-sized studies. None = full resolution.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub downsample: Option<usize>,
-}
-
-fn default_val_fraction() -> f64 {
-    0.1
-}
-fn default_seq_len() -> usize {
-    64
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -508,7 +465,7 @@ pub struct SweepDefaults {
     /// sweep's calibration choose K.
     #[serde(default, skip_serializing_if = "Fuse::is_auto")]
     pub fuse: Fuse,
-    /// The confirm stage (issue 42): after the search at each B, its best `configs`
+    /// The confirm stage: after the search at each B, its best `configs`
     /// configurations re-run with `seeds` fresh seeds each; the confirmed S(B) is the seed median
     /// of the best of them (`analysis::confirm`). `confirm = "3x5"` or `"off"` in a preset; a
     /// preset file that leaves it out gets [`ConfirmPlan::DEFAULT`] (the loader sets it). Absent in
@@ -519,7 +476,7 @@ pub struct SweepDefaults {
         with = "confirm_serde"
     )]
     pub confirm: Option<ConfirmPlan>,
-    /// `confirm_until = REL` (issue 42): the confirm stage goes on at every B whose confirmed
+    /// `confirm_until = REL`: the confirm stage goes on at every B whose confirmed
     /// interval is wider than ±REL, adding fresh seeds where they narrow it most (what
     /// `--until REL` does with a confirm stage; `--until` overrides it, `--until off` drops it).
     /// Only with a confirm stage.
@@ -617,7 +574,7 @@ impl<'de> Deserialize<'de> for Fuse {
     }
 }
 
-/// `[sweep] confirm` / `--confirm`: k configurations × r fresh seeds each (issue 42).
+/// `[sweep] confirm` / `--confirm`: k configurations × r fresh seeds each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConfirmPlan {
     /// k: the search's best configurations at each B that are confirmed.

@@ -1,6 +1,6 @@
 //! Shared set-up of the integration tests (`mod common;` in each file that needs it): the binary
 //! and the run logs it writes, small NQM sweeps run to the end, and the digits workload and trial
-//! the engine tests train. (The TUI tests' scripted sweep is in `tests/tui_support`.)
+//! the engine tests train. (The TUI tests' scripted sweep is in `tests/tui/support.rs`.)
 #![allow(dead_code)]
 
 use std::ffi::OsStr;
@@ -139,13 +139,8 @@ pub fn run_sweep(
 pub fn digits_workload() -> Workload {
     Workload {
         dataset: Some(DatasetSpec {
-            name: DatasetKind::Digits,
             val_fraction: 0.2,
-            split_seed: 0,
-            max_bytes: None,
-            seq_len: 64,
-            max_val: None,
-            downsample: None,
+            ..DatasetSpec::named("digits")
         }),
         model: ModelSpec::Mlp { hidden: vec![64] },
         optimizer: OptimizerKind::Momentum,

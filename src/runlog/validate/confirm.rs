@@ -1,4 +1,4 @@
-//! The run-log validator's check of the confirm stage (issue 42) as a whole log: every confirm
+//! The run-log validator's check of the confirm stage as a whole log: every confirm
 //! trial must be one its header's plan places — the stage's first blocks at its batch size (the
 //! best k configurations of the search there × r seeds, the configuration its rank names) or a
 //! `--until` round re-derived from the records before it (`analysis::confirm_rounds`) — and a

@@ -176,7 +176,7 @@ impl Coordinator {
         self.cfg.widen == 0 || self.widen_next_at(b, running).is_none()
     }
 
-    /// The confirm stage (issue 42): at every batch size whose search has settled, the confirm
+    /// The confirm stage: at every batch size whose search has settled, the confirm
     /// trials of its best configurations not yet logged or running — all of a B together, so that
     /// they run as one group. A B's confirm trials are a pure function of its search records
     /// (`confirm_ids_at`), so when they are placed does not change what they are.
@@ -300,7 +300,7 @@ impl Coordinator {
         }
     }
 
-    /// `--until REL` with a confirm stage (issue 42): the rounds of a wave (`until_wave`), decided
+    /// `--until REL` with a confirm stage: the rounds of a wave (`until_wave`), decided
     /// when it starts — nothing runs then, every first block is logged (a wave that places first
     /// blocks places no round) — so a wave's rounds are a pure function of the records logged
     /// before it. A sweep stopped in a wave (resumed, or a trial that failed) first finishes that
