@@ -7,7 +7,7 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::BIN;
+use crate::common::{self, BIN};
 
 #[test]
 fn a_stop_held_by_a_long_step_quits_after_the_grace_period() {
