@@ -908,7 +908,9 @@ fn confirm_log_cases(dir: &Path) -> Vec<Case> {
     let other_id = other["trial_id"].as_u64().unwrap();
     let other_mp = other["spec"]["metaparams"].clone();
     let another = format!("re-runs trial {other_id} as configuration #1 at B = {b}");
-    let edits: Vec<(&str, usize, Box<dyn Fn(&mut Value)>, Vec<String>)> = vec![
+    // (case name, the line it edits, the edit, what every reader says)
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let edits: Vec<(&str, usize, Edit, Vec<String>)> = vec![
         (
             "confirm-of-another-search-trial-edited",
             ci,
