@@ -170,7 +170,7 @@ impl TrialRunner for BurnRunner {
 }
 
 /// The most trials one fused group holds (a sweep's groups are chosen below it).
-pub const MAX_GROUP: usize = 64;
+pub const MAX_GROUP: usize = crate::workload::spec::MAX_FUSE;
 
 /// The smallest evaluation forward on a GPU, in examples (sequences for text).
 const GPU_EVAL_FLOOR: usize = 128;
