@@ -226,6 +226,35 @@ pub fn read_run_log(path: &Path) -> Result<RunLog, RunLogError> {
     parse_run_log(path, &bytes)
 }
 
+/// The header line at `line_no`: refused when it is a second one (`seen`) or states an impossible
+/// plan; a data file that changed since it was written is a warning. Gives the validator of the
+/// trial lines after it.
+fn accept_header(
+    path: &Path,
+    line_no: usize,
+    h: Box<Header>,
+    seen: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(LogValidator, Header), RunLogError> {
+    let malformed = |message: String| RunLogError::Malformed {
+        path: path.to_path_buf(),
+        line: line_no,
+        message,
+    };
+    if seen {
+        return Err(malformed(
+            "a second header line (run logs have exactly one, on line 1)".into(),
+        ));
+    }
+    if let Some(message) = header_problem(&h) {
+        return Err(malformed(message));
+    }
+    if let Some(m) = super::validate::data_files_problem(&h) {
+        warnings.push(format!("{}:{line_no}: {m}", path.display()));
+    }
+    Ok((LogValidator::new(&h), *h))
+}
+
 /// Parses run-log bytes (the file's content); `path` is used in messages.
 pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
     let mut header: Option<Header> = None;
@@ -283,26 +312,9 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
         };
         match parsed {
             LogLine::Header(h) => {
-                if header.is_some() {
-                    return Err(RunLogError::Malformed {
-                        path: path.to_path_buf(),
-                        line: line_no,
-                        message: "a second header line (run logs have exactly one, on line 1)"
-                            .into(),
-                    });
-                }
-                if let Some(message) = header_problem(&h) {
-                    return Err(RunLogError::Malformed {
-                        path: path.to_path_buf(),
-                        line: line_no,
-                        message,
-                    });
-                }
-                if let Some(m) = super::validate::data_files_problem(&h) {
-                    warnings.push(format!("{}:{line_no}: {m}", path.display()));
-                }
-                validator = Some(LogValidator::new(&h));
-                header = Some(*h);
+                let (v, h) = accept_header(path, line_no, h, header.is_some(), &mut warnings)?;
+                validator = Some(v);
+                header = Some(h);
             }
             other => {
                 if header.is_none() {

@@ -121,7 +121,7 @@ fn sweep_piped_runs_to_completion() {
 fn ctrl_c_cancels_with_130_and_the_resume_line() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = pty(&LONG_SWEEP, dir.path());
-    s.expect(Regex(r"\[2/160\] trial"))
+    s.expect(Regex(r"\[search 2/160\] trial"))
         .expect("two trials finish");
     s.send([3u8]).unwrap(); // ctrl-c
     let text = text_until_eof(&mut s, "the sweep stops");
@@ -135,7 +135,7 @@ fn second_ctrl_c_quits_at_once() {
     // One long trial: the first ctrl-c asks it to stop at its next step; the second ends the
     // process without waiting.
     let mut s = pty(&LONG_SWEEP, dir.path());
-    s.expect(Regex(r"\[1/160\] trial"))
+    s.expect(Regex(r"\[search 1/160\] trial"))
         .expect("a trial finishes");
     s.send([3u8]).unwrap();
     s.expect("interrupted").expect("first ctrl-c acknowledged");

@@ -123,7 +123,12 @@ fn resume_starts_with_the_logged_trials_on_the_chart() {
     update(&mut a, Msg::Sweep(ev[0].clone()));
     let l = a.live().unwrap();
     assert_eq!(l.done_count(), 20);
-    assert_eq!(l.finished_text(), "trials finished: 20/240");
+    // every stage's plan in the total, each stage against its own in the split
+    assert_eq!(l.finished_text(), "trials finished: 20/340");
+    assert_eq!(
+        l.stages_text().as_deref(),
+        Some("search 20/240 · confirm 0/100")
+    );
     // a failure to start goes back to Runs with the reason
     let mut b = app();
     b.back = Screen::Runs;

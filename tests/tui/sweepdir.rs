@@ -44,7 +44,9 @@ fn runs_lists_a_sweep_directory_as_one_run_and_live_follows_its_shards() {
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path();
     let mut a = app();
-    let cfg = config(&a);
+    let mut cfg = config(&a);
+    // the search stage alone: every planned trial is one of the scripted records
+    cfg.preset.sweep.confirm = None;
     // As a sweep logs them: the script lets a few late trials at small B "reach" past their
     // step budget, a line the run-log reader refuses; here they ran out of budget.
     let budget = cfg.preset.workload.step_budget;
