@@ -5,7 +5,7 @@
 //! (`widen`, `confirm`) and device rules (`devices`).
 //! Keep this module free of Burn and of any UI crate.
 //!
-//! Layering: imports `data` and `workload` only.
+//! Layering: imports `data`, `model` and `workload` only.
 
 pub mod analysis;
 pub mod confirm;

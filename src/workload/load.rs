@@ -144,6 +144,10 @@ pub const EMBEDDED_PRESETS: &[(&str, &str)] = &[
         "mnist-cnn-sgd",
         include_str!("../../presets/mnist-cnn-sgd.toml"),
     ),
+    (
+        "mnist-resnet-momentum",
+        include_str!("../../presets/mnist-resnet-momentum.toml"),
+    ),
     ("nqm-adam", include_str!("../../presets/nqm-adam.toml")),
     (
         "nqm-momentum",

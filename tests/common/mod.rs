@@ -147,7 +147,7 @@ pub fn digits_workload() -> Workload {
             max_val: None,
             downsample: None,
         }),
-        model: ModelSpec::Mlp { hidden: vec![64] },
+        model: ModelSpec::Mlp(scaling_lab::model::mlp::MlpSpec { hidden: vec![64] }),
         optimizer: OptimizerKind::Momentum,
         target: Target {
             metric: Metric::ValError,

@@ -10,6 +10,9 @@
 //!   activations (h and c come out as one [K, N, 2H] tensor, split by the caller's slices);
 //! * [`lstm_layer`]: a whole LSTM recurrence (every step's gemm and cell) as one op, with
 //!   backpropagation through time in one pass;
+//! * [`batch_norm_train`] / [`batch_norm_eval`]: the residual networks' batch normalisation
+//!   (ghost batches, statistics in f64 per channel; backward in two passes); evaluation one
+//!   affine pass with the running averages;
 //! * [`cross_entropy`]: mean softmax cross-entropy per member (a vectorised log-sum-exp per row;
 //!   backward softmax − one-hot);
 //! * [`mlp_correct`]: an MLP's correct predictions per member on rows they all score (evaluation:
@@ -19,6 +22,7 @@
 //! Every kernel works on the member axis (K trials fused) and treats members independently: a NaN in
 //! one member's rows never reaches another's outputs or gradients.
 
+mod bn;
 mod conv;
 mod dense;
 mod lstm;
@@ -272,6 +276,57 @@ pub fn conv_pool<B: Backend>(
             same(tensor_from::<Flex, 4>(y)).ok()
         }
     }
+}
+
+/// Training batch normalisation ([`crate::model::conv_bn::BatchNorm`]) on the CPU: x [N, K·C,
+/// H, W] (members folded into the channels), γ and β [K, C] → (y, the batch's mean and unbiased
+/// variance [K, C] for the running averages, untracked). `None` off the CPU's autodiff backend or
+/// outside f32.
+pub fn batch_norm_train<B: Backend>(
+    x: Tensor<B, 4>,
+    gamma: Tensor<B, 2>,
+    beta: Tensor<B, 2>,
+    ghost: usize,
+    eps: f64,
+) -> Option<(Tensor<B, 4>, Tensor<B, 2>, Tensor<B, 2>)> {
+    if !(is_f32(&x) && is_f32(&gamma) && is_f32(&beta)) {
+        return None;
+    }
+    let Cpu::Autodiff = cpu::<B>()? else {
+        return None;
+    };
+    let [k, c] = gamma.dims();
+    let dev = x.device();
+    let (x, gamma, beta) = (
+        same::<_, Tensor<Ad, 4>>(x).ok()?,
+        same::<_, Tensor<Ad, 2>>(gamma).ok()?,
+        same::<_, Tensor<Ad, 2>>(beta).ok()?,
+    );
+    let (y, mean, var) =
+        bn::batch_norm_ad(float_of(x), float_of(gamma), float_of(beta), ghost, eps);
+    let stat =
+        |v: Vec<f32>| Tensor::<B, 2>::from_data(burn::tensor::TensorData::new(v, [k, c]), &dev);
+    Some((same(tensor_from::<Ad, 4>(y)).ok()?, stat(mean), stat(var)))
+}
+
+/// Evaluation batch normalisation on the CPU (Flex, no autodiff): y = (x − mean)/√(var + ε)·γ
+/// + β per channel of x [N, K·C, H, W], the other arguments [K, C]. `None` elsewhere.
+pub fn batch_norm_eval<B: Backend>(
+    x: Tensor<B, 4>,
+    [gamma, beta, mean, var]: [Tensor<B, 2>; 4],
+    eps: f64,
+) -> Option<Tensor<B, 4>> {
+    if !is_f32(&x) {
+        return None;
+    }
+    let Cpu::Inner = cpu::<B>()? else {
+        return None;
+    };
+    let read = |t: Tensor<B, 2>| t.into_data().to_vec::<f32>().ok();
+    let (g, b, m, v) = (read(gamma)?, read(beta)?, read(mean)?, read(var)?);
+    let x = same::<_, Tensor<Flex, 4>>(x).ok()?;
+    let y = bn::eval(&float_of(x), &g, &b, &m, &v, eps);
+    same(tensor_from::<Flex, 4>(y)).ok()
 }
 
 /// The LSTM cell ([`crate::model::lstm_cell`]) on the CPU: gates [K, N, 4H] (i, f, o, u), c_prev
