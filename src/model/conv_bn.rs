@@ -76,9 +76,15 @@ impl<B: Backend> Conv<B> {
         (2.0 * (ho * wo * cin * k * k * cout) as f64, (ho, wo))
     }
 
-    /// x: [N, K·cin, H, W] → [N, K·cout, H', W'] in the compute precision. On the CPU
-    /// (Flex) the im2col + gemm path, elsewhere Burn's grouped `conv2d`.
+    /// x: [N, K·cin, H, W] → [N, K·cout, H', W'] in the compute precision. On the CPU in fp32
+    /// one op of our own (`kernels::conv_grouped`), in reduced precision the im2col + gemm path
+    /// in generic ops; elsewhere Burn's grouped `conv2d`. All three are held against each other.
     pub fn forward(&self, x: Tensor<B, 4>, c: &Ctx) -> Tensor<B, 4> {
+        if c.is_fp32() {
+            if let Some(y) = kernels::conv_grouped(x.clone(), self.w.val(), self.stride) {
+                return y;
+            }
+        }
         if gemm_conv::<B>() {
             self.forward_gemm(x, c)
         } else {
@@ -363,9 +369,10 @@ mod tests {
         }
     }
 
-    /// The CPU's im2col + gemm convolution equals Burn's grouped `conv2d` in values and in the
-    /// gradients of the input and the weights: strides 1 and 2, odd and even sizes, 1×1 images,
-    /// 1 to 3 members with different weights.
+    /// The CPU's convolution kernel and the im2col + gemm generic ops equal Burn's grouped
+    /// `conv2d` in values and in the gradients of the input and the weights: strides 1 and 2,
+    /// odd and even sizes, 1×1 images, 1 to 3 members with different weights, several tasks per
+    /// member (the 40-image case).
     #[test]
     fn the_gemm_convolution_matches_burns_grouped_conv2d() {
         let dev = Default::default();
@@ -375,6 +382,7 @@ mod tests {
             (2, 3, 8, 8, 4, 4, 2),
             (2, 1, 1, 1, 3, 2, 1),
             (2, 2, 7, 7, 8, 16, 2),
+            (2, 40, 9, 9, 4, 8, 1),
         ] {
             let mut rng = StdRng::seed_from_u64((k * n * h * w * cin * stride) as u64);
             let convs: Vec<Conv<Ad>> = (0..k)
@@ -384,16 +392,16 @@ mod tests {
             let (ho, wo) = (conv.out_size(h), conv.out_size(w));
             let xv = uniform(&mut rng, n * k * cin * h * w, 1.0);
             let pv = uniform(&mut rng, n * k * cout * ho * wo, 1.0);
-            let run = |gemm: bool| {
+            let run = |path: usize| {
                 let x = Tensor::<Ad, 4>::from_data(
                     TensorData::new(xv.clone(), [n, k * cin, h, w]),
                     &dev,
                 )
                 .require_grad();
-                let y = if gemm {
-                    conv.forward_gemm(x.clone(), &Ctx::fp32())
-                } else {
-                    conv.forward_burn(x.clone(), &Ctx::fp32())
+                let y = match path {
+                    0 => conv.forward(x.clone(), &Ctx::fp32()),
+                    1 => conv.forward_gemm(x.clone(), &Ctx::fp32()),
+                    _ => conv.forward_burn(x.clone(), &Ctx::fp32()),
                 };
                 assert_eq!(y.dims(), [n, k * cout, ho, wo]);
                 let p = Tensor::<Ad, 4>::from_data(
@@ -407,13 +415,80 @@ mod tests {
                     vals(conv.w.val().grad(&g).unwrap()),
                 )
             };
-            let (a, b) = (run(true), run(false));
+            let b = run(2);
             let case = format!("{:?}", (k, n, h, w, cin, cout, stride));
-            assert!(a.0.iter().any(|v| v.abs() > 1e-3), "{case}: all zero");
-            close(&a.0, &b.0, 1e-5, &format!("{case} values"));
-            close(&a.1, &b.1, 1e-5, &format!("{case} d/dx"));
-            close(&a.2, &b.2, 1e-5, &format!("{case} d/dw"));
+            assert!(b.0.iter().any(|v| v.abs() > 1e-3), "{case}: all zero");
+            for path in [0, 1] {
+                let a = run(path);
+                let case = format!("{case} path {path}");
+                close(&a.0, &b.0, 1e-5, &format!("{case} values"));
+                close(&a.1, &b.1, 1e-5, &format!("{case} d/dx"));
+                // (dW sums up to 40·81 products per weight)
+                close(&a.2, &b.2, 1e-4, &format!("{case} d/dw"));
+            }
         }
+    }
+
+    /// The convolution kernel's numbers do not depend on the threads or on the group: on 1
+    /// thread and on the default pool, and member 0 of a 2-member group against the same layer
+    /// alone, the outputs and both gradients are bitwise equal (several tasks per member).
+    #[test]
+    fn the_conv_kernel_is_bitwise_the_same_on_any_threads_and_in_a_group() {
+        let dev = Default::default();
+        let (n, h, w, cin, cout) = (40, 9, 9, 4, 8);
+        let mut rng = StdRng::seed_from_u64(17);
+        let a = Conv::<Ad>::init(&mut Init::new(&mut rng, &dev), cin, cout, 3, 2);
+        let b = Conv::<Ad>::init(&mut Init::new(&mut rng, &dev), cin, cout, 3, 2);
+        let (ho, wo) = (a.out_size(h), a.out_size(w));
+        let xs = [
+            uniform(&mut rng, n * cin * h * w, 1.0),
+            uniform(&mut rng, n * cin * h * w, 1.0),
+        ];
+        let ps = [
+            uniform(&mut rng, n * cout * ho * wo, 1.0),
+            uniform(&mut rng, n * cout * ho * wo, 1.0),
+        ];
+        // k members' rows interleaved per image: [N, K·C, …]
+        let fold = |parts: &[&Vec<f32>], per: usize| -> Vec<f32> {
+            (0..n)
+                .flat_map(|i| {
+                    parts
+                        .iter()
+                        .flat_map(move |p| p[i * per..(i + 1) * per].to_vec())
+                })
+                .collect()
+        };
+        let run = |layer: &Conv<Ad>, k: usize| {
+            let xv = fold(&xs.iter().take(k).collect::<Vec<_>>(), cin * h * w);
+            let pv = fold(&ps.iter().take(k).collect::<Vec<_>>(), cout * ho * wo);
+            let x = Tensor::<Ad, 4>::from_data(TensorData::new(xv, [n, k * cin, h, w]), &dev)
+                .require_grad();
+            let p = Tensor::<Ad, 4>::from_data(TensorData::new(pv, [n, k * cout, ho, wo]), &dev);
+            let y = layer.forward(x.clone(), &Ctx::fp32());
+            let g = (y.clone() * p).sum().backward();
+            (
+                vals(y.inner()),
+                vals(x.grad(&g).unwrap()),
+                vals(layer.w.val().grad(&g).unwrap()),
+            )
+        };
+        let alone = run(&a, 1);
+        let one_thread = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| run(&a, 1));
+        assert_eq!(alone, one_thread, "1 thread against the default pool");
+        let both = run(&crate::model::stack_members(vec![a.clone(), b]), 2);
+        // member 0's values of every image, and its half of dW
+        let first = |v: &Vec<f32>, per: usize| -> Vec<f32> {
+            (0..n)
+                .flat_map(|i| v[2 * i * per..(2 * i + 1) * per].to_vec())
+                .collect()
+        };
+        assert_eq!(alone.0, first(&both.0, cout * ho * wo), "values");
+        assert_eq!(alone.1, first(&both.1, cin * h * w), "d/dx");
+        assert_eq!(alone.2, both.2[..alone.2.len()].to_vec(), "d/dw");
     }
 
     /// Our batch normalisation — the CPU kernel and the generic ops alike — equals Burn's

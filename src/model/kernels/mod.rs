@@ -10,6 +10,9 @@
 //!   activations (h and c come out as one [K, N, 2H] tensor, split by the caller's slices);
 //! * [`lstm_layer`]: a whole LSTM recurrence (every step's gemm and cell) as one op, with
 //!   backpropagation through time in one pass;
+//! * [`conv_grouped`]: the residual networks' convolution (k×k, stride 1 or 2, members folded into
+//!   the channels): im2col per task of a few images of one member, one gemm each; backward two
+//!   gemms and a col2im;
 //! * [`batch_norm_train`] / [`batch_norm_eval`]: the residual networks' batch normalisation
 //!   (ghost batches, statistics in f64 per channel; backward in two passes); evaluation one
 //!   affine pass with the running averages;
@@ -24,6 +27,7 @@
 
 mod bn;
 mod conv;
+mod conv_group;
 mod dense;
 mod lstm;
 mod mlp_eval;
@@ -273,6 +277,41 @@ pub fn conv_pool<B: Backend>(
                 same::<_, Tensor<Flex, 2>>(b).ok()?,
             );
             let (y, _) = conv::forward(&float_of(x), &float_of(w), &float_of(b), kernel, false);
+            same(tensor_from::<Flex, 4>(y)).ok()
+        }
+    }
+}
+
+/// The residual networks' convolution ([`crate::model::conv_bn::Conv`]) on the CPU: x [N, K·Cin,
+/// H, W], w [K, Cout, Cin, k, k], "same" padding, `stride` → [N, K·Cout, H', W']. `None` off the
+/// CPU or outside f32.
+pub fn conv_grouped<B: Backend>(
+    x: Tensor<B, 4>,
+    w: Tensor<B, 5>,
+    stride: usize,
+) -> Option<Tensor<B, 4>> {
+    if !(is_f32(&x) && is_f32(&w)) {
+        return None;
+    }
+    match cpu::<B>()? {
+        Cpu::Autodiff => {
+            let (x, w) = (
+                same::<_, Tensor<Ad, 4>>(x).ok()?,
+                same::<_, Tensor<Ad, 5>>(w).ok()?,
+            );
+            same(tensor_from::<Ad, 4>(conv_group::conv_ad(
+                float_of(x),
+                float_of(w),
+                stride,
+            )))
+            .ok()
+        }
+        Cpu::Inner => {
+            let (x, w) = (
+                same::<_, Tensor<Flex, 4>>(x).ok()?,
+                same::<_, Tensor<Flex, 5>>(w).ok()?,
+            );
+            let (y, _) = conv_group::forward(&float_of(x), &float_of(w), stride, false);
             same(tensor_from::<Flex, 4>(y)).ok()
         }
     }
