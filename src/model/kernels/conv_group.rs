@@ -88,34 +88,54 @@ pub(super) struct Saved {
     w: FlexTensor,
 }
 
+/// The output columns j (of `wo`) whose input column j·s + b − p lies inside a row of `w`
+/// pixels: a range, so the copies below have no per-element bounds test.
+fn inside(wo: usize, w: usize, s: usize, b: usize, p: usize) -> std::ops::Range<usize> {
+    // j·s + b ≥ p  and  j·s + b − p ≤ w − 1
+    let lo = p.saturating_sub(b).div_ceil(s);
+    let hi = if w + p > b {
+        ((w + p - b - 1) / s + 1).min(wo)
+    } else {
+        0
+    };
+    lo.min(hi)..hi
+}
+
 /// The columns of images `i0 .. i0 + c` of member m: [Cin·k·k, c·H'·W'] (`cols` row-major).
 fn im2col(xv: &[f32], d: &Dims, m: usize, i0: usize, c: usize, cols: &mut [f32]) {
     let (ho, wo, opx) = (d.ho(), d.wo(), d.opx());
     let ld = c * opx;
-    let p = (d.k / 2) as isize;
+    let p = d.k / 2;
     for img in 0..c {
         let x = &xv[d.x_at(i0 + img, m)..][..d.cin * d.h * d.w];
         for ci in 0..d.cin {
             let plane = &x[ci * d.h * d.w..][..d.h * d.w];
             for a in 0..d.k {
+                let rows = inside(ho, d.h, d.s, a, p);
                 for b in 0..d.k {
                     let row = (ci * d.k + a) * d.k + b;
                     let dst = &mut cols[row * ld + img * opx..][..opx];
-                    for i in 0..ho {
-                        let si = (i * d.s + a) as isize - p;
+                    let js = inside(wo, d.w, d.s, b, p);
+                    dst[..rows.start * wo].fill(0.0);
+                    dst[rows.end * wo..].fill(0.0);
+                    for i in rows.clone() {
+                        let src = &plane[(i * d.s + a - p) * d.w..][..d.w];
                         let out = &mut dst[i * wo..(i + 1) * wo];
-                        if si < 0 || si >= d.h as isize {
-                            out.fill(0.0);
+                        out[..js.start].fill(0.0);
+                        out[js.end..].fill(0.0);
+                        if js.is_empty() {
                             continue;
                         }
-                        let src = &plane[si as usize * d.w..][..d.w];
-                        for (j, o) in out.iter_mut().enumerate() {
-                            let sj = (j * d.s + b) as isize - p;
-                            *o = if sj >= 0 && sj < d.w as isize {
-                                src[sj as usize]
-                            } else {
-                                0.0
-                            };
+                        let first = js.start * d.s + b - p;
+                        if d.s == 1 {
+                            out[js.clone()].copy_from_slice(&src[first..first + js.len()]);
+                        } else {
+                            for (o, v) in out[js.clone()]
+                                .iter_mut()
+                                .zip(src[first..].iter().step_by(d.s))
+                            {
+                                *o = *v;
+                            }
                         }
                     }
                 }
@@ -128,25 +148,31 @@ fn im2col(xv: &[f32], d: &Dims, m: usize, i0: usize, c: usize, cols: &mut [f32])
 fn col2im(dcols: &[f32], d: &Dims, c: usize, dx: &mut [f32]) {
     let (ho, wo, opx) = (d.ho(), d.wo(), d.opx());
     let ld = c * opx;
-    let p = (d.k / 2) as isize;
+    let p = d.k / 2;
     for img in 0..c {
         let x = &mut dx[img * d.cin * d.h * d.w..][..d.cin * d.h * d.w];
         for ci in 0..d.cin {
             let plane = &mut x[ci * d.h * d.w..][..d.h * d.w];
             for a in 0..d.k {
+                let rows = inside(ho, d.h, d.s, a, p);
                 for b in 0..d.k {
                     let row = (ci * d.k + a) * d.k + b;
                     let src = &dcols[row * ld + img * opx..][..opx];
-                    for i in 0..ho {
-                        let si = (i * d.s + a) as isize - p;
-                        if si < 0 || si >= d.h as isize {
-                            continue;
-                        }
-                        let dst = &mut plane[si as usize * d.w..][..d.w];
-                        for (j, &g) in src[i * wo..(i + 1) * wo].iter().enumerate() {
-                            let sj = (j * d.s + b) as isize - p;
-                            if sj >= 0 && sj < d.w as isize {
-                                dst[sj as usize] += g;
+                    let js = inside(wo, d.w, d.s, b, p);
+                    if js.is_empty() {
+                        continue;
+                    }
+                    for i in rows.clone() {
+                        let dst = &mut plane[(i * d.s + a - p) * d.w..][..d.w];
+                        let first = js.start * d.s + b - p;
+                        let g = &src[i * wo + js.start..i * wo + js.end];
+                        if d.s == 1 {
+                            for (o, v) in dst[first..first + js.len()].iter_mut().zip(g) {
+                                *o += *v;
+                            }
+                        } else {
+                            for (o, v) in dst[first..].iter_mut().step_by(d.s).zip(g) {
+                                *o += *v;
                             }
                         }
                     }
