@@ -118,6 +118,24 @@ fn im2col(xv: &[f32], d: &Dims, m: usize, i0: usize, c: usize, cols: &mut [f32])
                     let js = inside(wo, d.w, d.s, b, p);
                     dst[..rows.start * wo].fill(0.0);
                     dst[rows.end * wo..].fill(0.0);
+                    if d.s == 1 && !rows.is_empty() {
+                        // stride 1 (W' = W): the valid rows are the plane shifted by (a − p,
+                        // b − p), one copy, with the columns that wrapped around zeroed
+                        let (r0, r1) = (rows.start * wo, rows.end * wo);
+                        let start = (rows.start + a - p) * d.w;
+                        let shift = b as isize - p as isize;
+                        let from = (start as isize + shift).max(0) as usize;
+                        let to = ((start + (r1 - r0)) as isize + shift).min(plane.len() as isize)
+                            as usize;
+                        let at = r0 + (from as isize - start as isize - shift) as usize;
+                        dst[at..at + (to - from)].copy_from_slice(&plane[from..to]);
+                        for i in rows.clone() {
+                            let out = &mut dst[i * wo..(i + 1) * wo];
+                            out[..js.start].fill(0.0);
+                            out[js.end..].fill(0.0);
+                        }
+                        continue;
+                    }
                     for i in rows.clone() {
                         let src = &plane[(i * d.s + a - p) * d.w..][..d.w];
                         let out = &mut dst[i * wo..(i + 1) * wo];
