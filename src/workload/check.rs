@@ -158,7 +158,7 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
     }
 }
 
-/// The ladder (issue 22): looser rungs read from the same trials; the goal is the strictest.
+/// The ladder: looser rungs read from the same trials; the goal is the strictest.
 fn check_targets(w: &Workload, out: &mut Vec<Problem>) {
     let v = w.target.value;
     if w.targets.len() > MAX_TARGETS {
