@@ -2,9 +2,7 @@
 //! compatibility, sizes against the data and memory) and returns each problem with the key it is
 //! about; `load` locates the key in the file.
 
-use super::spec::{
-    DatasetSpec, Decay, Metric, Preset, SearchSpace, SweepDefaults, Workload,
-};
+use super::spec::{DatasetSpec, Decay, Metric, Preset, SearchSpace, SweepDefaults, Workload};
 use crate::model::{Input, InputShape};
 
 /// One key path segment: a table key or an array index.

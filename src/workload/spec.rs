@@ -3,11 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The dataset of a workload belongs to the data layer (its sources, formats and checks).
+pub use crate::data::spec::{Augment, CifarLabel, DatasetSpec, Format, Layout, Part, TokenType};
 /// The `[workload.model]` table: defined by the model families (`crate::model::family`), each
 /// family's fields in its own file.
 pub use crate::model::ModelSpec;
-/// The dataset of a workload belongs to the data layer (its sources, formats and checks).
-pub use crate::data::spec::{Augment, CifarLabel, DatasetSpec, Format, Layout, Part, TokenType};
 
 /// One TOML file under `presets/`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
