@@ -71,7 +71,7 @@ impl TransformerSpec {
         shape: InputShape,
     ) -> anyhow::Result<TransformerLm<B>> {
         anyhow::ensure!(
-            self.heads > 0 && self.d_model % self.heads == 0,
+            self.heads > 0 && self.d_model.is_multiple_of(self.heads),
             "transformer d_model ({}) must be divisible by heads ({})",
             self.d_model,
             self.heads
