@@ -230,9 +230,11 @@ fn running_statistics_are_untouched_by_every_gradient_path() {
     use burn::module::{Module, ModuleVisitor};
     use burn::tensor::Int;
 
-    /// (id, values) of the running statistics, and the values of every trained parameter.
-    fn split(net: &Net<Ad>) -> (Vec<(ParamId, Vec<f32>)>, Vec<Vec<f32>>) {
-        struct V(usize, Vec<(ParamId, Vec<f32>)>, Vec<Vec<f32>>);
+    /// (id, values) of each running statistic.
+    type Stats = Vec<(ParamId, Vec<f32>)>;
+    /// The running statistics, and the values of every trained parameter.
+    fn split(net: &Net<Ad>) -> (Stats, Vec<Vec<f32>>) {
+        struct V(usize, Stats, Vec<Vec<f32>>);
         impl ModuleVisitor<Ad> for V {
             fn enter_module(&mut self, _: &str, container: &str) {
                 if container == UNTRAINED || self.0 > 0 {
