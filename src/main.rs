@@ -53,7 +53,7 @@ fn no_huge_pages() {
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use cli::args::{
     BenchArgs, CompareArgs, DataCmd, ExportArgs, ImportArgs, ReportArgs, ScreenshotArgs, SweepArgs,
@@ -124,7 +124,8 @@ fn main() -> ExitCode {
     no_huge_pages();
     scaling_lab::core::float_mode::ensure_process();
     scaling_lab::train::wgpu::quiet_device_select_layer();
-    let cli = match Cli::try_parse() {
+    let args = cli::hyphen_values(&Cli::command(), std::env::args_os().collect());
+    let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => return cli::clap_error(e),
     };

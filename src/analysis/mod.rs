@@ -52,6 +52,7 @@
 pub mod bootstrap;
 pub mod censored;
 pub mod confirm;
+pub mod confirm_rounds;
 pub mod fit;
 pub mod ladder;
 pub mod lr;
@@ -59,6 +60,7 @@ pub mod per_batch;
 pub mod projection;
 pub mod regimes;
 pub mod search;
+pub mod stages;
 pub mod stats;
 pub mod steps;
 pub mod until;
@@ -247,8 +249,22 @@ pub fn per_batch_with_ci(trials: &[TrialRecord], optimizer: OptimizerKind) -> Ve
     p
 }
 
-/// `per_batch` at the goal with the confirm stage attached (no bootstrap, no fit): what `--until`
-/// decides on when the sweep has a confirm stage.
+/// The confirmed S(B) at one batch size alone (`BatchPoint::confirmed`; every other field
+/// default): what the confirm stage's placement reads (`confirm_rounds`), the same value
+/// [`per_batch_confirmed`] gives there, without the search's interval.
+pub fn confirm_point(trials: &[TrialRecord], study: &Study, b: usize) -> BatchPoint {
+    let observed = Observed::of(trials, &Reading::Goal);
+    let mut p = [BatchPoint {
+        batch_size: b,
+        ..Default::default()
+    }];
+    confirm::attach(&observed, &mut p, study);
+    let [p] = p;
+    p
+}
+
+/// `per_batch` at the goal with the confirm stage attached (no bootstrap, no fit): the confirmed
+/// S(B) of every batch size: what `--until` decides on when the sweep has a confirm stage.
 pub fn per_batch_confirmed(trials: &[TrialRecord], study: &Study) -> Vec<BatchPoint> {
     let observed = Observed::of(trials, &Reading::Goal);
     let mut p = per_batch::per_batch_observed(&observed, study.optimizer, &Reading::Goal);

@@ -127,22 +127,7 @@ pub fn observe(t: &TrialRecord, reading: &Reading) -> Observation {
         return Observation::Cancelled;
     }
     let target = match reading {
-        Reading::Goal => {
-            return match o.outcome {
-                Outcome::Reached { step } => Observation::Reached { step },
-                Outcome::NotReached {
-                    budget,
-                    early_stopped: true,
-                } => Observation::Censored {
-                    at: budget,
-                    early_stopped: true,
-                },
-                Outcome::NotReached { budget, .. } => Observation::NotReached { budget },
-                Outcome::Diverged { step } => Observation::Diverged { step },
-                Outcome::Oom { step, .. } => Observation::Oom { step },
-                Outcome::Cancelled { .. } => Observation::Cancelled,
-            }
-        }
+        Reading::Goal => return ended(&o.outcome),
         Reading::At(target) => target,
     };
     if let Some(step) = first_meeting(&o.evals, target) {
@@ -156,6 +141,15 @@ pub fn observe(t: &TrialRecord, reading: &Reading) -> Observation {
             at: step,
             early_stopped: false,
         },
+        ref other => ended(other),
+    }
+}
+
+/// What a trial's own end says at its goal: reached, stopped early (censored), ran its budget,
+/// diverged, out of memory or cancelled.
+fn ended(o: &Outcome) -> Observation {
+    match *o {
+        Outcome::Reached { step } => Observation::Reached { step },
         Outcome::NotReached {
             budget,
             early_stopped: true,

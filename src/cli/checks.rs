@@ -9,7 +9,7 @@ use scaling_lab::data::DataError;
 use scaling_lab::sweep::overrides::Problem;
 use scaling_lab::sweep::{self, SweepConfig};
 use scaling_lab::workload::applied::{unused, Setting};
-use scaling_lab::workload::load::{key_path, preset_error_at, KeySeg};
+use scaling_lab::workload::load::{key_path, preset_error_at, sets_key, KeySeg};
 use scaling_lab::workload::spec::Workload;
 
 use super::usage;
@@ -54,6 +54,7 @@ fn preset_key(field: &str) -> Option<Vec<KeySeg>> {
         "steps" => &["workload", "step_budget"],
         "eval_every" => &["workload", "eval_every"],
         "precision" => &["workload", "precision"],
+        "confirm" => &["sweep", "confirm"],
         _ => return None,
     };
     Some(key_path(keys))
@@ -68,7 +69,26 @@ pub fn check_blamed(
     batch_sizes: &[usize],
 ) -> anyhow::Result<()> {
     for p in problems.iter().filter(|p| !p.blocking) {
-        eprintln!("warning: {p}");
+        // a warning about a setting no flag gave is the preset's, at its key — where the file
+        // sets it (a default nobody chose: the confirm stage's 3x5 where a preset runs 1 trial)
+        match preset_key(p.field).filter(|_| !given(p.field)) {
+            Some(keys) => {
+                let dotted: Vec<&str> = keys
+                    .iter()
+                    .filter_map(|k| match k {
+                        KeySeg::Key(k) => Some(*k),
+                        KeySeg::Index(_) => None,
+                    })
+                    .collect();
+                if sets_key(preset_path, &dotted) {
+                    eprintln!(
+                        "warning: {}",
+                        preset_error_at(preset_path, &keys, p.message.clone())
+                    );
+                }
+            }
+            None => eprintln!("warning: {p}"),
+        }
     }
     let Some(p) = problems.iter().find(|p| p.blocking) else {
         return Ok(());

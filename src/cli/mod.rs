@@ -93,6 +93,62 @@ pub fn clap_error(e: clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The command line with a flag's value that starts with a hyphen attached to it
+/// (`--until -inf` → `--until=-inf`, `--confirm -1x5` → `--confirm=-1x5`): clap would read such
+/// a value as an unknown flag ("unexpected argument '-i' found") where the value's own error names
+/// the flag. A value starting with `--` stays a flag (`--until --json`: the value is missing).
+pub fn hyphen_values(
+    cmd: &clap::Command,
+    args: Vec<std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut current = cmd.clone();
+    let mut it = args.into_iter();
+    if let Some(bin) = it.next() {
+        out.push(bin);
+    }
+    let takes_value = |c: &clap::Command, name: &str| {
+        c.get_arguments()
+            .chain(cmd.get_arguments().filter(|a| a.is_global_set()))
+            .any(|a| a.get_long() == Some(name) && a.get_action().takes_values())
+    };
+    while let Some(arg) = it.next() {
+        let text = arg.to_string_lossy().into_owned();
+        if text == "--" {
+            out.push(arg);
+            out.extend(it);
+            break;
+        }
+        if let Some(name) = text.strip_prefix("--").filter(|n| !n.contains('=')) {
+            if takes_value(&current, name) {
+                let next = it
+                    .as_slice()
+                    .first()
+                    .map(|n| n.to_string_lossy().into_owned());
+                match next {
+                    Some(v) if v.starts_with('-') && v.len() > 1 && !v.starts_with("--") => {
+                        it.next();
+                        out.push(format!("--{name}={v}").into());
+                    }
+                    // the value as it is (never taken for a subcommand's name)
+                    Some(v) if !v.starts_with('-') => {
+                        out.push(arg);
+                        out.extend(it.next());
+                    }
+                    _ => out.push(arg),
+                }
+                continue;
+            }
+        } else if !text.starts_with('-') {
+            if let Some(sub) = current.find_subcommand(&text) {
+                current = sub.clone();
+            }
+        }
+        out.push(arg);
+    }
+    out
+}
+
 /// The exit code of a subcommand's result; an error is printed as one line.
 pub fn finish(result: CmdResult) -> ExitCode {
     match result {
@@ -181,26 +237,51 @@ static SIGNALS: AtomicUsize = AtomicUsize::new(0);
 /// single SIGTERM (`timeout`, a scheduler) must not wait on that. Env `SCALING_LAB_STOP_GRACE_S`.
 pub const STOP_GRACE: Duration = Duration::from_secs(30);
 
-fn stop_grace() -> Duration {
-    std::env::var("SCALING_LAB_STOP_GRACE_S")
-        .ok()
-        .and_then(|v| v.parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map_or(STOP_GRACE, Duration::from_secs_f64)
+/// The longest grace `SCALING_LAB_STOP_GRACE_S` may ask for: a day (longer than any step; a value
+/// past it would not fit a timer, and a stop must always end the process).
+pub const MAX_STOP_GRACE_S: f64 = 86_400.0;
+
+/// The stop grace: `SCALING_LAB_STOP_GRACE_S` seconds (0 to a day), `STOP_GRACE` when unset. Read
+/// once, before anything runs: a value that is not a number of seconds in range is one usage
+/// error naming the variable (never a panic later, in the signal handler's thread, that would
+/// leave every further ctrl-c unheard).
+pub fn stop_grace() -> anyhow::Result<Duration> {
+    let Some(raw) = std::env::var_os("SCALING_LAB_STOP_GRACE_S") else {
+        return Ok(STOP_GRACE);
+    };
+    let text = raw.to_string_lossy();
+    let bad = |why: &str| {
+        usage(format!(
+            "SCALING_LAB_STOP_GRACE_S={text:?}: {why}: it is how long a stop may wait for the step \
+             in progress, in seconds from 0 to {MAX_STOP_GRACE_S} (unset: {} s)",
+            STOP_GRACE.as_secs()
+        ))
+    };
+    let v: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| bad("not a number of seconds"))?;
+    if v.is_nan() {
+        return Err(bad("not a number of seconds"));
+    }
+    if !(0.0..=MAX_STOP_GRACE_S).contains(&v) {
+        return Err(bad("out of range"));
+    }
+    Duration::try_from_secs_f64(v).map_err(|_| bad("out of range"))
 }
 
 /// Installs the ctrl-c/SIGTERM policy: the first signal calls `on_first` (cancel, keep what is
 /// saved), a second one ends the process at once with exit code 130, and so does a stop still
-/// waiting on a step after `STOP_GRACE` (finished trials are in the run log already).
-pub fn on_interrupt(on_first: impl Fn() + Send + 'static) {
+/// waiting on a step after `grace` (`stop_grace`; finished trials are in the run log already).
+/// Nothing in the handler can panic: its thread must hear every later signal.
+pub fn on_interrupt(grace: Duration, on_first: impl Fn() + Send + 'static) {
     let _ = ctrlc::set_handler(move || {
         if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
             let _ = writeln!(
                 std::io::stderr(),
                 "\ninterrupted: stopping (press ctrl-c again to quit at once)"
             );
-            let grace = stop_grace();
-            std::thread::spawn(move || {
+            let timer = std::thread::Builder::new().spawn(move || {
                 std::thread::sleep(grace);
                 let _ = writeln!(
                     std::io::stderr(),
@@ -210,6 +291,10 @@ pub fn on_interrupt(on_first: impl Fn() + Send + 'static) {
                 );
                 std::process::exit(130);
             });
+            if timer.is_err() {
+                // no thread for the timer: stop now rather than maybe never
+                std::process::exit(130);
+            }
             on_first();
         } else {
             std::process::exit(130);

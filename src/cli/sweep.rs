@@ -170,11 +170,9 @@ fn resume_conflicts(a: &SweepArgs) -> Option<&'static str> {
         (a.concurrency.is_some(), "--concurrency"),
         (a.trials_per_device.is_some(), "--trials-per-device"),
         (a.repeats.is_some(), "--repeats"),
-        (a.until.is_some(), "--until"),
         (a.max_trials.is_some(), "--max-trials"),
         (a.widen.is_some(), "--widen"),
         (a.fuse.is_some(), "--fuse"),
-        (a.confirm.is_some(), "--confirm"),
     ]
     .into_iter()
     .find(|(given, _)| *given)
@@ -200,6 +198,27 @@ pub fn sweep_config(
         }
         print_log_warnings(&log);
         let cfg = SweepConfig::from_header(&log.header, runs_dir);
+        // the stage's plan may be restated (the very plan the log holds), never changed
+        if let Some(c) = a.confirm.filter(|c| c.0 != cfg.preset.sweep.confirm) {
+            return Err(usage(format!(
+                "--resume: --confirm {} cannot change a resumed sweep: its run log plans the \
+                 confirm stage {} (drop the flag, or start a new sweep)",
+                c.0.map_or("off".to_string(), |p| p.to_string()),
+                cfg.preset
+                    .sweep
+                    .confirm
+                    .map_or("off".to_string(), |p| p.to_string())
+            )));
+        }
+        if let Some(u) = a.until.filter(|u| u.0 != cfg.until) {
+            let show = |v: Option<f64>| v.map_or("off".to_string(), |v| v.to_string());
+            return Err(usage(format!(
+                "--resume: --until {} cannot change a resumed sweep: its run log's is {} (drop \
+                 the flag, or start a new sweep)",
+                show(u.0),
+                show(cfg.until)
+            )));
+        }
         if let Some(p) = check_config(&cfg).iter().find(|p| p.blocking) {
             anyhow::bail!(
                 "{}: the header's {} is invalid: {}",
@@ -240,6 +259,7 @@ pub fn sweep_config(
         "concurrency" => a.concurrency.is_some(),
         "precision" => a.precision.is_some(),
         "target" => a.target.is_some(),
+        "confirm" => a.confirm.is_some(),
         _ => true,
     };
     let problems = overrides.apply(&mut cfg);
@@ -293,6 +313,8 @@ pub fn sweep_config(
 }
 
 pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
+    // how long a stop may wait on a step: checked before anything runs
+    let grace = super::stop_grace()?;
     // Sweep directories, --slurm, --shard, --nodes: src/cluster.
     let cluster = scaling_lab::cluster::wants_sweep(&a.slurm, &a.nodes, a.resume.as_deref());
     if cluster && a.resume.as_ref().is_some_and(|p| p.is_dir()) {
@@ -361,7 +383,7 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
     let control = SweepControl::new();
     {
         let c = control.clone();
-        on_interrupt(move || c.cancel());
+        on_interrupt(grace, move || c.cancel());
     }
     let handle = sweep::scheduler::start_sweep_with(cfg, runner, tx, resume, control.clone())?;
     if let Some(n) = fuse_note {
@@ -397,10 +419,7 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
         out(&format!("\n{}", report.text()));
     }
     if result.cancelled && !stdout_closed() {
-        eprintln!(
-            "{}",
-            headless::resume_message(&log_path, result.trials_done, result.trials_planned)
-        );
+        eprintln!("{}", headless::resume_message(&log_path, &result.counts));
         return Ok(ExitCode::from(130));
     }
     if stdout_closed() {

@@ -19,6 +19,8 @@ use super::train_schedule;
 use super::{check_problems, on_interrupt, outln, usage, CmdResult};
 
 pub fn cmd_train(a: TrainArgs) -> CmdResult {
+    // how long a stop may wait on a step: checked before anything runs
+    let grace = super::stop_grace()?;
     let (path, preset) = find_preset(&a.preset).map_err(|e| usage(format!("--preset: {e}")))?;
     let mut w = preset.workload.clone();
     // A flag the workload does not use is an error, never recorded as if it had run.
@@ -92,7 +94,7 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
     let cancel = CancelToken::new();
     {
         let c = cancel.clone();
-        on_interrupt(move || c.cancel());
+        on_interrupt(grace, move || c.cancel());
     }
     if let Some(p) = plan.as_ref().filter(|p| p.log.is_some()) {
         if node.is_some() {

@@ -644,10 +644,16 @@ fn run_sweep(
     if let (Some(reason), Some(s)) = (&lost, &spec) {
         out.note(&format!("error: multi-node sweep stopped: {reason}"));
         if rank0 {
+            let c = &result.counts;
             out.note(&format!(
-                "{} of {} trials are saved in {}",
-                result.trials_done,
-                result.trials_planned,
+                "{} of {} trials are saved{} in {}",
+                c.done(),
+                c.planned(),
+                if c.staged() {
+                    format!(" ({})", c.text())
+                } else {
+                    String::new()
+                },
                 log_path.display()
             ));
         }

@@ -23,7 +23,7 @@ use crate::core::record::{Header, LogLine, Summary};
 use crate::runlog::reader::{read_run_log, RunLog};
 use crate::sweep::SweepConfig;
 
-pub const HEADER_FILE: &str = "header.json";
+pub const HEADER_FILE: &str = crate::runlog::reader::SWEEP_DIR_HEADER;
 pub const CLUSTER_FILE: &str = "cluster.json";
 pub const SCRIPT_FILE: &str = "sbatch.sh";
 
@@ -45,7 +45,7 @@ fn one() -> usize {
 }
 
 pub fn shard_file_name(i: usize) -> String {
-    format!("shard-{i}.jsonl")
+    crate::runlog::reader::shard_file_name(i)
 }
 
 /// Is this path a sweep directory (has header.json)?
@@ -189,6 +189,16 @@ pub fn read_sweep_dir(dir: &Path) -> anyhow::Result<RunLog> {
         }
     }
     let trials: Vec<_> = trials.into_values().collect();
+    // the confirm stage over every shard's records (a shard's confirm trial may re-run a peer's
+    // search trial): what readers warn about and resume refuses
+    if let Some((id, m, n)) = crate::runlog::validate::confirm_problem(&header, &trials) {
+        let mut w = format!("{}: trial {id}: {m}", dir.display());
+        if n > 1 {
+            w.push_str(&format!(" (+{} more trial lines like it)", n - 1));
+        }
+        warnings.push(w.clone());
+        off_plan.get_or_insert(w);
+    }
     let planned = header.batch_sizes.len() * header.trials_per_batch;
     let done: HashSet<u64> = trials.iter().map(|t| t.trial_id).collect();
     let complete = (0..planned as u64).all(|id| done.contains(&id));

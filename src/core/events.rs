@@ -83,6 +83,9 @@ pub enum SweepEvent {
     Paused {
         paused: bool,
     },
+    /// The sweep's trials per stage, each against its own plan, whenever they change (a trial
+    /// saved, trials placed beyond the plan): what every view counts progress with.
+    Counts(crate::core::stages::StageCounts),
     /// A trial failed to run at all (set-up error, not divergence).
     TrialError {
         trial_id: u64,

@@ -137,6 +137,19 @@ pub struct TrialSpec {
 }
 
 impl TrialSpec {
+    /// `k` trials like this one, numbered 0..k, seeds `seed`..`seed + k` (a group of distinct
+    /// networks for measuring a group's cost), each with its own cancel token.
+    pub fn members(&self, k: usize) -> (Vec<TrialSpec>, Vec<CancelToken>) {
+        let specs = (0..k as u64)
+            .map(|i| TrialSpec {
+                trial_id: i,
+                seed: self.seed + i,
+                ..self.clone()
+            })
+            .collect();
+        (specs, vec![CancelToken::new(); k])
+    }
+
     /// Trial 0 at batch size `batch_size` on one CPU worker in fp32, seed 0 (callers set the
     /// fields they vary with struct-update syntax).
     pub fn cpu(batch_size: usize, metaparams: Metaparams) -> Self {

@@ -91,6 +91,22 @@ pub enum DataError {
     NotFound(String),
 }
 
+impl DataError {
+    /// An I/O error reading `path`: `Missing` when it does not exist, else `Io`.
+    pub fn io(path: &Path, e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            DataError::Missing {
+                path: path.to_path_buf(),
+            }
+        } else {
+            DataError::Io {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            }
+        }
+    }
+}
+
 /// A loaded, split dataset.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Dataset {

@@ -305,18 +305,7 @@ impl Reader {
 
 /// A regular file read whole, refused when it is larger than [`read_cap`].
 fn read_checked(path: &Path) -> Result<Vec<u8>, DataError> {
-    let io = |e: std::io::Error| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            DataError::Missing {
-                path: path.to_path_buf(),
-            }
-        } else {
-            DataError::Io {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            }
-        }
-    };
+    let io = |e| DataError::io(path, e);
     let f = files::open_regular(path).map_err(io)?;
     let len = f.metadata().map_err(io)?.len();
     let cap = read_cap();

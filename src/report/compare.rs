@@ -91,12 +91,18 @@ pub fn compare_at(logs: &[RunLog], target: Option<f64>) -> Comparison {
     }
     for (r, l) in runs.iter().zip(logs) {
         if r.status != "complete" {
+            let c = l.stage_counts();
             warnings.push(format!(
-                "{} is {} ({} of {} trials)",
+                "{} is {} ({} of {} trials{})",
                 r.label,
                 r.status,
                 l.trials.len(),
-                l.planned_trials()
+                c.planned().max(l.trials.len()),
+                if c.staged() {
+                    format!(": {}", c.text())
+                } else {
+                    String::new()
+                }
             ));
         }
     }

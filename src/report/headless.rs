@@ -12,6 +12,7 @@ use std::path::Path;
 use std::sync::mpsc::Receiver;
 
 use crate::core::events::{SweepEvent, TrialEvent};
+use crate::core::stages::{Stage, StageCounts};
 use crate::report::format::outcome_text;
 
 /// Where the headless view sends its output. Only `line` is required: a plain-text sink writes
@@ -58,10 +59,18 @@ pub fn resume_command(log_path: &Path) -> String {
     format!("scaling-lab sweep --resume {quoted}")
 }
 
-/// What to print after an interruption (ctrl-c): what is kept and how to continue.
-pub fn resume_message(log_path: &Path, trials_done: usize, trials_planned: usize) -> String {
+/// What to print after an interruption (ctrl-c): what is kept, of each stage's plan, and how to
+/// continue ("interrupted: 330 of 520 trials are saved (search 240/240 · confirm 90/280) in …").
+pub fn resume_message(log_path: &Path, counts: &StageCounts) -> String {
+    let stages = if counts.staged() {
+        format!(" ({})", counts.text())
+    } else {
+        String::new()
+    };
     format!(
-        "interrupted: {trials_done} of {trials_planned} trials are saved in {}\nresume with: {}",
+        "interrupted: {} of {} trials are saved{stages} in {}\nresume with: {}",
+        counts.done(),
+        counts.planned(),
         log_path.display(),
         resume_command(log_path)
     )
@@ -76,8 +85,17 @@ pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bo
     let (mut base, mut queued) = (0usize, std::collections::HashSet::new());
     let mut batch_of: HashMap<u64, usize> = HashMap::new();
     let mut outcome_of: HashMap<u64, String> = HashMap::new();
+    // each stage against its own plan, as the sweep counts them (absent: the plain count)
+    let mut counts: Option<StageCounts> = None;
     for ev in rx.iter() {
         match ev {
+            SweepEvent::Counts(c) => {
+                if c.planned() != planned {
+                    planned = c.planned();
+                    sink.grown(planned);
+                }
+                counts = Some(c);
+            }
             SweepEvent::Planned(p) => {
                 planned = p.total_trials;
                 done = p.already_done;
@@ -138,9 +156,19 @@ pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bo
                     .remove(&trial_id)
                     .unwrap_or_else(|| "recorded".into());
                 let b = batch_of.get(&trial_id).copied().unwrap_or(0);
-                sink.line(&format!(
-                    "[{done}/{planned}] trial {trial_id} (B={b}): {what}"
-                ));
+                // "[search 12/24]", "[confirm 3/50]": the trial's stage against its own plan
+                let stage = Stage::of(trial_id);
+                if let Some(c) = counts.as_mut() {
+                    c.saved(stage);
+                }
+                let at = match counts
+                    .filter(StageCounts::staged)
+                    .and_then(|c| c.get(stage))
+                {
+                    Some(c) => format!("{} {}/{}", stage.name(), c.done, c.planned),
+                    None => format!("{done}/{planned}"),
+                };
+                sink.line(&format!("[{at}] trial {trial_id} (B={b}): {what}"));
             }
             SweepEvent::BestSoFar {
                 batch_size,

@@ -71,6 +71,8 @@ pub struct Run<'a> {
 pub struct Progress {
     pub trials_done: usize,
     pub trials_planned: usize,
+    /// Each stage against its own plan (search, confirm, repeats).
+    pub stages: crate::core::stages::StageCounts,
     pub wall_s: Option<f64>,
     /// Interrupted (resumable).
     pub cancelled: bool,
@@ -214,6 +216,9 @@ pub struct Report {
     pub log: Option<String>,
     pub trials_done: usize,
     pub trials_planned: usize,
+    /// Each stage's trials against its own plan: the search (`trials_planned` is its plan),
+    /// the confirm stage with its `--until` rounds, the `--repeats`.
+    pub stages: crate::core::stages::StageCounts,
     pub wall_s: Option<f64>,
     /// Interrupted (resumable).
     pub cancelled: bool,
@@ -376,6 +381,7 @@ fn from_analysis(analysis: Analysis, run: &Run) -> Report {
         log: run.path.map(|p| p.display().to_string()),
         trials_done: run.progress.trials_done,
         trials_planned: run.progress.trials_planned,
+        stages: run.progress.stages,
         wall_s: run.progress.wall_s,
         cancelled: run.progress.cancelled,
         target: a
@@ -478,6 +484,7 @@ pub fn of_sweep(result: &SweepResult, opts: &ReportOptions) -> Report {
         progress: Progress {
             trials_done: result.trials_done,
             trials_planned: result.trials_planned,
+            stages: result.counts,
             wall_s: Some(result.wall_s),
             cancelled: result.cancelled,
         },
@@ -500,6 +507,7 @@ impl Run<'_> {
             progress: Progress {
                 trials_done: log.trials.len(),
                 trials_planned: log.planned_trials(),
+                stages: log.stage_counts(),
                 wall_s: log.summary.as_ref().map(|s| s.wall_s),
                 cancelled: log.summary.as_ref().is_some_and(|s| !s.complete),
             },

@@ -393,28 +393,28 @@ impl Report {
         } else {
             let _ = writeln!(s, "target {}", self.target);
         }
-        let confirm_trials = self
-            .per_batch
-            .iter()
-            .filter_map(|p| {
-                self.analysis
-                    .per_batch
-                    .iter()
-                    .find(|q| q.batch_size == p.batch_size)
-            })
-            .filter_map(|q| q.confirmed.as_ref())
-            .map(|c| c.runs())
-            .sum::<usize>();
-        let mut status = if confirm_trials > 0 {
-            format!(
-                "{}/{} trials + {confirm_trials} confirm trials (confirm {})",
-                self.trials_done.saturating_sub(confirm_trials),
-                self.trials_planned,
-                self.confirm.as_deref().unwrap_or("on")
-            )
+        // each stage against its own plan: "24/24 search trials + 50/50 confirm trials"
+        let st = &self.stages;
+        let mut status = if st.search.planned > 0 {
+            format!("{}/{} trials", st.search.done, st.search.planned)
         } else {
             format!("{}/{} trials", self.trials_done, self.trials_planned)
         };
+        if st.staged() {
+            status = format!("{}/{} search trials", st.search.done, st.search.planned);
+            if let Some(c) = st.confirm {
+                let _ = write!(
+                    status,
+                    " + {}/{} confirm trials (confirm {})",
+                    c.done,
+                    c.planned,
+                    self.confirm.as_deref().unwrap_or("on")
+                );
+            }
+            if let Some(r) = st.repeats {
+                let _ = write!(status, " + {}/{} repeats", r.done, r.planned);
+            }
+        }
         if let Some(w) = self.wall_s {
             let _ = write!(status, " in {w:.1} s");
         }

@@ -115,14 +115,42 @@ impl RunLog {
         self.trials.iter().map(|t| t.trial_id).collect()
     }
 
+    /// The search's plan: batch sizes × trials per batch size.
     pub fn planned_trials(&self) -> usize {
         self.header.batch_sizes.len() * self.header.trials_per_batch
+    }
+
+    /// Each stage's trials against its own plan (`analysis::stages`): what the log holds of the
+    /// search, the confirm stage (with the seeds of a round it holds in part) and the repeats.
+    pub fn stage_counts(&self) -> crate::core::stages::StageCounts {
+        let owed = crate::analysis::stages::open_confirm_seeds(&self.header, &self.trials);
+        crate::analysis::stages::stage_counts(&self.header, &self.trials, &owed)
     }
 
     /// Recomputes the analysis from the trial records (never trusts a stored summary).
     pub fn analysis(&self) -> Analysis {
         crate::analysis::analyze_preset(&self.header.preset, &self.trials)
     }
+}
+
+/// The file in a sweep directory (`cluster::sweepdir`) that holds its header.
+pub const SWEEP_DIR_HEADER: &str = "header.json";
+
+/// The run log of a Slurm array task's shard `i` in its sweep directory.
+pub fn shard_file_name(i: usize) -> String {
+    format!("shard-{i}.jsonl")
+}
+
+/// Whether `path` is a shard's log in a sweep directory (its confirm trials may re-run its peer
+/// shards' search trials: the stage is checked on the merged directory).
+pub fn is_shard_log(path: &Path) -> bool {
+    let shard = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("shard-"))
+        .and_then(|n| n.strip_suffix(".jsonl"))
+        .is_some_and(|i| i.parse::<usize>().is_ok());
+    shard && path.with_file_name(SWEEP_DIR_HEADER).is_file()
 }
 
 /// The UTF-8 byte-order mark, accepted before a log's first line.
@@ -210,6 +238,8 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
     let mut line_no = 0usize;
     // index in `warnings` of the first off-plan trial's warning
     let mut off_plan_warning: Option<usize> = None;
+    // the line of each trial in `trials`
+    let mut trial_lines: Vec<usize> = Vec::new();
     while pos < bytes.len() {
         line_no += 1;
         let (raw, next, complete) = match bytes[pos..].iter().position(|&c| c == b'\n') {
@@ -302,6 +332,7 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
                             off_plan_warning = Some(warnings.len() - 1);
                         }
                         summary = None;
+                        trial_lines.push(line_no);
                         trials.push(*t);
                     }
                     LogLine::Summary(s) => summary = Some(*s),
@@ -331,6 +362,22 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
         .map_or(0, |v| v.off_plan_lines().saturating_sub(1));
     if let (Some(i), true) = (off_plan_warning, more > 0) {
         warnings[i].push_str(&format!(" (+{more} more trial lines like it)"));
+    }
+    // the confirm stage as a whole (a Slurm array task's shard names its peers' search trials:
+    // checked once its sweep directory is merged)
+    if !is_shard_log(path) {
+        if let Some((id, m, n)) = super::validate::confirm_problem(&header, &trials) {
+            let at = trials.iter().position(|t| t.trial_id == id);
+            let line = at.and_then(|i| trial_lines.get(i)).copied().unwrap_or(1);
+            let mut w = format!("{}:{line}: {m}", path.display());
+            if n > 1 {
+                w.push_str(&format!(" (+{} more trial lines like it)", n - 1));
+            }
+            warnings.push(w);
+            if off_plan_warning.is_none() {
+                off_plan_warning = Some(warnings.len() - 1);
+            }
+        }
     }
     Ok(RunLog {
         path: path.to_path_buf(),

@@ -13,13 +13,20 @@
 //!   evaluation curve contradicts — every reader uses the curve's outcome, the warning
 //!   names the trial and both readings.
 //! * Warned by readers, refused by resume (`LogValidator::off_plan`): a trial that is not the
-//!   trial its header's plan derives (`core::plan::plan_difference`: an edited header or line).
+//!   trial its header's plan derives (`core::plan::plan_difference`: an edited header or line);
+//!   over the whole log, a confirm trial its header's confirm stage does not place, or a seed cut
+//!   at a quorum its block did not reach (`confirm_problem`: an edited `confirm.of`, a header
+//!   whose `confirm` does not match its records).
 //! * Warned by readers, refused by resume (`data_files_problem`): a data file recorded in the
 //!   header (path, size, SHA-256) that changed since the log was written, or is gone.
 //! * Normalised: the metaparameters are read as the optimizer applied them
 //!   (`workload::applied::as_applied`; logs written before that rule recorded SGD's unused γ).
 
 use std::collections::HashMap;
+
+mod confirm;
+
+pub use confirm::confirm_problem;
 
 use crate::core::record::{Header, TrialRecord};
 use crate::core::trial::{Outcome, TrialSpec};

@@ -436,14 +436,7 @@ fn group_step_time(
     members: usize,
 ) -> anyhow::Result<f64> {
     let w = short(w, steps);
-    let specs: Vec<TrialSpec> = (0..members as u64)
-        .map(|i| TrialSpec {
-            trial_id: i,
-            seed: i,
-            ..spec(&w, b, precision)
-        })
-        .collect();
-    let cancels = vec![CancelToken::new(); members];
+    let (specs, cancels) = spec(&w, b, precision).members(members);
     let group = crate::core::Group {
         specs: &specs,
         cancels: &cancels,

@@ -427,6 +427,23 @@ pub fn check_config(cfg: &SweepConfig) -> Vec<Problem> {
             ),
         ));
     }
+    if let Some(plan) = cfg.preset.sweep.confirm {
+        // the stage confirms the best K of the search's trials at each B: never more than ran
+        let n = cfg.trials_per_batch;
+        if plan.configs > n && n > 0 && cfg.widen == 0 {
+            problems.push(Problem::warning(
+                "confirm",
+                format!(
+                    "{plan} asks for the best {} configurations per batch size, but the search \
+                     runs {n} trial{} at each: the stage confirms at most {n} ({n}x{} per batch \
+                     size)",
+                    plan.configs,
+                    if n == 1 { "" } else { "s" },
+                    plan.seeds
+                ),
+            ));
+        }
+    }
     let w = &cfg.preset.workload;
     if let Some(p) = check_target(w.target.metric, w.target.value) {
         problems.push(p);

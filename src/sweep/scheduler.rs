@@ -25,13 +25,14 @@ use anyhow::Context;
 use super::{plan, SweepConfig};
 use crate::core::analysis::Analysis;
 use crate::core::events::{PlanInfo, SweepEvent, TrialErrorNote, TrialEvent};
-use crate::core::record::{Header, Summary, TrialRecord, SCHEMA_VERSION};
+use crate::core::record::{Header, TrialRecord, SCHEMA_VERSION};
 use crate::core::trial::{CancelToken, Outcome, TrialOutcome, TrialSpec};
 use crate::core::TrialRunner;
 use crate::runlog::writer::RunLogWriter;
-use cut::{group_cut, whole_blocks, TrialKind};
+use cut::{whole_blocks, TrialKind};
 
 mod cut;
+mod finish;
 mod placement;
 
 /// Shared controls of a running sweep (cheap to clone, usable from any thread).
@@ -152,7 +153,10 @@ pub struct SweepResult {
     pub cancelled: bool,
     /// Trials in the log (including those from before a resume).
     pub trials_done: usize,
+    /// The search's plan (batch sizes × trials per batch size).
     pub trials_planned: usize,
+    /// Each stage's trials against its own plan, the trials a resume still owes included.
+    pub counts: crate::core::stages::StageCounts,
     /// Trials run by this invocation.
     pub trials_run: usize,
     pub trial_errors: usize,
@@ -323,6 +327,8 @@ struct Coordinator {
     errors: Vec<TrialErrorNote>,
     /// The devices of the running trials (`devices::SlotPool`).
     slots: super::devices::SlotPool,
+    /// Trials a sweep-level stop interrupted (not logged: resume runs them).
+    interrupted: HashSet<u64>,
 }
 
 impl Coordinator {
@@ -349,6 +355,7 @@ impl Coordinator {
         );
         Coordinator {
             slots,
+            interrupted: HashSet::new(),
             errors: Vec::new(),
             cfg,
             plan,
@@ -388,6 +395,7 @@ impl Coordinator {
         self.announce(&header, &queue, done.len());
         let (res_tx, res_rx) = mpsc::channel::<(TrialSpec, TrialResult, f64)>();
         let mut run = Running::default();
+        let mut counted = None;
         let mut paused_seen = false;
         let mut fatal: Option<anyhow::Error> = None;
         loop {
@@ -408,6 +416,7 @@ impl Coordinator {
                 // Paused at the end of the plan: keep the --until/--repeats trials for later.
                 queue.extend(self.next_extra(&run.specs));
             }
+            self.count(&queue, &run, &mut counted);
             if run.groups.is_empty() && (queue.is_empty() || cancelled) {
                 break;
             }
@@ -481,6 +490,7 @@ impl Coordinator {
                     t.batch_size == members[0].batch_size
                         && TrialKind::of(t) == TrialKind::of(&members[0])
                         && self.cap_of(t) == cap
+                        && self.chunk_of(t, fuse) == self.chunk_of(&members[0], fuse)
                         && !self.control.is_user_cancelled(t.trial_id)
                 });
                 match at.and_then(|i| queue.remove(i)) {
@@ -492,7 +502,8 @@ impl Coordinator {
             // quorum); the seeds of a block it cannot hold go back to the queue, in order
             if let Some(r) = self.cfg.preset.sweep.confirm.map(|p| p.seeds) {
                 if TrialKind::of(&members[0]) == TrialKind::Confirm {
-                    let (whole, rest) = whole_blocks(members, r);
+                    let logged = |t: &TrialSpec| self.block_logged(t, r).seeds;
+                    let (whole, rest) = whole_blocks(members, r, &logged);
                     members = whole;
                     for t in rest.into_iter().rev() {
                         queue.push_front(t);
@@ -560,6 +571,7 @@ impl Coordinator {
                 if interrupted {
                     // Stopped by a sweep-level cancel: not a result; resume runs it again.
                     run.trials_run -= 1;
+                    self.interrupted.insert(id);
                     return;
                 }
                 if let Err(e) = self.save(spec, outcome) {
@@ -606,68 +618,6 @@ impl Coordinator {
                 batch_size: t.batch_size,
             });
         }
-    }
-
-    /// After the last trial: records the trials skipped while queued, writes the summary, emits
-    /// `Done` and returns the result (or the error that stopped the sweep).
-    fn finish(
-        mut self,
-        header: Header,
-        t0: Instant,
-        queue: VecDeque<TrialSpec>,
-        mut fatal: Option<anyhow::Error>,
-        trials_run: usize,
-        trial_errors: usize,
-    ) -> anyhow::Result<SweepResult> {
-        // Trials the user skipped while they were still queued are recorded too.
-        if fatal.is_none() {
-            for spec in queue {
-                if self.control.is_user_cancelled(spec.trial_id) {
-                    if let Err(e) = self.save(spec, empty_outcome(Outcome::Cancelled { step: 0 })) {
-                        fatal = Some(e);
-                        break;
-                    }
-                }
-            }
-        }
-        let cancelled = self.control.is_cancelled() || fatal.is_some();
-        let study = crate::core::analysis::Study::of_preset(&self.cfg.preset);
-        let analysis = crate::analysis::analyze(&study, &self.records);
-        let done: HashSet<u64> = self.records.iter().map(|r| r.trial_id).collect();
-        // With --until/--repeats the sweep is complete only if they ran out too (not cancelled).
-        let complete = self.plan.iter().all(|t| done.contains(&t.trial_id)) && !cancelled;
-        let wall_s = t0.elapsed().as_secs_f64();
-        let summary = Summary {
-            finished: chrono::Local::now().to_rfc3339(),
-            trials_done: done.len(),
-            trials_planned: self.plan.len(),
-            complete,
-            wall_s,
-            analysis: serde_json::to_value(&analysis).unwrap_or_default(),
-        };
-        let summary_result = self.writer.write_summary(&summary);
-        self.emit(SweepEvent::Done {
-            cancelled,
-            analysis: Box::new(analysis.clone()),
-        });
-        if let Some(e) = fatal {
-            return Err(e);
-        }
-        summary_result?;
-        Ok(SweepResult {
-            log_path: self.writer.path().to_path_buf(),
-            header,
-            trials: self.records,
-            analysis,
-            study,
-            cancelled,
-            trials_done: done.len(),
-            trials_planned: self.plan.len(),
-            trials_run,
-            trial_errors,
-            errors: self.errors,
-            wall_s,
-        })
     }
 
     /// Records a trial that ran out of device memory (at step 0: where it failed is unknown).
@@ -756,11 +706,7 @@ impl Coordinator {
         // search trials stop together at the first reach; a confirm block at its quorum
         // (`core::confirm::block_need`); repeats measure their own steps (a group holds one
         // kind: `TrialKind`)
-        let cut = group_cut(
-            &specs,
-            self.cfg.preset.sweep.early_stopping,
-            self.cfg.preset.sweep.confirm.map(|p| p.seeds),
-        );
+        let cut = self.group_cut(&specs);
         let tx = self.tx.clone();
         // Several CPU groups at once: each computes in its own pool of cores/concurrency threads.
         let threads = super::layout::threads_per_trial(

@@ -229,14 +229,7 @@ pub fn child_main() -> i32 {
             );
         }
         // a group of `members` trials (seeds differ; memory is what the probe asks about)
-        let specs: Vec<TrialSpec> = (0..members as u64)
-            .map(|i| TrialSpec {
-                trial_id: i,
-                seed: spec.seed + i,
-                ..spec.clone()
-            })
-            .collect();
-        let cancels = vec![CancelToken::new(); members];
+        let (specs, cancels) = spec.members(members);
         let group = crate::core::Group {
             specs: &specs,
             cancels: &cancels,

@@ -265,19 +265,7 @@ impl<B: AutodiffBackend> Worker<B> {
         let steps: Vec<MemberStep> = plans
             .iter()
             .zip(&global_sq)
-            .map(|(p, &gsq)| {
-                let apply = gsq.is_finite();
-                let unscaled_norm = gsq.sqrt() / p.loss_scale;
-                let clip_factor = match clip {
-                    Some(c) if apply && unscaled_norm > c => c / unscaled_norm,
-                    _ => 1.0,
-                };
-                MemberStep {
-                    lr: p.lr,
-                    factor: clip_factor / p.loss_scale,
-                    apply,
-                }
-            })
+            .map(|(p, &gsq)| MemberStep::from_norm(p.lr, p.loss_scale, gsq, clip))
             .collect();
         if steps.iter().any(|s| s.apply) {
             let g = reduced.into_grads(self.net());

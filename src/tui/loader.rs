@@ -69,7 +69,8 @@ pub fn run_entry(log: &RunLog, active: Option<&Path>, modified: Option<SystemTim
         started: h.started.clone(),
         status: run_status(log, active, modified),
         done: log.trials.len(),
-        planned: log.planned_trials(),
+        // every stage's plan (the search's, the confirm stage's, the repeats')
+        planned: log.stage_counts().planned().max(log.trials.len()),
         s_min: a.fit.as_ref().map(|f| f.s_min),
         b_crit: a.fit.as_ref().map(|f| f.b_crit),
         error: None,

@@ -668,6 +668,20 @@ fn check_counts(p: &Preset, out: &mut Vec<Problem>) {
             MAX_BATCH_SIZES,
         ),
     ];
+    if let Some(k) = sw
+        .fuse
+        .members()
+        .filter(|&k| k > crate::workload::spec::MAX_FUSE)
+    {
+        bad(
+            out,
+            &["sweep", "fuse"],
+            format!(
+                "fuse = {k}: at most {} trials in one group (or \"off\", \"auto\")",
+                crate::workload::spec::MAX_FUSE
+            ),
+        );
+    }
     for (table, k, v, max) in caps {
         if v > max {
             let what = if k == "batch_sizes" {

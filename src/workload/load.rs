@@ -405,6 +405,31 @@ pub fn preset_error_at(path: &Path, keys: &[KeySeg], message: impl Into<String>)
     }
 }
 
+/// Whether the preset file at `path` (an embedded preset too) sets the key at `keys` (table
+/// path): a value that is not in the file is a default nobody chose.
+pub fn sets_key(path: &Path, keys: &[&str]) -> bool {
+    let embedded = path
+        .strip_prefix(EMBEDDED_PREFIX)
+        .ok()
+        .and_then(|rest| rest.file_stem())
+        .and_then(|stem| {
+            EMBEDDED_PRESETS
+                .iter()
+                .find(|(n, _)| std::ffi::OsStr::new(n) == stem)
+                .map(|(_, t)| t.to_string())
+        });
+    let text = embedded.or_else(|| {
+        crate::data::files::read_regular(path)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+    });
+    text.and_then(|t| {
+        let tree = DeTable::parse(&t).ok()?;
+        key_offset(tree.get_ref(), keys)
+    })
+    .is_some()
+}
+
 /// The key path `sweep.batch_sizes[i]`-style keys of a preset, from a dotted name.
 pub fn key_path(dotted: &[&'static str]) -> Vec<KeySeg> {
     key(dotted)

@@ -434,6 +434,10 @@ pub struct SweepDefaults {
     pub confirm_until: Option<f64>,
 }
 
+/// The most trials one fused group may hold (`[sweep] fuse`, `--fuse`; the trainer's
+/// `train::runner::MAX_GROUP`).
+pub const MAX_FUSE: usize = 64;
+
 /// How a sweep groups the trials of one batch size into fused groups (one program each).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Fuse {

@@ -3,7 +3,7 @@
 //! NaN/∞, empty files, a folder without class folders, images of another size or channel
 //! count, a FIFO, a symlink loop, a folder where a file is expected, …) named by a preset, each
 //! run through the commands a user types — `scaling-lab sweep my.toml --dry-run` and
-//! `scaling-lab train --preset my.toml` — in the style of tests/corpus_inputs.rs. Every case
+//! `scaling-lab train --preset my.toml` — in the style of tests/inputs/corpus_inputs.rs. Every case
 //! must end within a time bound with exit 1 (a data file at fault: a runtime error) or 2 (the
 //! preset at fault: `file:line:col`), never 0 or 101, and exactly one line on stderr that names
 //! the file and says what is wrong.

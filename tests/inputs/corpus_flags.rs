@@ -219,6 +219,19 @@ fn corpus(tmp: &Path) -> Vec<Case> {
         (&["nqm-sgd", "--confirm=-3x5"], "--confirm"),
         (&["nqm-sgd", "--confirm", ""], "--confirm"),
         (&["nqm-sgd", "--confirm"], "--confirm"),
+        // a value with a leading hyphen is the flag's (never "unexpected argument '-1'")
+        (&["nqm-sgd", "--confirm", "-1x5"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "-3"], "--confirm"),
+        (&["nqm-sgd", "--until", "-inf"], "--until"),
+        (&["nqm-sgd", "--until", "-0.5"], "--until"),
+        (&["nqm-sgd", "--until", "-x"], "--until"),
+        (&["nqm-sgd", "--fuse", "-4"], "--fuse"),
+        (&["nqm-sgd", "--target", "-inf"], "--target"),
+        (
+            &["nqm-sgd", "--trials-per-device", "-1"],
+            "--trials-per-device",
+        ),
+        (&["nqm-sgd", "--max-trials", "-inf"], "--max-trials"),
     ];
     for (args, names) in sweep_bad {
         let mut a = vec!["sweep"];
@@ -234,7 +247,9 @@ fn corpus(tmp: &Path) -> Vec<Case> {
         (vec!["--precision", "fp16"], "--precision"),
         (vec!["--seed", "7"], "--seed"),
         (vec!["--confirm", "3x5"], "--confirm"),
-        (vec!["--confirm", "off"], "--confirm"),
+        // the log plans no confirm stage: restating that (`--confirm off`) is accepted
+        (vec!["--confirm", "1x10"], "--confirm 1x10 cannot change"),
+        (vec!["--until", "0.2"], "--until 0.2 cannot change"),
         (vec!["nqm-sgd"], "preset"),
     ] {
         let mut a = vec!["sweep", "--resume", &log];
@@ -512,4 +527,119 @@ fn a_sweep_whose_trial_takes_25_minutes_says_so_before_it_starts() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(!err.contains("may take long"), "{err}");
+}
+
+/// A confirm plan that asks for more configurations than the search runs trials at a B says so
+/// where the plan is set (the flag, or the preset's key, located), and runs; a default plan
+/// nobody set says nothing.
+#[test]
+fn a_confirm_plan_larger_than_the_search_says_what_it_confirms() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(args)
+            .args(["--dry-run", "--runs-dir"])
+            .arg(tmp.path().join("runs"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let stderr = run(&["sweep", "nqm-sgd", "--confirm", "10x2", "--trials", "4"]);
+    assert!(
+        stderr.contains(
+            "warning: --confirm: 10x2 asks for the best 10 configurations per batch size, but \
+             the search runs 4 trials at each: the stage confirms at most 4 (4x2 per batch size)"
+        ),
+        "{stderr}"
+    );
+    // the preset's own plan: located at its key
+    let preset = tmp.path().join("ten.toml");
+    let text = std::fs::read_to_string(common_root().join("presets/digits-mlp-sgd.toml"))
+        .unwrap()
+        .replace("confirm = \"1x10\"", "confirm = \"10x2\"")
+        .replace("trials_per_batch = 24", "trials_per_batch = 4");
+    std::fs::write(&preset, text).unwrap();
+    let p = preset.display().to_string();
+    let stderr = run(&["sweep", &p]);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("asks for the best 10"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.starts_with(&format!("warning: {p}:")), "{line}");
+    assert!(!line.contains("--confirm"), "{line}");
+    // a plan within the search: nothing said
+    assert!(!run(&["sweep", "nqm-sgd", "--confirm", "3x2", "--trials", "4"]).contains("asks for"));
+    // the default plan where a preset runs fewer trials than it confirms: a default nobody chose
+    let quiet = tmp.path().join("one.toml");
+    std::fs::write(&quiet, digits_preset(100)).unwrap();
+    assert!(!run(&["sweep", &quiet.display().to_string()]).contains("asks for"));
+}
+
+/// `sweep --resume LOG` restating the plan the log holds (`--confirm`, `--until`) is the same
+/// sweep, not a change: accepted. (Another plan is refused: `every_bad_flag_is_one_clear_line`.)
+#[test]
+fn resume_accepts_the_confirm_plan_its_log_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let status = Command::new(BIN)
+        .args(["sweep", "nqm-sgd", "--confirm", "1x4", "--until", "0.2"])
+        .args(["--batch-sizes", "1024,4096", "--trials", "3", "--runs-dir"])
+        .arg(&runs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let log = std::fs::read_dir(&runs)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    for extra in [
+        &["--confirm", "1x4"][..],
+        &["--until", "0.2"][..],
+        &["--confirm", "1x4", "--until", "0.2"][..],
+    ] {
+        let out = Command::new(BIN)
+            .args(["sweep", "--resume"])
+            .arg(&log)
+            .args(extra)
+            .arg("--runs-dir")
+            .arg(&runs)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for (extra, says, holds) in [
+        (
+            &["--confirm", "1x5"][..],
+            "--confirm 1x5 cannot change",
+            "1x4",
+        ),
+        (&["--until", "off"][..], "--until off cannot change", "0.2"),
+    ] {
+        let out = Command::new(BIN)
+            .args(["sweep", "--resume"])
+            .arg(&log)
+            .args(extra)
+            .arg("--runs-dir")
+            .arg(&runs)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(says) && stderr.contains(holds), "{stderr}");
+    }
+}
+
+fn common_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

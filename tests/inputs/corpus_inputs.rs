@@ -276,6 +276,7 @@ fn preset_cases(dir: &Path) -> Vec<Case> {
         ("sweep", "trials_per_batch", vec!["0", "1000000000"]),
         ("sweep", "workers", vec!["0", "1000000"]),
         ("sweep", "concurrency", vec!["0", "1000000", "500"]),
+        ("sweep", "fuse", vec!["65", "1000000"]),
         ("sweep", "seed", vec!["-1"]),
         ("sweep", "bogus_key", vec!["1"]),
     ];
@@ -494,6 +495,11 @@ fn preset_effect_cases(dir: &Path) -> Vec<Case> {
             with_field("sweep", "concurrency", "300"),
             "concurrency 300",
         ),
+        (
+            "fuse-past-the-group-cap",
+            with_field("sweep", "fuse", "65"),
+            "fuse = 65: at most 64",
+        ),
     ];
     for (n, text, says) in sweep_only {
         let path = dir.join(format!("{n}.toml"));
@@ -508,7 +514,7 @@ fn preset_effect_cases(dir: &Path) -> Vec<Case> {
             )
             .code(2)
             .says(&[says])
-            .not_says(&["--batch-sizes", "--concurrency"]),
+            .not_says(&["--batch-sizes", "--concurrency", "--fuse"]),
         );
     }
     cases
@@ -846,6 +852,109 @@ fn value_log_cases(dir: &Path) -> Vec<Case> {
                 c.unchanged = vec![path.clone()];
             }
             if refused && (cmd != "resume" || off_plan) {
+                c = c.code(1);
+            }
+            cases.push(c);
+        }
+    }
+    cases
+}
+
+/// The confirm stage's marks, in the log of an NQM sweep with `--confirm 2x4 --until off` (run
+/// here, a second), edited as resume refuses them: a confirm trial that re-runs another search
+/// trial than its rank names (its metaparameters copied, so that it is otherwise the trial the
+/// plan derives), or a trial that does not exist; the header's `confirm` edited from 2x4 to 1x4.
+/// Every reader warns at the line, `sweep --resume` refuses the log (one validator, one verdict).
+fn confirm_log_cases(dir: &Path) -> Vec<Case> {
+    use serde_json::{json, Value};
+    let made = dir.join("made");
+    let status = Command::new(BIN)
+        .args(["sweep", "nqm-sgd", "--confirm", "2x4", "--until", "off"])
+        .args(["--batch-sizes", "1024,4096", "--trials", "4", "--seed", "5"])
+        .args(["--concurrency", "1", "--runs-dir"])
+        .arg(&made)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let log = std::fs::read_dir(&made)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let text = std::fs::read_to_string(log).unwrap();
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let parsed: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (ci, c) = parsed
+        .iter()
+        .enumerate()
+        .find(|(_, v)| v["spec"]["confirm"]["rank"] == json!(0))
+        .expect("a confirm trial of the best configuration");
+    let b = c["spec"]["batch_size"].clone();
+    let of = c["spec"]["confirm"]["of"].clone();
+    let other = parsed
+        .iter()
+        .find(|v| {
+            v["type"] == "trial"
+                && v["spec"]["batch_size"] == b
+                && v["spec"].get("confirm").is_none_or(Value::is_null)
+                && v["trial_id"] != of
+        })
+        .expect("another search trial at its B");
+    let other_id = other["trial_id"].as_u64().unwrap();
+    let other_mp = other["spec"]["metaparams"].clone();
+    let another = format!("re-runs trial {other_id} as configuration #1 at B = {b}");
+    // (case name, the line it edits, the edit, what every reader says)
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let edits: Vec<(&str, usize, Edit, Vec<String>)> = vec![
+        (
+            "confirm-of-another-search-trial-edited",
+            ci,
+            Box::new(move |t: &mut Value| {
+                t["spec"]["confirm"]["of"] = json!(other_id);
+                t["spec"]["metaparams"] = other_mp.clone();
+            }),
+            vec![another],
+        ),
+        (
+            "confirm-of-a-missing-trial-edited",
+            ci,
+            Box::new(|t: &mut Value| t["spec"]["confirm"]["of"] = json!(999)),
+            vec!["re-runs trial 999, which is not a search trial".into()],
+        ),
+        (
+            "header-confirm-edited",
+            0,
+            Box::new(|h: &mut Value| h["preset"]["sweep"]["confirm"] = json!("1x4")),
+            vec![
+                "is not one the header's confirm stage places (confirm 1x4".into(),
+                "more trial lines like it".into(),
+            ],
+        ),
+    ];
+    let mut cases = Vec::new();
+    for (n, line, edit, says) in edits {
+        let mut l = lines.clone();
+        let mut v: Value = serde_json::from_str(&l[line]).unwrap();
+        edit(&mut v);
+        l[line] = v.to_string();
+        let path = dir.join(format!("{n}.jsonl"));
+        std::fs::write(&path, l.join("\n") + "\n").unwrap();
+        let p = path.display().to_string();
+        let says: Vec<&str> = says.iter().map(String::as_str).collect();
+        for (cmd, args) in log_readers(&p, &dir.join("runs").display().to_string()) {
+            let locate = if cmd == "resume" {
+                Locate::Line(p.clone())
+            } else {
+                Locate::Warn(p.clone())
+            };
+            let mut c = Case::new("values", format!("{n}/{cmd}"), args, locate).says(&says);
+            c.unchanged = vec![path.clone()];
+            if cmd == "resume" {
                 c = c.code(1);
             }
             cases.push(c);
@@ -1369,6 +1478,7 @@ fn every_bad_input_is_one_located_error() {
         ("presets", preset_cases as fn(&Path) -> Vec<Case>),
         ("logs", log_cases),
         ("values", value_log_cases),
+        ("confirm", confirm_log_cases),
         ("effect", preset_effect_cases),
         ("files", file_cases),
     ] {

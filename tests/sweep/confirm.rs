@@ -261,8 +261,7 @@ fn until_adds_seed_rounds_where_the_confirmed_interval_is_wide_and_resume_reprod
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path());
     cfg.until = Some(0.2);
-    // a budget that does not bind: where it binds, which B gets the last trials depends on when
-    // each B's step was decided (the order trials finish in), and a resume may decide otherwise
+    // a budget that does not bind (where it binds: `a_resume_after_any_record_…`)
     cfg.max_trials = Some(1000);
     let (res, _) = run(cfg.clone(), 0);
     let log = read_run_log(&res.log_path).unwrap();
@@ -425,6 +424,9 @@ impl TrialRunner for Fusing {
                 GroupCut::None => None,
             }
         };
+        // every member's outcome, reported in the order the members end (as the trainer
+        // reports them: a stopped sweep logged the earliest enders)
+        let mut ended = Vec::new();
         for (i, spec) in group.specs.iter().enumerate() {
             let r = self
                 .inner
@@ -433,26 +435,38 @@ impl TrialRunner for Fusing {
             let cut = match (&r, at) {
                 (Ok(o), Some(at)) => match o.outcome {
                     Outcome::Reached { step } => step > at,
-                    Outcome::NotReached { .. } => true,
+                    Outcome::NotReached { budget, .. } => budget > at,
                     _ => false,
                 },
                 _ => false,
             };
-            if cut {
-                let at = at.unwrap();
-                done(
-                    i,
-                    Ok(TrialOutcome::bare(
-                        Outcome::NotReached {
-                            budget: at,
-                            early_stopped: true,
-                        },
-                        at,
-                    )),
-                );
-            } else {
-                done(i, r);
-            }
+            let r = match (cut, at) {
+                (true, Some(at)) => {
+                    // what the member records when its budget is cut to `at`
+                    let mut capped = w.clone();
+                    capped.step_budget = at;
+                    capped.max_examples = None;
+                    self.inner
+                        .run(&capped, spec, &mut |_| {}, &group.cancels[i])
+                        .map(|mut o| {
+                            if let Outcome::NotReached { early_stopped, .. } = &mut o.outcome {
+                                *early_stopped = true;
+                            }
+                            o
+                        })
+                }
+                _ => r,
+            };
+            let end = r.as_ref().map_or(0, |o| o.steps);
+            // at one step, a member that reached ends before those its reach cut
+            let reached = r
+                .as_ref()
+                .is_ok_and(|o| matches!(o.outcome, Outcome::Reached { .. }));
+            ended.push(((end, !reached, i), i, r));
+        }
+        ended.sort_by_key(|e| e.0);
+        for (_, i, r) in ended {
+            done(i, r);
         }
     }
     fn backend(&self) -> String {
@@ -584,4 +598,111 @@ fn confirm_trials_train_fused_never_cut_in_lockstep() {
         );
     }
     assert!(n >= 5);
+}
+
+/// A sweep stopped after any of its records and resumed logs what an uninterrupted one logs —
+/// every trial, with the same outcome — with fused groups whose blocks are cut at their quorum
+/// (a block a stop split is cut as it would have been whole) and `--until` rounds under a trial
+/// budget that runs out (which B gets the last rounds is re-decided from the records before the
+/// wave the stop fell in). The log is cut after record N for N over the confirm stage, each the
+/// state a SIGKILL right after that record leaves.
+#[test]
+fn a_resume_after_any_record_logs_the_uninterrupted_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.batch_sizes = vec![16, 256, 1024];
+    cfg.concurrency = 1;
+    cfg.fuse = Fuse::Members(5);
+    cfg.until = Some(0.5);
+    let runner = || {
+        Arc::new(Fusing {
+            inner: Synthetic { jitter: 0 },
+            k: 5,
+            groups: Default::default(),
+        })
+    };
+    // a budget that runs out after a few rounds (24 search trials, 3 B × 3 configurations × 5
+    // first seeds, then rounds of 3 × 10 seeds)
+    let used = 24 + 45 + 75;
+    cfg.max_trials = Some(used);
+    let (res, _) = common::run_sweep(cfg.clone(), runner(), None);
+    let log = read_run_log(&res.log_path).unwrap();
+    let outcomes = |l: &scaling_lab::runlog::reader::RunLog| {
+        l.trials
+            .iter()
+            .map(|t| (t.trial_id, (t.spec.clone(), t.outcome.outcome.clone())))
+            .collect::<BTreeMap<u64, _>>()
+    };
+    let want = outcomes(&log);
+    assert!(
+        log.trials.len() <= used,
+        "{} trials of {used}",
+        log.trials.len()
+    );
+    let report = scaling_lab::report::of_sweep(&res, &Default::default());
+    // the budget ran out where a round would still narrow an interval
+    assert!(
+        report
+            .analysis
+            .per_batch
+            .iter()
+            .any(|p| p.until != Some(UntilStatus::Met)
+                && p.until_reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("were left"))),
+        "{}",
+        report.text()
+    );
+    let cut_seeds = log
+        .trials
+        .iter()
+        .filter(|t| t.spec.confirm.is_some())
+        .filter(|t| {
+            matches!(
+                t.outcome.outcome,
+                Outcome::NotReached {
+                    early_stopped: true,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert!(cut_seeds > 0, "no block cut at its quorum");
+    let rounds = log
+        .trials
+        .iter()
+        .filter(|t| t.spec.confirm.is_some_and(|m| m.seed >= 5))
+        .count();
+    assert!(rounds >= 10, "{rounds} seeds of --until rounds");
+
+    let text = std::fs::read_to_string(&res.log_path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let first_confirm = log
+        .trials
+        .iter()
+        .position(|t| t.spec.confirm.is_some())
+        .unwrap();
+    let n = log.trials.len();
+    let mut checked = 0;
+    // (a stride prime to the block of 5: cuts land at every place in a block)
+    for cut in (first_confirm.saturating_sub(3)..n).step_by(6) {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("cut.jsonl");
+        std::fs::write(&path, lines[..=cut].join("\n") + "\n").unwrap();
+        let mut c = cfg.clone();
+        c.runs_dir = d.path().to_path_buf();
+        let (again, _) = common::run_sweep(c, runner(), Some(path.clone()));
+        let got = outcomes(&read_run_log(&again.log_path).unwrap());
+        let only_want: Vec<&u64> = want.keys().filter(|k| !got.contains_key(k)).collect();
+        let only_got: Vec<&u64> = got.keys().filter(|k| !want.contains_key(k)).collect();
+        assert!(
+            only_want.is_empty() && only_got.is_empty(),
+            "cut after record {cut}: only uninterrupted {only_want:?}, only resumed {only_got:?}"
+        );
+        for (id, w) in &want {
+            assert_eq!(&got[id], w, "cut after record {cut}: trial {id}");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 15, "{checked} cut points");
 }

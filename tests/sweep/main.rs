@@ -8,6 +8,7 @@ mod adaptive;
 mod confirm;
 mod data_sources;
 mod kill_resume;
+mod resume_exact;
 mod runlog;
 mod scheduler;
 mod slurm;

@@ -389,8 +389,13 @@ fn headless_progress_then_the_report_of_the_joined_sweep() {
     assert_eq!(report.trials_done, 12);
     let from_log = scaling_lab::report::Report::from_log(&read_run_log(&path).unwrap(), 1024);
     assert_eq!(report, from_log);
-    let msg = scaling_lab::report::headless::resume_message(&path, 5, 12);
-    assert!(msg.contains("scaling-lab sweep --resume") && msg.contains("5 of 12"));
+    let mut counts = res.counts;
+    counts.search.done = 5;
+    let msg = scaling_lab::report::headless::resume_message(&path, &counts);
+    assert!(
+        msg.contains("scaling-lab sweep --resume") && msg.contains("5 of 12"),
+        "{msg}"
+    );
 }
 
 /// Early stopping at the best step count so far never changes S(B) or the best trial; it only

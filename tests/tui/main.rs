@@ -14,6 +14,7 @@ mod report;
 mod responsive;
 mod screens;
 mod screenshots;
+mod stage_counts;
 mod state;
 mod sweepdir;
 mod target;

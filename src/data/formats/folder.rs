@@ -15,19 +15,6 @@ use crate::data::{files, DataError};
 /// folder, full path), and the class names.
 type Walk = (Vec<(usize, String, PathBuf)>, Vec<String>);
 
-fn io_err(path: &Path, e: std::io::Error) -> DataError {
-    if e.kind() == std::io::ErrorKind::NotFound {
-        DataError::Missing {
-            path: path.to_path_buf(),
-        }
-    } else {
-        DataError::Io {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        }
-    }
-}
-
 fn is_image_name(p: &Path) -> bool {
     p.extension()
         .and_then(|e| e.to_str())
@@ -36,12 +23,12 @@ fn is_image_name(p: &Path) -> bool {
 
 /// Sorted entries of a folder: (name, path, metadata following symlinks).
 fn entries(dir: &Path) -> Result<Vec<(String, PathBuf, std::fs::Metadata)>, DataError> {
-    let rd = std::fs::read_dir(dir).map_err(|e| io_err(dir, e))?;
+    let rd = std::fs::read_dir(dir).map_err(|e| DataError::io(dir, e))?;
     let mut out = vec![];
     for e in rd {
-        let e = e.map_err(|e| io_err(dir, e))?;
+        let e = e.map_err(|e| DataError::io(dir, e))?;
         let path = e.path();
-        let meta = std::fs::metadata(&path).map_err(|e| io_err(&path, e))?;
+        let meta = std::fs::metadata(&path).map_err(|e| DataError::io(&path, e))?;
         out.push((e.file_name().to_string_lossy().into_owned(), path, meta));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -50,7 +37,7 @@ fn entries(dir: &Path) -> Result<Vec<(String, PathBuf, std::fs::Metadata)>, Data
 
 /// Walks `dir`: its class folders and their images.
 pub fn walk(dir: &Path) -> Result<Walk, DataError> {
-    let meta = std::fs::metadata(dir).map_err(|e| io_err(dir, e))?;
+    let meta = std::fs::metadata(dir).map_err(|e| DataError::io(dir, e))?;
     if !meta.is_dir() {
         return Err(format_err(
             dir,
@@ -108,7 +95,7 @@ pub fn manifest(dir: &Path) -> Result<DataFileRecord, DataError> {
     let (images, _) = walk(dir)?;
     let mut m = Manifest::default();
     for (_, rel, path) in images {
-        let bytes = files::read_regular(&path).map_err(|e| io_err(&path, e))?;
+        let bytes = files::read_regular(&path).map_err(|e| DataError::io(&path, e))?;
         m.add(&rel, &bytes);
     }
     Ok(m.record(dir))
@@ -142,7 +129,7 @@ pub fn read(
     let mut m = Manifest::default();
     let mut shape = (0, 0, 0);
     for (c, rel, path) in images {
-        let bytes = files::read_regular(&path).map_err(|e| io_err(&path, e))?;
+        let bytes = files::read_regular(&path).map_err(|e| DataError::io(&path, e))?;
         m.add(&rel, &bytes);
         let (chw, s) = decode(&path, &bytes, &mut want, channels)?;
         shape = s;

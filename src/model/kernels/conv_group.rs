@@ -20,7 +20,7 @@ use burn::backend::Flex;
 use burn::tensor::ops::FloatTensor;
 use burn_flex::FlexTensor;
 
-use super::conv::matmul_into;
+use super::gemm::{matmul, Strides};
 use super::{contiguous, run_tasks, tensor_of, values, Ad, Buf};
 
 /// Shapes of one call.
@@ -364,4 +364,28 @@ pub(super) fn conv_ad(x: FloatTensor<Ad>, w: FloatTensor<Ad>, stride: usize) -> 
             prep.finish(y)
         }
     }
+}
+
+/// dst = lhs[m×k] · rhs[k×n] through the one gemm wrapper (operand bounds asserted).
+#[allow(clippy::too_many_arguments)]
+fn matmul_into(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: &mut [f32],
+    dst_s: Strides,
+    lhs: &[f32],
+    lhs_s: Strides,
+    rhs: &[f32],
+    rhs_s: Strides,
+    par: super::gemm::Parallelism,
+) {
+    matmul(
+        (m, n, k),
+        (dst, dst_s),
+        false,
+        (lhs, lhs_s),
+        (rhs, rhs_s),
+        par,
+    );
 }

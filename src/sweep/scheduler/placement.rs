@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use super::Coordinator;
+use crate::analysis::confirm_rounds::Seed;
 use crate::core::events::SweepEvent;
 use crate::core::record::TrialRecord;
 use crate::core::trial::TrialSpec;
@@ -299,140 +300,125 @@ impl Coordinator {
         }
     }
 
-    /// `--until REL` with a confirm stage: at every B whose confirm stage is complete,
-    /// nothing runs there and the confirmed interval is wider than ±REL, the next step of
-    /// `analysis::confirm::outlook` — one more seed for each confirmed configuration, or (where no
-    /// configuration's median reached) the search's next configuration with r seeds — in order of
-    /// the expected narrowing per trial, while the budget (`--max-trials`, search and confirm
-    /// trials together) lasts. A B where ±REL would take more trials than are left gets none.
+    /// `--until REL` with a confirm stage: the rounds of a wave (`until_wave`), decided
+    /// when it starts — nothing runs then, every first block is logged (a wave that places first
+    /// blocks places no round) — so a wave's rounds are a pure function of the records logged
+    /// before it. A sweep stopped in a wave (resumed, or a trial that failed) first finishes that
+    /// wave: re-decided from the records before it (its rounds' logged seeds set aside: each B's
+    /// rounds are re-derived one after another, `analysis::confirm_rounds`), its seeds the log
+    /// lacks run before anything new is decided. Resume then places exactly what an
+    /// uninterrupted sweep placed, the trial budget's share included.
     fn next_until_confirm(&self, running: &HashMap<u64, TrialSpec>) -> Vec<TrialSpec> {
-        use crate::analysis::confirm::{outlook, top_configs, ConfirmStep};
-        let (Some(rel), Some(plan)) = (self.cfg.until, self.cfg.preset.sweep.confirm) else {
+        use crate::analysis::confirm_rounds::{rounds_at, seed_of};
+        let (Some(rel), Some(_)) = (self.cfg.until, self.cfg.preset.sweep.confirm) else {
             return Vec::new();
         };
+        if !running.is_empty() {
+            return Vec::new();
+        }
         let records = self.placement_records();
+        let study = crate::core::analysis::Study::of_preset(&self.cfg.preset);
+        // every settled B's last round as the log holds it
+        let mut last: HashMap<usize, (usize, HashSet<Seed>)> = HashMap::new();
+        for (bi, &b) in self.cfg.batch_sizes.iter().enumerate() {
+            if self.search_settled(&records, bi, b, running) {
+                let r = rounds_at(&records, &study, b, Some(rel));
+                last.insert(b, (r.rounds, r.last.into_iter().collect()));
+            }
+        }
+        let k = last.values().map(|l| l.0).max().unwrap_or(0);
+        let logged: HashSet<u64> = records.iter().map(|r| r.trial_id).collect();
+        if k > 0 {
+            // the last wave, from the records before it
+            let in_wave = |t: &TrialRecord| {
+                let at = last.get(&t.spec.batch_size);
+                at.is_some_and(|(n, seeds)| {
+                    *n == k && seed_of(t).is_some_and(|s| seeds.contains(&s))
+                })
+            };
+            let before: Vec<TrialRecord> =
+                records.iter().filter(|t| !in_wave(t)).cloned().collect();
+            let owed: Vec<TrialSpec> = self
+                .until_wave(&before, rel)
+                .into_iter()
+                .filter(|t| !logged.contains(&t.trial_id))
+                .collect();
+            if !owed.is_empty() {
+                return owed;
+            }
+        }
+        self.until_wave(&records, rel)
+    }
+
+    /// The `--until REL` rounds a wave starting after `records` places (nothing running): at every
+    /// settled B whose first blocks are logged, the seeds its last round lacks (a failed trial, a
+    /// Slurm task's peers not done), else the next round where the confirmed interval is wider
+    /// than ±REL (`analysis::confirm_rounds::next_round`) — in order of the expected narrowing
+    /// per trial, while the trial budget (`--max-trials`, search and confirm trials together)
+    /// lasts. A B where ±REL would take more trials than are left gets none.
+    fn until_wave(&self, records: &[TrialRecord], rel: f64) -> Vec<TrialSpec> {
+        use crate::analysis::confirm_rounds::{next_round, rounds_at};
+        let study = crate::core::analysis::Study::of_preset(&self.cfg.preset);
+        let none = HashMap::new();
         let ids: HashSet<u64> = records
             .iter()
             .map(|r| &r.spec)
-            .chain(running.values())
             .filter(|s| s.confirm.is_some() || (s.is_search() && s.trial_id < WIDEN_ID_BASE))
             .map(|s| s.trial_id)
             .collect();
         let mut left = self.cfg.search_budget().saturating_sub(ids.len());
-        let study = crate::core::analysis::Study::of_preset(&self.cfg.preset);
-        let pts = crate::analysis::per_batch_confirmed(&records, &study);
+        let mut fills: Vec<(usize, Vec<Seed>)> = Vec::new();
         let mut looks = Vec::new();
-        let mut out = Vec::new();
         for (bi, &b) in self.cfg.batch_sizes.iter().enumerate() {
-            if running.values().any(|s| s.batch_size == b)
-                || !self.search_settled(&records, bi, b, running)
-            {
+            if !self.search_settled(records, bi, b, &none) {
                 continue;
             }
-            // a step logged in part (a sweep stopped mid-step, or an array task's peers not
-            // done): its missing seeds first — every step leaves each configuration at a B with
-            // the same seeds 0 … T−1, so what is missing is a pure function of what is logged
-            let fill = unfinished_step(&records, b);
-            if !fill.is_empty() {
-                for (rank, of, seed) in fill {
-                    let id = plan::ConfirmId {
-                        batch_index: bi,
-                        rank,
-                        seed,
-                    }
-                    .encode()
-                    .filter(|&id| self.control.owns_extra(id) && !ids.contains(&id));
-                    let base = records.iter().find(|r| r.trial_id == of);
-                    if let (Some(id), Some(base)) = (id, base) {
-                        out.extend(plan::confirm_trial(&base.spec, id, self.cfg.seed));
-                    }
-                }
+            let held = rounds_at(records, &study, b, Some(rel));
+            if held.rounds > 0 && !held.open.is_empty() {
+                fills.push((bi, held.open));
                 continue;
             }
-            let Some(p) = pts.iter().find(|p| p.batch_size == b) else {
-                continue;
-            };
-            let Some(c) = p.confirmed.as_ref().filter(|c| c.complete) else {
-                continue;
-            };
-            if c.rel_half_width().is_some_and(|w| w <= rel) {
-                continue;
+            if !held.open.is_empty() {
+                continue; // its first blocks are not all logged (`next_confirm` places them)
             }
-            let Some(o) = outlook(p, &records, plan.seeds) else {
+            let Some(round) = next_round(records, &study, b, rel) else {
                 continue;
             };
-            if o.trials_to(rel) > left || o.narrowing_per_trial() <= 0.0 {
+            if round.outlook.trials_to(rel) > left {
                 continue; // flattened: ±REL is out of the budget's reach here
             }
-            looks.push((bi, b, o));
+            looks.push((bi, b, round));
         }
         looks.sort_by(|x, y| {
-            y.2.narrowing_per_trial()
-                .total_cmp(&x.2.narrowing_per_trial())
+            y.2.outlook
+                .narrowing_per_trial()
+                .total_cmp(&x.2.outlook.narrowing_per_trial())
                 .then(x.1.cmp(&y.1))
         });
-        left = left.saturating_sub(out.len());
-        for (bi, b, o) in looks {
-            // a seed step: as many seeds per configuration as ±REL is expected to take (at
-            // most doubling them), all at once; one more configuration: its r seeds
-            // in whole blocks of r where blocks are censored (`core::confirm::block_need`)
-            let per_config = match o.step {
-                ConfirmStep::SeedRound
-                    if crate::core::confirm::block_need(plan.seeds) < plan.seeds =>
-                {
-                    o.round_for(rel).div_ceil(plan.seeds) * plan.seeds
-                }
-                ConfirmStep::SeedRound => o.round_for(rel),
-                ConfirmStep::NextConfig { .. } => 1,
-            };
-            let cost = o.trials.saturating_mul(per_config);
+        left = left.saturating_sub(fills.iter().map(|f| f.1.len()).sum());
+        for (bi, _, round) in looks {
+            let cost = round.cost();
             if cost > left {
                 continue;
             }
-            let confirmed: Vec<&TrialRecord> = records
-                .iter()
-                .filter(|r| r.spec.batch_size == b && r.spec.confirm.is_some())
-                .collect();
-            let mut add = |base: &TrialSpec, rank: u32, seed: u32| {
+            left -= cost;
+            fills.push((bi, round.seeds));
+        }
+        let mut out = Vec::new();
+        for (bi, seeds) in fills {
+            for (rank, of, seed) in seeds {
                 let id = plan::ConfirmId {
                     batch_index: bi,
                     rank,
                     seed,
                 }
-                .encode();
-                let spec = id
-                    .filter(|&id| self.control.owns_extra(id))
-                    .and_then(|id| plan::confirm_trial(base, id, self.cfg.seed));
-                out.extend(spec);
-            };
-            match o.step {
-                ConfirmStep::SeedRound => {
-                    // per configuration (rank, its search trial): the next seed index
-                    let mut next: BTreeMap<(u32, u64), u32> = BTreeMap::new();
-                    for r in &confirmed {
-                        let m = r.spec.confirm.expect("filtered");
-                        let e = next.entry((m.rank, m.of)).or_insert(0);
-                        *e = (*e).max(m.seed + 1);
-                    }
-                    for ((rank, of), seed) in next {
-                        if let Some(base) = records.iter().find(|r| r.trial_id == of) {
-                            for s in seed..seed + per_config as u32 {
-                                add(&base.spec, rank, s);
-                            }
-                        }
-                    }
-                }
-                ConfirmStep::NextConfig { rank } => {
-                    // as many seeds as the configurations already confirmed have (o.trials)
-                    let top = top_configs(&records, b, rank as usize + 1);
-                    if let Some(base) = top.get(rank as usize) {
-                        for seed in 0..o.trials as u32 {
-                            add(&base.spec, rank, seed);
-                        }
-                    }
+                .encode()
+                .filter(|&id| self.control.owns_extra(id));
+                let base = records.iter().find(|r| r.trial_id == of);
+                if let (Some(id), Some(base)) = (id, base) {
+                    out.extend(plan::confirm_trial(&base.spec, id, self.cfg.seed));
                 }
             }
-            left = left.saturating_sub(cost);
         }
         out
     }
@@ -534,32 +520,4 @@ impl Coordinator {
         }
         None
     }
-}
-
-/// The seeds of a `--until` step at `b` that are not logged: every step leaves each
-/// confirmed configuration at a B with the same seeds 0 … T−1 (a seed round adds seed T to every
-/// one, a new configuration gets seeds 0 … T−1), so with T the largest seed logged + 1, every
-/// configuration's missing seeds below T are the unfinished step's. Empty: every step finished
-/// (a sweep resumed mid-step, or an array task whose peers are not done, places them again;
-/// nothing new is decided until they are logged).
-fn unfinished_step(records: &[TrialRecord], b: usize) -> Vec<(u32, u64, u32)> {
-    let mut seeds: BTreeMap<(u32, u64), BTreeSet<u32>> = BTreeMap::new();
-    for r in records.iter().filter(|r| r.spec.batch_size == b) {
-        if let Some(m) = r.spec.confirm {
-            seeds.entry((m.rank, m.of)).or_default().insert(m.seed);
-        }
-    }
-    let t = seeds
-        .values()
-        .filter_map(|s| s.iter().next_back())
-        .max()
-        .map_or(0, |&m| m + 1);
-    seeds
-        .iter()
-        .flat_map(|(&(rank, of), have)| {
-            (0..t)
-                .filter(|j| !have.contains(j))
-                .map(move |j| (rank, of, j))
-        })
-        .collect()
 }

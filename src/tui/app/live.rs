@@ -17,6 +17,7 @@ use super::{History, LiveView, MAX_CURVES, RECENT_CURVES};
 use crate::core::analysis::{Analysis, Regime};
 use crate::core::events::{PlanInfo, StepStats, SweepEvent, TrialEvent};
 use crate::core::record::{Header, LogLine, TrialRecord};
+use crate::core::stages::{Stage, StageCounts};
 use crate::core::trial::{Outcome, TrialOutcome, TrialSpec};
 use crate::report::{Progress, Report};
 use crate::runlog::RunLog;
@@ -128,6 +129,9 @@ pub struct LiveState {
     pub wall_s: Option<f64>,
     /// Problems reading the log (torn last line, …).
     pub warnings: Vec<String>,
+    /// The trials per stage, each against its own plan: the sweep's `Counts` (a view's copy
+    /// between them), or counted from a log's records. None before the sweep counted.
+    pub counts: Option<StageCounts>,
 }
 
 impl LiveState {
@@ -167,6 +171,7 @@ impl LiveState {
             selected: 0,
             wall_s: None,
             warnings: Vec::new(),
+            counts: None,
         }
     }
 
@@ -229,6 +234,7 @@ impl LiveState {
         s.prior = s.finished.len();
         s.saved = s.finished.len();
         s.warnings = log.warnings.clone();
+        s.recount();
         s.touch();
         s
     }
@@ -294,9 +300,30 @@ impl LiveState {
         Progress {
             trials_done: self.done_count(),
             trials_planned: self.plan.total_trials,
+            stages: self.counts.unwrap_or_default(),
             wall_s: self.wall_s,
             cancelled: self.cancelled,
         }
+    }
+
+    /// The trials per stage counted from the records (a log read or followed: what it placed
+    /// beyond them is not known here; `report` counts an unfinished round's seeds too).
+    fn recount(&mut self) {
+        if let Some(h) = &self.header {
+            let none = std::collections::HashSet::new();
+            self.counts = Some(crate::analysis::stages::stage_counts(
+                h,
+                &self.finished,
+                &none,
+            ));
+        }
+    }
+
+    /// Trials planned in all, every stage's (the search's plan before the sweep counted).
+    pub fn planned_count(&self) -> usize {
+        self.counts
+            .map_or(self.plan.total_trials, |c| c.planned())
+            .max(self.done_count())
     }
 
     /// The request for an analysis of the current data, if one is due: the data are newer than
@@ -456,8 +483,7 @@ impl LiveState {
     }
 
     pub fn queued_count(&self) -> usize {
-        self.plan
-            .total_trials
+        self.planned_count()
             .saturating_sub(self.done_count() + self.running.len())
     }
 
@@ -470,14 +496,42 @@ impl LiveState {
     /// Seconds left, extrapolated from this session's finished trials over the time spent
     /// running (paused time excluded, so the ETA stands still while paused). None before the
     /// first finished trial.
+    /// Each stage's trials left count at that stage's own pace (its trials' mean wall time over
+    /// the sweep's mean, where this session finished some; a confirm trial is never cut, so it
+    /// takes longer than a search trial), so the ETA covers the stage that runs and those after.
     pub fn eta(&self, now: f64) -> Option<f64> {
         let n = self.finished.len().saturating_sub(self.prior);
         if n == 0 || self.done || self.read_only() {
             return None;
         }
         let per = self.active_s(now) / n as f64;
-        let left = self.plan.total_trials.saturating_sub(self.done_count());
-        Some(per * left as f64)
+        let Some(counts) = self.counts else {
+            let left = self.plan.total_trials.saturating_sub(self.done_count());
+            return Some(per * left as f64);
+        };
+        let session = &self.finished[self.prior.min(self.finished.len())..];
+        let mean = |stage: Option<Stage>| {
+            let w: Vec<f64> = session
+                .iter()
+                .filter(|t| stage.is_none_or(|s| Stage::of(t.trial_id) == s))
+                .map(|t| t.outcome.wall_s)
+                .filter(|w| w.is_finite() && *w > 0.0)
+                .collect();
+            (!w.is_empty()).then(|| w.iter().sum::<f64>() / w.len() as f64)
+        };
+        let all = mean(None);
+        let left: f64 = counts
+            .stages()
+            .iter()
+            .map(|(stage, c)| {
+                let pace = match (mean(Some(*stage)), all) {
+                    (Some(m), Some(a)) if a > 0.0 => m / a,
+                    _ => 1.0,
+                };
+                c.left() as f64 * pace
+            })
+            .sum();
+        Some(per * left)
     }
 
     /// Examples per second of the running trials (each at its last measured rate); between
@@ -594,8 +648,12 @@ impl LiveState {
             }
             SweepEvent::Trial { trial_id, event } => self.fold_trial(trial_id, event, now),
             SweepEvent::BestSoFar { .. } => {}
+            SweepEvent::Counts(c) => self.counts = Some(c),
             SweepEvent::Saved { trial_id } => {
                 self.saved += 1;
+                if let Some(c) = self.counts.as_mut() {
+                    c.saved(Stage::of(trial_id));
+                }
                 let known = self.finished.iter().any(|r| r.trial_id == trial_id);
                 if !known && !self.running.contains_key(&trial_id) {
                     // skipped while queued (user cancel): in the log, never a result
@@ -772,6 +830,7 @@ impl LiveState {
                 if !self.finished.iter().any(|f| f.trial_id == t.trial_id) {
                     Arc::make_mut(&mut self.finished).push(t);
                     self.saved = self.finished.len();
+                    self.recount();
                     self.touch();
                 }
             }
@@ -793,8 +852,14 @@ impl LiveState {
         format!(
             "trials finished: {}/{}",
             self.done_count(),
-            self.plan.total_trials
+            self.planned_count()
         )
+    }
+
+    /// Each stage against its own plan ("search 240/240 · confirm 90/190"), where the sweep has
+    /// more stages than its search.
+    pub fn stages_text(&self) -> Option<String> {
+        self.counts.filter(|c| c.staged()).map(|c| c.text())
     }
 }
 

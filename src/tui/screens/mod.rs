@@ -76,7 +76,7 @@ fn header(frame: &mut Frame, area: Rect, app: &App) {
                 if l.paused { "⏸" } else { "●" },
                 l.plan.preset,
                 l.done_count(),
-                l.plan.total_trials,
+                l.planned_count(),
                 if away && app.screen != Screen::Setup {
                     " (s)"
                 } else {

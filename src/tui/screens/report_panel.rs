@@ -62,10 +62,14 @@ fn state_line(app: &App, l: &LiveState, th: &Theme) -> Line<'static> {
 /// What finished, the progress bar, running/queued, elapsed and ETA, throughput and loss scale.
 fn progress_lines(lines: &mut Vec<Line>, app: &App, l: &LiveState, width: u16, th: &Theme) {
     lines.push(Line::styled(l.finished_text(), th.title()));
+    if let Some(stages) = l.stages_text() {
+        // each stage against its own plan
+        lines.push(Line::styled(stages, th.text()));
+    }
     lines.push(progress_line(
         l.done_count(),
         l.running.len(),
-        l.plan.total_trials,
+        l.planned_count(),
         width,
         th,
     ));
