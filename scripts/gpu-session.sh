@@ -14,8 +14,13 @@
 # to what is not:
 # 1. the CUDA libraries found, `devices --json` (stops here when no CUDA device is usable)
 # 2. the paper CNN, fp32, 300 steps at B = 256: cold (~225 s), then from the cache (~1.4 s)
-# 3. the same in bf16: cold (its first compile passed 200 s on the third lease), then from the cache
-# 4. fused trial groups: 8 (then 16, if time is left) trials of the paper CNN at B = 256 as
+# 3. the CIFAR-10 ResNet-8 (cifar10-resnet8-momentum, ghost BN, crop + flip): a short sweep of 8 trials
+#    at B = 256 fused as one program on cuda:0 (300-step budget): compile, the group's step time,
+#    examples/s = K·B / step_s; resnet-fused-8.jsonl. CIFAR-10 from $SCALING_LAB_DATA_DIR when it holds
+#    the binary files, else synthetic files of the same format and size (random pixels: the
+#    throughput is CIFAR-10's, the errors are not)
+# 4. the paper CNN in bf16 (when 300 s are left)
+# 5. fused trial groups: 8 (then 16, if time is left) trials of the paper CNN at B = 256 as
 #    one program on cuda:0 (a copy of the preset with a 300-step budget, `sweep --fuse K`): the
 #    group's step time against stage 2's one trial (trials/s = K / step_s); fused-K.jsonl
 set -uo pipefail
@@ -72,35 +77,61 @@ train cnn-cold 260 --preset mnist-cnn-paper-momentum --batch-size 256 --steps 30
 train cnn-warm 60 --preset mnist-cnn-paper-momentum --batch-size 256 --steps 300
 cp /tmp/cnn-warm.json "$OUT/cnn-warm.json" 2>/dev/null
 
-log "stage 3: the paper CNN in bf16, cold, then its steady state (bf16 against fp32 on a model that computes)"
+# a fused sweep of `$2` trials at B = 256 of preset file $1 on cuda:0; its summary line in session.log
+fused() {
+  local toml=$1 k=$2 name=$3 to=$4
+  rm -rf "/tmp/$name"
+  local s=$(date +%s.%N)
+  timeout -k 10 "$to" "$BIN" sweep "$toml" --devices cuda:0 --batch-sizes 256 --trials "$k" \
+    --fuse "$k" --concurrency 1 --confirm off --runs-dir "/tmp/$name" >"/tmp/$name.out" 2>&1
+  local rc=$?
+  cp /tmp/$name/*.jsonl "$OUT/$name.jsonl" 2>/dev/null
+  python3 - "$OUT/$name.jsonl" "$k" "$rc" "$s" "$(date +%s.%N)" "$name" >>"$L" 2>&1 <<'PY'
+import json, sys
+f, k, rc, s, e, n = sys.argv[1:]
+try:
+    ts = [json.loads(l) for l in open(f)]
+    ts = [t for t in ts if isinstance(t.get("outcome"), dict)]
+    st = [t["outcome"]["throughput"]["step_s"] for t in ts]
+    print(n, "fused K", k, "rc", rc, "wall %.1f" % (float(e) - float(s)), "trials", len(ts),
+          "group step_s %.4f" % max(st), "trial-steps/s %.1f" % (int(k) / max(st)),
+          "examples/s %.0f" % (int(k) * 256 / max(st)),
+          "steps", [t["outcome"]["steps"] for t in ts], flush=True)
+except Exception as x:
+    print(n, "fused K", k, "rc", rc, "no log:", x, open("/tmp/%s.out" % n).read()[-1500:])
+PY
+  tail -n 1 "$L"
+}
+
+log "stage 3: the CIFAR-10 ResNet-8 with ghost BN, 8 trials fused at B = 256 (short sweep)"
+if ! ls "${SCALING_LAB_DATA_DIR:-/nonexistent}"/{,cifar-10-batches-bin/}data_batch_5.bin >/dev/null 2>&1; then
+  export SCALING_LAB_DATA_DIR=/tmp/cifar-synthetic
+  mkdir -p "$SCALING_LAB_DATA_DIR"
+  python3 - "$SCALING_LAB_DATA_DIR" <<'PY'
+import os, sys
+for f in ["data_batch_%d.bin" % i for i in range(1, 6)] + ["test_batch.bin"]:
+    b = bytearray(os.urandom(3073 * 10000))
+    b[0::3073] = bytes(i % 10 for i in range(10000))
+    open(os.path.join(sys.argv[1], f), "wb").write(b)
+PY
+  log "no CIFAR-10 files: synthetic ones of the same format in $SCALING_LAB_DATA_DIR (throughput only)"
+fi
+sed -e 's/^step_budget = .*/step_budget = 300/' -e 's/^max_examples = .*/max_examples = 100000000/' \
+  presets/cifar10-resnet8-momentum.toml >/tmp/resnet-300.toml
+fused /tmp/resnet-300.toml 8 resnet-fused-8 240
+
+log "stage 4: the paper CNN in bf16, cold, then its steady state (bf16 against fp32 on a model that computes)"
+if [ $(( 560 - ($(date +%s) - t0) )) -lt 300 ]; then log "bf16 skipped: under 300 s left"; else
 train cnn-bf16-cold 280 --preset mnist-cnn-paper-momentum --batch-size 256 --steps 300 --precision bf16
 train cnn-bf16-warm 60 --preset mnist-cnn-paper-momentum --batch-size 256 --steps 300 --precision bf16
 cp /tmp/cnn-bf16-warm.json "$OUT/cnn-bf16-warm.json" 2>/dev/null
-log "stage 4: fused groups of the paper CNN at B = 256 (K trials as one program)"
+fi
+log "stage 5: fused groups of the paper CNN at B = 256 (K trials as one program)"
 sed -e 's/^step_budget = .*/step_budget = 300/' -e 's/^max_examples = .*/max_examples = 100000000/' \
   presets/mnist-cnn-paper-momentum.toml >/tmp/paper-300.toml
 for k in 8 16; do
   left=$(( 560 - ($(date +%s) - t0) ))
   if [ "$left" -lt 120 ]; then log "fused K = $k skipped: $left s left"; continue; fi
-  rm -rf "/tmp/fused-$k"
-  s=$(date +%s.%N)
-  timeout -k 10 "$left" "$BIN" sweep /tmp/paper-300.toml --devices cuda:0 --batch-sizes 256 --trials "$k" \
-    --fuse "$k" --concurrency 1 --runs-dir "/tmp/fused-$k" >"/tmp/fused-$k.out" 2>&1
-  rc=$?
-  cp /tmp/fused-$k/*.jsonl "$OUT/fused-$k.jsonl" 2>/dev/null
-  python3 - "$OUT/fused-$k.jsonl" "$k" "$rc" "$s" "$(date +%s.%N)" >>"$L" 2>&1 <<'PY'
-import json, sys
-f, k, rc, s, e = sys.argv[1:]
-try:
-    ts = [json.loads(l) for l in open(f)]
-    ts = [t for t in ts if isinstance(t.get("outcome"), dict)]
-    st = [t["outcome"]["throughput"]["step_s"] for t in ts]
-    print("fused K", k, "rc", rc, "wall %.1f" % (float(e) - float(s)), "trials", len(ts),
-          "group step_s %.4f" % max(st), "trial-steps/s %.1f" % (int(k) / max(st)),
-          "steps", [t["outcome"]["steps"] for t in ts], flush=True)
-except Exception as x:
-    print("fused K", k, "rc", rc, "no log:", x, open("/tmp/fused-%s.out" % k).read()[-1500:])
-PY
-  tail -n 1 "$L"
+  fused /tmp/paper-300.toml "$k" "fused-$k" "$left"
 done
 log "done in $(( $(date +%s) - t0 )) s"

@@ -282,16 +282,14 @@ pub fn exact_steps_to_target(
 /// The NQM's dimension and preconditioning power, or an error for other models.
 pub fn nqm_params(workload: &Workload) -> anyhow::Result<(usize, f64)> {
     match &workload.model {
-        ModelSpec::Nqm {
-            dim,
-            precondition_power,
-        } => {
-            anyhow::ensure!(*dim > 0, "nqm: dim must be positive");
+        ModelSpec::Nqm(s) => {
+            let (dim, p) = (s.dim, s.precondition_power);
+            anyhow::ensure!(dim > 0, "nqm: dim must be positive");
             anyhow::ensure!(
-                (0.0..=1.0).contains(precondition_power),
-                "nqm: precondition_power must be in [0, 1] (got {precondition_power})"
+                (0.0..=1.0).contains(&p),
+                "nqm: precondition_power must be in [0, 1] (got {p})"
             );
-            Ok((*dim, *precondition_power))
+            Ok((dim, p))
         }
         other => anyhow::bail!(
             "the NQM runner cannot run a {} workload (model kind nqm expected)",
@@ -497,7 +495,7 @@ mod tests {
         assert_eq!(out.outcome, Outcome::Cancelled { step: 0 });
         // A non-NQM workload is a set-up error.
         let mut w3 = w.clone();
-        w3.model = ModelSpec::Mlp { hidden: vec![8] };
+        w3.model = ModelSpec::Mlp(crate::model::mlp::MlpSpec { hidden: vec![8] });
         assert!(NqmRunner
             .run(&w3, &spec(64, 0.5, 0.0), &mut |_| {}, &CancelToken::new())
             .is_err());

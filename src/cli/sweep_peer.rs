@@ -21,7 +21,7 @@ use scaling_lab::data::Dataset;
 use scaling_lab::sweep::plan::plan_trials;
 use scaling_lab::train::bench::{peer_python, peers_dir, PEER_PYTHON_HINT};
 use scaling_lab::workload::load::find_preset;
-use scaling_lab::workload::spec::{Decay, ModelSpec, OptimizerKind, Preset};
+use scaling_lab::workload::spec::{Decay, OptimizerKind, Preset};
 
 /// What `bench --sweep-peer` measures.
 pub struct SweepPeerArgs {
@@ -144,16 +144,12 @@ fn write_i32(path: &Path, v: &[u8]) -> anyhow::Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
 }
 
-/// The plan's model object (benches/peers/sweep_protocol.py): the MLP and the small CNN.
+/// The plan's model object (benches/peers/sweep_protocol.py): the family's peer description
+/// (the MLP and the small CNN have JAX sweep peers).
 fn model_json(preset: &Preset) -> anyhow::Result<serde_json::Value> {
-    match &preset.workload.model {
-        ModelSpec::Mlp { hidden } => Ok(serde_json::json!({ "kind": "mlp", "hidden": hidden })),
-        ModelSpec::Cnn { channels, dense } => Ok(serde_json::json!({
-            "kind": "cnn",
-            "channels": channels,
-            "dense": dense,
-        })),
-        _ => bail!(
+    match preset.workload.model.family().peer_model() {
+        Some(m) => Ok(m),
+        None => bail!(
             "--sweep-preset: {} is not an MLP or CNN image preset (the JAX sweep peers are those)",
             preset.name
         ),

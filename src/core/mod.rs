@@ -6,7 +6,7 @@
 //! mode of computing threads (`float_mode`).
 //! Keep this module free of Burn and of any UI crate.
 //!
-//! Layering: imports `data` and `workload` only.
+//! Layering: imports `data`, `model` and `workload` only.
 
 pub mod analysis;
 pub mod confirm;

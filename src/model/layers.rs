@@ -60,6 +60,104 @@ pub fn param<B: Backend, const D: usize>(
     Param::from_tensor(Tensor::from_data(TensorData::new(values, shape), device))
 }
 
+/// How a family builds its network: every parameter comes from here, in the order the family's
+/// code asks for them. `Init::new` draws the values from the trial's seeded RNG (the network a
+/// trial trains); `Init::shapes` draws nothing and allocates nothing — each parameter is a lazy
+/// Burn parameter that knows only its shape — so the lab can count a network's parameters and
+/// FLOPs from the very module it would train (`family::ModelSpec::param_count`), even for a
+/// paper-size model on a laptop.
+pub struct Init<'a, B: Backend> {
+    rng: &'a mut StdRng,
+    device: &'a Device<B>,
+    real: bool,
+}
+
+impl<'a, B: Backend> Init<'a, B> {
+    /// Parameters drawn from `rng` on `device`.
+    pub fn new(rng: &'a mut StdRng, device: &'a Device<B>) -> Self {
+        Init {
+            rng,
+            device,
+            real: true,
+        }
+    }
+    /// Shapes only (lazy parameters that are never initialised).
+    pub fn shapes(rng: &'a mut StdRng, device: &'a Device<B>) -> Self {
+        Init {
+            rng,
+            device,
+            real: false,
+        }
+    }
+    pub fn device(&self) -> &Device<B> {
+        self.device
+    }
+    /// A trainable parameter of `shape` whose values `draw(rng, n)` gives (n = its element count).
+    pub fn param<const D: usize>(
+        &mut self,
+        shape: [usize; D],
+        draw: impl FnOnce(&mut StdRng, usize) -> Vec<f32>,
+    ) -> Param<Tensor<B, D>> {
+        if self.real {
+            let n = shape.iter().product();
+            param(draw(self.rng, n), shape, self.device)
+        } else {
+            lazy(shape, self.device, true)
+        }
+    }
+    /// A trainable parameter of Uniform(−bound, bound) values.
+    pub fn uniform<const D: usize>(
+        &mut self,
+        shape: [usize; D],
+        bound: f64,
+    ) -> Param<Tensor<B, D>> {
+        self.param(shape, |rng, n| uniform(rng, n, bound))
+    }
+    /// A trainable parameter of Normal(0, std) values.
+    pub fn normal<const D: usize>(&mut self, shape: [usize; D], std: f64) -> Param<Tensor<B, D>> {
+        self.param(shape, |rng, n| normal(rng, n, std))
+    }
+    /// A trainable parameter of one value (no draws).
+    pub fn constant<const D: usize>(&mut self, shape: [usize; D], v: f32) -> Param<Tensor<B, D>> {
+        self.param(shape, |_, n| vec![v; n])
+    }
+    /// State that is not trained (no gradient: the optimizer, clipping, the noise scale and the
+    /// gradient exchange, which all follow the gradients, never see it), of one value.
+    pub fn state<const D: usize>(&mut self, shape: [usize; D], v: f32) -> Param<Tensor<B, D>> {
+        if self.real {
+            let n = shape.iter().product();
+            Param::initialized(
+                burn::module::ParamId::new(),
+                Tensor::from_data(TensorData::new(vec![v; n], shape), self.device),
+            )
+        } else {
+            lazy(shape, self.device, false)
+        }
+    }
+}
+
+/// A parameter that knows its shape and is never initialised (`Init::shapes`).
+fn lazy<B: Backend, const D: usize>(
+    shape: [usize; D],
+    device: &Device<B>,
+    trainable: bool,
+) -> Param<Tensor<B, D>> {
+    Param::uninitialized(
+        burn::module::ParamId::new(),
+        move |dev: &Device<B>, grad| {
+            let t = Tensor::zeros(shape, dev);
+            if grad {
+                t.require_grad()
+            } else {
+                t
+            }
+        },
+        device.clone(),
+        trainable,
+        burn::tensor::Shape::new(shape),
+    )
+}
+
 /// Uniform(−bound, bound) values (PyTorch's default for Linear/Conv is bound = 1/sqrt(fan_in)).
 pub fn uniform(rng: &mut StdRng, n: usize, bound: f64) -> Vec<f32> {
     (0..n)
@@ -82,11 +180,20 @@ pub struct Dense<B: Backend> {
 impl<B: Backend> Dense<B> {
     /// One member.
     pub fn new(rng: &mut StdRng, din: usize, dout: usize, device: &Device<B>) -> Self {
+        Self::init(&mut Init::new(rng, device), din, dout)
+    }
+    /// One member, from `init` (W then b, Uniform(±1/√din) as PyTorch's Linear).
+    pub fn init(init: &mut Init<'_, B>, din: usize, dout: usize) -> Self {
         let bound = 1.0 / (din as f64).sqrt();
         Dense {
-            w: param(uniform(rng, din * dout, bound), [1, din, dout], device),
-            b: param(uniform(rng, dout, bound), [1, dout], device),
+            w: init.uniform([1, din, dout], bound),
+            b: init.uniform([1, dout], bound),
         }
+    }
+    /// Multiply-add FLOPs (2 per multiply-add) of one member's forward over `rows` rows.
+    pub fn flops(&self, rows: usize) -> f64 {
+        let [_, din, dout] = self.w.lazy_shape().dims();
+        2.0 * rows as f64 * din as f64 * dout as f64
     }
     /// x: [K, M, in] → [K, M, out]. On the CPU (fp32) one op of our own (`kernels::dense`),
     /// checked against these generic ops.
@@ -137,10 +244,18 @@ pub struct Proj<B: Backend> {
 
 impl<B: Backend> Proj<B> {
     pub fn new(rng: &mut StdRng, din: usize, dout: usize, device: &Device<B>) -> Self {
+        Self::init(&mut Init::new(rng, device), din, dout)
+    }
+    pub fn init(init: &mut Init<'_, B>, din: usize, dout: usize) -> Self {
         let bound = 1.0 / (din as f64).sqrt();
         Proj {
-            w: param(uniform(rng, din * dout, bound), [1, din, dout], device),
+            w: init.uniform([1, din, dout], bound),
         }
+    }
+    /// Multiply-add FLOPs of one member's forward over `rows` rows.
+    pub fn flops(&self, rows: usize) -> f64 {
+        let [_, din, dout] = self.w.lazy_shape().dims();
+        2.0 * rows as f64 * din as f64 * dout as f64
     }
     /// x: [K, M, in] → [K, M, out].
     pub fn forward(&self, x: Tensor<B, 3>, c: &Ctx) -> Tensor<B, 3> {
@@ -189,19 +304,34 @@ pub struct ConvPool<B: Backend> {
 
 impl<B: Backend> ConvPool<B> {
     pub fn new(rng: &mut StdRng, cin: usize, cout: usize, k: usize, device: &Device<B>) -> Self {
+        Self::init(&mut Init::new(rng, device), cin, cout, k)
+    }
+    /// One member, from `init` (W then b, Uniform(±1/√(k·k·cin)) as PyTorch's Conv2d).
+    pub fn init(init: &mut Init<'_, B>, cin: usize, cout: usize, k: usize) -> Self {
         let fan_in = cin * k * k;
         let bound = 1.0 / (fan_in as f64).sqrt();
         // drawn in Burn's [cout, cin, k, k] order, stored in the gemm layout
-        let burn_order = uniform(rng, cout * fan_in, bound);
         ConvPool {
-            w: param(
-                burn_to_gemm_layout(&burn_order, cout, cin, k),
-                [1, fan_in, cout],
-                device,
-            ),
-            b: param(uniform(rng, cout, bound), [1, cout], device),
+            w: init.param([1, fan_in, cout], |rng, n| {
+                burn_to_gemm_layout(&uniform(rng, n, bound), cout, cin, k)
+            }),
+            b: init.uniform([1, cout], bound),
             kernel: k,
         }
+    }
+
+    /// Multiply-add FLOPs of one member's forward on one `h`×`w` image (the convolution at full
+    /// resolution; pooling, bias and ReLU are not counted) and the pooled output's (h, w).
+    pub fn flops(&self, h: usize, w: usize) -> (f64, (usize, usize)) {
+        let [_, kkc, cout] = self.w.lazy_shape().dims();
+        (
+            2.0 * (h * w) as f64 * kkc as f64 * cout as f64,
+            (h / 2, w / 2),
+        )
+    }
+    /// Output channels.
+    pub fn channels(&self) -> usize {
+        self.w.lazy_shape().dims::<3>()[2]
     }
 
     /// x: [K·N, H, W, Cin] → [K·N, H/2, W/2, Cout].
@@ -389,9 +519,14 @@ pub struct Norm<B: Backend> {
 
 impl<B: Backend> Norm<B> {
     pub fn new(d: usize, device: &Device<B>) -> Self {
+        let mut rng = <StdRng as rand::SeedableRng>::seed_from_u64(0);
+        Self::init(&mut Init::new(&mut rng, device), d)
+    }
+    /// γ = 1, β = 0 (no draws).
+    pub fn init(init: &mut Init<'_, B>, d: usize) -> Self {
         Norm {
-            gamma: param(vec![1.0; d], [1, d], device),
-            beta: param(vec![0.0; d], [1, d], device),
+            gamma: init.constant([1, d], 1.0),
+            beta: init.constant([1, d], 0.0),
         }
     }
     /// x: [K, M, d].

@@ -1,17 +1,15 @@
-//! Character-level language models: LSTM, multiplicative LSTM (Puri et al.), pre-norm causal Transformer.
-//! Every parameter has the leading member axis of `layers` ([K, …]); the input ids are [K·N, T]
-//! (member-major rows) and the logits [K, N·T, vocab].
+//! What the recurrent language-model families (`char_lstm`, `mlstm`) share: the LSTM cell and its
+//! unrolling over time. Every tensor has the leading member axis ([K, …]); the input ids are
+//! [K·N, T] (member-major rows) and the logits [K, N·T, vocab].
 
-use burn::module::{Module, Param};
 use burn::tensor::backend::Backend;
-use burn::tensor::{activation, Bool, Device, Int, Tensor, TensorData};
-use rand::rngs::StdRng;
+use burn::tensor::{activation, Device, Tensor};
 
 use super::kernels;
-use super::layers::{embed, normal, param, per_member_add, Ctx, Dense, Norm, Proj};
+use super::layers::Ctx;
 
 /// Step i of a sequence [K, N, T, d] → [K, N, d].
-fn step_slice<B: Backend>(t: &Tensor<B, 4>, i: usize) -> Tensor<B, 3> {
+pub(super) fn step_slice<B: Backend>(t: &Tensor<B, 4>, i: usize) -> Tensor<B, 3> {
     let [k, n, _, d] = t.dims();
     t.clone()
         .slice([0..k, 0..n, i..i + 1, 0..d])
@@ -50,58 +48,10 @@ pub fn lstm_cell_ops<B: Backend>(
     (h, cell)
 }
 
-#[derive(Module, Debug)]
-pub struct CharLstm<B: Backend> {
-    pub embed: Param<Tensor<B, 3>>,
-    pub wx: Dense<B>,
-    pub wh: Proj<B>,
-    pub out: Dense<B>,
-    pub hidden: usize,
-}
-
-impl<B: Backend> CharLstm<B> {
-    pub fn new(rng: &mut StdRng, vocab: usize, e: usize, h: usize, device: &Device<B>) -> Self {
-        CharLstm {
-            embed: param(
-                normal(rng, vocab * e, 1.0 / (e as f64).sqrt()),
-                [1, vocab, e],
-                device,
-            ),
-            wx: Dense::new(rng, e, 4 * h, device),
-            wh: Proj::new(rng, h, 4 * h, device),
-            out: Dense::new(rng, h, vocab, device),
-            hidden: h,
-        }
-    }
-
-    /// Logits [K, N·T, vocab] in fp32.
-    pub fn forward(&self, x: Tensor<B, 2, Int>, c: &Ctx) -> Tensor<B, 3> {
-        let [rows, t] = x.dims();
-        let k = self.embed.dims()[0];
-        let n = rows / k;
-        let dev = x.device();
-        let xg = self
-            .wx
-            .forward(embed(&self.embed, x, c), c)
-            .reshape([k, n, t, 4 * self.hidden]);
-        let hs = match c
-            .is_fp32()
-            .then(|| kernels::lstm_layer(xg.clone(), self.wh.w.val()))
-            .flatten()
-        {
-            Some(hs) => hs.reshape([k, n * t, self.hidden]),
-            None => unroll([k, n, t, self.hidden], &dev, c, |i, h| {
-                step_slice(&xg, i) + self.wh.forward(h, c)
-            }),
-        };
-        c.to_f32(self.out.forward(hs, c))
-    }
-}
-
 /// Runs an LSTM-style recurrence for `t` steps from a zero state: `gates(i, h)` gives the 4·H
 /// pre-activations [K, N, 4H] at step i from the previous hidden state [K, N, H]. Returns the hidden
 /// states [K, N·T, H] (row n·T + i of a member is example n at step i).
-fn unroll<B: Backend>(
+pub(super) fn unroll<B: Backend>(
     [k, n, t, hidden]: [usize; 4],
     dev: &Device<B>,
     c: &Ctx,
@@ -119,144 +69,12 @@ fn unroll<B: Backend>(
     Tensor::stack::<4>(hs, 2).reshape([k, n * t, hidden])
 }
 
-/// Multiplicative LSTM: m = (W_mx·x) ⊙ (W_mh·h); gates = W_x·x + W_m·m + b.
-#[derive(Module, Debug)]
-pub struct Mlstm<B: Backend> {
-    pub embed: Param<Tensor<B, 3>>,
-    pub wmx: Proj<B>,
-    pub wmh: Proj<B>,
-    pub wx: Dense<B>,
-    pub wm: Proj<B>,
-    pub out: Dense<B>,
-    pub hidden: usize,
-}
-
-impl<B: Backend> Mlstm<B> {
-    pub fn new(rng: &mut StdRng, vocab: usize, e: usize, h: usize, device: &Device<B>) -> Self {
-        Mlstm {
-            embed: param(
-                normal(rng, vocab * e, 1.0 / (e as f64).sqrt()),
-                [1, vocab, e],
-                device,
-            ),
-            wmx: Proj::new(rng, e, h, device),
-            wmh: Proj::new(rng, h, h, device),
-            wx: Dense::new(rng, e, 4 * h, device),
-            wm: Proj::new(rng, h, 4 * h, device),
-            out: Dense::new(rng, h, vocab, device),
-            hidden: h,
-        }
-    }
-
-    pub fn forward(&self, x: Tensor<B, 2, Int>, c: &Ctx) -> Tensor<B, 3> {
-        let [rows, t] = x.dims();
-        let k = self.embed.dims()[0];
-        let n = rows / k;
-        let dev = x.device();
-        let e = embed(&self.embed, x, c);
-        let xm = self
-            .wmx
-            .forward(e.clone(), c)
-            .reshape([k, n, t, self.hidden]);
-        let xg = self.wx.forward(e, c).reshape([k, n, t, 4 * self.hidden]);
-        let hs = unroll([k, n, t, self.hidden], &dev, c, |i, h| {
-            let m = step_slice(&xm, i) * self.wmh.forward(h, c);
-            step_slice(&xg, i) + self.wm.forward(m, c)
-        });
-        c.to_f32(self.out.forward(hs, c))
-    }
-}
-
-#[derive(Module, Debug)]
-pub struct Block<B: Backend> {
-    pub ln1: Norm<B>,
-    pub qkv: Dense<B>,
-    pub proj: Dense<B>,
-    pub ln2: Norm<B>,
-    pub ff1: Dense<B>,
-    pub ff2: Dense<B>,
-}
-
-/// Pre-norm causal Transformer LM with learned positions.
-#[derive(Module, Debug)]
-pub struct TransformerLm<B: Backend> {
-    pub tok: Param<Tensor<B, 3>>,
-    pub pos: Param<Tensor<B, 3>>,
-    pub blocks: Vec<Block<B>>,
-    pub ln_f: Norm<B>,
-    pub head: Dense<B>,
-    pub heads: usize,
-}
-
-impl<B: Backend> TransformerLm<B> {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        rng: &mut StdRng,
-        vocab: usize,
-        max_len: usize,
-        d: usize,
-        heads: usize,
-        layers: usize,
-        ff: usize,
-        device: &Device<B>,
-    ) -> Self {
-        let blocks = (0..layers)
-            .map(|_| Block {
-                ln1: Norm::new(d, device),
-                qkv: Dense::new(rng, d, 3 * d, device),
-                proj: Dense::new(rng, d, d, device),
-                ln2: Norm::new(d, device),
-                ff1: Dense::new(rng, d, ff, device),
-                ff2: Dense::new(rng, ff, d, device),
-            })
-            .collect();
-        TransformerLm {
-            tok: param(normal(rng, vocab * d, 0.02), [1, vocab, d], device),
-            pos: param(normal(rng, max_len * d, 0.02), [1, max_len, d], device),
-            blocks,
-            ln_f: Norm::new(d, device),
-            head: Dense::new(rng, d, vocab, device),
-            heads,
-        }
-    }
-
-    pub fn forward(&self, x: Tensor<B, 2, Int>, c: &Ctx) -> Tensor<B, 3> {
-        let [rows, t] = x.dims();
-        let dev = x.device();
-        let [k, max_len, d] = self.pos.dims();
-        let n = rows / k;
-        assert!(t <= max_len, "sequence longer than the model's context");
-        // member k's positions [T, d] added to each of its N sequences
-        let pos = c.w(&self.pos).slice([0..k, 0..t, 0..d]).reshape([k, t * d]);
-        let tokens = embed(&self.tok, x, c).reshape([k, n, t * d]);
-        let mut hdn = per_member_add(tokens, pos).reshape([k, n * t, d]);
-        let mask: Vec<bool> = (0..t * t).map(|i| (i % t) > (i / t)).collect();
-        let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(mask, [t, t]), &dev)
-            .unsqueeze::<4>()
-            .expand([rows, self.heads, t, t]);
-        let dh = d / self.heads;
-        for b in &self.blocks {
-            let a = b.qkv.forward(b.ln1.forward(hdn.clone(), c), c);
-            let mut qkv = a.chunk(3, 2).into_iter();
-            let split = |z: Tensor<B, 3>| z.reshape([rows, t, self.heads, dh]).swap_dims(1, 2);
-            let q = split(qkv.next().unwrap());
-            let kk = split(qkv.next().unwrap());
-            let v = split(qkv.next().unwrap());
-            let scores = c.to_f32(q.matmul(kk.swap_dims(2, 3))) / (dh as f64).sqrt();
-            let att = activation::softmax(scores.mask_fill(mask.clone(), -1e9), 3);
-            let y = c.cast(att).matmul(v).swap_dims(1, 2).reshape([k, n * t, d]);
-            hdn = hdn + b.proj.forward(y, c);
-            let f = activation::gelu(b.ff1.forward(b.ln2.forward(hdn.clone(), c), c));
-            hdn = hdn + b.ff2.forward(f, c);
-        }
-        c.to_f32(self.head.forward(self.ln_f.forward(hdn, c), c))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use burn::backend::{Autodiff, Flex};
+    use burn::tensor::TensorData;
+    use rand::rngs::StdRng;
     use rand::SeedableRng;
 
     type Ad = Autodiff<Flex>;

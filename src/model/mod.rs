@@ -1,23 +1,43 @@
 //! The workloads' models. Every model is a Burn `Module` whose parameters are fp32 master weights;
 //! the forward pass runs in the compute precision of `Ctx` and returns fp32 logits.
 //!
-//! Layering: imports `data`, `workload` and `core`.
+//! **A model family is one file** (`mlp`, `cnn`, `char_lstm`, `mlstm`, `transformer`,
+//! `resnet`, `nqm`):
+//! its spec fields and their validation, the network it builds on the member axis, its label, its
+//! peer description; `family` registers them (the preset's `ModelSpec` and the network `Net`)
+//! and counts parameters and FLOPs on the module a family builds. Shared pieces: `layers` (dense,
+//! conv block, norms, the parameter initialiser `Init`), `conv_bn` (the residual networks'
+//! convolution and batch normalisation), `lm` (the LSTM cell and its unrolling),
+//! `kernels` (the CPU's ops of our own).
+//!
+//! Layering: imports `data` only (the preset types in `workload` hold a `ModelSpec`).
 
+pub mod char_lstm;
+pub mod cnn;
+pub mod conv_bn;
+pub mod family;
+#[cfg(test)]
+mod family_tests;
 pub mod kernels;
 pub mod layers;
 mod lm;
+pub mod mlp;
+pub mod mlstm;
+pub mod nqm;
+pub mod resnet;
+pub mod transformer;
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::{activation, Device, Int, Tensor, TensorData};
-use rand::rngs::StdRng;
-use rand::SeedableRng;
 
+pub use char_lstm::CharLstm;
+pub use family::{Family, Forward, Input, ModelSpec, Net, Network};
 pub use layers::Ctx;
-use layers::{ConvPool, Dense};
-pub use lm::{lstm_cell, lstm_cell_ops, CharLstm, Mlstm, TransformerLm};
-
-use crate::workload::spec::ModelSpec;
+pub use lm::{lstm_cell, lstm_cell_ops};
+pub use mlp::Mlp;
+pub use mlstm::Mlstm;
+pub use transformer::TransformerLm;
 
 /// A batch already on the device.
 #[derive(Clone, Debug)]
@@ -77,6 +97,25 @@ impl<B: Backend> Batch<B> {
             },
         }
     }
+    /// An image batch's (x [K·N, C, H, W], y [K·N]). A text batch here is a bug: the loader
+    /// rejects an image model on a text dataset.
+    pub fn images(&self) -> (&Tensor<B, 4>, &Tensor<B, 1, Int>) {
+        match self {
+            Batch::Images { x, y } => (x, y),
+            Batch::Text { .. } => {
+                panic!("model and batch kinds do not match (validated when the preset loads)")
+            }
+        }
+    }
+    /// A text batch's (x, y) [K·N, T] (as [`Self::images`]).
+    pub fn text(&self) -> (&Tensor<B, 2, Int>, &Tensor<B, 2, Int>) {
+        match self {
+            Batch::Text { x, y } => (x, y),
+            Batch::Images { .. } => {
+                panic!("model and batch kinds do not match (validated when the preset loads)")
+            }
+        }
+    }
     /// Examples `start .. start + len` (along the batch dimension).
     pub fn narrow(&self, start: usize, len: usize) -> Batch<B> {
         match self {
@@ -118,71 +157,28 @@ impl InputShape {
     }
 }
 
-#[derive(Module, Debug)]
-pub struct Mlp<B: Backend> {
-    pub layers: Vec<Dense<B>>,
-}
-
-impl<B: Backend> Mlp<B> {
-    /// x: [K·N, C, H, W] → logits [K, N, classes].
-    pub fn forward(&self, x: Tensor<B, 4>, c: &Ctx) -> Tensor<B, 3> {
-        let k = self.layers[0].w.dims()[0];
-        let [kn, ch, h, w] = x.dims();
-        let mut y = c.cast(x.reshape([k, kn / k, ch * h * w]));
-        let last = self.layers.len() - 1;
-        for (i, l) in self.layers.iter().enumerate() {
-            y = l.forward(y, c);
-            if i < last {
-                y = activation::relu(y);
-            }
-        }
-        c.to_f32(y)
-    }
-}
-
-/// Shallue et al.'s simple CNN: conv5×5-relu-maxpool ×2, dense-relu, dense.
-#[derive(Module, Debug)]
-pub struct Cnn<B: Backend> {
-    pub conv1: ConvPool<B>,
-    pub conv2: ConvPool<B>,
-    pub fc: Dense<B>,
-    pub out: Dense<B>,
-}
-
-impl<B: Backend> Cnn<B> {
-    /// x: [K·N, C, H, W] → logits [K, N, classes]; the convolutions run on NHWC activations (free
-    /// for C = 1), and the dense layer reads the pooled features in (h, w, c) order.
-    pub fn forward(&self, x: Tensor<B, 4>, c: &Ctx) -> Tensor<B, 3> {
-        let k = self.fc.w.dims()[0];
-        let x = if x.dims()[1] == 1 {
-            let [kn, _, h, w] = x.dims();
-            x.reshape([kn, h, w, 1])
-        } else {
-            x.permute([0, 2, 3, 1])
-        };
-        let y = self.conv1.forward(c.cast(x), c);
-        let y = self.conv2.forward(y, c);
-        let [kn, h, w, ch] = y.dims();
-        let y = activation::relu(self.fc.forward(y.reshape([k, kn / k, h * w * ch]), c));
-        c.to_f32(self.out.forward(y, c))
-    }
-}
-
-#[derive(Module, Debug)]
-pub enum Net<B: Backend> {
-    Mlp(Mlp<B>),
-    Cnn(Cnn<B>),
-    CharLstm(CharLstm<B>),
-    Mlstm(Mlstm<B>),
-    Transformer(TransformerLm<B>),
-}
-
 /// Per-batch evaluation sums: summed negative log-likelihood (nats), misclassified count, predictions.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct EvalSums {
     pub nll: f64,
     pub errors: f64,
     pub count: f64,
+}
+
+impl<B: Backend> Forward<B> {
+    /// Logits [K, N, classes] of an image batch and its targets [K·N] (no running statistics).
+    pub fn plain(logits: Tensor<B, 3>, y: Tensor<B, 1, Int>, k: usize) -> Self {
+        let m = y.dims()[0] / k;
+        Forward {
+            logits,
+            targets: y.reshape([k, m]),
+            stats: Vec::new(),
+        }
+    }
+    /// Logits [K, N·T, vocab] of a text batch and its targets [K·N, T].
+    pub fn sequences(logits: Tensor<B, 3>, y: Tensor<B, 2, Int>, k: usize) -> Self {
+        Self::plain(logits, flat_ids(y), k)
+    }
 }
 
 impl<B: Backend> Net<B> {
@@ -194,67 +190,7 @@ impl<B: Backend> Net<B> {
         seed: u64,
         device: &Device<B>,
     ) -> anyhow::Result<Self> {
-        let mut rng = StdRng::seed_from_u64(seed ^ 0x5ca1_ab1e);
-        Ok(match spec {
-            ModelSpec::Mlp { hidden } => {
-                let mut dims = vec![shape.channels * shape.height * shape.width];
-                dims.extend(hidden.iter().copied());
-                dims.push(shape.classes);
-                let layers = dims
-                    .windows(2)
-                    .map(|w| Dense::new(&mut rng, w[0], w[1], device))
-                    .collect();
-                Net::Mlp(Mlp { layers })
-            }
-            ModelSpec::Cnn { channels, dense } => {
-                let conv1 = ConvPool::new(&mut rng, shape.channels, channels[0], 5, device);
-                let conv2 = ConvPool::new(&mut rng, channels[0], channels[1], 5, device);
-                let (h, w) = (shape.height / 4, shape.width / 4);
-                anyhow::ensure!(h > 0 && w > 0, "the CNN needs images of at least 4×4");
-                let fc = Dense::new(&mut rng, channels[1] * h * w, *dense, device);
-                let out = Dense::new(&mut rng, *dense, shape.classes, device);
-                Net::Cnn(Cnn {
-                    conv1,
-                    conv2,
-                    fc,
-                    out,
-                })
-            }
-            ModelSpec::CharLstm { embed, hidden } => Net::CharLstm(CharLstm::new(
-                &mut rng,
-                shape.vocab,
-                *embed,
-                *hidden,
-                device,
-            )),
-            ModelSpec::Mlstm { embed, hidden } => {
-                Net::Mlstm(Mlstm::new(&mut rng, shape.vocab, *embed, *hidden, device))
-            }
-            ModelSpec::Transformer {
-                d_model,
-                heads,
-                layers,
-                ff,
-            } => {
-                anyhow::ensure!(
-                    *heads > 0 && d_model % heads == 0,
-                    "transformer d_model ({d_model}) must be divisible by heads ({heads})"
-                );
-                Net::Transformer(TransformerLm::new(
-                    &mut rng,
-                    shape.vocab,
-                    shape.seq_len,
-                    *d_model,
-                    *heads,
-                    *layers,
-                    *ff,
-                    device,
-                ))
-            }
-            ModelSpec::Nqm { .. } => {
-                anyhow::bail!("the noisy quadratic model is not a neural network; it runs in nqm")
-            }
-        })
+        family::init_one(spec, shape, seed, device)
     }
 
     /// K members, member k initialised exactly as `init` with `seeds[k]` (a fused group of trials).
@@ -280,52 +216,48 @@ impl<B: Backend> Net<B> {
     /// fp32 logits [K, M, classes] and targets [K, M] (M = N examples a member; text is flattened
     /// over time, M = N·T). The batch holds K·N rows, member-major.
     pub fn logits(&self, batch: &Batch<B>, c: &Ctx) -> (Tensor<B, 3>, Tensor<B, 2, Int>) {
-        let k = self.members();
-        let (logits, y) = match (self, batch) {
-            (Net::Mlp(m), Batch::Images { x, y }) => (m.forward(x.clone(), c), y.clone()),
-            (Net::Cnn(m), Batch::Images { x, y }) => (m.forward(x.clone(), c), y.clone()),
-            (Net::CharLstm(m), Batch::Text { x, y }) => {
-                (m.forward(x.clone(), c), flat_ids(y.clone()))
-            }
-            (Net::Mlstm(m), Batch::Text { x, y }) => (m.forward(x.clone(), c), flat_ids(y.clone())),
-            (Net::Transformer(m), Batch::Text { x, y }) => {
-                (m.forward(x.clone(), c), flat_ids(y.clone()))
-            }
-            _ => panic!("model and batch kinds do not match (validated when the preset loads)"),
-        };
-        let m = y.dims()[0] / k;
-        (logits, y.reshape([k, m]))
+        let f = self.network().forward(batch, c);
+        (f.logits, f.targets)
     }
 
     /// Mean cross-entropy (nats) of each member's rows of the batch, computed in fp32: [K].
     pub fn loss(&self, batch: &Batch<B>, c: &Ctx) -> Tensor<B, 1> {
-        let (logits, y) = self.logits(batch, c);
-        cross_entropy(logits, y)
+        self.loss_and_stats(batch, c).0
+    }
+
+    /// [`Self::loss`] and the running statistics this training forward moves (for
+    /// [`Self::with_stats`] after the step; empty for families without them).
+    pub fn loss_and_stats(
+        &self,
+        batch: &Batch<B>,
+        c: &Ctx,
+    ) -> (Tensor<B, 1>, Vec<family::StatUpdate<B>>) {
+        let f = self.network().forward(batch, c);
+        (cross_entropy(f.logits, f.targets), f.stats)
+    }
+
+    /// The model with the running statistics of a training forward ([`Self::loss_and_stats`])
+    /// in place of the old ones: member k's rows where `keep[k]` (a member whose step was skipped
+    /// keeps its old statistics), the parameter ids kept.
+    pub fn with_stats(self, stats: Vec<family::StatUpdate<B>>, keep: &[bool]) -> Self {
+        if stats.is_empty() || !keep.iter().any(|&k| k) {
+            return self;
+        }
+        family::replace_stats(self, stats, keep)
     }
 
     /// Whether [`Self::correct_shared`] serves this model here (the MLP on the CPU in fp32): its
     /// evaluation then takes one copy of the validation rows, not one per member.
     pub fn shares_eval_rows(&self, c: &Ctx) -> bool {
-        matches!(self, Net::Mlp(_)) && c.is_fp32() && kernels::serves_inference::<B>()
+        self.network().shares_eval_rows(c)
     }
 
     /// Each member's correct predictions [K] on a batch of rows that every member scores (one
     /// copy of them: `batch.len()` rows, not K·N): `eval_stats` without the NLL, where
     /// [`Self::shares_eval_rows`] (`kernels::mlp_correct`); `None` elsewhere.
     pub fn correct_shared(&self, batch: &Batch<B>, c: &Ctx) -> Option<Tensor<B, 1>> {
-        let (Net::Mlp(m), Batch::Images { x, y }) = (self, batch) else {
-            return None;
-        };
-        if !c.is_fp32() {
-            return None;
-        }
-        let [n, ch, h, w] = x.dims();
-        let x = x.clone().reshape([n, ch * h * w]);
-        let layers = m.layers.iter().map(|l| (l.w.val(), l.b.val())).collect();
-        let labels: Vec<i64> = y.clone().into_data().iter::<i64>().collect();
-        kernels::mlp_correct(x, layers, &labels)
+        self.network().correct_shared(batch, c)
     }
-
     /// Each member's evaluation statistics of the batch on the device (fp32; counts are exact up to
     /// 2^24 examples a batch), for one read-back of many batches: `[Σ −log p(y), correct
     /// predictions]` per member (K·2 values, member-major) with `with_nll`, else `[correct
@@ -500,7 +432,7 @@ mod tests {
     #[test]
     fn eval_stats_with_and_without_the_nll_agree() {
         let dev = Default::default();
-        let spec = ModelSpec::Mlp { hidden: vec![16] };
+        let spec = ModelSpec::Mlp(crate::model::mlp::MlpSpec { hidden: vec![16] });
         let shape = InputShape::images(1, 4, 4, 5);
         let net = Net::<Flex>::init(&spec, shape, 3, &dev).unwrap();
         let n = 64;
@@ -529,7 +461,8 @@ mod tests {
         );
     }
 
-    /// Every float parameter's gradient, flattened, in the module's order.
+    /// Every trained parameter's gradient, flattened, in the module's order (state without a
+    /// gradient, the running statistics, is skipped).
     fn grads_of<M: burn::module::AutodiffModule<Ad>>(
         m: &M,
         g: &<Ad as burn::tensor::backend::AutodiffBackend>::Gradients,
@@ -540,8 +473,9 @@ mod tests {
         );
         impl ModuleVisitor<Ad> for G<'_> {
             fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<Ad, D>>) {
-                let g = p.val().grad(self.0).expect("a gradient");
-                self.1.push(g.into_data().to_vec::<f32>().unwrap());
+                if let Some(g) = p.val().grad(self.0) {
+                    self.1.push(g.into_data().to_vec::<f32>().unwrap());
+                }
             }
         }
         let mut v = G(g, Vec::new());
@@ -551,32 +485,13 @@ mod tests {
 
     type Ad = burn::backend::Autodiff<Flex>;
 
-    fn batch_for(
-        spec: &ModelSpec,
-        n: usize,
-        salt: usize,
-        dev: &burn::tensor::Device<Ad>,
-    ) -> Batch<Ad> {
-        let f = |i: usize| (((i + salt * 131) * 37 % 101) as f32 / 50.0) - 1.0;
-        match spec {
-            ModelSpec::Mlp { .. } | ModelSpec::Cnn { .. } => {
-                let x: Vec<f32> = (0..n * 64).map(f).collect();
-                let y: Vec<i64> = (0..n).map(|i| ((i + salt) * 7 % 5) as i64).collect();
-                Batch::Images {
-                    x: Tensor::from_data(TensorData::new(x, [n, 1, 8, 8]), dev),
-                    y: Tensor::from_data(TensorData::new(y, [n]), dev),
-                }
-            }
-            _ => {
-                let t = 6;
-                let x: Vec<i64> = (0..n * t).map(|i| ((i + salt) * 13 % 11) as i64).collect();
-                let y: Vec<i64> = (0..n * t).map(|i| ((i + salt) * 5 % 11) as i64).collect();
-                Batch::Text {
-                    x: Tensor::from_data(TensorData::new(x, [n, t]), dev),
-                    y: Tensor::from_data(TensorData::new(y, [n, t]), dev),
-                }
-            }
-        }
+    fn batch_for(spec: &ModelSpec, n: usize, salt: usize) -> Batch<Ad> {
+        let shape = super::family_tests::every_family()
+            .into_iter()
+            .find(|(s, _)| s.family().input() == spec.family().input())
+            .expect("a family of this input")
+            .1;
+        super::family_tests::batch_of(shape, 1, n, salt)
     }
 
     fn cat_batches(parts: Vec<Batch<Ad>>) -> Batch<Ad> {
@@ -616,46 +531,13 @@ mod tests {
     #[test]
     fn a_member_of_a_group_computes_what_it_computes_alone() {
         let dev = Default::default();
-        let specs = [
-            ModelSpec::Mlp {
-                hidden: vec![16, 8],
-            },
-            ModelSpec::Cnn {
-                channels: [3, 4],
-                dense: 6,
-            },
-            ModelSpec::CharLstm {
-                embed: 5,
-                hidden: 7,
-            },
-            ModelSpec::Mlstm {
-                embed: 5,
-                hidden: 6,
-            },
-            ModelSpec::Transformer {
-                d_model: 8,
-                heads: 2,
-                layers: 2,
-                ff: 12,
-            },
-        ];
         let seeds = [3u64, 7, 11];
-        for spec in &specs {
-            let shape = match spec {
-                ModelSpec::Mlp { .. } | ModelSpec::Cnn { .. } => InputShape::images(1, 8, 8, 5),
-                _ => InputShape {
-                    channels: 0,
-                    height: 0,
-                    width: 0,
-                    classes: 11,
-                    vocab: 11,
-                    seq_len: 6,
-                },
-            };
+        for (spec, shape) in &super::family_tests::every_family() {
+            let (spec, shape) = (spec, *shape);
             let n = 4;
             let group = Net::<Ad>::init_group(spec, shape, &seeds, &dev).unwrap();
             assert_eq!(group.members(), 3);
-            let parts: Vec<Batch<Ad>> = (0..3).map(|k| batch_for(spec, n, k, &dev)).collect();
+            let parts: Vec<Batch<Ad>> = (0..3).map(|k| batch_for(spec, n, k)).collect();
             let batch = cat_batches(parts.clone());
             let c = Ctx::fp32();
             let gl = group.loss(&batch, &c);
@@ -743,31 +625,8 @@ mod tests {
     #[test]
     fn a_nan_in_one_member_never_reaches_another() {
         let dev = Default::default();
-        let specs = [
-            ModelSpec::Mlp { hidden: vec![8] },
-            ModelSpec::Cnn {
-                channels: [2, 3],
-                dense: 4,
-            },
-            ModelSpec::CharLstm {
-                embed: 3,
-                hidden: 4,
-            },
-        ];
-        for spec in &specs {
-            let images = matches!(spec, ModelSpec::Mlp { .. } | ModelSpec::Cnn { .. });
-            let shape = if images {
-                InputShape::images(1, 8, 8, 5)
-            } else {
-                InputShape {
-                    channels: 0,
-                    height: 0,
-                    width: 0,
-                    classes: 11,
-                    vocab: 11,
-                    seq_len: 6,
-                }
-            };
+        for (spec, shape) in &super::family_tests::every_family() {
+            let (spec, shape) = (spec, *shape);
             let group = Net::<Ad>::init_group(spec, shape, &[1, 2, 3], &dev).unwrap();
             // member 1's weights are NaN (as after a diverged step)
             let group = {
@@ -791,7 +650,7 @@ mod tests {
                 }
                 group.map(&mut Poison)
             };
-            let parts: Vec<Batch<Ad>> = (0..3).map(|k| batch_for(spec, 4, k, &dev)).collect();
+            let parts: Vec<Batch<Ad>> = (0..3).map(|k| batch_for(spec, 4, k)).collect();
             let l = group.loss(&cat_batches(parts), &Ctx::fp32());
             let lv = l.clone().inner().into_data().to_vec::<f32>().unwrap();
             assert!(

@@ -306,7 +306,7 @@ fn import_preset(
         description,
         workload: Workload {
             dataset: None,
-            model: ModelSpec::Mlp { hidden: vec![] },
+            model: ModelSpec::Mlp(crate::model::mlp::MlpSpec { hidden: vec![] }),
             optimizer,
             target,
             targets: Vec::new(),

@@ -146,8 +146,8 @@ pub struct BenchReport {
     pub char_lstm: Option<StepPoint>,
     pub presets: Vec<PresetPoint>,
     pub concurrency: Vec<ConcurrencyPoint>,
-    /// The small CNN at B = 128 as fused trial groups (K = 1 and 8, all threads; empty with
-    /// `--mlp-only`).
+    /// Fused trial groups at B = 128 (all threads; empty with `--mlp-only`): the small CNN with
+    /// K = 1 and 8, the `mnist-resnet-momentum` ResNet with K = 1 and 4.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fused: Vec<GroupPoint>,
     /// This machine's sgemm rate (GFLOP/s, all threads), measured in the same run as `fused`.
@@ -218,15 +218,18 @@ impl StepCase {
     /// preset's lr 0.2 (tested against the preset file).
     pub fn small_cnn() -> Self {
         StepCase {
-            spec: ModelSpec::Cnn {
+            spec: ModelSpec::Cnn(crate::model::cnn::CnnSpec {
                 channels: [8, 16],
                 dense: 32,
-            },
+            }),
             shape: InputShape::images(1, 14, 14, 10),
             optimizer: OptimizerKind::Sgd,
             metaparams: Metaparams {
                 learning_rate: 0.2,
-                ..Self::momentum_28x28(ModelSpec::Mlp { hidden: vec![] }).metaparams
+                ..Self::momentum_28x28(ModelSpec::Mlp(crate::model::mlp::MlpSpec {
+                    hidden: vec![],
+                }))
+                .metaparams
             },
             clip: None,
         }
@@ -237,10 +240,10 @@ impl StepCase {
     /// β2 0.999, ε 1e-8, lr 0.003) after global-norm clipping at 1.0 (tested against the preset file).
     pub fn char_lstm() -> Self {
         StepCase {
-            spec: ModelSpec::CharLstm {
+            spec: ModelSpec::CharLstm(crate::model::char_lstm::CharLstmSpec {
                 embed: 32,
                 hidden: 64,
-            },
+            }),
             shape: InputShape {
                 channels: 0,
                 height: 0,
@@ -404,18 +407,18 @@ pub fn mlp_step_examples_per_s<B: AutodiffBackend>(
     precision: Precision,
     device: &Device<B>,
 ) -> f64 {
-    let spec = ModelSpec::Mlp {
+    let spec = ModelSpec::Mlp(crate::model::mlp::MlpSpec {
         hidden: vec![hidden],
-    };
+    });
     step_examples_per_s::<B>(&spec, batch, 20, steps, precision, device)
 }
 
 /// The paper-size MNIST CNN (Shallue et al.): 5×5 convs with 32 and 64 channels, dense 1024.
 pub fn cnn_paper_spec() -> ModelSpec {
-    ModelSpec::Cnn {
+    ModelSpec::Cnn(crate::model::cnn::CnnSpec {
         channels: [32, 64],
         dense: 1024,
-    }
+    })
 }
 
 /// Runs the benchmark. Ours and the peer alternate within each round; the best round of each is kept.
@@ -752,13 +755,17 @@ pub fn render_tables(r: &BenchReport) -> String {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "Fused trial groups: the small CNN, K trials as one program (all threads), B = 128 per trial"
+            "Fused trial groups: K trials as one program (all threads), B = 128 per trial"
         );
-        let _ = writeln!(out, "       K     examples/s   ms/step   GFLOP/s-equiv");
+        let _ = writeln!(
+            out,
+            "model                K     examples/s   ms/step   GFLOP/s-equiv"
+        );
         for g in &r.fused {
             let _ = writeln!(
                 out,
-                "{:>8} {:>14.0} {:>9.2} {:>15}",
+                "{:<12} {:>8} {:>14.0} {:>9.2} {:>15}",
+                g.model,
                 g.members,
                 g.examples_per_s,
                 g.ms_per_step,

@@ -1,5 +1,5 @@
-//! `bench`'s fused trial groups: the small CNN as groups of K trials, in GFLOP/s-equivalent beside
-//! this machine's sgemm rate.
+//! `bench`'s fused trial groups: the small CNN and the CPU ResNet preset's network as groups of K
+//! trials, in GFLOP/s-equivalent beside this machine's sgemm rate.
 
 use std::time::Instant;
 
@@ -25,32 +25,10 @@ pub struct GroupPoint {
     pub gflops: Option<f64>,
 }
 
-/// Multiply-add FLOPs of one training example of a simple CNN (`spec`, "same" 5×5 convolutions,
-/// 2×2 pools, one dense layer) or an MLP on `shape`: the forward's gemms × 3 (forward, and the
-/// backward's two products per layer). None for the other models.
+/// Multiply-add FLOPs of one training example of `spec` on `shape`, counted on the module the
+/// family builds (`ModelSpec::train_flops`: the forward's products × 3). None for the NQM.
 pub fn train_flops_per_example(spec: &ModelSpec, shape: InputShape) -> Option<f64> {
-    let fwd = match spec {
-        ModelSpec::Cnn { channels, dense } => {
-            let (mut h, mut w, mut c) = (shape.height, shape.width, shape.channels);
-            let mut f = 0.0;
-            for &co in channels {
-                f += 2.0 * (h * w * c * 25 * co) as f64;
-                (h, w, c) = (h / 2, w / 2, co);
-            }
-            f + 2.0 * (h * w * c * dense) as f64 + 2.0 * (dense * shape.classes) as f64
-        }
-        ModelSpec::Mlp { hidden } => {
-            let mut fan = shape.channels * shape.height * shape.width;
-            let mut f = 0.0;
-            for &h in hidden.iter().chain(std::iter::once(&shape.classes)) {
-                f += 2.0 * (fan * h) as f64;
-                fan = h;
-            }
-            f
-        }
-        _ => return None,
-    };
-    Some(3.0 * fwd)
+    spec.train_flops(shape).ok().flatten()
 }
 
 /// This machine's sgemm rate in GFLOP/s on all threads (the gemm crate the CPU kernels call):
@@ -80,23 +58,50 @@ pub fn machine_sgemm_gflops() -> f64 {
     2.0 * (n * n * n) as f64 / best / 1e9
 }
 
-/// The small CNN at B = 128 as fused groups of 1 and 8 trials, best of `rounds`.
+/// The small CNN at B = 128 as fused groups of 1 and 8 trials, and the ResNet of
+/// `mnist-resnet-momentum` as groups of 1 and 4, best of `rounds` each.
 pub(super) fn fused_points(steps: usize, precision: Precision, rounds: usize) -> Vec<GroupPoint> {
-    let case = StepCase::small_cnn();
+    let mut out = group_points(
+        "small-cnn",
+        &StepCase::small_cnn(),
+        &[1, 8],
+        steps,
+        precision,
+        rounds,
+    );
+    out.extend(group_points(
+        "resnet-8 w4",
+        &StepCase::resnet_mnist14(),
+        &[1, 4],
+        steps / 4,
+        precision,
+        rounds,
+    ));
+    out
+}
+
+/// `case` at B = 128 as fused groups of each of `ks` trials (about `steps` / K timed steps).
+fn group_points(
+    model: &str,
+    case: &StepCase,
+    ks: &[usize],
+    steps: usize,
+    precision: Precision,
+    rounds: usize,
+) -> Vec<GroupPoint> {
     let flops = train_flops_per_example(&case.spec, case.shape);
     let dev = Default::default();
-    [1usize, 8]
-        .into_iter()
-        .map(|k| {
+    ks.iter()
+        .map(|&k| {
             let n = (steps / k).max(5);
             let mut eps = 0.0f64;
             for _ in 0..rounds {
                 eps = eps.max(case_group_examples_per_s::<crate::train::runner::CpuTrain>(
-                    &case, k, 128, 5, n, precision, &dev,
+                    case, k, 128, 5, n, precision, &dev,
                 ));
             }
             GroupPoint {
-                model: "small-cnn".into(),
+                model: model.into(),
                 members: k,
                 batch: 128,
                 examples_per_s: eps,
@@ -105,4 +110,24 @@ pub(super) fn fused_points(steps: usize, precision: Precision, rounds: usize) ->
             }
         })
         .collect()
+}
+
+impl StepCase {
+    /// The `mnist-resnet-momentum` preset's model and optimizer: 14×14×1 images, ResNet-8 of
+    /// width 4 with ghost batch normalisation over 16 examples, SGD momentum 0.9 at lr 0.05
+    /// (tested against the preset file).
+    pub fn resnet_mnist14() -> Self {
+        StepCase {
+            spec: ModelSpec::Resnet(crate::model::resnet::ResNetSpec {
+                depth: 8,
+                width: 4,
+                batch_norm: crate::model::conv_bn::BnMode::Ghost,
+                ghost_batch: Some(16),
+            }),
+            shape: InputShape::images(1, 14, 14, 10),
+            optimizer: crate::workload::spec::OptimizerKind::Momentum,
+            metaparams: crate::workload::spec::Metaparams::new(0.05, 0.9),
+            clip: None,
+        }
+    }
 }

@@ -39,24 +39,44 @@ fn the_step_cases_are_the_presets_models() {
     );
     assert_eq!(w.dataset.as_ref().unwrap().seq_len, c.shape.seq_len);
     assert_eq!((c.shape.vocab, c.shape.seq_len), (256, 32));
+
+    let (_, resnet) = find_preset("mnist-resnet-momentum").unwrap();
+    let c = StepCase::resnet_mnist14();
+    let w = &resnet.workload;
+    assert_eq!(w.model, c.spec);
+    assert_eq!(w.optimizer, c.optimizer);
+    assert_eq!(w.dataset.as_ref().unwrap().downsample, Some(2));
+    assert_eq!(
+        (w.defaults.learning_rate, w.defaults.momentum),
+        (c.metaparams.learning_rate, c.metaparams.momentum)
+    );
 }
 
-/// The small CNN's training FLOPs per example, by hand: conv 14·14·1·25·8 and 7·7·8·25·16
-/// multiply-adds, dense 3·3·16·32 and 32·10, × 2 for a multiply-add, × 3 with the backward.
+/// The training FLOPs per example, by hand: the small CNN's conv 14·14·1·25·8 and 7·7·8·25·16
+/// multiply-adds, dense 3·3·16·32 and 32·10; the char-LSTM's W_x (32 → 4·64), W_h (64 → 4·64) and
+/// readout (64 → 256) at each of 32 steps; × 2 for a multiply-add, × 3 with the backward.
 #[test]
-fn flops_per_example_of_the_small_cnn() {
+fn flops_per_example_of_the_step_cases() {
     let c = StepCase::small_cnn();
     let fwd = 2.0 * (14 * 14 * 25 * 8 + 7 * 7 * 8 * 25 * 16 + 3 * 3 * 16 * 32 + 32 * 10) as f64;
     assert_eq!(train_flops_per_example(&c.spec, c.shape), Some(3.0 * fwd));
     let lstm = StepCase::char_lstm();
-    assert_eq!(train_flops_per_example(&lstm.spec, lstm.shape), None);
+    let fwd = 2.0 * 32.0 * (32 * 4 * 64 + 64 * 4 * 64 + 64 * 256) as f64;
+    assert_eq!(
+        train_flops_per_example(&lstm.spec, lstm.shape),
+        Some(3.0 * fwd)
+    );
 }
 
 /// A fused group's step through the bench path (K members, clipping per member) runs.
 #[test]
 fn fused_groups_of_both_step_cases_train() {
     let dev = Default::default();
-    for case in [StepCase::small_cnn(), StepCase::char_lstm()] {
+    for case in [
+        StepCase::small_cnn(),
+        StepCase::char_lstm(),
+        StepCase::resnet_mnist14(),
+    ] {
         let eps = case_group_examples_per_s::<super::super::runner::CpuTrain>(
             &case,
             3,

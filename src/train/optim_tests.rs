@@ -216,3 +216,106 @@ fn our_adam_is_burns_adam() {
         assert_eq!(vals(a.w.val().inner()), vals(b.w.val().inner()), "step {s}");
     }
 }
+
+/// Batch normalisation's running statistics are state, not parameters: they get no gradient, so
+/// the one-replica exchange and its clipping norm, the noise scale's norm and the optimizer's
+/// update (momentum, Adam) leave them bit for bit while the weights move; `Net::with_stats` is
+/// what moves them, to the values the training forward computed.
+#[test]
+fn running_statistics_are_untouched_by_every_gradient_path() {
+    use crate::model::conv_bn::BnMode;
+    use crate::model::family::UNTRAINED;
+    use crate::model::resnet::ResNetSpec;
+    use crate::model::{Batch, Ctx, InputShape, ModelSpec, Net};
+    use burn::module::{Module, ModuleVisitor};
+    use burn::tensor::Int;
+
+    /// (id, values) of each running statistic.
+    type Stats = Vec<(ParamId, Vec<f32>)>;
+    /// The running statistics, and the values of every trained parameter.
+    fn split(net: &Net<Ad>) -> (Stats, Vec<Vec<f32>>) {
+        struct V(usize, Stats, Vec<Vec<f32>>);
+        impl ModuleVisitor<Ad> for V {
+            fn enter_module(&mut self, _: &str, container: &str) {
+                if container == UNTRAINED || self.0 > 0 {
+                    self.0 += 1;
+                }
+            }
+            fn exit_module(&mut self, _: &str, _: &str) {
+                self.0 = self.0.saturating_sub(1);
+            }
+            fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<Ad, D>>) {
+                let v = p.val().inner().into_data().to_vec::<f32>().unwrap();
+                if self.0 > 0 {
+                    self.1.push((p.id, v));
+                } else {
+                    self.2.push(v);
+                }
+            }
+        }
+        let mut v = V(0, Vec::new(), Vec::new());
+        net.visit(&mut v);
+        (v.1, v.2)
+    }
+
+    let dev = Default::default();
+    let spec = ModelSpec::Resnet(ResNetSpec {
+        depth: 8,
+        width: 3,
+        batch_norm: BnMode::Ghost,
+        ghost_batch: Some(2),
+    });
+    let shape = InputShape::images(1, 6, 6, 3);
+    let k = 2;
+    let n = 4;
+    let x: Vec<f32> = (0..k * n * 36)
+        .map(|i| ((i * 29 % 53) as f32 / 26.0) - 1.0)
+        .collect();
+    let y: Vec<i64> = (0..k * n).map(|i| (i % 3) as i64).collect();
+    let batch = Batch::Images {
+        x: Tensor::from_data(TensorData::new(x, [k * n, 1, 6, 6]), &dev),
+        y: Tensor::<Ad, 1, Int>::from_data(TensorData::new(y, [k * n]), &dev),
+    };
+    for kind in [OptimizerKind::Momentum, OptimizerKind::Adam] {
+        let net = Net::<Ad>::init_group(&spec, shape, &[5, 6], &dev).unwrap();
+        let (stats_before, weights_before) = split(&net);
+        assert_eq!(stats_before.len(), 14);
+        let (loss, stats) = net.loss_and_stats(&batch, &Ctx::fp32());
+        let g = GradientsParams::from_grads(loss.sum().backward(), &net);
+        for (id, _) in &stats_before {
+            assert!(
+                g.get::<Flex, 2>(*id).is_none(),
+                "{kind:?}: a running statistic's gradient"
+            );
+        }
+        let r = super::super::exchange::Reduced::single(&net, g, k);
+        let sq: Vec<f32> = r.global_sq.clone().into_data().to_vec().unwrap();
+        assert!(sq.iter().all(|v| v.is_finite() && *v > 0.0));
+        let g = r.into_grads(&net);
+        let noise_sq = super::super::grads::sq_norm(&net, &g, k);
+        assert_eq!(noise_sq.into_data().to_vec::<f32>().unwrap(), sq);
+        let mp = Metaparams::new(0.1, 0.9);
+        let mut opt = Opt::<Ad>::group(kind, &[mp.clone(), mp]);
+        let plan = [MemberStep::plain(0.1); 2];
+        let stepped = opt.step_members(net, g, &plan);
+        let (stats_after, weights_after) = split(&stepped);
+        assert_eq!(
+            stats_after, stats_before,
+            "{kind:?}: the update moved a running statistic"
+        );
+        assert!(
+            weights_after != weights_before,
+            "{kind:?}: the weights moved"
+        );
+        let want: Vec<Vec<f32>> = stats
+            .iter()
+            .map(|(_, t)| t.clone().inner().into_data().to_vec::<f32>().unwrap())
+            .collect();
+        let (moved, _) = split(&stepped.with_stats(stats, &[true, true]));
+        let moved: Vec<Vec<f32>> = moved.into_iter().map(|(_, v)| v).collect();
+        assert_eq!(
+            moved, want,
+            "{kind:?}: with_stats puts in the forward's values"
+        );
+    }
+}

@@ -20,6 +20,7 @@ use super::grads;
 use super::optim::{MemberStep, Opt};
 use crate::core::panic_message;
 use crate::data::{self, Dataset};
+use crate::model::family::StatUpdate;
 use crate::model::{Batch, Ctx, EvalSums, Net};
 
 /// A one-element-per-member tensor on the inner (non-autodiff) backend: values the step reads back.
@@ -156,10 +157,15 @@ impl<B: AutodiffBackend> Worker<B> {
         }
     }
 
-    /// Each member's mean loss (on the device, not read) and the gradients of Σ_k loss_k ×
-    /// `scales[k]` (member k's gradients are its loss × its loss scale's).
-    fn backward(&self, batch: &Batch<B>, scales: &[f64]) -> (InnerTensor<B>, GradientsParams) {
-        let loss = self.net().loss(batch, &self.ctx);
+    /// Each member's mean loss (on the device, not read), the gradients of Σ_k loss_k ×
+    /// `scales[k]` (member k's gradients are its loss × its loss scale's) and the running
+    /// statistics the forward moved (`Net::with_stats`; none for most families).
+    fn backward(
+        &self,
+        batch: &Batch<B>,
+        scales: &[f64],
+    ) -> (InnerTensor<B>, GradientsParams, Vec<StatUpdate<B>>) {
+        let (loss, stats) = self.net().loss_and_stats(batch, &self.ctx);
         let value = loss.clone().inner();
         let total = if scales.iter().all(|s| *s == 1.0) {
             loss.sum()
@@ -171,7 +177,7 @@ impl<B: AutodiffBackend> Worker<B> {
             (loss * Tensor::<B, 1>::from_data(TensorData::new(s, [k]), &self.device)).sum()
         };
         let g = total.backward();
-        (value, GradientsParams::from_grads(g, self.net()))
+        (value, GradientsParams::from_grads(g, self.net()), stats)
     }
 
     /// One training step of every member. Everything the coordinator needs (losses, norms, the
@@ -188,7 +194,7 @@ impl<B: AutodiffBackend> Worker<B> {
         let t0 = Instant::now();
         let batch = self.batch(&shard);
         let scales: Vec<f64> = plans.iter().map(|p| p.loss_scale).collect();
-        let (loss, g) = self.backward(&batch, &scales);
+        let (loss, g, stats) = self.backward(&batch, &scales);
         // One worker, sampled step: each member's gradient of the first half of its batch beside
         // the whole one's, |g − g_half|² for tr(Σ). The update uses the whole batch's gradient
         // either way, so sampling never changes the trajectory.
@@ -196,7 +202,8 @@ impl<B: AutodiffBackend> Worker<B> {
         let (half, noise_s) = if sample && self.world == 1 && n >= 2 {
             let t_half = Instant::now();
             let h = n / 2;
-            let (_, gh) = self.backward(&batch.narrow_members(k, 0, h), &scales);
+            // (its running statistics are dropped: sampling never changes the trajectory)
+            let (_, gh, _) = self.backward(&batch.narrow_members(k, 0, h), &scales);
             let d = grads::sq_dist(self.net(), &g, &gh, k);
             (Some((n, h, d)), t_half.elapsed().as_secs_f64())
         } else {
@@ -263,7 +270,11 @@ impl<B: AutodiffBackend> Worker<B> {
         if steps.iter().any(|s| s.apply) {
             let g = reduced.into_grads(self.net());
             let model = self.model.take().expect("the replica");
-            self.model = Some(self.opt.step_members(model, g, &steps));
+            let model = self.opt.step_members(model, g, &steps);
+            // the running statistics (batch normalisation) move with the step: a member whose
+            // step is skipped keeps its old ones, as it keeps its weights
+            let applied: Vec<bool> = steps.iter().map(|s| s.apply).collect();
+            self.model = Some(model.with_stats(stats, &applied));
         }
         Ok(Report {
             loss,

@@ -2,9 +2,8 @@
 //! compatibility, sizes against the data and memory) and returns each problem with the key it is
 //! about; `load` locates the key in the file.
 
-use super::spec::{
-    DatasetSpec, Decay, Metric, ModelSpec, Preset, SearchSpace, SweepDefaults, Workload,
-};
+use super::spec::{DatasetSpec, Decay, Metric, Preset, SearchSpace, SweepDefaults, Workload};
+use crate::model::{Input, InputShape};
 
 /// One key path segment: a table key or an array index.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,12 +92,10 @@ fn check_names(p: &Preset, out: &mut Vec<Problem>) {
 
 /// Model ↔ dataset ↔ metric, and the target value in the metric's range.
 fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
-    let (needs, metric) = match &w.model {
-        ModelSpec::Mlp { .. } | ModelSpec::Cnn { .. } => (Some(true), Metric::ValError),
-        ModelSpec::CharLstm { .. } | ModelSpec::Mlstm { .. } | ModelSpec::Transformer { .. } => {
-            (Some(false), Metric::ValBpc)
-        }
-        ModelSpec::Nqm { .. } => (None, Metric::NqmLoss),
+    let (needs, metric) = match w.model.family().input() {
+        Input::Images => (Some(true), Metric::ValError),
+        Input::Text => (Some(false), Metric::ValBpc),
+        Input::None => (None, Metric::NqmLoss),
     };
     let model = w.model.short_name();
     match (&w.dataset, needs) {
@@ -225,62 +222,11 @@ fn check_targets(w: &Workload, out: &mut Vec<Problem>) {
     }
 }
 
-/// Layer sizes > 0, heads dividing d_model, the NQM's preconditioning power.
+/// The model family's own fields (`Family::problems`: sizes > 0, heads dividing d_model, the
+/// NQM's preconditioning power, …).
 fn check_model_sizes(w: &Workload, out: &mut Vec<Problem>) {
-    let positive = |k: &'static str, zero: bool| -> (&'static str, bool, String) {
-        (k, zero, format!("{k} must be > 0"))
-    };
-    let model_checks: Vec<(&'static str, bool, String)> = match &w.model {
-        ModelSpec::Mlp { hidden } => vec![(
-            "hidden",
-            hidden.contains(&0),
-            "hidden layer widths must be > 0".into(),
-        )],
-        ModelSpec::Cnn { channels, dense } => vec![
-            (
-                "channels",
-                channels.contains(&0),
-                "conv channels must be > 0".into(),
-            ),
-            ("dense", *dense == 0, "dense width must be > 0".into()),
-        ],
-        ModelSpec::CharLstm { embed, hidden } | ModelSpec::Mlstm { embed, hidden } => {
-            vec![
-                positive("embed", *embed == 0),
-                positive("hidden", *hidden == 0),
-            ]
-        }
-        ModelSpec::Transformer {
-            d_model,
-            heads,
-            layers,
-            ff,
-        } => vec![
-            positive("d_model", *d_model == 0),
-            (
-                "heads",
-                *heads == 0 || !d_model.is_multiple_of(*heads.max(&1)),
-                format!("heads {heads} must be > 0 and divide d_model {d_model}"),
-            ),
-            positive("layers", *layers == 0),
-            positive("ff", *ff == 0),
-        ],
-        ModelSpec::Nqm {
-            dim,
-            precondition_power,
-        } => vec![
-            positive("dim", *dim == 0),
-            (
-                "precondition_power",
-                !(0.0..=1.0).contains(precondition_power),
-                format!("precondition_power {precondition_power} must be in [0, 1]"),
-            ),
-        ],
-    };
-    for (k, wrong, message) in model_checks {
-        if wrong {
-            bad(out, &["workload", "model", k], message);
-        }
+    for (k, message) in w.model.family().problems() {
+        bad(out, &["workload", "model", k], message);
     }
 }
 
@@ -625,6 +571,9 @@ pub fn batch_size_problem(w: &super::spec::Workload, b: usize, workers: usize) -
             "batch size {b} is not divisible by workers {workers} (each worker gets B/G examples)"
         ));
     }
+    if let Some(why) = w.model.family().batch_problem(b / workers.max(1)) {
+        return Some(format!("batch size {b}: {why}"));
+    }
     if let Some((n_train, _)) = image_split_sizes(w) {
         if b > n_train {
             return Some(format!(
@@ -641,63 +590,37 @@ pub fn available_memory() -> Option<u64> {
     crate::data::read::available_memory()
 }
 
-/// Approximate trainable parameter count of the model (f64: absurd sizes must not overflow).
-pub fn approx_params(w: &super::spec::Workload) -> f64 {
-    let g = w.dataset.as_ref().and_then(|d| d.geometry());
-    let (c_in, h, wd) = w
-        .dataset
-        .as_ref()
+/// The input shape a preset's model is built for, as far as the preset says (a named image
+/// dataset's geometry after `downsample`; files: 1 channel, 10 classes; text: its vocabulary and
+/// `seq_len`): what the memory check counts parameters on.
+pub fn nominal_shape(w: &Workload) -> InputShape {
+    let d = w.dataset.as_ref();
+    let g = d.and_then(|d| d.geometry());
+    let (c, h, wd) = d
         .and_then(|d| {
             let g = d.geometry()?;
             let f = d.downsample.unwrap_or(1).max(1);
-            Some((
-                g.channels as f64,
-                (g.height / f).max(1) as f64,
-                (g.width / f).max(1) as f64,
-            ))
+            Some((g.channels, (g.height / f).max(1), (g.width / f).max(1)))
         })
-        .unwrap_or((1.0, 1.0, 1.0));
-    let classes = g.map_or(10.0, |g| g.classes as f64);
-    let vocab = w
-        .dataset
-        .as_ref()
-        .and_then(|d| d.vocab_size())
-        .unwrap_or(256) as f64;
-    match &w.model {
-        ModelSpec::Mlp { hidden } => {
-            let mut prev = c_in * h * wd;
-            let mut p = 0.0;
-            for &x in hidden {
-                p += (prev + 1.0) * x as f64;
-                prev = x as f64;
-            }
-            p + (prev + 1.0) * classes
-        }
-        ModelSpec::Cnn { channels, dense } => {
-            let mut prev = c_in;
-            let mut p = 0.0;
-            for &c in channels {
-                p += 25.0 * prev * c as f64 + c as f64;
-                prev = c as f64;
-            }
-            p + (prev * h * wd + 1.0) * *dense as f64 + (*dense as f64 + 1.0) * classes
-        }
-        ModelSpec::CharLstm { embed, hidden } | ModelSpec::Mlstm { embed, hidden } => {
-            let (e, hd) = (*embed as f64, *hidden as f64);
-            vocab * e + 8.0 * (e + hd + 1.0) * hd + (hd + 1.0) * vocab
-        }
-        ModelSpec::Transformer {
-            d_model,
-            layers,
-            ff,
-            ..
-        } => {
-            let (d, f, l) = (*d_model as f64, *ff as f64, *layers as f64);
-            let seq = w.dataset.as_ref().map_or(1.0, |d| d.seq_len as f64);
-            vocab * d + seq * d + l * (4.0 * d * d + 2.0 * d * f + 8.0 * d) + (d + 1.0) * vocab
-        }
-        ModelSpec::Nqm { dim, .. } => 4.0 * *dim as f64,
+        .unwrap_or((1, 1, 1));
+    InputShape {
+        channels: c,
+        height: h,
+        width: wd,
+        classes: g.map_or(10, |g| g.classes),
+        vocab: d.and_then(|d| d.vocab_size()).unwrap_or(256),
+        seq_len: d.map_or(1, |d| d.seq_len.clamp(1, 1 << 16)),
     }
+}
+
+/// Trained parameters of one member, counted on the network the family builds for
+/// [`nominal_shape`] (f64: absurd sizes must not overflow); `None` while the family reports
+/// problems with its fields (they are reported instead) or the network cannot be built.
+pub fn model_params(w: &Workload) -> Option<f64> {
+    if !w.model.family().problems().is_empty() {
+        return None;
+    }
+    w.model.param_count(nominal_shape(w)).ok()
 }
 
 /// Sizes that would crash on allocation or make no sense: trial/thread counts, batch sizes
@@ -837,17 +760,14 @@ fn check_data_sizes(w: &Workload, d: &DatasetSpec, out: &mut Vec<Problem>) {
 /// times the replicas of the trials running at once.
 fn check_model_memory(p: &Preset, memory: Option<u64>, out: &mut Vec<Problem>) {
     let (w, sw) = (&p.workload, &p.sweep);
-    let params = approx_params(w);
+    let Some(params) = model_params(w) else {
+        return;
+    };
     let replicas =
         (sw.workers.clamp(1, MAX_WORKERS) * sw.concurrency.clamp(1, MAX_CONCURRENCY)) as f64;
     let need = params * 16.0 * replicas;
     let limit = memory.map_or(f64::INFINITY, |m| m as f64);
-    let model_key: &'static str = match &w.model {
-        ModelSpec::Mlp { .. } | ModelSpec::CharLstm { .. } | ModelSpec::Mlstm { .. } => "hidden",
-        ModelSpec::Cnn { .. } => "channels",
-        ModelSpec::Transformer { .. } => "d_model",
-        ModelSpec::Nqm { .. } => "dim",
-    };
+    let model_key = w.model.family().size_key();
     let gib = |b: f64| b / (1u64 << 30) as f64;
     if params > 2e10 || need > limit {
         bad(

@@ -2,7 +2,8 @@
 //! optimizer and runner uses (`applied`). (The one override/validation path for flags and Setup
 //! fields is `sweep::overrides`: it edits a sweep.)
 //!
-//! Layering: imports `data` only.
+//! Layering: imports `data` and `model` (a preset's `[workload.model]` is a `model::ModelSpec`: each
+//! family validates its own fields).
 pub mod applied;
 pub mod check;
 pub mod load;

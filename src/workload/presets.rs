@@ -13,6 +13,18 @@ pub const PRESETS_DIR_ENV: &str = "SCALING_LAB_PRESETS_DIR";
 /// from anywhere: (name, TOML text). A test checks that every `presets/*.toml` is here.
 pub const EMBEDDED_PRESETS: &[(&str, &str)] = &[
     (
+        "cifar10-resnet8-adam",
+        include_str!("../../presets/cifar10-resnet8-adam.toml"),
+    ),
+    (
+        "cifar10-resnet8-momentum",
+        include_str!("../../presets/cifar10-resnet8-momentum.toml"),
+    ),
+    (
+        "cifar10-resnet8-sgd",
+        include_str!("../../presets/cifar10-resnet8-sgd.toml"),
+    ),
+    (
         "digits-mlp-adam",
         include_str!("../../presets/digits-mlp-adam.toml"),
     ),
@@ -75,6 +87,10 @@ pub const EMBEDDED_PRESETS: &[(&str, &str)] = &[
     (
         "mnist-cnn-sgd",
         include_str!("../../presets/mnist-cnn-sgd.toml"),
+    ),
+    (
+        "mnist-resnet-momentum",
+        include_str!("../../presets/mnist-resnet-momentum.toml"),
     ),
     ("nqm-adam", include_str!("../../presets/nqm-adam.toml")),
     (

@@ -5,6 +5,9 @@ use serde::{Deserialize, Serialize};
 
 /// The dataset of a workload belongs to the data layer (its sources, formats and checks).
 pub use crate::data::spec::{Augment, CifarLabel, DatasetSpec, Format, Layout, Part, TokenType};
+/// The `[workload.model]` table: defined by the model families (`crate::model::family`), each
+/// family's fields in its own file.
+pub use crate::model::ModelSpec;
 
 /// One TOML file under `presets/`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -79,10 +82,7 @@ impl Workload {
     pub fn nqm(dim: usize, optimizer: OptimizerKind, target: f64) -> Workload {
         Workload {
             dataset: None,
-            model: ModelSpec::Nqm {
-                dim,
-                precondition_power: 0.5,
-            },
+            model: ModelSpec::Nqm(crate::model::nqm::NqmSpec::new(dim)),
             optimizer,
             target: Target {
                 metric: Metric::NqmLoss,
@@ -119,56 +119,6 @@ impl Workload {
             at = at.max(grown.div_ceil(every) * every);
         }
         at
-    }
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum ModelSpec {
-    /// Fully connected ReLU network.
-    Mlp { hidden: Vec<usize> },
-    /// Shallue et al.'s "simple CNN": two 5×5 conv + 2×2 max-pool layers, then a dense layer.
-    Cnn { channels: [usize; 2], dense: usize },
-    /// Character-level LSTM language model.
-    CharLstm { embed: usize, hidden: usize },
-    /// Character-level multiplicative LSTM (Krause et al.; Puri et al.).
-    Mlstm { embed: usize, hidden: usize },
-    /// Small pre-norm causal Transformer language model.
-    Transformer {
-        d_model: usize,
-        heads: usize,
-        layers: usize,
-        ff: usize,
-    },
-    /// Noisy quadratic model (Zhang et al. 2019): d dimensions, curvature h_i = 1/i.
-    Nqm {
-        dim: usize,
-        /// Preconditioning power p used by the "adam" optimizer (P = H^-p).
-        #[serde(default = "default_precondition")]
-        precondition_power: f64,
-    },
-}
-
-fn default_precondition() -> f64 {
-    0.5
-}
-
-impl ModelSpec {
-    pub fn is_language_model(&self) -> bool {
-        matches!(
-            self,
-            ModelSpec::CharLstm { .. } | ModelSpec::Mlstm { .. } | ModelSpec::Transformer { .. }
-        )
-    }
-    pub fn short_name(&self) -> &'static str {
-        match self {
-            ModelSpec::Mlp { .. } => "mlp",
-            ModelSpec::Cnn { .. } => "cnn",
-            ModelSpec::CharLstm { .. } => "char-lstm",
-            ModelSpec::Mlstm { .. } => "mlstm",
-            ModelSpec::Transformer { .. } => "transformer",
-            ModelSpec::Nqm { .. } => "nqm",
-        }
     }
 }
 

@@ -142,7 +142,7 @@ pub fn digits_workload() -> Workload {
             val_fraction: 0.2,
             ..DatasetSpec::named("digits")
         }),
-        model: ModelSpec::Mlp { hidden: vec![64] },
+        model: ModelSpec::Mlp(scaling_lab::model::mlp::MlpSpec { hidden: vec![64] }),
         optimizer: OptimizerKind::Momentum,
         target: Target {
             metric: Metric::ValError,

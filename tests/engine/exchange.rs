@@ -73,9 +73,9 @@ fn train_both(
     let (world, steps) = (2, 3);
     let mp = Metaparams::new(0.05, 0.9);
     let model: Net<B> = Net::init(
-        &ModelSpec::Mlp {
+        &ModelSpec::Mlp(scaling_lab::model::mlp::MlpSpec {
             hidden: vec![32, 16],
-        },
+        }),
         shape(),
         5,
         &Default::default(),

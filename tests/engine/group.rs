@@ -1,9 +1,9 @@
 //! Fused trial groups are exact: a trial trained in a group reproduces the same trial trained
 //! alone (same seed, same metaparameters) — the training loss of every one of its first 50 steps
 //! within 1e-5 relative, and the same outcome and steps — for every model family (MLP, CNN, LSTM,
-//! mLSTM, Transformer) and optimizer (SGD, momentum, Nesterov, Adam), in fp32 and fp16, with one
-//! member diverging inside the group, and on two data-parallel workers. Real trainings on the
-//! bundled data.
+//! mLSTM, Transformer, ResNet with batch normalisation) and optimizer (SGD, momentum, Nesterov,
+//! Adam), in fp32 and fp16, with one member diverging inside the group, and on two data-parallel
+//! workers. Real trainings on the bundled data.
 
 use crate::common;
 
@@ -196,6 +196,18 @@ fn the_language_models_train_as_they_would_alone() {
         let s = specs(&w, 8, &[1.0, 0.5, 2.0], Precision::Fp32, 1);
         assert_members_equal_solo(preset, &w, &s);
     }
+}
+
+/// The ResNet with ghost batch normalisation: every member's normalisation statistics, running
+/// averages and evaluations (which read them) are its own, in a group as alone, on one worker
+/// and on two (each worker normalising its own shard).
+#[test]
+fn the_resnet_with_batch_norm_trains_as_it_would_alone() {
+    let w = workload("mnist-resnet-momentum", 30);
+    let s = specs(&w, 32, &[1.0, 0.5, 2.0], Precision::Fp32, 1);
+    assert_members_equal_solo("resnet", &w, &s);
+    let s = specs(&w, 32, &[1.0, 0.5], Precision::Fp32, 2);
+    assert_members_equal_solo("resnet on two workers", &w, &s);
 }
 
 #[test]

@@ -95,7 +95,13 @@ fn adam_matches_the_pytorch_update_rule_computed_by_hand() {
 fn all_reduced_shard_gradients_equal_the_full_batch_gradient() {
     let dev = Default::default();
     let shape = InputShape::images(1, 8, 8, 10);
-    let model: Net<B> = Net::init(&ModelSpec::Mlp { hidden: vec![32] }, shape, 3, &dev).unwrap();
+    let model: Net<B> = Net::init(
+        &ModelSpec::Mlp(scaling_lab::model::mlp::MlpSpec { hidden: vec![32] }),
+        shape,
+        3,
+        &dev,
+    )
+    .unwrap();
     let n = 64;
     let x: Vec<f32> = (0..n * 64).map(|i| ((i * 37 % 17) as f32) / 16.0).collect();
     let y: Vec<i64> = (0..n).map(|i| (i * 7 % 10) as i64).collect();

@@ -16,6 +16,7 @@ mod corpus_flags;
 mod corpus_inputs;
 mod golden_reports;
 mod presets_bundled;
+mod presets_cifar;
 mod presets_invalid;
 mod presets_user;
 mod pty_headless;

@@ -64,7 +64,7 @@ fn sparse_rows(n: usize) -> Vec<f32> {
 fn both_on(hidden: Vec<usize>, k: usize, x: Vec<f32>, poison: Poison) -> (Vec<f64>, Vec<f64>) {
     let n = x.len() / 64;
     let dev = Default::default();
-    let spec = ModelSpec::Mlp { hidden };
+    let spec = ModelSpec::Mlp(crate::model::mlp::MlpSpec { hidden });
     let shape = InputShape::images(1, 8, 8, 10);
     let seeds: Vec<u64> = (0..k as u64).map(|s| 11 + 7 * s).collect();
     let mut net = Net::<Flex>::init_group(&spec, shape, &seeds, &dev).unwrap();
@@ -170,7 +170,7 @@ fn the_kept_tiles_follow_the_rows_and_labels() {
 #[ignore]
 fn mlp_eval_speed() {
     let dev = Default::default();
-    let spec = ModelSpec::Mlp { hidden: vec![64] };
+    let spec = ModelSpec::Mlp(crate::model::mlp::MlpSpec { hidden: vec![64] });
     let shape = InputShape::images(1, 8, 8, 10);
     let (k, n) = (10, 360);
     let seeds: Vec<u64> = (0..k as u64).collect();

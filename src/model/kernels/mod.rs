@@ -10,6 +10,12 @@
 //!   activations (h and c come out as one [K, N, 2H] tensor, split by the caller's slices);
 //! * [`lstm_layer`]: a whole LSTM recurrence (every step's gemm and cell) as one op, with
 //!   backpropagation through time in one pass;
+//! * [`conv_grouped`]: the residual networks' convolution (k×k, stride 1 or 2, members folded into
+//!   the channels): im2col per task of a few images of one member, one gemm each; backward two
+//!   gemms and a col2im;
+//! * [`batch_norm_train`] / [`batch_norm_eval`]: the residual networks' batch normalisation
+//!   (ghost batches, statistics in f64 per channel; backward in two passes); evaluation one
+//!   affine pass with the running averages;
 //! * [`cross_entropy`]: mean softmax cross-entropy per member (a vectorised log-sum-exp per row;
 //!   backward softmax − one-hot);
 //! * [`mlp_correct`]: an MLP's correct predictions per member on rows they all score (evaluation:
@@ -19,7 +25,9 @@
 //! Every kernel works on the member axis (K trials fused) and treats members independently: a NaN in
 //! one member's rows never reaches another's outputs or gradients.
 
+mod bn;
 mod conv;
+mod conv_group;
 mod dense;
 pub mod flex;
 pub mod gemm;
@@ -205,6 +213,92 @@ pub fn conv_pool<B: Backend>(
             same(tensor_from::<Flex, 4>(y)).ok()
         }
     }
+}
+
+/// The residual networks' convolution ([`crate::model::conv_bn::Conv`]) on the CPU: x [N, K·Cin,
+/// H, W], w [K, Cout, Cin, k, k], "same" padding, `stride` → [N, K·Cout, H', W']. `None` off the
+/// CPU or outside f32.
+pub fn conv_grouped<B: Backend>(
+    x: Tensor<B, 4>,
+    w: Tensor<B, 5>,
+    stride: usize,
+) -> Option<Tensor<B, 4>> {
+    if !(is_f32(&x) && is_f32(&w)) {
+        return None;
+    }
+    match cpu::<B>()? {
+        Cpu::Autodiff => {
+            let (x, w) = (
+                same::<_, Tensor<Ad, 4>>(x).ok()?,
+                same::<_, Tensor<Ad, 5>>(w).ok()?,
+            );
+            same(tensor_from::<Ad, 4>(conv_group::conv_ad(
+                float_of(x),
+                float_of(w),
+                stride,
+            )))
+            .ok()
+        }
+        Cpu::Inner => {
+            let (x, w) = (
+                same::<_, Tensor<Flex, 4>>(x).ok()?,
+                same::<_, Tensor<Flex, 5>>(w).ok()?,
+            );
+            let (y, _) = conv_group::forward(&float_of(x), &float_of(w), stride, false);
+            same(tensor_from::<Flex, 4>(y)).ok()
+        }
+    }
+}
+
+/// Training batch normalisation ([`crate::model::conv_bn::BatchNorm`]) on the CPU: x [N, K·C,
+/// H, W] (members folded into the channels), γ and β [K, C] → (y, the batch's mean and unbiased
+/// variance [K, C] for the running averages, untracked). `None` off the CPU's autodiff backend or
+/// outside f32.
+pub fn batch_norm_train<B: Backend>(
+    x: Tensor<B, 4>,
+    gamma: Tensor<B, 2>,
+    beta: Tensor<B, 2>,
+    ghost: usize,
+    eps: f64,
+) -> Option<(Tensor<B, 4>, Tensor<B, 2>, Tensor<B, 2>)> {
+    if !(is_f32(&x) && is_f32(&gamma) && is_f32(&beta)) {
+        return None;
+    }
+    let Cpu::Autodiff = cpu::<B>()? else {
+        return None;
+    };
+    let [k, c] = gamma.dims();
+    let dev = x.device();
+    let (x, gamma, beta) = (
+        same::<_, Tensor<Ad, 4>>(x).ok()?,
+        same::<_, Tensor<Ad, 2>>(gamma).ok()?,
+        same::<_, Tensor<Ad, 2>>(beta).ok()?,
+    );
+    let (y, mean, var) =
+        bn::batch_norm_ad(float_of(x), float_of(gamma), float_of(beta), ghost, eps);
+    let stat =
+        |v: Vec<f32>| Tensor::<B, 2>::from_data(burn::tensor::TensorData::new(v, [k, c]), &dev);
+    Some((same(tensor_from::<Ad, 4>(y)).ok()?, stat(mean), stat(var)))
+}
+
+/// Evaluation batch normalisation on the CPU (Flex, no autodiff): y = (x − mean)/√(var + ε)·γ
+/// + β per channel of x [N, K·C, H, W], the other arguments [K, C]. `None` elsewhere.
+pub fn batch_norm_eval<B: Backend>(
+    x: Tensor<B, 4>,
+    [gamma, beta, mean, var]: [Tensor<B, 2>; 4],
+    eps: f64,
+) -> Option<Tensor<B, 4>> {
+    if !is_f32(&x) {
+        return None;
+    }
+    let Cpu::Inner = cpu::<B>()? else {
+        return None;
+    };
+    let read = |t: Tensor<B, 2>| t.into_data().to_vec::<f32>().ok();
+    let (g, b, m, v) = (read(gamma)?, read(beta)?, read(mean)?, read(var)?);
+    let x = same::<_, Tensor<Flex, 4>>(x).ok()?;
+    let y = bn::eval(&float_of(x), &g, &b, &m, &v, eps);
+    same(tensor_from::<Flex, 4>(y)).ok()
 }
 
 /// The LSTM cell ([`crate::model::lstm_cell`]) on the CPU: gates [K, N, 4H] (i, f, o, u), c_prev

@@ -319,25 +319,7 @@ fn field_value(app: &App, f: Field) -> String {
 }
 
 pub fn model_text(m: &ModelSpec) -> String {
-    match m {
-        ModelSpec::Mlp { hidden } => format!(
-            "mlp {}",
-            hidden
-                .iter()
-                .map(|h| h.to_string())
-                .collect::<Vec<_>>()
-                .join("-")
-        ),
-        ModelSpec::Cnn { channels, dense } => {
-            format!("cnn {}-{}-{}", channels[0], channels[1], dense)
-        }
-        ModelSpec::CharLstm { hidden, .. } => format!("char-lstm {hidden}"),
-        ModelSpec::Mlstm { hidden, .. } => format!("mlstm {hidden}"),
-        ModelSpec::Transformer {
-            d_model, layers, ..
-        } => format!("transformer {layers}×{d_model}"),
-        ModelSpec::Nqm { dim, .. } => format!("nqm d={dim}"),
-    }
+    m.family().label()
 }
 
 pub fn dataset_text(d: Option<&DatasetSpec>) -> String {

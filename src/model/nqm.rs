@@ -1,0 +1,64 @@
+//! The noisy quadratic model's spec (Zhang et al. 2019): d dimensions, curvature h_i = 1/i. It is
+//! a family of `[workload.model]` without a network: the closed-form model runs in `crate::nqm`.
+
+use serde::{Deserialize, Serialize};
+
+use super::family::{Family, Input};
+
+/// `kind = "nqm"`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NqmSpec {
+    pub dim: usize,
+    /// Preconditioning power p used by the "adam" optimizer (P = H^-p).
+    #[serde(default = "default_precondition")]
+    pub precondition_power: f64,
+}
+
+fn default_precondition() -> f64 {
+    0.5
+}
+
+impl NqmSpec {
+    /// d dimensions, p = 0.5.
+    pub fn new(dim: usize) -> Self {
+        NqmSpec {
+            dim,
+            precondition_power: default_precondition(),
+        }
+    }
+    /// Values of state a trial keeps (the mean, its variance and the two optimizer slots per
+    /// dimension): what the memory check counts.
+    pub fn state_values(&self) -> f64 {
+        4.0 * self.dim as f64
+    }
+}
+
+impl Family for NqmSpec {
+    fn kind(&self) -> &'static str {
+        "nqm"
+    }
+    fn input(&self) -> Input {
+        Input::None
+    }
+    fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if self.dim == 0 {
+            out.push(("dim", "dim must be > 0".to_string()));
+        }
+        let p = self.precondition_power;
+        if !(0.0..=1.0).contains(&p) {
+            out.push((
+                "precondition_power",
+                format!("precondition_power {p} must be in [0, 1]"),
+            ));
+        }
+        out
+    }
+    fn label(&self) -> String {
+        format!("nqm d={}", self.dim)
+    }
+    fn size_key(&self) -> &'static str {
+        "dim"
+    }
+}
