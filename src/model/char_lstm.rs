@@ -30,33 +30,55 @@ pub(super) fn recurrent_problems(embed: usize, hidden: usize) -> Vec<(&'static s
         .collect()
 }
 
-impl Family for CharLstmSpec {
-    fn kind(&self) -> &'static str {
-        "char-lstm"
-    }
-    fn input(&self) -> Input {
-        Input::Text
-    }
-    fn problems(&self) -> Vec<(&'static str, String)> {
-        recurrent_problems(self.embed, self.hidden)
-    }
-    fn label(&self) -> String {
-        format!("char-lstm {}", self.hidden)
-    }
-    fn size_key(&self) -> &'static str {
-        "hidden"
-    }
-}
+/// A recurrent LM family's [`Family`] facts and its `build`, the same for every spec of an
+/// embedding and a hidden width (`kind`: the preset's name; `net`: the module it builds).
+macro_rules! recurrent_family {
+    ($spec:ident, $kind:literal, $net:ident) => {
+        impl Family for $spec {
+            fn kind(&self) -> &'static str {
+                $kind
+            }
+            fn input(&self) -> Input {
+                Input::Text
+            }
+            fn problems(&self) -> Vec<(&'static str, String)> {
+                super::char_lstm::recurrent_problems(self.embed, self.hidden)
+            }
+            fn label(&self) -> String {
+                format!(concat!($kind, " {}"), self.hidden)
+            }
+            fn size_key(&self) -> &'static str {
+                "hidden"
+            }
+        }
 
-impl CharLstmSpec {
-    pub fn build<B: Backend>(
-        &self,
-        init: &mut Init<'_, B>,
-        shape: InputShape,
-    ) -> anyhow::Result<CharLstm<B>> {
-        Ok(CharLstm::init(init, shape.vocab, self.embed, self.hidden))
-    }
+        impl<B: Backend> $net<B> {
+            /// One member drawn from `rng` (vocabulary, embedding and hidden widths).
+            pub fn new(
+                rng: &mut StdRng,
+                vocab: usize,
+                e: usize,
+                h: usize,
+                device: &Device<B>,
+            ) -> Self {
+                Self::init(&mut Init::new(rng, device), vocab, e, h)
+            }
+        }
+
+        impl $spec {
+            pub fn build<B: Backend>(
+                &self,
+                init: &mut Init<'_, B>,
+                shape: InputShape,
+            ) -> anyhow::Result<$net<B>> {
+                Ok($net::init(init, shape.vocab, self.embed, self.hidden))
+            }
+        }
+    };
 }
+pub(super) use recurrent_family;
+
+recurrent_family!(CharLstmSpec, "char-lstm", CharLstm);
 
 #[derive(Module, Debug)]
 pub struct CharLstm<B: Backend> {
@@ -68,10 +90,6 @@ pub struct CharLstm<B: Backend> {
 }
 
 impl<B: Backend> CharLstm<B> {
-    pub fn new(rng: &mut StdRng, vocab: usize, e: usize, h: usize, device: &Device<B>) -> Self {
-        Self::init(&mut Init::new(rng, device), vocab, e, h)
-    }
-
     /// One member from `init`: the embedding (Normal(0, 1/√e)), W_x, W_h, the readout.
     pub fn init(init: &mut Init<'_, B>, vocab: usize, e: usize, h: usize) -> Self {
         CharLstm {
@@ -109,12 +127,9 @@ impl<B: Backend> CharLstm<B> {
 
 impl<B: Backend> Network<B> for CharLstm<B> {
     fn forward(&self, batch: &Batch<B>, c: &Ctx) -> Forward<B> {
-        let (x, y) = batch.text();
-        Forward::sequences(
-            CharLstm::forward(self, x.clone(), c),
-            y.clone(),
-            self.embed.dims()[0],
-        )
+        Forward::of_text(batch, self.embed.dims()[0], |x| {
+            CharLstm::forward(self, x, c)
+        })
     }
 
     /// One sequence of `seq_len` bytes: the input projection, the recurrence and the readout at

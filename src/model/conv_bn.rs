@@ -114,7 +114,7 @@ impl<B: Backend> Conv<B> {
             .reshape([n * k * h * w, cin]);
         let zero = rows.clone().slice([0..1, 0..cin]).zeros_like();
         let padded = Tensor::cat(vec![rows, zero], 0);
-        let idx = im2col_index::<B>([n, k, h, w], kh, self.stride, &padded.device());
+        let idx = super::layers::im2col_index::<B>([n, k, h, w], kh, self.stride, &padded.device());
         // [K, N·H'·W', kh·kw·cin] (kernel offset major, then input channel)
         let cols = padded
             .select(0, idx)
@@ -129,73 +129,6 @@ impl<B: Backend> Conv<B> {
             .permute([1, 0, 3, 2])
             .reshape([n, k * cout, ho, wo])
     }
-}
-
-/// Row indices of the im2col gather over rows (image n, member m, y, x) of a [N·K·H·W + 1, cin]
-/// table whose last row is zero: for member m, output pixel (n, i, j) and kernel offset (a, b),
-/// the input row at (i·s + a − p, j·s + b − p), or the zero row outside the image. Ordered
-/// member-major, then (n, i, j), then (a, b). Cached per thread and shape.
-fn im2col_index<B: Backend>(
-    [n, k, h, w]: [usize; 4],
-    kernel: usize,
-    stride: usize,
-    device: &burn::tensor::Device<B>,
-) -> Tensor<B, 1, Int> {
-    use std::any::{Any, TypeId};
-    use std::cell::RefCell;
-    use std::collections::HashMap;
-    type Key = (TypeId, String, [usize; 6]);
-    thread_local! {
-        static CACHE: RefCell<HashMap<Key, Box<dyn Any>>> = RefCell::new(HashMap::new());
-    }
-    let key: Key = (
-        TypeId::of::<B>(),
-        format!("{device:?}"),
-        [n, k, h, w, kernel, stride],
-    );
-    if let Some(t) = CACHE.with(|c| {
-        c.borrow()
-            .get(&key)
-            .and_then(|b| b.downcast_ref::<Tensor<B, 1, Int>>().cloned())
-    }) {
-        return t;
-    }
-    let p = (kernel / 2) as isize;
-    let out = |len: usize| (len + 2 * (kernel / 2) - kernel) / stride + 1;
-    let (ho, wo) = (out(h), out(w));
-    let zero_row = (n * k * h * w) as i64;
-    let mut idx = Vec::with_capacity(k * n * ho * wo * kernel * kernel);
-    for m in 0..k {
-        for img in 0..n {
-            let base = ((img * k + m) * h * w) as i64;
-            for i in 0..ho as isize {
-                for j in 0..wo as isize {
-                    for a in 0..kernel as isize {
-                        for b in 0..kernel as isize {
-                            let si = i * stride as isize + a - p;
-                            let sj = j * stride as isize + b - p;
-                            let inside = si >= 0 && sj >= 0 && si < h as isize && sj < w as isize;
-                            idx.push(if inside {
-                                base + (si * w as isize + sj) as i64
-                            } else {
-                                zero_row
-                            });
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let len = idx.len();
-    let t = Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [len]), device);
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        if c.len() >= 32 {
-            c.clear();
-        }
-        c.insert(key, Box::new(t.clone()));
-    });
-    t
 }
 
 /// Running averages of a batch normalisation's statistics, [K, C] each: state, not parameters

@@ -362,7 +362,7 @@ impl<B: Backend> ConvPool<B> {
         // one zero row at index `rows`: the padding
         let zero = flat.clone().slice([0..1, 0..cin]).zeros_like();
         let padded = Tensor::cat(vec![flat, zero], 0);
-        let idx = im2col_index::<B>(kn, h, w, k, &padded.device());
+        let idx = im2col_index::<B>([kn, 1, h, w], k, 1, &padded.device());
         let cols = padded
             .select(0, idx)
             .reshape([members, n * h * w, k * k * cin]);
@@ -452,23 +452,28 @@ pub fn gemm_conv<B: Backend>() -> bool {
     super::kernels::flex::is_cpu::<B>()
 }
 
-/// Row indices of the im2col gather: for output pixel (n, i, j) and kernel offset (a, b) the input row
-/// n·H·W + (i+a−p)·W + (j+b−p), or the zero row N·H·W outside the image. Cached per thread and shape.
-fn im2col_index<B: Backend>(
-    n: usize,
-    h: usize,
-    w: usize,
-    k: usize,
-    device: &Device<B>,
+/// Row indices of the im2col gather over rows (image n, member m, y, x) of a [N·K·H·W + 1, cin]
+/// table whose last row is zero: for member m, output pixel (n, i, j) and kernel offset (a, b),
+/// the input row at (i·s + a − p, j·s + b − p), or the zero row outside the image. Ordered
+/// member-major, then (n, i, j), then (a, b). Cached per thread and shape.
+pub(super) fn im2col_index<B: Backend>(
+    [n, k, h, w]: [usize; 4],
+    kernel: usize,
+    stride: usize,
+    device: &burn::tensor::Device<B>,
 ) -> Tensor<B, 1, Int> {
     use std::any::{Any, TypeId};
     use std::cell::RefCell;
     use std::collections::HashMap;
-    type Key = (TypeId, String, usize, usize, usize, usize);
+    type Key = (TypeId, String, [usize; 6]);
     thread_local! {
         static CACHE: RefCell<HashMap<Key, Box<dyn Any>>> = RefCell::new(HashMap::new());
     }
-    let key: Key = (TypeId::of::<B>(), format!("{device:?}"), n, h, w, k);
+    let key: Key = (
+        TypeId::of::<B>(),
+        format!("{device:?}"),
+        [n, k, h, w, kernel, stride],
+    );
     if let Some(t) = CACHE.with(|c| {
         c.borrow()
             .get(&key)
@@ -476,23 +481,27 @@ fn im2col_index<B: Backend>(
     }) {
         return t;
     }
-    let p = (k / 2) as isize;
-    let zero_row = (n * h * w) as i64;
-    let mut idx = Vec::with_capacity(n * h * w * k * k);
-    for img in 0..n {
-        let base = (img * h * w) as i64;
-        for i in 0..h as isize {
-            for j in 0..w as isize {
-                for a in 0..k as isize {
-                    for b in 0..k as isize {
-                        let (si, sj) = (i + a - p, j + b - p);
-                        idx.push(
-                            if si >= 0 && sj >= 0 && si < h as isize && sj < w as isize {
+    let p = (kernel / 2) as isize;
+    let out = |len: usize| (len + 2 * (kernel / 2) - kernel) / stride + 1;
+    let (ho, wo) = (out(h), out(w));
+    let zero_row = (n * k * h * w) as i64;
+    let mut idx = Vec::with_capacity(k * n * ho * wo * kernel * kernel);
+    for m in 0..k {
+        for img in 0..n {
+            let base = ((img * k + m) * h * w) as i64;
+            for i in 0..ho as isize {
+                for j in 0..wo as isize {
+                    for a in 0..kernel as isize {
+                        for b in 0..kernel as isize {
+                            let si = i * stride as isize + a - p;
+                            let sj = j * stride as isize + b - p;
+                            let inside = si >= 0 && sj >= 0 && si < h as isize && sj < w as isize;
+                            idx.push(if inside {
                                 base + (si * w as isize + sj) as i64
                             } else {
                                 zero_row
-                            },
-                        );
+                            });
+                        }
                     }
                 }
             }
@@ -502,7 +511,7 @@ fn im2col_index<B: Backend>(
     let t = Tensor::<B, 1, Int>::from_data(TensorData::new(idx, [len]), device);
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        if c.len() >= 16 {
+        if c.len() >= 32 {
             c.clear();
         }
         c.insert(key, Box::new(t.clone()));

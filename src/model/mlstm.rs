@@ -7,7 +7,6 @@ use burn::tensor::{Device, Int, Tensor};
 use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 
-use super::char_lstm::recurrent_problems;
 use super::family::{Family, Forward, Input, Network};
 use super::layers::{embed, Ctx, Dense, Init, Proj};
 use super::lm::{step_slice, unroll};
@@ -21,33 +20,7 @@ pub struct MlstmSpec {
     pub hidden: usize,
 }
 
-impl Family for MlstmSpec {
-    fn kind(&self) -> &'static str {
-        "mlstm"
-    }
-    fn input(&self) -> Input {
-        Input::Text
-    }
-    fn problems(&self) -> Vec<(&'static str, String)> {
-        recurrent_problems(self.embed, self.hidden)
-    }
-    fn label(&self) -> String {
-        format!("mlstm {}", self.hidden)
-    }
-    fn size_key(&self) -> &'static str {
-        "hidden"
-    }
-}
-
-impl MlstmSpec {
-    pub fn build<B: Backend>(
-        &self,
-        init: &mut Init<'_, B>,
-        shape: InputShape,
-    ) -> anyhow::Result<Mlstm<B>> {
-        Ok(Mlstm::init(init, shape.vocab, self.embed, self.hidden))
-    }
-}
+super::char_lstm::recurrent_family!(MlstmSpec, "mlstm", Mlstm);
 
 #[derive(Module, Debug)]
 pub struct Mlstm<B: Backend> {
@@ -61,10 +34,6 @@ pub struct Mlstm<B: Backend> {
 }
 
 impl<B: Backend> Mlstm<B> {
-    pub fn new(rng: &mut StdRng, vocab: usize, e: usize, h: usize, device: &Device<B>) -> Self {
-        Self::init(&mut Init::new(rng, device), vocab, e, h)
-    }
-
     /// One member from `init`: the embedding (Normal(0, 1/√e)), W_mx, W_mh, W_x, W_m, the readout.
     pub fn init(init: &mut Init<'_, B>, vocab: usize, e: usize, h: usize) -> Self {
         Mlstm {
@@ -99,12 +68,7 @@ impl<B: Backend> Mlstm<B> {
 
 impl<B: Backend> Network<B> for Mlstm<B> {
     fn forward(&self, batch: &Batch<B>, c: &Ctx) -> Forward<B> {
-        let (x, y) = batch.text();
-        Forward::sequences(
-            Mlstm::forward(self, x.clone(), c),
-            y.clone(),
-            self.embed.dims()[0],
-        )
+        Forward::of_text(batch, self.embed.dims()[0], |x| Mlstm::forward(self, x, c))
     }
 
     /// One sequence of `seq_len` bytes: every projection at every step.

@@ -179,6 +179,17 @@ impl<B: Backend> Forward<B> {
     pub fn sequences(logits: Tensor<B, 3>, y: Tensor<B, 2, Int>, k: usize) -> Self {
         Self::plain(logits, flat_ids(y), k)
     }
+
+    /// A language model of `k` members on a text batch: `logits` of its inputs, scored against
+    /// the next bytes.
+    pub fn of_text(
+        batch: &Batch<B>,
+        k: usize,
+        logits: impl FnOnce(Tensor<B, 2, Int>) -> Tensor<B, 3>,
+    ) -> Self {
+        let (x, y) = batch.text();
+        Self::sequences(logits(x.clone()), y.clone(), k)
+    }
 }
 
 impl<B: Backend> Net<B> {

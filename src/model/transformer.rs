@@ -190,12 +190,9 @@ impl<B: Backend> TransformerLm<B> {
 
 impl<B: Backend> Network<B> for TransformerLm<B> {
     fn forward(&self, batch: &Batch<B>, c: &Ctx) -> Forward<B> {
-        let (x, y) = batch.text();
-        Forward::sequences(
-            TransformerLm::forward(self, x.clone(), c),
-            y.clone(),
-            self.tok.dims()[0],
-        )
+        Forward::of_text(batch, self.tok.dims()[0], |x| {
+            TransformerLm::forward(self, x, c)
+        })
     }
 
     /// One sequence of `seq_len` bytes: every dense layer at every position, and attention's two

@@ -376,21 +376,7 @@ fn unused_key(root: &DeTable<'_>, p: &Preset) -> Option<(usize, String)> {
 /// it the error names the file alone.
 pub fn preset_error_at(path: &Path, keys: &[KeySeg], message: impl Into<String>) -> PresetError {
     let message = message.into();
-    let embedded = path
-        .strip_prefix(EMBEDDED_PREFIX)
-        .ok()
-        .and_then(|rest| rest.file_stem())
-        .and_then(|stem| {
-            EMBEDDED_PRESETS
-                .iter()
-                .find(|(n, _)| std::ffi::OsStr::new(n) == stem)
-                .map(|(_, t)| t.to_string())
-        });
-    let text = embedded.or_else(|| {
-        crate::data::files::read_regular(path)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-    });
+    let text = preset_text(path);
     let located = text.as_deref().and_then(|t| {
         let tree = DeTable::parse(t).ok()?;
         let preset: Preset = toml::from_str(t).ok()?;
@@ -405,9 +391,9 @@ pub fn preset_error_at(path: &Path, keys: &[KeySeg], message: impl Into<String>)
     }
 }
 
-/// Whether the preset file at `path` (an embedded preset too) sets the key at `keys` (table
-/// path): a value that is not in the file is a default nobody chose.
-pub fn sets_key(path: &Path, keys: &[&str]) -> bool {
+/// The text of the preset at `path`: an embedded preset's (`<bundled>/NAME.toml`), else the
+/// file's, if it reads as UTF-8.
+fn preset_text(path: &Path) -> Option<String> {
     let embedded = path
         .strip_prefix(EMBEDDED_PREFIX)
         .ok()
@@ -418,11 +404,17 @@ pub fn sets_key(path: &Path, keys: &[&str]) -> bool {
                 .find(|(n, _)| std::ffi::OsStr::new(n) == stem)
                 .map(|(_, t)| t.to_string())
         });
-    let text = embedded.or_else(|| {
+    embedded.or_else(|| {
         crate::data::files::read_regular(path)
             .ok()
             .and_then(|b| String::from_utf8(b).ok())
-    });
+    })
+}
+
+/// Whether the preset file at `path` (an embedded preset too) sets the key at `keys` (table
+/// path): a value that is not in the file is a default nobody chose.
+pub fn sets_key(path: &Path, keys: &[&str]) -> bool {
+    let text = preset_text(path);
     text.and_then(|t| {
         let tree = DeTable::parse(&t).ok()?;
         key_offset(tree.get_ref(), keys)

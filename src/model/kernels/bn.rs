@@ -20,6 +20,7 @@ use burn_flex::FlexTensor;
 use rayon::prelude::*;
 use std::sync::Arc;
 
+use super::flex::register_grads;
 use super::{contiguous, tensor_of, values, Ad};
 
 /// Shapes of one call.
@@ -252,20 +253,16 @@ impl Backward<Flex, 3> for BnBackward {
     type State = Saved;
 
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let [node_x, node_g, node_b] = ops.parents;
         let grad = grads.consume::<Flex>(&ops.node);
         let s = &ops.state;
         let (dx, dg, db) = backward(s, &grad);
         let shape = s.x.layout().shape().to_vec();
-        for (node, g, shape) in [
-            (node_x, dx, &shape),
-            (node_g, dg, &s.gamma_shape),
-            (node_b, db, &s.gamma_shape),
-        ] {
-            if let Some(node) = node {
-                grads.register::<Flex>(node.id, tensor_of(g, shape));
-            }
-        }
+        let (dg, db) = (tensor_of(dg, &s.gamma_shape), tensor_of(db, &s.gamma_shape));
+        register_grads!(
+            grads,
+            ops.parents,
+            [Some(tensor_of(dx, &shape)), Some(dg), Some(db)]
+        );
     }
 }
 

@@ -20,6 +20,7 @@ use burn::backend::Flex;
 use burn::tensor::ops::FloatTensor;
 use burn_flex::FlexTensor;
 
+use super::flex::register_grads;
 use super::gemm::{matmul, Strides};
 use super::{contiguous, run_tasks, tensor_of, values, Ad, Buf};
 
@@ -336,15 +337,9 @@ impl Backward<Flex, 2> for ConvBackward {
     type State = Saved;
 
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let [node_x, node_w] = ops.parents;
         let grad = grads.consume::<Flex>(&ops.node);
-        let (dx, dw) = backward(&ops.state, &grad, node_x.is_some());
-        if let (Some(node), Some(dx)) = (node_x, dx) {
-            grads.register::<Flex>(node.id, dx);
-        }
-        if let Some(node) = node_w {
-            grads.register::<Flex>(node.id, dw);
-        }
+        let (dx, dw) = backward(&ops.state, &grad, ops.parents[0].is_some());
+        register_grads!(grads, ops.parents, [dx, Some(dw)]);
     }
 }
 
