@@ -2,7 +2,7 @@
 //! outcomes (`trial`), the `TrialRunner` trait (`runner`), events (`events`), run-log lines
 //! (`record`), the analysis's input and result types (`analysis`), the one measurement loop every
 //! runner drives (`meter`), the sweep plan every reader re-derives (`plan`), trial-id layouts
-//! (`widen`, `confirm`) and device rules (`devices`).
+//! (`widen`, `confirm`), device rules (`devices`) and what a trial records of transfer (`transfer`).
 //! Keep this module free of Burn and of any UI crate.
 //!
 //! Layering: imports `data` and `workload` only.
@@ -16,6 +16,7 @@ pub mod plan;
 pub mod record;
 pub mod runner;
 pub mod schedule;
+pub mod transfer;
 pub mod trial;
 pub mod widen;
 

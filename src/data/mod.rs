@@ -20,6 +20,8 @@
 //! - movie reviews: sentences in a seeded random order, kept while their bytes (plus '\n') fit
 //!   in `max_bytes`; the last `round(k·val_fraction)` sentences are validation. Each sentence is
 //!   followed by '\n' in the byte stream; per-sentence labels stay available in [`TextLabels`].
+//!   With `probe = { train, val, test }` a transfer probe's labelled sentences are drawn first
+//!   ([`probe`]) and every sentence of their text is left out of both streams.
 //!
 //! **Pixels** are scaled to [0, 1] (digits: v/16, IDX: v/255). [`ImageData::standardize`]
 //! optionally shifts/scales both splits by the training split's scalar mean and std.
@@ -27,6 +29,7 @@
 pub mod batch;
 pub mod files;
 pub mod parse;
+pub mod probe;
 pub mod split;
 
 #[cfg(test)]
@@ -175,6 +178,8 @@ pub struct TextData {
     pub max_val: Option<usize>,
     pub labels: Option<TextLabels>,
     pub split: SplitInfo,
+    /// A transfer probe's labelled sentences, never in `train` or `val` (`probe`).
+    pub probe: Option<Arc<probe::ProbeSet>>,
 }
 
 /// Environment variable naming the data directory (when set, only it is used).
@@ -460,12 +465,19 @@ pub fn build(raw: &RawSource, spec: &DatasetSpec) -> Result<Dataset, DataError> 
             )
         }
         RawSource::Sentences { labels, sentences } => {
+            let held = match spec.probe {
+                Some(sizes) => Some(probe::draw(labels, sentences, sizes, spec.split_seed)?),
+                None => None,
+            };
             let mut rng = SplitMix64::with_stream(spec.split_seed, split::STREAM_SPLIT);
             let order = rng.permutation(sentences.len());
             let budget = spec.max_bytes.unwrap_or(usize::MAX);
             let mut used = 0usize;
             let mut chosen = Vec::new();
             for &i in &order {
+                if held.as_ref().is_some_and(|(_, lm)| !lm[i]) {
+                    continue;
+                }
                 let len = sentences[i].len() + 1;
                 if used + len > budget {
                     break;
@@ -492,7 +504,7 @@ pub fn build(raw: &RawSource, spec: &DatasetSpec) -> Result<Dataset, DataError> 
                 train: chosen[..cut].iter().map(|&i| labels[i]).collect(),
                 val: chosen[cut..].iter().map(|&i| labels[i]).collect(),
             };
-            text_data(
+            let mut d = text_data(
                 join(&chosen[..cut]),
                 join(&chosen[cut..]),
                 Some(tl),
@@ -500,7 +512,12 @@ pub fn build(raw: &RawSource, spec: &DatasetSpec) -> Result<Dataset, DataError> 
                 name,
                 "seeded-sentence-shuffle/splitmix64+tail",
                 used,
-            )
+            )?;
+            if let (Dataset::Text(t), Some((set, _))) = (&mut d, held) {
+                t.split.probe = Some(set.info.clone());
+                t.probe = Some(Arc::new(set));
+            }
+            Ok(d)
         }
     }
 }
@@ -568,6 +585,7 @@ fn build_images(r: &RawImages, spec: &DatasetSpec, name: String) -> Result<Image
             n_val,
             n_val_used: used,
             fingerprint: split::fingerprint_indices(val_idx),
+            probe: None,
         },
         standardized: None,
     })
@@ -604,12 +622,14 @@ fn text_data(
             n_val: val.len(),
             n_val_used: 0,
             fingerprint: split::fingerprint_bytes(&val),
+            probe: None,
         },
         train,
         val,
         seq_len: spec.seq_len,
         max_val: spec.max_val,
         labels,
+        probe: None,
     };
     t.split.n_val_used = t.val_windows();
     Ok(Dataset::Text(t))

@@ -61,6 +61,7 @@ pub fn check(p: &Preset) -> Vec<Problem> {
     check_targets(&p.workload, &mut out);
     check_model_sizes(&p.workload, &mut out);
     check_dataset(&p.workload, &mut out);
+    super::check_transfer::check_transfer(&p.workload, &mut out);
     check_measurement(&p.workload, &mut out);
     check_defaults(&p.workload, &mut out);
     check_search(&p.search, &mut out);
@@ -133,7 +134,9 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
         }
         (None, None) => {}
     }
-    if w.target.metric != metric {
+    // a language model's other metric: its transfer probe's accuracy (`check_transfer`)
+    let transfer = w.target.metric == Metric::TransferAcc && metric == Metric::ValBpc;
+    if w.target.metric != metric && !transfer {
         bad(
             out,
             &["workload", "target", "metric"],
@@ -149,6 +152,7 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
         Metric::ValError if !in_open_unit(v) => Some("val_error must be in (0, 1)"),
         Metric::ValBpc if !(v > 0.0 && v < 8.0) => Some("val_bpc must be in (0, 8) bits per byte"),
         Metric::NqmLoss if !positive(v) => Some("nqm_loss must be > 0"),
+        Metric::TransferAcc if !in_open_unit(v) => Some("transfer_acc must be in (0, 1)"),
         _ => None,
     };
     if let Some(range) = range {
@@ -175,6 +179,7 @@ fn check_targets(w: &Workload, out: &mut Vec<Problem>) {
             Metric::ValError => in_open_unit(t),
             Metric::ValBpc => t > 0.0 && t < 8.0,
             Metric::NqmLoss => positive(t),
+            Metric::TransferAcc => in_open_unit(t),
         };
         if !in_range {
             bad(

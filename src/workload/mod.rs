@@ -5,5 +5,6 @@
 //! Layering: imports `data` only.
 pub mod applied;
 pub mod check;
+mod check_transfer;
 pub mod load;
 pub mod spec;

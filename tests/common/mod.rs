@@ -146,6 +146,7 @@ pub fn digits_workload() -> Workload {
             seq_len: 64,
             max_val: None,
             downsample: None,
+            probe: None,
         }),
         model: ModelSpec::Mlp { hidden: vec![64] },
         optimizer: OptimizerKind::Momentum,
@@ -162,6 +163,7 @@ pub fn digits_workload() -> Workload {
         defaults: Metaparams::new(0.05, 0.9),
         grad_clip: None,
         divergence_factor: 10.0,
+        transfer: None,
     }
 }
 
