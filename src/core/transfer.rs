@@ -64,6 +64,13 @@ pub struct TransferReadout {
     pub val_bpc: Option<f64>,
     /// Which state a sentence's feature is ("cell", "hidden", "mean").
     pub feature: String,
+    /// The features were standardised by the training sentences' mean and deviation.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub standardized: bool,
+    /// The probe's draw of labelled sentences (`data::probe`: its fingerprint): every readout of
+    /// a sweep is on the same splits.
+    #[serde(default)]
+    pub split: String,
     /// The trained network's probe.
     pub probe: ProbeScore,
     /// The same probe on the untrained network's features (step 0, the trial's own seed).

@@ -408,7 +408,7 @@ fn from_analysis(analysis: Analysis, run: &Run) -> Report {
         warnings: run.warnings.to_vec(),
         confirm: h.preset.sweep.confirm.map(|c| c.to_string()),
         readout: a.readout,
-        transfer: transfer::build(run.trials, a),
+        transfer: transfer::build(run.trials, a, &h.preset.workload),
         analysis,
         ..Report::default()
     }

@@ -12,7 +12,9 @@ use serde::Serialize;
 use crate::core::analysis::Analysis;
 use crate::core::record::TrialRecord;
 use crate::core::transfer::{PairedCounts, ProbeScore, TransferReadout};
+use crate::data::probe::ProbeSizes;
 use crate::transfer::{as_paired, stats};
+use crate::workload::spec::Workload;
 
 /// An accuracy on the test sentences with its 95 % Wilson interval.
 #[derive(Serialize, Clone, Copy, Debug, PartialEq)]
@@ -92,8 +94,15 @@ pub struct TransferRow {
 pub struct TransferReport {
     /// Which state a sentence's feature is ("cell", "hidden", "mean").
     pub feature: String,
+    /// The features were standardised before the fit (off: the reference's raw states).
+    pub standardized: bool,
     /// Held-out test sentences every accuracy is measured on.
     pub test_sentences: u32,
+    /// The probe's labelled sentences per split (train, val, test), drawn with `split_seed` and
+    /// held out of the language model's text; `split` is the draw's fingerprint.
+    pub sentences: Option<ProbeSizes>,
+    pub split_seed: Option<u64>,
+    pub split: String,
     pub majority: Accuracy,
     pub bytes: Accuracy,
     /// Bag-of-bytes' non-zero weights and vocabulary (bytes and bigrams).
@@ -104,8 +113,9 @@ pub struct TransferReport {
     pub missing: Vec<usize>,
 }
 
-/// The section from the trials and their analysis (None: no trial has a readout).
-pub fn build(trials: &[TrialRecord], a: &Analysis) -> Option<TransferReport> {
+/// The section from the trials and their analysis (None: no trial has a readout); `w`: the
+/// sweep's workload (the probe's sizes and split seed).
+pub fn build(trials: &[TrialRecord], a: &Analysis, w: &Workload) -> Option<TransferReport> {
     let readout = |id: u64| -> Option<&TransferReadout> {
         trials
             .iter()
@@ -120,6 +130,10 @@ pub fn build(trials: &[TrialRecord], a: &Analysis) -> Option<TransferReport> {
         .iter()
         .find_map(|t| t.outcome.transfer.as_ref()?.readout.as_ref())?;
     let mut rep = section(any, Vec::new());
+    if let Some(d) = &w.dataset {
+        rep.sentences = d.probe;
+        rep.split_seed = d.probe.map(|_| d.split_seed);
+    }
     for p in &a.per_batch {
         let Some(id) = p.best_trial else { continue };
         match readout(id) {
@@ -134,7 +148,11 @@ pub fn build(trials: &[TrialRecord], a: &Analysis) -> Option<TransferReport> {
 fn section(r: &TransferReadout, per_batch: Vec<TransferRow>) -> TransferReport {
     TransferReport {
         feature: r.feature.clone(),
+        standardized: r.standardized,
         test_sentences: r.probe.n,
+        sentences: None,
+        split_seed: None,
+        split: r.split.clone(),
         majority: Accuracy::of(r.majority_correct, r.probe.n),
         bytes: Accuracy::of_score(&r.bytes),
         bytes_weights: [r.bytes.nonzero, r.bytes.features],
@@ -188,9 +206,22 @@ pub fn text(r: &TransferReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "transfer: an L1 logistic-regression probe (C by validation) on the LM's {} state at a sentence's last byte, {} held-out review sentences (95% intervals)",
-        r.feature, r.test_sentences
+        "transfer: an L1 logistic-regression probe (C by validation) on the LM's {}{}, {} held-out review sentences (95% intervals)",
+        match r.feature.as_str() {
+            "cell" => "cell state at a sentence's last byte",
+            "hidden" => "hidden state at a sentence's last byte",
+            _ => "hidden states averaged over a sentence's bytes",
+        },
+        if r.standardized { " (standardised)" } else { "" },
+        r.test_sentences
     );
+    if let (Some(z), Some(seed)) = (r.sentences, r.split_seed) {
+        let _ = writeln!(
+            s,
+            "  labelled sentences {} train / {} val / {} test, drawn with split seed {seed} (draw {}) and held out of the LM's text",
+            z.train, z.val, z.test, r.split
+        );
+    }
     let _ = writeln!(
         s,
         "  controls: majority class {}% [{}, {}] · bag-of-bytes {}% [{}, {}] ({} of {} weights)",

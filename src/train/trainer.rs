@@ -139,7 +139,7 @@ pub fn run_group<B: AutodiffBackend>(
         loopback: opts.cluster.as_ref().is_some_and(|c| c.is_loopback()),
         initial_loss_scale: scaler_cfg.init_scale,
     };
-    let members = members_of(
+    let mut members = members_of(
         workload,
         specs,
         cancels,
@@ -148,6 +148,11 @@ pub fn run_group<B: AutodiffBackend>(
         &meter_opts,
         &scaler_cfg,
     );
+    if let Some(t) = &transfer {
+        for m in members.iter_mut() {
+            m.meter.transfer().cost_s += t.start_s;
+        }
+    }
     let trial = Trial {
         workload,
         cluster: opts.cluster.as_ref(),

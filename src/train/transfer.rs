@@ -34,6 +34,8 @@ pub(super) struct TransferRun {
     width: usize,
     /// Each member's step-0 features (by its index in the group's specs).
     controls: Vec<Vec<f32>>,
+    /// Seconds the step-0 encoding took, per member (booked in each member's transfer cost).
+    pub(super) start_s: f64,
 }
 
 impl TransferRun {
@@ -57,6 +59,7 @@ impl TransferRun {
                 "[workload.transfer] needs the probe's sentences: set `probe = {{ train, val, test }}` under [workload.dataset] (the reviews)"
             )
         })?;
+        let t0 = Instant::now();
         let f = transfer::encode::encode(
             model,
             &transfer::sentences(&set),
@@ -69,6 +72,7 @@ impl TransferRun {
             target: workload.target.metric == Metric::TransferAcc,
             set,
             width: f.width,
+            start_s: since(t0) / f.per_member.len().max(1) as f64,
             controls: f.per_member,
         }))
     }
@@ -83,7 +87,7 @@ impl TransferRun {
         f.per_member
             .par_iter()
             .map(|x| {
-                let rows = transfer::split_rows(&self.set, self.width, x);
+                let rows = transfer::split_rows(&self.set, self.width, x, self.spec.standardize);
                 transfer::fit_probe(&rows, &self.set, false).score.acc()
             })
             .collect()
@@ -97,14 +101,13 @@ impl TransferRun {
         slots: &[usize],
         steps: &[u64],
     ) -> Vec<TransferReadout> {
-        let feature = self.spec.feature.name();
         f.per_member
             .par_iter()
             .zip(slots.par_iter().zip(steps))
             .map(|(x, (&slot, &step))| {
                 transfer::readout(
                     step,
-                    feature,
+                    &self.spec,
                     &self.set,
                     self.width,
                     x,

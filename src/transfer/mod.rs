@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::core::transfer::{PairedCounts, ProbeScore, TransferReadout, UnitScore};
 use crate::data::probe::ProbeSet;
+use crate::workload::spec::TransferSpec;
 use logreg::{accuracy, c_grid, select_c, Rows, Solver};
 
 /// A fitted probe's score and which test sentences it got right.
@@ -47,17 +48,33 @@ pub fn solver() -> Solver {
 
 /// One member's features of the probe's sentences (train, then val, then test: the order
 /// [`sentences`] gives) split into the three splits' rows. Non-finite values (a diverged
-/// network's) read as 0.
-pub fn split_rows(set: &ProbeSet, width: usize, features: &[f32]) -> [Rows; 3] {
+/// network's) read as 0. With `standardize` every feature is shifted and scaled by its mean and
+/// standard deviation over the training sentences (a constant feature becomes 0).
+pub fn split_rows(set: &ProbeSet, width: usize, features: &[f32], standardize: bool) -> [Rows; 3] {
     let (a, b) = (set.train.len(), set.train.len() + set.val.len());
-    let clean = |r: std::ops::Range<usize>| Rows::Dense {
+    let finite = |v: f32| if v.is_finite() { v } else { 0.0 };
+    let (mut shift, mut scale) = (vec![0f64; width], vec![1f64; width]);
+    if standardize && a > 0 {
+        for j in 0..width {
+            let col = (0..a).map(|i| finite(features[i * width + j]) as f64);
+            let mean = col.clone().sum::<f64>() / a as f64;
+            let var = col.map(|v| (v - mean).powi(2)).sum::<f64>() / a as f64;
+            shift[j] = mean;
+            scale[j] = if var > 0.0 { 1.0 / var.sqrt() } else { 0.0 };
+        }
+    }
+    let rows = |r: std::ops::Range<usize>| Rows::Dense {
         p: width,
         data: features[r.start * width..r.end * width]
             .iter()
-            .map(|v| if v.is_finite() { *v } else { 0.0 })
+            .enumerate()
+            .map(|(i, &v)| {
+                let j = i % width;
+                ((finite(v) as f64 - shift[j]) * scale[j]) as f32
+            })
             .collect(),
     };
-    [clean(0..a), clean(a..b), clean(b..b + set.test.len())]
+    [rows(0..a), rows(a..b), rows(b..b + set.test.len())]
 }
 
 /// Every sentence of the probe, in the order its features are read: train, val, test.
@@ -192,7 +209,7 @@ pub fn as_paired(c: &PairedCounts) -> stats::Paired {
 /// sentences in [`sentences`] order, `width` per sentence).
 pub fn readout(
     step: u64,
-    feature: &str,
+    spec: &TransferSpec,
     set: &ProbeSet,
     width: usize,
     trained: &[f32],
@@ -200,12 +217,15 @@ pub fn readout(
 ) -> TransferReadout {
     let t0 = std::time::Instant::now();
     let base = baselines(set);
-    let probe = fit_probe(&split_rows(set, width, trained), set, true);
-    let ctl = fit_probe(&split_rows(set, width, control), set, true);
+    let z = spec.standardize;
+    let probe = fit_probe(&split_rows(set, width, trained, z), set, true);
+    let ctl = fit_probe(&split_rows(set, width, control, z), set, true);
     TransferReadout {
         step,
         val_bpc: None,
-        feature: feature.to_string(),
+        feature: spec.feature.name().to_string(),
+        standardized: z,
+        split: set.info.fingerprint.clone(),
         vs_control: paired(&probe.right, &ctl.right),
         vs_bytes: paired(&probe.right, &base.bytes.right),
         probe: probe.score,

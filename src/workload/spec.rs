@@ -79,6 +79,12 @@ pub struct TransferSpec {
     /// probes at every evaluation (thin those with `eval_every` / `eval_growth`).
     #[serde(default)]
     pub every: u64,
+    /// Standardise each feature by its mean and standard deviation over the probe's training
+    /// sentences before the fit. Off by default, as the reference (sentiment-discovery): the L1
+    /// penalty then weighs a unit by its own scale, which favours a trained network's larger
+    /// states over the untrained control's small ones.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub standardize: bool,
 }
 
 /// The state a sentence's feature is read from.
