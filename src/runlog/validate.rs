@@ -349,7 +349,9 @@ fn value_problem(h: &Header, t: &TrialRecord) -> Option<String> {
             ));
         }
     }
-    steps_problem(h, t).or_else(|| measurement_problem(h, t))
+    steps_problem(h, t)
+        .or_else(|| measurement_problem(h, t))
+        .or_else(|| super::validate_transfer::transfer_problem(t))
 }
 
 /// Steps: the trial's, its outcome's and its evaluations' against the budget and each other.

@@ -11,6 +11,9 @@ fn bad(out: &mut Vec<Problem>, path: &[&'static str], message: String) {
     });
 }
 
+/// The most labelled sentences a probe may hold out of the reviews' text.
+pub const MAX_PROBE_SENTENCES: usize = 6000;
+
 /// A probe's sentences on a labelled text, the probe on a language model, a `transfer_acc`
 /// target with a probe that runs at every evaluation and no ladder.
 pub(super) fn check_transfer(w: &Workload, out: &mut Vec<Problem>) {
@@ -24,6 +27,16 @@ pub(super) fn check_transfer(w: &Workload, out: &mut Vec<Problem>) {
                 out,
                 &["workload", "dataset", "probe"],
                 "probe sentences are labelled movie reviews: set name = \"reviews\"".into(),
+            );
+        }
+        if p.total() > MAX_PROBE_SENTENCES {
+            bad(
+                out,
+                &["workload", "dataset", "probe"],
+                format!(
+                    "probe = {{ train = {}, val = {}, test = {} }}: {} sentences — at most {MAX_PROBE_SENTENCES} of the 10,568 review sentences (the rest is the language model's text)",
+                    p.train, p.val, p.test, p.total()
+                ),
             );
         }
         if p.train < 2 || p.val < 1 || p.test < 1 {
