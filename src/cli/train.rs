@@ -239,7 +239,7 @@ fn print_outcome(
             outln(&stages_text(out, metric));
         }
         if let Some(t) = &out.transfer {
-            outln(&transfer_text(spec, out, t));
+            outln(&transfer_text(w, spec, out, t));
         }
     }
     Ok(())
@@ -248,6 +248,7 @@ fn print_outcome(
 /// A trial's transfer: its probe curve (thinned evaluations) and its end-of-trial readout beside
 /// the controls.
 fn transfer_text(
+    w: &Workload,
     spec: &TrialSpec,
     out: &TrialOutcome,
     t: &scaling_lab::core::transfer::TransferRecord,
@@ -263,6 +264,7 @@ fn transfer_text(
     }
     match &t.readout {
         Some(r) => s.push_str(&scaling_lab::report::transfer::readout_text(
+            w,
             spec.batch_size,
             out.outcome.steps_to_target(),
             spec.trial_id,

@@ -129,11 +129,7 @@ pub fn build(trials: &[TrialRecord], a: &Analysis, w: &Workload) -> Option<Trans
     let any = trials
         .iter()
         .find_map(|t| t.outcome.transfer.as_ref()?.readout.as_ref())?;
-    let mut rep = section(any, Vec::new());
-    if let Some(d) = &w.dataset {
-        rep.sentences = d.probe;
-        rep.split_seed = d.probe.map(|_| d.split_seed);
-    }
+    let mut rep = section(any, w, Vec::new());
     for p in &a.per_batch {
         let Some(id) = p.best_trial else { continue };
         match readout(id) {
@@ -144,14 +140,19 @@ pub fn build(trials: &[TrialRecord], a: &Analysis, w: &Workload) -> Option<Trans
     Some(rep)
 }
 
-/// The section's controls from a readout (every readout of a sweep has the same ones), with rows.
-fn section(r: &TransferReadout, per_batch: Vec<TransferRow>) -> TransferReport {
+/// The section's controls from a readout (every readout of a sweep has the same ones) and the
+/// probe's draw from the workload, with rows.
+fn section(r: &TransferReadout, w: &Workload, per_batch: Vec<TransferRow>) -> TransferReport {
+    let probe = w
+        .dataset
+        .as_ref()
+        .and_then(|d| d.probe.map(|p| (p, d.split_seed)));
     TransferReport {
         feature: r.feature.clone(),
         standardized: r.standardized,
         test_sentences: r.probe.n,
-        sentences: None,
-        split_seed: None,
+        sentences: probe.map(|p| p.0),
+        split_seed: probe.map(|p| p.1),
         split: r.split.clone(),
         majority: Accuracy::of(r.majority_correct, r.probe.n),
         bytes: Accuracy::of_score(&r.bytes),
@@ -185,12 +186,13 @@ fn row(batch_size: usize, steps: Option<u64>, trial: u64, r: &TransferReadout) -
 
 /// One trial's readout (`train`) as the section's text: its controls, its row, the verdict.
 pub fn readout_text(
+    w: &Workload,
     batch_size: usize,
     steps: Option<u64>,
     trial: u64,
     r: &TransferReadout,
 ) -> String {
-    text(&section(r, vec![row(batch_size, steps, trial, r)]))
+    text(&section(r, w, vec![row(batch_size, steps, trial, r)]))
 }
 
 fn pct(x: f64) -> String {
