@@ -1,7 +1,8 @@
 //! The Live screen's status panel: sweep state and progress, then the report's numbers — fit,
 //! noise-scale prediction, projection brief, the per-B table (with the search-edge mark †; a
-//! language model's transfer probe beside S(B)) and the notes — drawn from the Live state's cached `report::Report`, the one `scaling-lab report`
-//! prints (same values, same number formatting: `report::num`; `r` shows it whole). The per-B
+//! language model's transfer probe beside S(B)) and the notes — drawn from the Live state's
+//! cached `report::Report`, the one `scaling-lab report` prints (same values, same number
+//! formatting: `report::num`; `r` shows it whole). The per-B
 //! table shows the current data's steps and counts at once (`LiveState::chart`); nothing here
 //! analyses or renders a report (`LiveState::rendered` holds the projection brief).
 
