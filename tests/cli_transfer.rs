@@ -1,7 +1,7 @@
 //! A language model's transfer probe as a user sees it: `train` prints the readout beside its
-//! controls, a sweep's report shows the probe per batch size beside S(B) (text and `--json`,
-//! valid against `docs/report-schema.json`), and the run log it writes validates against
-//! `docs/runlog-schema.json`. Real short trainings of a small char-LSTM on the bundled reviews.
+//! controls, a sweep's report shows the probe per batch size beside S(B) (text, `--json` valid
+//! against `docs/report-schema.json`, and the TUI's status panel), and the run log it writes
+//! validates against `docs/runlog-schema.json`. Real short trainings of a small char-LSTM on the bundled reviews.
 
 mod common;
 
@@ -60,6 +60,27 @@ fn assert_valid(v: &jsonschema::Validator, doc: &serde_json::Value, what: &str) 
         .map(|e| format!("at {}: {}", e.instance_path, e))
         .collect();
     assert!(errors.is_empty(), "{what}: {}", errors.join("\n"));
+}
+
+/// The Live screen of `log`, as text.
+fn panel_text(log: &scaling_lab::runlog::RunLog) -> String {
+    use scaling_lab::tui::app::{LiveState, Screen};
+    let mut o = scaling_lab::tui::TuiOptions::new("runs".into(), root().join("presets"));
+    o.initial_preset = None;
+    let mut app = scaling_lab::tui::initial_app(&o, scaling_lab::tui::theme::Theme::default());
+    app.log = Some(LiveState::from_log(log, false, 0.0));
+    app.view = scaling_lab::tui::app::LiveView::Log;
+    app.screen = Screen::Live;
+    let (w, h) = (160u16, 48u16);
+    let buf = scaling_lab::tui::screenshot::render_app(&app, w, h);
+    let mut s = String::new();
+    for y in 0..h {
+        for x in 0..w {
+            s.push_str(buf[(x, y)].symbol());
+        }
+        s.push('\n');
+    }
+    s
 }
 
 #[test]
@@ -139,6 +160,10 @@ fn a_sweeps_report_shows_the_probe_per_batch_size() {
     for want in ["transfer: an L1", "step 0", "its step-0 control"] {
         assert!(text.contains(want), "{want:?} missing:\n{text}");
     }
+    // the TUI's status panel: the probe and its gain over step 0 beside S(B)
+    let read = scaling_lab::runlog::reader::read_run_log(&log).unwrap();
+    let panel = panel_text(&read);
+    assert!(panel.contains("probe% Δ0"), "{panel}");
     let runlog = validator("docs/runlog-schema.json");
     for (i, line) in std::fs::read_to_string(&log).unwrap().lines().enumerate() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
