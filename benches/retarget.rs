@@ -1,6 +1,6 @@
 //! `cargo bench --bench retarget`: the time to re-derive a whole reading (per-B steps, the
 //! bootstrap, the fit, the regimes) of a 2,000-trial log at another target — what the TUI must do
-//! within one frame (≤ 50 ms, issue 22) when the user moves the target along the ladder. The log is
+//! within one frame (≤ 50 ms) when the user moves the target along the ladder. The log is
 //! synthetic (10 batch sizes × 200 trials, 40 evaluations each, some diverged, early stopping as the
 //! scheduler applies it); each rung of its geometric ladder is analysed `ROUNDS` times and the
 //! median and maximum per rung are printed. Env: SCALING_LAB_BENCH_ROUNDS (default 5).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the TUI costs, measured from outside (issue 25).
+"""What the TUI costs, measured from outside.
 
 Runs the same sweep twice with the release binary:
   1. headless: `scaling-lab sweep PRESET` (stdout discarded);

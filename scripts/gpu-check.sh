@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One prepared GPU check (issues 13 and 20). Writes ONE JSON summary (default gpu-check.json, or
+# One prepared GPU check. Writes ONE JSON summary (default gpu-check.json, or
 # $OUT_JSON): per preset on the first device of GPU_BACKEND (cuda or wgpu) the examples/s and
 # steps-to-target in fp32, bf16 and fp16 (a precision the device cannot do is recorded as refused,
 # with the reason), the CPU run at the same seed (steps within 20%?), fusion on vs off

@@ -15,7 +15,7 @@
 # 1. the CUDA libraries found, `devices --json` (stops here when no CUDA device is usable)
 # 2. the paper CNN, fp32, 300 steps at B = 256: cold (~225 s), then from the cache (~1.4 s)
 # 3. the same in bf16: cold (its first compile passed 200 s on the third lease), then from the cache
-# 4. fused trial groups (issue 40): 8 (then 16, if time is left) trials of the paper CNN at B = 256 as
+# 4. fused trial groups: 8 (then 16, if time is left) trials of the paper CNN at B = 256 as
 #    one program on cuda:0 (a copy of the preset with a 300-step budget, `sweep --fuse K`): the
 #    group's step time against stage 2's one trial (trials/s = K / step_s); fused-K.jsonl
 set -uo pipefail

@@ -8,7 +8,7 @@
 //! data → workload → core → model → transfer → train, nqm → analysis → runlog → sweep → report → cluster → cli, tui
 //! ```
 //!
-//! `tests/code_shape.rs` fails on an import cycle between them (and on a function over 150 lines
+//! `tests/inputs/code_shape.rs` fails on an import cycle between them (and on a function over 150 lines
 //! or a source file over 900 lines). Each folder's `mod.rs` says what lives there and what it may
 //! import.
 

@@ -50,25 +50,6 @@ fn no_huge_pages() {
     }
 }
 
-/// Subnormal floats flushed to zero (FTZ: results; DAZ: inputs) in this thread's MXCSR, before any
-/// other thread starts: every thread inherits it, so every trial computes alike. Adam's moments of
-/// weights whose input is zero on most batches decay into the subnormal range, where each multiply
-/// takes a microcode assist (~3× the update's cost on a long small-batch trial). TensorFlow's CPU
-/// thread pools flush too; `SCALING_LAB_KEEP_SUBNORMALS` (any value) keeps IEEE subnormals.
-fn flush_subnormals() {
-    if std::env::var_os("SCALING_LAB_KEEP_SUBNORMALS").is_some() {
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: reads and writes this thread's MXCSR only (FTZ bit 15, DAZ bit 6).
-    unsafe {
-        let mut csr: u32 = 0;
-        std::arch::asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack));
-        csr |= (1 << 15) | (1 << 6);
-        std::arch::asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack));
-    }
-}
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -141,7 +122,7 @@ enum Cmd {
 fn main() -> ExitCode {
     keep_freed_memory();
     no_huge_pages();
-    flush_subnormals();
+    scaling_lab::core::float_mode::ensure_process();
     scaling_lab::train::wgpu::quiet_device_select_layer();
     let cli = match Cli::try_parse() {
         Ok(c) => c,

@@ -1,4 +1,4 @@
-//! The noisy quadratic model (Zhang et al. 2019, arXiv 1907.04164; science.md §5) as a `TrialRunner`.
+//! The noisy quadratic model (Zhang et al. 2019; docs/science.md §5) as a `TrialRunner`.
 //! Layering: imports `workload` and `core` (the same `core::meter` as the trainer), never `train`.
 //!
 //! Loss `L(x) = ½·Σ h_i·x_i²` with curvature `h_i = 1/i`, i = 1 … d. A mini-batch gradient of size B

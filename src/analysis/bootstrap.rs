@@ -1,4 +1,4 @@
-//! The bootstrap — the one place the analysis resamples (science.md §8; see the module
+//! The bootstrap — the one place the analysis resamples (docs/science.md §8; see the module
 //! documentation of `analysis`): per-B draws of ln S(B) and `steps_ci`, and the refits of the fit
 //! and the regime boundaries to one draw per B.
 
@@ -119,7 +119,8 @@ pub(crate) fn bootstrap_fits(pts: &[(f64, f64)], draws: &[Vec<f64>]) -> Vec<Boot
     }
     let mut rng = Rng::new(0x5ca1_ab1e);
     // the resamples drawn in order, then refitted in parallel (each refit reads its own sample
-    // only: the same numbers in the same order as one after the other; issue 22's frame budget)
+    // only: the same numbers in the same order as one after the other; a reading at another target
+    // fits a TUI frame)
     let samples: Vec<Vec<(f64, f64)>> = (0..FIT_BOOTSTRAP)
         .map(|_| {
             pts.iter()

@@ -1,5 +1,5 @@
-//! A censoring-aware interval for S(B) from a lower-tail model (issue 26; docs/intervals.md): the
-//! report's `steps_ci` (through `bootstrap::bootstrap_all`). It answers the issue's two objections
+//! A censoring-aware interval for S(B) from a lower-tail model (docs/intervals.md): the
+//! report's `steps_ci` (through `bootstrap::bootstrap_all`). It answers two objections
 //! to the bootstrap of the minimum it replaced:
 //!
 //! * a trial cut by early stopping at cap `c` is used as what it is, "steps ≥ c" (right-censored),

@@ -78,7 +78,7 @@ fn coverage(n: usize, never: f64, early_stop: bool, reps: usize) -> (f64, f64) {
 
 #[test]
 fn coverage_table() {
-    // printed with --nocapture: the table in docs/intervals.md
+    // printed with --nocapture: docs/intervals.md summarises it
     let mut rows = Vec::new();
     for &(n, never) in &[(8, 0.0), (12, 0.3), (24, 0.0), (48, 0.0)] {
         for es in [false, true] {

@@ -1,4 +1,4 @@
-//! The confirmed S(B) and its interval (issue 42; docs/intervals.md, science.md §10).
+//! The confirmed S(B) and its interval (docs/intervals.md, docs/science.md §10).
 //!
 //! After the search at a batch size, its best k configurations re-run with r fresh seeds each
 //! (seeds that played no part in choosing them). Per configuration c the **seed median** m̂_c is
@@ -536,7 +536,7 @@ fn confirmed_at(
     (c, Some(draws))
 }
 
-/// What `--until REL` does next at a B with a confirm stage (issue 42).
+/// What `--until REL` does next at a B with a confirm stage.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ConfirmStep {
     /// One more fresh seed for every confirmed configuration (k trials).
@@ -696,7 +696,7 @@ pub fn outlook(p: &BatchPoint, trials: &[TrialRecord], seeds: usize) -> Option<C
     })
 }
 
-/// Marks every point with a confirm stage with what `--until rel` did there (issue 42): `met`
+/// Marks every point with a confirm stage with what `--until rel` did there: `met`
 /// (the confirmed interval within ±rel), `budget` (the budget ran out while a step would still
 /// narrow it) or `stalled` (no step narrows it: every confirmed configuration fails half its
 /// seeds and the search has no other configuration, or ±rel would take more trials than the

@@ -1,4 +1,4 @@
-//! Censoring of confirm seeds at their block's quorum (issue 42, `core::confirm::BLOCK_QUORUM`):
+//! Censoring of confirm seeds at their block's quorum (`core::confirm::BLOCK_QUORUM`):
 //! which seeds of the records count as "≥ c" (`config_seeds`, the same rule the trainer's
 //! `GroupCut::Quorum` applies as it runs), and the seed spread σ with them (`seed_sd`: the
 //! maximum-likelihood σ of a Normal model of ln steps with right-censoring).

@@ -2,7 +2,7 @@
 //! configurations (tied, close, or far apart), r seeds each, Normal, heavy-tailed, skewed or
 //! contaminated seed noise in ln steps, seeds that never reach, a step budget, steps quantised to
 //! an evaluation grid. Two estimands: the true seed median of the chosen configuration and that of
-//! the best of the k. Printed with --nocapture: the tables of docs/intervals.md.
+//! the best of the k. Printed with --nocapture: docs/intervals.md summarises them.
 
 use super::*;
 use crate::analysis::bootstrap::Rng;

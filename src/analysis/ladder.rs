@@ -1,4 +1,4 @@
-//! B_crit over training (issue 22, science.md §9): the analysis of one sweep at each rung of a
+//! B_crit over training (docs/science.md §9): the analysis of one sweep at each rung of a
 //! ladder of targets, B_crit(target) and S_min(target) with their bootstrap intervals, and the
 //! fitted trend `B_crit ∝ target^k`.
 //!
@@ -11,7 +11,7 @@
 //! log gets a geometric ladder above its goal ([`geometric_ladder`]). Rungs are ordered loosest
 //! first — the order in which training meets them.
 //!
-//! **For a batch-size schedule** (issue 22 part 4): [`bcrit_curve`] gives, per rung, the target,
+//! **For a batch-size schedule**: [`bcrit_curve`] gives, per rung, the target,
 //! B_crit with its 95 % interval, S_min, and the best η (and γ) at each measured B — what a
 //! schedule "start at the loosest rung's B_crit, switch to the next rung's B_crit when the
 //! validation metric meets that rung, η from the sweep's best η at that B" is built from.
@@ -133,7 +133,7 @@ pub struct BcritPoint {
     pub measured: usize,
     /// Batch sizes where S(B) is not measured (a target stricter than the goal).
     pub not_measured: usize,
-    /// Which S(B) the rung's fit read (issue 42): the best trials, or the confirmed seed medians.
+    /// Which S(B) the rung's fit read: the best trials, or the confirmed seed medians.
     pub readout: Readout,
     /// The curve's S(B) and η (and γ) at each measured B: the best trial's, or with the
     /// confirmed readout the chosen configuration's.

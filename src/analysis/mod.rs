@@ -1,11 +1,11 @@
-//! The analysis of a sweep's trial records (science.md §1, §2, §6, §8): trial records and a
+//! The analysis of a sweep's trial records (docs/science.md §1, §2, §6, §8): trial records and a
 //! [`Study`] in, a typed [`Analysis`] out — numbers and enums only (no prose, no files, no text;
 //! `report` words and renders it). One entry, [`analyze`], for every view. By concept:
 //!
 //! * `steps` — how each trial stands against a target ([`Observation`]: reached at s, censored
 //!   at ≥ c, not reached within its budget, diverged…): the one function over its eval curve and
-//!   outcome. Every part below reads observations, so a reading at another target (`Study::at`,
-//!   issue 22) is this same pipeline; at or looser than the sweep's goal it is exact.
+//!   outcome. Every part below reads observations, so a reading at another target (`Study::at`)
+//!   is this same pipeline; at or looser than the sweep's goal it is exact.
 //! * `ladder` — B_crit over training: the analysis at each rung of a ladder of targets,
 //!   B_crit(target) and S_min(target) with intervals, the fitted trend.
 //! * `per_batch` — **steps-to-target per B** exactly as Shallue et al.: the earliest evaluation
@@ -14,9 +14,9 @@
 //!   are counted separately and never contribute a result. **Repeats** (`TrialSpec::repeat_of`):
 //!   S(B) stays the best-of-K minimum over the *search* trials (the paper's definition; the counts
 //!   too are of search trials); repeats give `repeat_steps` (median, min–max over seeds).
-//! * `bootstrap` — **uncertainty** (science.md §8), the one place that draws. Per B, the K
+//! * `bootstrap` — **uncertainty** (docs/science.md §8), the one place that draws. Per B, the K
 //!   non-cancelled search trials are read by the censoring-aware lower-tail model of `censored`
-//!   (issue 26, docs/intervals.md): reached at s is an event; a trial cut by early stopping at cap
+//!   (docs/intervals.md): reached at s is an event; a trial cut by early stopping at cap
 //!   c is "≥ c", as is one that ran its budget; a diverged or out-of-memory one never reaches.
 //!   `steps_ci` is the 95 % interval for S*_K, the median of the best of K (what a rerun of the
 //!   same protocol typically gives), widened to contain S(B) and, with `--repeats`, the repeats'
@@ -42,7 +42,7 @@
 //!   re-centred group `--widen` runs next.
 //! * `lr` — the best η (and η/(1−γ)) per B against the linear and sqrt rules from the smallest B.
 //! * `stats` — median.
-//! * `projection` — the time-to-target projection over device counts and links (science.md §6).
+//! * `projection` — time-to-target projected over device counts and links (docs/science.md §6).
 //! * **Noise prediction**: the median B_simple over the best trials (McCandlish et al.: B_crit ≈
 //!   B_simple).
 //!
@@ -248,7 +248,7 @@ pub fn per_batch_with_ci(trials: &[TrialRecord], optimizer: OptimizerKind) -> Ve
 }
 
 /// `per_batch` at the goal with the confirm stage attached (no bootstrap, no fit): what `--until`
-/// decides on when the sweep has a confirm stage (issue 42).
+/// decides on when the sweep has a confirm stage.
 pub fn per_batch_confirmed(trials: &[TrialRecord], study: &Study) -> Vec<BatchPoint> {
     let observed = Observed::of(trials, &Reading::Goal);
     let mut p = per_batch::per_batch_observed(&observed, study.optimizer, &Reading::Goal);

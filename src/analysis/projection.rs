@@ -1,4 +1,4 @@
-//! Time-to-target vs number of data-parallel devices G (science.md §6).
+//! Time-to-target vs number of data-parallel devices G (docs/science.md §6).
 //!
 //! `t(B, G) = t_compute(B/G) + t_allreduce(P, G)`, ring all-reduce
 //! `t_allreduce = 2·(G−1)/G · P/bw + 2·(G−1)·lat`, and time-to-target(G) = min over measured B ≥ G

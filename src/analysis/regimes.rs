@@ -81,7 +81,7 @@ pub fn segmented_fit(pts: &[(f64, f64)]) -> Option<Segmented> {
         for &c2 in &grid[i..] {
             // y ≈ Y + m·g(x) + h(x), g = max(0, c2 − max(x, c1)), h = max(0, c1 − x).
             // (g and r computed in place: no allocation per candidate, the same arithmetic —
-            // this loop runs ~1,700 times per fit and 200 fits per bootstrap, issue 22)
+            // this loop runs ~1,700 times per fit and 200 fits per bootstrap)
             let gr = |(&x, &y): (&f64, &f64)| ((c2 - x.max(c1)).max(0.0), y - (c1 - x).max(0.0));
             let m = MIDDLE_SLOPE;
             let y0 = xs

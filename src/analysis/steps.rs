@@ -1,6 +1,6 @@
 //! A trial's steps to reach a target: the one function over its evaluation curve.
 //!
-//! Every reading of a sweep — at its own goal or at any other target (issue 22) — goes through
+//! Every reading of a sweep — at its own goal or at any other target — goes through
 //! [`observe`]: how one trial stands against one target, as an [`Observation`]. The analysis
 //! (`per_batch`, the bootstrap, the counts) reads observations only, never outcomes, so a reading
 //! at another target is the same pipeline with another [`Reading`].
@@ -174,7 +174,7 @@ pub fn observe(t: &TrialRecord, reading: &Reading) -> Observation {
 /// trial was stopped at `at` < the best reached step (or nothing reached and something was
 /// stopped early), so its unseen rest might have met the target sooner. S(B) is then not
 /// measured at this batch size. At the goal or any looser target this never holds for a sweep
-/// this tool ran (see the module documentation); `tests/targets_exact.rs` checks it on real logs.
+/// this tool ran (see the module documentation); `tests/sweep/targets_exact.rs` checks it on real logs.
 pub fn censoring_hides_best(obs: &[Observation]) -> bool {
     let best = obs.iter().filter_map(|o| o.steps()).min();
     let cut = obs
@@ -198,7 +198,7 @@ pub struct Observed<'a> {
     pub search: BTreeMap<usize, Vec<(&'a TrialRecord, Observation)>>,
     /// Repeats (`--repeats`) by the trial whose metaparameters they re-run.
     pub repeats: BTreeMap<u64, Vec<(&'a TrialRecord, Observation)>>,
-    /// Confirm trials (issue 42) per batch size, in trial-id order.
+    /// Confirm trials per batch size, in trial-id order.
     pub confirm: BTreeMap<usize, Vec<(&'a TrialRecord, Observation)>>,
 }
 

@@ -398,8 +398,8 @@ fn bootstrap_covers_the_typical_best_of_k() {
     widths.sort_by(|a, b| a.total_cmp(b));
     let width = quantile_sorted(&widths, 0.5);
     eprintln!("coverage {covered}/{n}, median relative half-width {width:.3}");
-    // Measured: 0.83 with the bootstrap of the minimum that `steps_ci` was before issue 26 (it
-    // cannot see values below the K it has); the censoring-aware tail model covers.
+    // Measured: 0.83 with the bootstrap of the minimum that `steps_ci` was before the tail model
+    // (it cannot see values below the K it has); the censoring-aware tail model covers.
     // These steps have a hard floor (S0 = 1000: |z| ≥ 0), which the Weibull tail (unbounded
     // below in ln steps) does not know: it over-covers here (measured 300/300, median relative
     // half-width 0.35). Bound the price of that instead of the upper coverage.

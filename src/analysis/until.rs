@@ -1,4 +1,4 @@
-//! What `--until REL` did at each batch size (issue 26): whether more trials still narrow a B's
+//! What `--until REL` did at each batch size: whether more trials still narrow a B's
 //! interval, and, once the sweep stops, per B: `met` (within ±REL), `stalled` (more trials did not
 //! narrow it, with the likely reason) or `budget` (the search budget ran out, or the sweep was
 //! stopped, while it still narrowed).
@@ -261,7 +261,7 @@ pub fn search_trials(trials: &[TrialRecord]) -> usize {
     ids.len()
 }
 
-/// Confirm trials (issue 42), distinct ids: with a confirm stage they count against `--until`'s
+/// Confirm trials, distinct ids: with a confirm stage they count against `--until`'s
 /// budget beside the search trials.
 pub fn confirm_trials(trials: &[TrialRecord]) -> usize {
     let ids: std::collections::HashSet<u64> = trials

@@ -1,4 +1,4 @@
-//! Checks the subcommands share before anything runs (issue 24): every error names what is
+//! Checks the subcommands share before anything runs: every error names what is
 //! wrong and where — the flag when a flag asked for it, `file:line:col` in the preset when the
 //! preset did, the data file when the data is at fault (a runtime error, exit 1, not a usage
 //! error of a preset that is fine) — and a flag that would not take effect is an error.

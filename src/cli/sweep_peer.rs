@@ -240,7 +240,7 @@ fn run_ours(a: &SweepPeerArgs, bs: &[usize], runs: &Path) -> anyhow::Result<(f64
     let t0 = Instant::now();
     let out = Command::new(exe)
         .args(["sweep", &a.preset, "--trials", &a.trials.to_string()])
-        // the peers run the search protocol alone: so does the lab (no confirm stage, issue 42)
+        // the peers run the search protocol alone: so does the lab (no confirm stage)
         .args([
             "--confirm",
             "off",

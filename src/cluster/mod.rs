@@ -1,4 +1,4 @@
-//! Beyond one machine (issue 12): sweeps as Slurm job arrays, and one trial data-parallel across
+//! Beyond one machine: sweeps as Slurm job arrays, and one trial data-parallel across
 //! nodes with burn-collective's global mode (vendored and patched, see vendor/README.md).
 //!
 //! Layering: imports everything below it (up to `report`: a cluster sweep ends with the same

@@ -174,7 +174,7 @@ fn resubmit(
         info.nodes = n.max(1);
     }
     let missing = sweepdir::missing_trials(&dir)?;
-    // only confirm trials missing (issue 42): the confirm phase alone, for the tasks they belong to
+    // only confirm trials missing: the confirm phase alone, for the tasks they belong to
     let search_done = !missing.is_empty()
         && missing
             .iter()
@@ -266,7 +266,7 @@ fn submit_and_maybe_wait(
         ));
         jobs.push(id);
     }
-    // the confirm stage (issue 42): every task's share once every search trial is logged
+    // the confirm stage: every task's share once every search trial is logged
     let confirm = sweepdir::read_header(dir).is_ok_and(|h| h.preset.sweep.confirm.is_some());
     if confirm && (info.array > 1 || job.search_done) {
         let all: Vec<usize> = if job.search_done {
@@ -563,7 +563,7 @@ fn run_sweep(
     if let Some(sh) = shard {
         let planned = (cfg.batch_sizes.len() * cfg.trials_per_batch) as u64;
         control.leave_to_others((0..planned).filter(|&id| !sh.owns(id)));
-        // the confirm stage (issue 42): this task runs its share, placed from every task's records
+        // the confirm stage: this task runs its share, placed from every task's records
         control.set_share(sh.index, sh.count);
         if let Some(dir) = run.dir.clone() {
             control.set_peers(PeerRecords(Arc::new(move || {

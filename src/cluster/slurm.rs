@@ -96,7 +96,7 @@ pub fn submit(script_path: &Path) -> anyhow::Result<String> {
     submit_with(script_path, &[])
 }
 
-/// The confirm phase of a sweep with a confirm stage (issue 42): the same script for the array
+/// The confirm phase of a sweep with a confirm stage: the same script for the array
 /// tasks `indices`, started once job `after` has ended (`--dependency=afterany`), so that every
 /// batch size's search is logged before a task places its share of the confirm trials.
 pub fn submit_after(script_path: &Path, after: &str, indices: &[usize]) -> anyhow::Result<String> {

@@ -235,7 +235,7 @@ pub fn missing_trials(dir: &Path) -> anyhow::Result<Vec<u64>> {
     let mut missing: Vec<u64> = (0..log.planned_trials() as u64)
         .filter(|id| !done.contains(id))
         .collect();
-    // the confirm stage (issue 42): the confirm trials the logged search calls for
+    // the confirm stage: the confirm trials the logged search calls for
     let cfg = SweepConfig::from_header(&log.header, dir.to_path_buf());
     missing.extend(
         crate::sweep::confirm_stage_ids(&cfg, &log.trials)

@@ -20,7 +20,7 @@ pub struct Study {
     pub goal: Target,
     pub optimizer: OptimizerKind,
     pub search: Option<SearchSpace>,
-    /// The sweep's confirm stage (issue 42; None: off, or a log from before it): what a complete
+    /// The sweep's confirm stage (None: off, or a log from before it): what a complete
     /// stage at a B holds, so the analysis knows when the confirmed S(B) is final.
     pub confirm: Option<ConfirmPlan>,
 }
@@ -262,20 +262,19 @@ pub struct BatchPoint {
     /// measured here (`steps` is None). Never true at the goal or a looser target.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_measured: bool,
-    /// A sweep with `--until REL`, at its goal: what it did at this B (issue 26).
+    /// A sweep with `--until REL`, at its goal: what it did at this B.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<UntilStatus>,
     /// Why `until` is `stalled` (or `budget` with no interval at all), in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_reason: Option<String>,
-    /// The confirm stage at this B (issue 42): the search's best configurations re-run with fresh
+    /// The confirm stage at this B: the search's best configurations re-run with fresh
     /// seeds, and the confirmed S(B) they give (`analysis::confirm`). None without confirm trials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmed: Option<Confirmed>,
 }
 
-/// Which S(B) the curve reads — the fit, the regimes, the ladders, the projection, `--until`
-/// (issue 42).
+/// Which S(B) the curve reads — the fit, the regimes, the ladders, the projection, `--until`.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Readout {
@@ -333,7 +332,7 @@ pub struct ConfirmedConfig {
     pub effective_lr: f64,
 }
 
-/// The confirmed S(B) at one batch size (issue 42, `analysis::confirm`).
+/// The confirmed S(B) at one batch size (`analysis::confirm`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Confirmed {
     /// The seed median of the chosen configuration, in whole steps (None: no configuration's seed
@@ -570,7 +569,7 @@ pub struct Analysis {
     pub notes: Vec<Note>,
     /// Which S(B) the curve reads (the perfect-scaling anchor, the segments, the fit, the regimes,
     /// the LR rules): the confirmed one once every B with a best trial has a complete confirm
-    /// stage, else the best trial (issue 42).
+    /// stage, else the best trial.
     #[serde(default)]
     pub readout: Readout,
 }

@@ -1,4 +1,4 @@
-//! The confirm stage's trial ids (issue 42): after the search at a batch size, its best `k`
+//! The confirm stage's trial ids: after the search at a batch size, its best `k`
 //! configurations re-run with `r` fresh seeds each (`workload::spec::ConfirmPlan`). A confirm
 //! trial's id says which batch size, which configuration (its rank in the search at that B, 0 =
 //! the best) and which of its seeds it is, so the scheduler's placement, resume and the run-log
@@ -64,7 +64,7 @@ impl ConfirmId {
 }
 
 /// Confirm seeds are censored in **blocks** of the plan's r seeds (seeds j·r … (j+1)·r − 1 of a
-/// configuration; Type II censoring, issue 42): once `block_need(r)` seeds of a complete block
+/// configuration; Type II censoring): once `block_need(r)` seeds of a complete block
 /// reached the goal, at step c, the block's other seeds count as "≥ c". The seed median (r ≥ 4: at
 /// most a quarter of a block censored) is unchanged by it; what it saves is the slowest seeds'
 /// tail, which a fused group otherwise runs nearly alone. The trainer stops those seeds at c when
@@ -83,8 +83,8 @@ pub fn block_need(r: usize) -> usize {
 }
 
 /// The marker a confirm trial carries in its `TrialSpec` (absent on every other trial, and in
-/// logs written before issue 42): whose metaparameters it re-runs, that configuration's rank in
-/// the search, and which of its fresh seeds it is.
+/// logs written before the confirm stage): whose metaparameters it re-runs, that configuration's
+/// rank in the search, and which of its fresh seeds it is.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConfirmMark {
     /// The search trial whose metaparameters this trial re-runs.

@@ -2,7 +2,8 @@
 //! outcomes (`trial`), the `TrialRunner` trait (`runner`), events (`events`), run-log lines
 //! (`record`), the analysis's input and result types (`analysis`), the one measurement loop every
 //! runner drives (`meter`), the sweep plan every reader re-derives (`plan`), trial-id layouts
-//! (`widen`, `confirm`), device rules (`devices`) and what a trial records of transfer (`transfer`).
+//! (`widen`, `confirm`), device rules (`devices`), the float mode of computing threads
+//! (`float_mode`) and what a trial records of transfer (`transfer`).
 //! Keep this module free of Burn and of any UI crate.
 //!
 //! Layering: imports `data` and `workload` only.
@@ -11,6 +12,7 @@ pub mod analysis;
 pub mod confirm;
 pub mod devices;
 pub mod events;
+pub mod float_mode;
 pub mod meter;
 pub mod plan;
 pub mod record;

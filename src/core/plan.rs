@@ -116,7 +116,7 @@ pub fn repeat_of(base: &TrialSpec, id: u64, sweep_seed: u64) -> TrialSpec {
 
 pub use crate::core::confirm::{ConfirmId, CONFIRM_ID_BASE};
 
-/// Confirm trial `id` (issue 42, `crate::core::confirm`) of search trial `base`, the configuration
+/// Confirm trial `id` (`crate::core::confirm`) of search trial `base`, the configuration
 /// of rank `rank` at its B: the same batch size and metaparameters, the fresh seed of `id` (never a
 /// search trial's seed: `trial_seed` is a bijection of the id). None if `id` is not a confirm id.
 pub fn confirm_trial(base: &TrialSpec, id: u64, sweep_seed: u64) -> Option<TrialSpec> {
@@ -265,7 +265,7 @@ pub fn validate_search(preset: &Preset) -> anyhow::Result<()> {
 /// The spec a run log's header plans for trial `spec.trial_id` (what `--resume` would run under
 /// that id): its plan entry, the Halton continuation for `--until` trials beyond the plan, the
 /// re-centred draw its id encodes (`--widen`), or, for a repeat, the metaparameters of the trial
-/// it re-runs (`base`, as logged) with the repeat's seed, or for a confirm trial (issue 42) the
+/// it re-runs (`base`, as logged) with the repeat's seed, or for a confirm trial the
 /// metaparameters of the configuration it confirms (`base`) with its id's fresh seed. None when
 /// no plan of this header has such a trial (a repeat or confirm trial whose base is not logged, a
 /// re-centred id the header does not allow, a confirm trial of a header without a confirm stage).
@@ -279,7 +279,7 @@ pub fn planned_spec(h: &Header, spec: &TrialSpec, base: Option<&TrialSpec>) -> O
         return (spec.trial_id >= REPEAT_ID_BASE).then(|| repeat_of(base, spec.trial_id, h.seed));
     }
     if let Some(mark) = spec.confirm {
-        // a confirm trial (issue 42): the configuration it re-runs (`base`, as logged) with the
+        // a confirm trial: the configuration it re-runs (`base`, as logged) with the
         // fresh seed of its id, at the batch size its id names
         h.preset.sweep.confirm?;
         let base = base.filter(|b| b.trial_id == mark.of && b.is_search())?;

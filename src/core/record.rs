@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::trial::{TrialOutcome, TrialSpec};
 use crate::workload::spec::Preset;
 
-/// The run-log schema this build writes. Version 2 (issue 22): the header's preset may carry a
+/// The run-log schema this build writes. Version 2: the header's preset may carry a
 /// ladder of targets (`workload.targets`); trials are unchanged.
 pub const SCHEMA_VERSION: u32 = 2;
 /// The oldest schema this build still reads (version 1: no ladder; read as a single target).
@@ -81,8 +81,8 @@ fn one() -> usize {
     1
 }
 
-/// What an imported run log came from (Google's batch_science data, science.md §7). The header's
-/// `preset.workload.model` is only a placeholder the schema requires for such logs.
+/// What an imported run log came from (Google's batch_science data, docs/science.md §7). The
+/// header's `preset.workload.model` is only a placeholder the schema requires for such logs.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ImportInfo {
     pub directory: String,

@@ -82,7 +82,7 @@ pub enum GroupCut {
     /// Every member stops at the first member's reach (a sweep's search trials: past that step
     /// none of them can set the batch size's steps-to-target).
     FirstReach,
-    /// Type II censoring per cohort (a confirm block, issue 42): member i belongs to cohort
+    /// Type II censoring per cohort (a confirm block): member i belongs to cohort
     /// `cohort[i]` (None: never cut); when `need[c]` members of cohort c have reached, every other
     /// member of c stops at that evaluation (`NotReached`, early stopped). The same rule the
     /// analysis applies to the records (`analysis::confirm::censor_blocks`), so a cut changes the
@@ -118,7 +118,7 @@ pub fn with_thread_budget<R>(threads: Option<usize>, f: impl FnOnce() -> R) -> R
 /// to a worker thread and back twice a step, and every parallel op of the trial stays in its pool.
 /// A pool that cannot be built falls back to `with_thread_budget` on this thread.
 pub fn in_thread_budget<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> R {
-    match threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()) {
+    match threads.and_then(super::float_mode::pool) {
         Some(pool) => pool.install(|| with_thread_budget(threads, f)),
         None => with_thread_budget(threads, f),
     }

@@ -1,4 +1,4 @@
-//! A batch-size schedule (issue 22 part 4): a trial starts at one batch size and switches to a
+//! A batch-size schedule: a trial starts at one batch size and switches to a
 //! larger one at the first evaluation whose validation metric meets a threshold.
 //!
 //! Written `"16,0.2:64,0.08:256"`: B = 16 from the start, 64 from the first evaluation whose metric

@@ -129,7 +129,7 @@ pub struct TrialSpec {
     /// budget, no early stopping). Repeats never enter S(B)'s best-of-K minimum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat_of: Option<u64>,
-    /// The confirm stage (issue 42): this trial re-runs a search configuration with a fresh seed
+    /// The confirm stage: this trial re-runs a search configuration with a fresh seed
     /// (full budget, no early stopping; `core::confirm`). Confirm trials never enter S(B)'s
     /// best-of-K minimum; they give the confirmed S(B).
     #[serde(default, skip_serializing_if = "Option::is_none")]

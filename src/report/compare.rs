@@ -156,7 +156,7 @@ pub fn render_compare(c: &Comparison) -> String {
         );
     }
     s.push('\n');
-    // S(B) as each run's curve reads it: the confirmed seed median (issue 42; its best trial
+    // S(B) as each run's curve reads it: the confirmed seed median (its best trial
     // after the slash) or the best trial
     let confirmed: Vec<usize> = (0..c.runs.len())
         .filter(|&i| c.runs[i].analysis.readout == Readout::Confirmed)

@@ -48,7 +48,7 @@ use crate::sweep::SweepResult;
 
 pub use format::{band, num, opt_num, outcome_text, thousands};
 
-/// Version of the JSON shape of [`Report`] (`docs/report-schema.json`). Version 2 (issue 21): one
+/// Version of the JSON shape of [`Report`] (`docs/report-schema.json`). Version 2: one
 /// regime model reaches the outputs — `per_batch[].regime` (the ordered partition's regime at B)
 /// replaces the per-segment `regime_to_next`, the fit no longer implies regimes of its own
 /// (`fit.perfect_up_to`/`maximal_from` are gone), `analysis.segments` carry slopes only, `kept`
@@ -85,7 +85,7 @@ pub struct ReportOptions<'a> {
     /// A saved `bench --allreduce` table (`runlog::link_table::find_link_table`).
     pub link_table: Option<&'a LinkTable>,
     /// Read S(B) at this target value (of the sweep's metric) instead of the sweep's goal: the
-    /// same pipeline over the trials' evaluation curves (issue 22). None: the goal.
+    /// same pipeline over the trials' evaluation curves. None: the goal.
     pub target: Option<f64>,
 }
 
@@ -118,7 +118,7 @@ pub struct ReportRow {
     /// S(B) is not measured at this target (stricter than the sweep's goal): `steps` is null.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub not_measured: bool,
-    /// The confirmed S(B) (issue 42): the seed median of the best confirmed configuration (absent
+    /// The confirmed S(B): the seed median of the best confirmed configuration (absent
     /// without a confirm stage at this B; null: no configuration's median reached the target).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmed_steps: Option<Option<u64>>,
@@ -256,7 +256,7 @@ pub struct Report {
     /// A cluster run's share, nodes and state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterRun>,
-    /// The sweep's confirm stage, "KxR" (issue 42; absent: none).
+    /// The sweep's confirm stage, "KxR" (absent: none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirm: Option<String>,
     /// Which S(B) the fit, the regimes, the ladders and the projection read: `best_trial` (the
@@ -446,7 +446,7 @@ fn build_from(run: &Run, opts: &ReportOptions, analysed: Option<Analysis>) -> Re
     // `--until REL`: what it did at each B (at the goal, the reading it narrowed)
     if let Some(rel) = run.header.adaptive.as_ref().and_then(|a| a.until) {
         if let (true, Some(plan)) = (study.target == study.goal, study.confirm) {
-            // with a confirm stage --until narrowed the confirmed S(B) (issue 42)
+            // with a confirm stage --until narrowed the confirmed S(B)
             use crate::analysis::until;
             let budget = run.header.adaptive.as_ref().and_then(|a| a.max_trials);
             let used = until::search_trials(run.trials) + until::confirm_trials(run.trials);

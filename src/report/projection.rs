@@ -73,7 +73,7 @@ pub fn render_projection_table(
     let c = &first.compute;
     let _ = writeln!(
         s,
-        "time-to-target vs devices G (science.md §6): t = S(B)·[t_compute(B/G) + ring all-reduce of {} over G]",
+        "time-to-target vs devices G (docs/science.md §6): t = S(B)·[t_compute(B/G) + ring all-reduce of {} over G]",
         bytes_label(c.param_bytes)
     );
     let _ = writeln!(
@@ -144,7 +144,7 @@ fn bytes_label(b: f64) -> String {
     }
 }
 
-/// The projection section of a report (science.md §6), or a line saying why there is none.
+/// The projection section of a report (docs/science.md §6), or a line saying why there is none.
 pub fn section(r: &Report) -> String {
     let caveat = if r.projections.is_some() && r.analysis.fit.as_ref().is_some_and(|f| f.uncertain)
     {

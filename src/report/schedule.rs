@@ -1,5 +1,5 @@
-//! A batch-size schedule from a sweep's log, and its proof beside the log's best fixed batch size
-//! (issue 22 part 4): the one owner of `train --batch-schedule … --from LOG`'s reading.
+//! A batch-size schedule from a sweep's log, and its proof beside the log's best fixed batch
+//! size: the one owner of `train --batch-schedule … --from LOG`'s reading.
 //!
 //! Rules (printed with every result):
 //! - η per stage from a log: the best trial's η at the *nearest measured* batch size (distance in
@@ -257,7 +257,7 @@ fn to_target(o: &TrialOutcome, batch_size: usize, target: f64) -> Option<(u64, u
 }
 
 /// The log's best fixed-B configuration at `target` and its steps there: with a complete confirm
-/// stage (issue 42) the chosen configuration at the B of the fewest confirmed steps (its seed
+/// stage the chosen configuration at the B of the fewest confirmed steps (its seed
 /// median; ties: the smaller B, fewer examples), else the search trial with the fewest steps
 /// (ties: fewer examples). Confirm and repeat trials are never a "best trial" of their own.
 pub fn best_fixed<'a>(run: &Run<'a>, target: f64) -> Option<(&'a TrialRecord, u64)> {

@@ -1,4 +1,4 @@
-//! B_crit over targets (issue 22): one sweep read at each rung of a ladder of targets — the
+//! B_crit over targets: one sweep read at each rung of a ladder of targets — the
 //! `report --targets` table and JSON, `compare --targets`, and the `export --bcrit-svg` chart
 //! (B_crit with its bootstrap interval and S_min against the target, log axes, fitted trends).
 //! Every rung is `analysis::analyze` at that target: the same pipeline as `report --target`.
@@ -34,11 +34,11 @@ pub struct TargetsReport {
     pub curve: Vec<BcritPoint>,
     pub b_crit_trend: Option<Trend>,
     pub s_min_trend: Option<Trend>,
-    /// Which S(B) the rungs read (the goal rung's readout; issue 42).
+    /// Which S(B) the rungs read (the goal rung's readout).
     pub readout: Readout,
     /// The sweep's confirm stage.
     pub confirm: Option<ConfirmPlan>,
-    /// An unresolved B_crit trend: the plan that would resolve it (issue 42).
+    /// An unresolved B_crit trend: the plan that would resolve it.
     pub needed: Option<NeededPlan>,
 }
 

@@ -77,7 +77,7 @@ pub fn per_batch_table(a: &Analysis) -> String {
     s
 }
 
-/// The confirm stage (issue 42), one row per B beside the best trial: the confirmed S(B) (the
+/// The confirm stage, one row per B beside the best trial: the confirmed S(B) (the
 /// seed median of the best confirmed configuration) with its 95 % interval, the chosen
 /// configuration, its seeds, and the seed-to-seed spread a single-seed readout hides. Empty
 /// without confirm trials.
@@ -282,7 +282,7 @@ pub fn until_lines(a: &Analysis) -> String {
             }
             _ => String::new(),
         });
-        // with a confirm stage --until narrowed the confirmed interval (issue 42)
+        // with a confirm stage --until narrowed the confirmed interval
         let w = match &p.confirmed {
             Some(c) => c.rel_half_width(),
             None => p.rel_half_width(),
@@ -576,7 +576,8 @@ impl Report {
         s
     }
 
-    /// The time-to-target projection section (science.md §6), or a line saying why there is none.
+    /// The time-to-target projection section (docs/science.md §6), or a line saying
+    /// why there is none.
     pub fn projection_text(&self) -> String {
         super::projection::section(self)
     }

@@ -1,5 +1,5 @@
-//! Import of Google's released batch_science measurements (Shallue et al.; science.md §7) into our
-//! run-log model, so their curves can be analysed, compared and plotted with ours.
+//! Import of Google's released batch_science measurements (Shallue et al.; docs/science.md §7) into
+//! our run-log model, so their curves can be analysed, compared and plotted with ours.
 //!
 //! Layout of one workload × optimizer directory:
 //! `<dir>/<batch_size>/study.json`, `<dir>/<batch_size>/<trial>/metadata.json`,

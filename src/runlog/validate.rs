@@ -1,4 +1,4 @@
-//! The one run-log validator (issue 24). Every reader goes through it — `report`, `compare`,
+//! The one run-log validator. Every reader goes through it — `report`, `compare`,
 //! `export`, the TUI (opening a log and following a growing one), sweep directories and
 //! `sweep --resume` — so an impossible value is refused, and a contradiction warned about, the
 //! same way everywhere, with the file and line.
@@ -10,7 +10,7 @@
 //!   budget allows, an outcome step past the trial's steps, a wall time below 0 or above 30 years,
 //!   a metric outside its range).
 //! * Read as the curve shows, and warned (`file:line: message`): a stored outcome that its own
-//!   evaluation curve contradicts — every reader uses the curve's outcome (issue 43), the warning
+//!   evaluation curve contradicts — every reader uses the curve's outcome, the warning
 //!   names the trial and both readings.
 //! * Warned by readers, refused by resume (`LogValidator::off_plan`): a trial that is not the
 //!   trial its header's plan derives (`core::plan::plan_difference`: an edited header or line).
@@ -244,7 +244,7 @@ fn plan_problem(h: &Header, t: &TrialRecord, seen: &HashMap<u64, usize>) -> Opti
     let base = crate::core::widen::REPEAT_ID_BASE;
     let confirm_base = crate::core::confirm::CONFIRM_ID_BASE;
     if t.trial_id >= confirm_base || t.spec.confirm.is_some() {
-        // the confirm stage (issue 42): its ids encode batch index, rank and seed
+        // the confirm stage: its ids encode batch index, rank and seed
         let c = crate::core::confirm::ConfirmId::decode(t.trial_id);
         let ok = match (h.preset.sweep.confirm, c, t.spec.confirm) {
             (Some(_), Some(c), Some(m)) => {
@@ -554,7 +554,8 @@ mod tests {
 
     #[test]
     fn an_old_sgd_log_is_read_as_what_ran() {
-        // Written before issue 24: SGD trials record the preset's unused γ 0.9 and β2/ε.
+        // Written before records stated only what ran: SGD trials record the preset's unused γ 0.9
+        // and β2/ε.
         let text = std::fs::read_to_string(FIXTURE).unwrap();
         assert!(text.lines().nth(1).unwrap().contains("\"momentum\":0.9"));
         let log = read_run_log(std::path::Path::new(FIXTURE)).unwrap();

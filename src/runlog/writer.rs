@@ -441,7 +441,7 @@ mod tests {
             .set_len(10)
             .unwrap();
         let e = format!("{:#}", w.write_trial(&log.trials[1]).unwrap_err());
-        // 10 bytes of the header are left: nothing a resume could read (issue 24: the advice
+        // 10 bytes of the header are left: nothing a resume could read (the advice
         // must not be a resume that fails).
         assert!(
             e.contains("truncated") && e.contains("cannot be resumed") && !e.contains("--resume"),

@@ -76,7 +76,7 @@ impl SweepConfig {
             seed: d.seed,
             runs_dir,
             repeats: 1,
-            // the preset's width target for its confirm stage (issue 42)
+            // the preset's width target for its confirm stage
             until: preset_until,
             max_trials: None,
             widen: 0,
@@ -208,7 +208,7 @@ pub fn plan(cfg: &SweepConfig) -> Vec<TrialSpec> {
     )
 }
 
-/// The ids of the confirm trials (issue 42) a sweep's records call for: at every batch size whose
+/// The ids of the confirm trials a sweep's records call for: at every batch size whose
 /// plan trials are all logged, its best configurations × the plan's seeds (what a re-submitted
 /// Slurm sweep still has to run; `--until` steps are decided by the running sweep).
 pub fn confirm_stage_ids(

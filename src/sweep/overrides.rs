@@ -81,7 +81,7 @@ pub struct SweepOverrides {
     pub seed: Option<u64>,
     /// Target value of the preset's metric.
     pub target: Option<f64>,
-    /// A ladder of targets (issue 22): the strictest becomes the goal (trials run until it), the
+    /// A ladder of targets: the strictest becomes the goal (trials run until it), the
     /// others the looser rungs read from the same trials (`workload.targets`).
     pub targets: Option<Vec<f64>>,
     /// Step budget (replaces the preset's, including its example budget).
@@ -91,7 +91,7 @@ pub struct SweepOverrides {
     pub loss_scale: Option<f64>,
     pub lr: Option<f64>,
     pub momentum: Option<f64>,
-    /// The confirm stage (issue 42): Some(None) turns it off, Some(Some(k×r)) sets it.
+    /// The confirm stage: Some(None) turns it off, Some(Some(k×r)) sets it.
     pub confirm: Option<Option<ConfirmPlan>>,
 }
 

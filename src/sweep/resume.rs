@@ -13,7 +13,7 @@ use crate::runlog::writer::RunLogWriter;
 /// Opens the log at `path` to append to it, after checking it against `cfg`: the log's header
 /// must be `cfg`'s, and the run-log validator (the one every reader uses) must find every logged
 /// trial to be the trial the header's plan derives — where readers warn, resume refuses. A
-/// confirm trial (issue 42) must, besides, re-run the configuration of its rank among the search
+/// confirm trial must, besides, re-run the configuration of its rank among the search
 /// trials at its B, ranked over this log's and `peers`' records (the records other processes
 /// logged into the same sweep: a Slurm array task's; a confirm trial's configuration may be
 /// another task's search trial).

@@ -44,7 +44,7 @@ pub struct SweepControl {
     /// Trials another process runs (a Slurm array task's static shard, src/cluster): never started
     /// here, never recorded here.
     others: Arc<Mutex<HashSet<u64>>>,
-    /// A Slurm array task's share of the trials placed beyond the plan (confirm trials, issue 42):
+    /// A Slurm array task's share of the trials placed beyond the plan (confirm trials):
     /// (index, count) — a confirm trial runs here only if its id % count == index.
     share: Arc<Mutex<Option<(u64, u64)>>>,
     /// The records other processes logged into the same sweep (a Slurm array task's peers): the
@@ -114,7 +114,7 @@ impl SweepControl {
     pub fn leave_to_others(&self, ids: impl IntoIterator<Item = u64>) {
         lock(&self.others).extend(ids);
     }
-    /// A Slurm array task: of the confirm trials (issue 42) this process runs those whose id %
+    /// A Slurm array task: of the confirm trials this process runs those whose id %
     /// `count` == `index`; the others are its peers'.
     pub fn set_share(&self, index: usize, count: usize) {
         *lock(&self.share) = Some((index as u64, count.max(1) as u64));
@@ -242,9 +242,11 @@ pub fn start_sweep_with(
     };
     let log_path = writer.path().to_path_buf();
     let ctl = control.clone();
+    crate::core::float_mode::ensure_process();
     let thread = std::thread::Builder::new()
         .name("sweep-coordinator".into())
         .spawn(move || {
+            crate::core::float_mode::set_here();
             let coord = Coordinator::new(cfg, plan, runner, tx, ctl, writer, previous);
             coord.run(header)
         })
@@ -821,7 +823,10 @@ impl Coordinator {
         };
         std::thread::Builder::new()
             .name(format!("trial-{gid}"))
-            .spawn(body)
+            .spawn(move || {
+                crate::core::float_mode::set_here();
+                body()
+            })
             .map_err(|e| {
                 self.slots.release(gid);
                 for id in &ids {
@@ -834,7 +839,7 @@ impl Coordinator {
 
 /// What runs now: groups (one thread each, by the id of their first trial) and their trials.
 /// Which trials may share a fused group (with the same B and cap): search trials (cut together
-/// at the first reach with early stopping), `--repeats` trials, and confirm trials (issue 42):
+/// at the first reach with early stopping), `--repeats` trials, and confirm trials:
 /// the latter two never cut, each running to its own reach or budget.
 #[derive(Default)]
 struct Running {

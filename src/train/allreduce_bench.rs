@@ -237,9 +237,7 @@ fn measure_world(
     sizes: &[usize],
     reps_small: usize,
 ) -> anyhow::Result<Vec<(usize, f64)>> {
-    let _guard = super::worker::COLLECTIVE
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _guard = super::exchange::collective_lock();
     reset_collective::<Flex>();
     let barrier = Arc::new(Barrier::new(world));
     let sizes = Arc::new(sizes.to_vec());

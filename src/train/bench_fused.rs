@@ -1,5 +1,5 @@
 //! `bench`'s fused trial groups: the small CNN as groups of K trials, in GFLOP/s-equivalent beside
-//! this machine's sgemm rate (issue 40).
+//! this machine's sgemm rate.
 
 use std::time::Instant;
 

@@ -30,6 +30,14 @@ use super::grads;
 /// out of cache. 4 MiB buckets keep the fast regime; every small model is one bucket.
 pub const DEFAULT_BUCKET_BYTES: usize = 4 << 20;
 
+/// The process-wide collective server serves one multi-replica group at a time: a trial with
+/// several replicas, the all-reduce benchmark, or a caller that joins replicas itself holds this
+/// guard from `reset_collective` to its last all-reduce.
+pub fn collective_lock() -> std::sync::MutexGuard<'static, ()> {
+    static COLLECTIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Registers replica `rank` of `world` (over all nodes) with the collective, on `device` of the
 /// backend that reduces (the one place its config is built): local only, or global (multi-node)
 /// with `cluster`. Every replica thread calls it before its first all-reduce.

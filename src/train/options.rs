@@ -27,7 +27,7 @@ pub struct TrainOptions {
     /// This process is one node of a multi-node trial (src/cluster): the global batch is split
     /// over every node's replicas and the all-reduce spans the nodes. `None`: one process.
     pub cluster: Option<super::multinode::ClusterSpec>,
-    /// A batch-size schedule (issue 22 part 4): the trial starts at its first stage's batch size
+    /// A batch-size schedule: the trial starts at its first stage's batch size
     /// (which must be the spec's) and switches at evaluations; `None`: `TrialSpec::batch_size`
     /// the whole trial.
     pub batch_schedule: Option<crate::core::schedule::BatchSchedule>,

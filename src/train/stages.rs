@@ -1,4 +1,4 @@
-//! A batch-size schedule as the trainer runs it (issue 22 part 4).
+//! A batch-size schedule as the trainer runs it.
 
 use crate::core::schedule::{BatchSchedule, StageRun};
 

@@ -40,7 +40,6 @@ pub use super::options::{default_noise_every, TrainOptions};
 use super::sampler::Sampler;
 use super::scaler::{LossScaler, ScaleDecision, ScalerConfig};
 use super::stages::Stages;
-pub(crate) use super::worker::COLLECTIVE;
 use super::worker::{in_pool, worker_loop, Cmd, HostBatch, Plan, Reply, Worker, Workers};
 use crate::core::{CancelToken, GroupRun, Outcome, TrialEvent, TrialOutcome, TrialSpec};
 use crate::data::{self, Dataset};
@@ -105,6 +104,8 @@ pub fn run_group<B: AutodiffBackend>(
     cancels: &[CancelToken],
     done: &mut dyn FnMut(usize, TrialOutcome),
 ) -> anyhow::Result<()> {
+    // this thread computes (the inline replica): in the binary's float mode whoever called
+    crate::core::float_mode::ensure_process();
     let world = devices.len();
     check_group(specs, cancels, opts, world)?;
     let spec0 = &specs[0];
@@ -123,7 +124,7 @@ pub fn run_group<B: AutodiffBackend>(
             .context("encoding the transfer probe's sentences at step 0")?;
 
     let _guard = if world * nodes > 1 {
-        let g = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let g = super::exchange::collective_lock();
         reset_collective::<B::InnerBackend>();
         Some(g)
     } else {
@@ -293,7 +294,10 @@ impl<B: AutodiffBackend> Crew<B> {
             let rtx = reply_tx.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("trial{}-worker{rank}", specs[0].trial_id))
-                .spawn(move || in_pool(pool_threads, move || worker_loop(w, cmd_rx, rtx)));
+                .spawn(move || {
+                    crate::core::float_mode::set_here();
+                    in_pool(pool_threads, move || worker_loop(w, cmd_rx, rtx))
+                });
             match spawned {
                 Ok(h) => crew.handles.push(h),
                 Err(e) => {

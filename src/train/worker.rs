@@ -5,7 +5,7 @@
 //! coordinator needs), an evaluation of every member, a compaction to the members still training.
 
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::anyhow;
@@ -26,9 +26,6 @@ use crate::workload::spec::TransferFeature;
 
 /// A one-element-per-member tensor on the inner (non-autodiff) backend: values the step reads back.
 pub(super) type InnerTensor<B> = Tensor<<B as AutodiffBackend>::InnerBackend, 1>;
-
-/// Only one multi-replica trial at a time may use the process-wide collective server.
-pub(crate) static COLLECTIVE: Mutex<()> = Mutex::new(());
 
 /// Host-side shard of a batch: a replica's rows of every member's batch, member-major.
 #[derive(Clone)]
@@ -547,7 +544,7 @@ pub(super) fn handle<B: AutodiffBackend>(w: &mut Worker<B>, cmd: Cmd) -> Reply {
 /// Runs `f` inside a rayon pool of `threads` threads (`None`, or a pool that cannot be built:
 /// on this thread, with the global pool).
 pub(super) fn in_pool<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> R {
-    match threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()) {
+    match threads.and_then(crate::core::float_mode::pool) {
         Some(pool) => pool.install(f),
         None => f(),
     }

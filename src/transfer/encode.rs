@@ -3,7 +3,7 @@
 //!
 //! - **Text as in training**: the model reads `"\n" + sentence` — in the LM's byte stream every
 //!   sentence follows the previous one's line end, so a leading newline is how a sentence starts
-//!   there (science.md §11). No trailing byte is added: the feature is the state after the
+//!   there (docs/science.md §11). No trailing byte is added: the feature is the state after the
 //!   sentence's own last byte.
 //! - **LSTM, mLSTM** (one layer: the last layer): `cell` is c at the last byte (the reference's
 //!   feature), `hidden` is h there, `mean` is h averaged over the sentence's bytes (the leading

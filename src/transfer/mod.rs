@@ -1,6 +1,6 @@
 //! Transfer: does what a language model learnt carry over to a task it was not trained on? The
 //! question Puri et al. train a large-batch char mLSTM for (Radford et al. 2017's "sentiment
-//! neuron"; science.md §11), asked per batch size.
+//! neuron"; docs/science.md §11), asked per batch size.
 //!
 //! A **probe** reads labelled sentences (the movie reviews' sentiment, held out of the LM's text:
 //! `data::probe`) through the model (`encode`: each sentence alone from a zero state, its state at

@@ -1,4 +1,4 @@
-//! What a workload's optimizer and runner actually use (issue 24: a setting either takes effect or
+//! What a workload's optimizer and runner actually use (a setting either takes effect or
 //! is an error naming it; a trial's record states only what ran).
 //!
 //! * SGD keeps no momentum buffer: its update is the momentum update with γ = 0, so a trial

@@ -164,7 +164,7 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
     }
 }
 
-/// The ladder (issue 22): looser rungs read from the same trials; the goal is the strictest.
+/// The ladder: looser rungs read from the same trials; the goal is the strictest.
 fn check_targets(w: &Workload, out: &mut Vec<Problem>) {
     if w.target.metric.maximised() {
         return; // no ladder for a maximised metric (`check_transfer` says so)

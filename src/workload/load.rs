@@ -328,7 +328,7 @@ pub fn parse_preset(path: &Path, text: &str) -> Result<Preset, PresetError> {
         ));
     }
     preset.sweep.auto_concurrency = key_offset(tree.get_ref(), &["sweep", "concurrency"]).is_none();
-    // `[sweep] confirm` left out → the default confirm stage (issue 42); "off" turns it off.
+    // `[sweep] confirm` left out → the default confirm stage; "off" turns it off.
     if key_offset(tree.get_ref(), &["sweep", "confirm"]).is_none() {
         preset.sweep.confirm = Some(crate::workload::spec::ConfirmPlan::DEFAULT);
     }

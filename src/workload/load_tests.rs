@@ -25,7 +25,7 @@ value = 3.0
 learning_rate = 0.001
 "#;
 
-/// `[sweep] confirm` (issue 42): left out → the default stage; "off" → none; K×R in either
+/// `[sweep] confirm`: left out → the default stage; "off" → none; K×R in either
 /// spelling; the JSON of a run-log header without it reads as off (older logs).
 #[test]
 fn the_confirm_stage_of_a_preset() {

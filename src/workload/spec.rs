@@ -29,7 +29,7 @@ pub struct Workload {
     /// the strictest rung.
     pub target: Target,
     /// A ladder of looser targets (values of `target.metric`, each looser than `target`) read from
-    /// the same trials' evaluation curves, exactly (issue 22): B_crit(target). Empty: one target.
+    /// the same trials' evaluation curves, exactly: B_crit(target). Empty: one target.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<f64>,
     /// Evaluate the validation metric every k steps.
@@ -65,7 +65,7 @@ pub struct Workload {
 }
 
 /// `[workload.transfer]`: a linear probe on the language model's sentence features (the
-/// `transfer` module; science.md §11). Every trial that can be its batch size's best (it reached
+/// `transfer` module; docs/science.md §11). Every trial that can be its batch size's best (it reached
 /// the target, or ran its whole budget) gets an end-of-trial readout: the probe beside the same
 /// probe on its untrained network (step 0), bag-of-bytes and the majority class.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Default)]
@@ -120,9 +120,10 @@ fn is_zero(x: &f64) -> bool {
 }
 
 impl Workload {
-    /// A noisy-quadratic-model workload (science.md §5) with PyTorch-like default metaparameters
-    /// (η 0.1, γ/β1 0.9, β2 0.999, ε 1e-8), evaluated every step for up to 100k steps; callers
-    /// adjust the fields they study. Used by tests and by code that builds sweeps programmatically.
+    /// A noisy-quadratic-model workload (docs/science.md §5) with PyTorch-like default
+    /// metaparameters (η 0.1, γ/β1 0.9, β2 0.999, ε 1e-8), evaluated every step for up to 100k
+    /// steps; callers adjust the fields they study. Used by tests and by code that builds sweeps
+    /// programmatically.
     pub fn nqm(dim: usize, optimizer: OptimizerKind, target: f64) -> Workload {
         Workload {
             dataset: None,
@@ -595,7 +596,7 @@ pub struct SweepDefaults {
     /// sweep's calibration choose K.
     #[serde(default, skip_serializing_if = "Fuse::is_auto")]
     pub fuse: Fuse,
-    /// The confirm stage (issue 42): after the search at each B, its best `configs`
+    /// The confirm stage: after the search at each B, its best `configs`
     /// configurations re-run with `seeds` fresh seeds each; the confirmed S(B) is the seed median
     /// of the best of them (`analysis::confirm`). `confirm = "3x5"` or `"off"` in a preset; a
     /// preset file that leaves it out gets [`ConfirmPlan::DEFAULT`] (the loader sets it). Absent in
@@ -606,7 +607,7 @@ pub struct SweepDefaults {
         with = "confirm_serde"
     )]
     pub confirm: Option<ConfirmPlan>,
-    /// `confirm_until = REL` (issue 42): the confirm stage goes on at every B whose confirmed
+    /// `confirm_until = REL`: the confirm stage goes on at every B whose confirmed
     /// interval is wider than ±REL, adding fresh seeds where they narrow it most (what
     /// `--until REL` does with a confirm stage; `--until` overrides it, `--until off` drops it).
     /// Only with a confirm stage.
@@ -700,7 +701,7 @@ impl<'de> Deserialize<'de> for Fuse {
     }
 }
 
-/// `[sweep] confirm` / `--confirm`: k configurations × r fresh seeds each (issue 42).
+/// `[sweep] confirm` / `--confirm`: k configurations × r fresh seeds each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConfirmPlan {
     /// k: the search's best configurations at each B that are confirmed.

@@ -1,6 +1,6 @@
 //! Shared set-up of the integration tests (`mod common;` in each file that needs it): the binary
 //! and the run logs it writes, small NQM sweeps run to the end, and the digits workload and trial
-//! the engine tests train. (The TUI tests' scripted sweep is in `tests/tui_support`.)
+//! the engine tests train. (The TUI tests' scripted sweep is in `tests/tui/support.rs`.)
 #![allow(dead_code)]
 
 use std::ffi::OsStr;

@@ -1,5 +1,5 @@
 //! How many trials a group holds, what kind they are and how it is cut: search trials at the
-//! first reach, a confirm group (issue 42) in whole blocks of r seeds, each at its quorum
+//! first reach, a confirm group in whole blocks of r seeds, each at its quorum
 //! (`core::confirm::block_need`, the same rule the analysis applies to the records).
 
 use std::collections::{BTreeMap, HashMap};

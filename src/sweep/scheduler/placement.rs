@@ -175,7 +175,7 @@ impl Coordinator {
         self.cfg.widen == 0 || self.widen_next_at(b, running).is_none()
     }
 
-    /// The confirm stage (issue 42): at every batch size whose search has settled, the confirm
+    /// The confirm stage: at every batch size whose search has settled, the confirm
     /// trials of its best configurations not yet logged or running — all of a B together, so that
     /// they run as one group. A B's confirm trials are a pure function of its search records
     /// (`confirm_ids_at`), so when they are placed does not change what they are.
@@ -299,7 +299,7 @@ impl Coordinator {
         }
     }
 
-    /// `--until REL` with a confirm stage (issue 42): at every B whose confirm stage is complete,
+    /// `--until REL` with a confirm stage: at every B whose confirm stage is complete,
     /// nothing runs there and the confirmed interval is wider than ±REL, the next step of
     /// `analysis::confirm::outlook` — one more seed for each confirmed configuration, or (where no
     /// configuration's median reached) the search's next configuration with r seeds — in order of
@@ -536,7 +536,7 @@ impl Coordinator {
     }
 }
 
-/// The seeds of a `--until` step at `b` that are not logged (issue 42): every step leaves each
+/// The seeds of a `--until` step at `b` that are not logged: every step leaves each
 /// confirmed configuration at a B with the same seeds 0 … T−1 (a seed round adds seed T to every
 /// one, a new configuration gets seeds 0 … T−1), so with T the largest seed logged + 1, every
 /// configuration's missing seeds below T are the unfinished step's. Empty: every step finished

@@ -1,4 +1,4 @@
-//! The analysis off the UI task (issue 25): the Live states never run the analysis themselves.
+//! The analysis off the UI task: the Live states never run the analysis themselves.
 //! When a state's data change (a trial lands, the header arrives, the sweep ends) it bumps its
 //! `generation`; at the end of `update` every state whose shown report is older than its data and
 //! that has no request in flight asks for one (`Command::Analyze`). The runtime runs requests on
@@ -12,7 +12,7 @@
 //!
 //! A request carries everything it reads (owned: it crosses threads); its result carries what it
 //! was computed for (`AnalysisFor`: the request id, the state, the data generation, the target).
-//! Re-deriving at another target (issue 22) is a request whose `target` differs from the header's:
+//! Re-deriving at another target is a request whose `target` differs from the header's:
 //! the state's `analysis_target` names the target it shows; a result computed for another target
 //! is dropped.
 

@@ -91,7 +91,7 @@ pub struct LiveState {
     pub shown: Option<u64>,
     /// The target `report` reads the trials at.
     pub shown_at: Option<Target>,
-    /// The target moved along the ladder (`[` `]`, issue 22); None: the goal.
+    /// The target moved along the ladder (`[` `]`); None: the goal.
     pub target: Option<f64>,
     /// The ladder the target moves along, loosest first (computed on the first move).
     pub ladder: Vec<f64>,
@@ -276,7 +276,7 @@ impl LiveState {
     }
 
     /// The target the state shows its reading at: the header's, or the rung it was moved to
-    /// (`[` `]`, issue 22).
+    /// (`[` `]`).
     pub fn analysis_target(&self) -> Option<Target> {
         let mut t = self.header.as_ref()?.preset.workload.target;
         if let Some(v) = self.target {

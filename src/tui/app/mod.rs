@@ -65,6 +65,8 @@ pub enum Msg {
     /// `Command::Resume` read the log it resumes: its finished trials are on the chart from the
     /// start (sent before the sweep's own `Planned`).
     Resuming(Box<RunLog>),
+    /// The sweep's event stream ended (its threads are finishing): `update` asks for the join.
+    SweepStreamEnded,
     /// The scheduler's threads ended (after `Done`, or after a failure): the joined sweep's
     /// report (`report::of_sweep`), or the coordinator's error.
     SweepEnded {
@@ -114,6 +116,15 @@ pub enum Command {
     /// Read Compare's runs at one target off the UI task and answer with `Msg::CompareAnalyzed`
     /// (one in flight; the latest target the user stopped at is read next).
     AnalyzeCompare(Box<CompareRequest>),
+    /// Start the sweep of a log read for resuming (`Msg::Resuming`), appending to it.
+    StartResumed(Box<RunLog>),
+    /// Follow this log (or sweep directory) from where it was read, polling it on each tick;
+    /// None: follow nothing. The sweep's own log is never followed (its events show it).
+    Follow(Option<Box<RunLog>>),
+    /// Poll the followed log (`Msg::LogLines` with what was appended).
+    PollTail,
+    /// Join the sweep whose event stream ended and build its report (`Msg::SweepEnded`).
+    JoinSweep,
     /// Leave the UI (the runtime stops a running sweep cleanly first).
     Quit,
 }

@@ -46,7 +46,7 @@ pub const FIELDS: [Field; 12] = [
     Field::Confirm,
 ];
 
-/// The confirm stages the Setup field offers (issue 42; None = off), in order.
+/// The confirm stages the Setup field offers (None = off), in order.
 pub const CONFIRM_CHOICES: [Option<ConfirmPlan>; 9] = [
     None,
     Some(ConfirmPlan {
@@ -155,7 +155,7 @@ pub struct SetupState {
     pub widen: usize,
     /// `--fuse`: the trials of one batch size trained as one program (auto, off, or at most K).
     pub fuse: Fuse,
-    /// `--confirm KxR`: the confirm stage (issue 42; None = off), the preset's at first.
+    /// `--confirm KxR`: the confirm stage (None = off), the preset's at first.
     pub confirm: Option<ConfirmPlan>,
     /// The runs directory's cached layout calibrations (`sweep::layout::read_cache`, read when
     /// the app starts): the wall-time bound Setup shows before any run of the study exists.
@@ -329,7 +329,7 @@ impl SetupState {
         }
     }
 
-    /// The preset's `[sweep] confirm_until` (issue 42): the confirm stage adds seeds at every B
+    /// The preset's `[sweep] confirm_until`: the confirm stage adds seeds at every B
     /// whose confirmed interval is wider; None without a confirm stage.
     pub fn confirm_until(&self) -> Option<f64> {
         self.confirm?;

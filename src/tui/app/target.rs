@@ -1,4 +1,4 @@
-//! Moving the target along the ladder (issue 22): on a finished Live screen `[` and `]` move the
+//! Moving the target along the ladder: on a finished Live screen `[` and `]` move the
 //! target the state reads its trials at, one rung of the log's ladder at a time
 //! (`analysis::ladder::default_ladder`: the preset's rungs and goal, or a geometric ladder above a
 //! single target; loosest first, ending at the goal — stricter is never offered).

@@ -18,6 +18,9 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
     match msg {
         Msg::Tick(now) => {
             app.now = now;
+            if app.log.is_some() {
+                cmds.push(Command::PollTail);
+            }
             // the ETA and elapsed time move while a sweep runs
             if app.sweep_running() && app.screen == Screen::Live {
                 app.dirty = true;
@@ -57,7 +60,10 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             app.view = LiveView::Sweep;
             app.goto(Screen::Live);
             app.back = Screen::Runs;
+            // its trials are on the chart; now its sweep goes on
+            cmds.push(Command::StartResumed(log));
         }
+        Msg::SweepStreamEnded => cmds.push(Command::JoinSweep),
         Msg::SweepEnded { error, report } => {
             app.sweep_active = false;
             if let (Some(r), Some(l)) = (report, app.sweep.as_mut()) {
@@ -81,26 +87,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
                 app.runs.entries.iter().map(|e| e.path.clone()).collect();
             app.runs.marked.retain(|p| paths.contains(p));
         }
-        Msg::LogOpened { log, tailing } => {
-            if is_sweep_log(app, &log.path) {
-                // the sweep's own log: show the live, controllable sweep
-                app.view = LiveView::Sweep;
-            } else {
-                app.log = Some(LiveState::opened(&log, tailing, app.now));
-                app.view = LiveView::Log;
-            }
-            app.goto(Screen::Live);
-            app.back = Screen::Runs;
-            // The run-log validator's warnings (file:line), as `report` prints them.
-            if let Some(w) = log.warnings.first() {
-                let more = log.warnings.len() - 1;
-                app.flash = Some(if more > 0 {
-                    format!("warning: {w} (+{more} more: `scaling-lab report` lists them)")
-                } else {
-                    format!("warning: {w}")
-                });
-            }
-        }
+        Msg::LogOpened { log, tailing } => on_log_opened(app, log, tailing, &mut cmds),
         Msg::LogLines(lines) => {
             let now = app.now;
             if let Some(l) = app.log.as_mut() {
@@ -185,6 +172,37 @@ fn quit(app: &mut App, cmds: &mut Vec<Command>, interrupted: bool) {
     app.quit = true;
     app.interrupted = interrupted;
     cmds.push(Command::Quit);
+}
+
+/// A run log read for viewing: the sweep's own log shows the live sweep; another one opens in
+/// Live (followed while it grows); the validator's warnings go to the flash line.
+fn on_log_opened(
+    app: &mut App,
+    log: Box<crate::runlog::RunLog>,
+    tailing: bool,
+    cmds: &mut Vec<Command>,
+) {
+    let warnings = log.warnings.clone();
+    if is_sweep_log(app, &log.path) {
+        // the sweep's own log: show the live, controllable sweep
+        app.view = LiveView::Sweep;
+    } else {
+        app.log = Some(LiveState::opened(&log, tailing, app.now));
+        app.view = LiveView::Log;
+        // follow it while it grows (or stop following the one before)
+        cmds.push(Command::Follow(tailing.then_some(log)));
+    }
+    app.goto(Screen::Live);
+    app.back = Screen::Runs;
+    // The run-log validator's warnings (file:line), as `report` prints them.
+    if let Some(w) = warnings.first() {
+        let more = warnings.len() - 1;
+        app.flash = Some(if more > 0 {
+            format!("warning: {w} (+{more} more: `scaling-lab report` lists them)")
+        } else {
+            format!("warning: {w}")
+        });
+    }
 }
 
 fn on_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {

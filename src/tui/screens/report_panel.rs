@@ -123,7 +123,7 @@ fn number_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
                 th,
                 th.fit(),
             ));
-            // which S(B) it read (issue 42): the confirmed seed medians or the best trials
+            // which S(B) it read: the confirmed seed medians or the best trials
             let reads = match (report.readout, report.confirm.is_some()) {
                 (crate::core::analysis::Readout::Confirmed, _) => " · confirmed",
                 (_, true) => " · best trials",
@@ -210,7 +210,7 @@ fn running_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
 fn per_batch_lines(lines: &mut Vec<Line>, l: &LiveState, height: usize, th: &Theme) {
     let per_batch = &l.chart().per_batch;
     let room = height.saturating_sub(lines.len() + 2);
-    // the confirm stage (issue 42): the confirmed S(B) beside the best trial, ± its interval
+    // the confirm stage: the confirmed S(B) beside the best trial, ± its interval
     let confirm = per_batch.iter().any(|p| p.confirmed.is_some());
     // a language model's transfer probe: the best trial's test accuracy and its gain over the
     // step-0 control (percentage points), beside S(B)

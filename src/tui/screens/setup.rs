@@ -297,7 +297,7 @@ fn field_value(app: &App, f: Field) -> String {
         Field::Confirm => match (s.confirm, s.confirm_until()) {
             (None, _) => "off (best trial only)".into(),
             (Some(c), None) => format!("best {} × {} seeds", c.configs, c.seeds),
-            // the preset's confirm_until: more seeds where the interval is wider (issue 42)
+            // the preset's confirm_until: more seeds where the interval is wider
             (Some(c), Some(rel)) => format!(
                 "best {} × {}+ seeds ±{:.0} %",
                 c.configs,

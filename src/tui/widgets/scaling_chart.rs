@@ -1,5 +1,5 @@
 //! Steps-to-target vs batch size on log-log axes (log2 B, log10 S): the curve's points (the best
-//! trials, or the confirmed seed medians with the best trials as `○` beside them, issue 42), the
+//! trials, or the confirmed seed medians with the best trials as `○` beside them), the
 //! perfect-scaling line from the smallest B that reached, the fitted S_min·(1 + B_crit/B) curve,
 //! and the segments between measured points coloured by regime. Batch sizes where no trial reached
 //! the target are drawn on the top edge: `×` when every finished trial diverged, `↑` when some ran
@@ -126,7 +126,7 @@ fn patterned(ctx: &mut Context, a: (f64, f64), b: (f64, f64), color: Color, p: P
     }
 }
 
-/// Where a series reads the confirmed S(B) (issue 42), its best trials (the paper's readout) are
+/// Where a series reads the confirmed S(B), its best trials (the paper's readout) are
 /// drawn with this mark beside the confirmed points.
 pub const BEST_TRIAL_MARK: &str = "○";
 

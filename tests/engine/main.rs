@@ -1,0 +1,12 @@
+//! The engine: real short trainings through the trainer (one trial, fused groups, data-parallel
+//! workers, the gradient exchange, multi-node over loopback) held against their references.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod exchange;
+mod group;
+mod multinode;
+mod semantics;
+mod train;
+mod transfer;

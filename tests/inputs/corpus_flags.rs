@@ -1,0 +1,515 @@
+//! A generated corpus of bad flags and flag combinations through the real binary. Every case must
+//! end within 20 s with an exit code that is neither 0 nor 101 (a panic), and print exactly one
+//! non-empty line on stderr that names the offending flag (or file).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+struct Case {
+    args: Vec<String>,
+    /// A substring the error line must contain (the flag or file it is about).
+    names: String,
+    /// The README's rule: 2 for a usage error (a bad flag or combination), 1 for a runtime one
+    /// (a file that is missing, unreadable or not a run log, an output that exists, a build
+    /// without CUDA).
+    code: i32,
+}
+
+fn case(args: &[&str], names: &str) -> Case {
+    Case {
+        args: args.iter().map(|s| s.to_string()).collect(),
+        names: names.to_string(),
+        code: 2,
+    }
+}
+
+/// A runtime error's case (exit 1).
+fn runtime(args: &[&str], names: &str) -> Case {
+    Case {
+        code: 1,
+        ..case(args, names)
+    }
+}
+
+/// Runtime errors among the generated flag cases: a CUDA device asked of this CPU build.
+fn mark_runtime(v: &mut [Case]) {
+    for c in v {
+        let a = c.args.join(" ");
+        let cuda = a.contains("--gpus 1") || a.ends_with("--devices cuda:0");
+        if cuda && !a.contains("--workers") {
+            c.code = 1;
+        }
+    }
+}
+
+fn corpus(tmp: &Path) -> Vec<Case> {
+    let mut v = vec![];
+    // train: every numeric flag out of range, unparsable, or in a bad combination.
+    let train_bad: &[(&[&str], &str)] = &[
+        (&["--batch-size", "0"], "--batch-size"),
+        (&["--batch-size", "18446744073709551615"], "--batch-size"),
+        (&["--batch-size", "-1"], "--batch-size"),
+        (&["--batch-size", "abc"], "--batch-size"),
+        (&["--batch-size", "3000"], "--batch-size"),
+        (&["--batch-size", "63", "--workers", "2"], "--batch-size"),
+        (&["--workers", "0"], "--workers"),
+        (&["--workers", "100000"], "--workers"),
+        (&["--steps", "0"], "--steps"),
+        (&["--steps", "-5"], "--steps"),
+        (&["--steps", "many"], "--steps"),
+        (&["--eval-every", "0"], "--eval-every"),
+        (&["--target", "2"], "--target"),
+        (&["--target", "0"], "--target"),
+        (&["--target", "1"], "--target"),
+        (&["--target", "nan"], "--target"),
+        (&["--target", "inf"], "--target"),
+        (&["--target", "-0.5"], "--target"),
+        (&["--lr", "0"], "--lr"),
+        (&["--lr", "-1"], "--lr"),
+        (&["--lr", "nan"], "--lr"),
+        (&["--lr", "inf"], "--lr"),
+        (&["--momentum", "1"], "--momentum"),
+        (&["--momentum", "-0.5"], "--momentum"),
+        (&["--momentum", "nan"], "--momentum"),
+        (
+            &["--precision", "fp16", "--loss-scale", "inf"],
+            "--loss-scale",
+        ),
+        (
+            &["--precision", "fp16", "--loss-scale", "0"],
+            "--loss-scale",
+        ),
+        (
+            &["--precision", "fp16", "--loss-scale", "nan"],
+            "--loss-scale",
+        ),
+        (
+            &["--precision", "fp16", "--loss-scale", "0.5"],
+            "--loss-scale",
+        ),
+        (&["--loss-scale", "1024"], "--loss-scale"),
+        (
+            &["--precision", "bf16", "--loss-scale", "1024"],
+            "--loss-scale",
+        ),
+        (&["--base-batch", "0"], "--base-batch"),
+        (&["--precision", "fp8"], "--precision"),
+        (&["--lr-rule", "cubic"], "--lr-rule"),
+        (&["--preset", "no-such-preset"], "--preset"),
+        (&["--preset", "/nonexistent/x.toml"], "--preset"),
+        (&["--devices", "cuda:x"], "--devices"),
+        (&["--gpus", "0"], "--gpus"),
+        (&["--gpus", "1"], "--gpus"),
+        (&["--workers", "2", "--devices", "cuda:0"], "--workers"),
+        (&["--seed", "-1"], "--seed"),
+        (&["--bogus"], "--bogus"),
+        // a flag the workload does not use is an error, never recorded as if it ran
+        (&["--momentum", "0.5"], "--momentum"),
+        (&["--base-batch", "32"], "--base-batch"),
+        (&["--lr-rule", "none", "--base-batch", "32"], "--base-batch"),
+        (&["--preset", "nqm-sgd", "--seed", "3"], "--seed"),
+        (
+            &["--preset", "nqm-sgd", "--precision", "bf16"],
+            "--precision",
+        ),
+        (&["--preset", "nqm-sgd", "--workers", "2"], "--workers"),
+        (
+            &["--preset", "nqm-adam", "--no-noise-scale"],
+            "--no-noise-scale",
+        ),
+        (&["--preset", "nqm-sgd", "--momentum", "0.5"], "--momentum"),
+        // a bad batch-size schedule
+        (&["--batch-schedule", "64,0.2:32"], "--batch-schedule"),
+        (
+            &["--batch-schedule", "16,0.1:64,0.2:256"],
+            "--batch-schedule",
+        ),
+        (
+            &["--batch-schedule", "16,0.2:63", "--workers", "2"],
+            "--batch-schedule",
+        ),
+        (&["--batch-schedule", "16,1.5:64"], "--batch-schedule"),
+        (&["--batch-schedule", "16,0.2:4096"], "--batch-schedule"),
+        (&["--batch-schedule", "auto"], "--batch-schedule"),
+        (
+            &["--batch-schedule", "16,0.2:64", "--batch-size", "32"],
+            "--batch-schedule",
+        ),
+        (
+            &["--preset", "nqm-sgd", "--batch-schedule", "4,0.5:16"],
+            "--batch-schedule",
+        ),
+    ];
+    for (args, names) in train_bad {
+        let mut a = vec!["train", "--preset", "digits-mlp-sgd"];
+        if args.contains(&"--preset") {
+            a.truncate(1);
+        }
+        a.extend_from_slice(args);
+        v.push(case(&a, names));
+    }
+    // sweep
+    let sweep_bad: &[(&[&str], &str)] = &[
+        (&[], "preset"),
+        (&["no-such-preset"], "no-such-preset"),
+        (&["digits-mlp-sgd", "--batch-sizes", "0"], "--batch-sizes"),
+        (
+            &["digits-mlp-sgd", "--batch-sizes", "16,0"],
+            "--batch-sizes",
+        ),
+        (
+            &["digits-mlp-sgd", "--batch-sizes", "16,16"],
+            "--batch-sizes",
+        ),
+        (
+            &["digits-mlp-sgd", "--batch-sizes", "1000000000"],
+            "--batch-sizes",
+        ),
+        (
+            &["digits-mlp-sgd", "--batch-sizes", "16,3000"],
+            "--batch-sizes",
+        ),
+        (
+            &["nqm-sgd", "--batch-sizes", "18446744073709551615"],
+            "--batch-sizes",
+        ),
+        (&["nqm-sgd", "--batch-sizes", "abc"], "--batch-sizes"),
+        (
+            &["digits-mlp-sgd", "--batch-sizes", "3", "--workers", "2"],
+            "--batch-sizes",
+        ),
+        // the preset's batch sizes do not split over the workers the flag asks for
+        (&["digits-mlp-sgd", "--workers", "3"], "--workers"),
+        (&["nqm-sgd", "--workers", "2"], "--workers"),
+        (&["nqm-sgd", "--precision", "bf16"], "--precision"),
+        (&["nqm-sgd", "--trials", "0"], "--trials"),
+        (&["nqm-sgd", "--trials", "1000000000"], "--trials"),
+        (&["nqm-sgd", "--workers", "0"], "--workers"),
+        (&["nqm-sgd", "--workers", "5000"], "--workers"),
+        (&["nqm-sgd", "--concurrency", "0"], "--concurrency"),
+        (&["digits-mlp-sgd", "--target", "2"], "--target"),
+        (&["nqm-sgd", "--target", "0"], "--target"),
+        (&["nqm-sgd", "--target", "nan"], "--target"),
+        (&["nqm-sgd", "--target", "inf"], "--target"),
+        (&["nqm-sgd", "--target", "-1"], "--target"),
+        (&["nqm-sgd", "--precision", "fp8"], "--precision"),
+        (&["nqm-sgd", "--seed", "x"], "--seed"),
+        (&["nqm-sgd", "--devices", "cuda:0"], "--devices"),
+        (&["nqm-sgd", "--gpus", "1"], "--gpus"),
+        // the confirm stage is K×R (configurations × fresh seeds) or off
+        (&["nqm-sgd", "--confirm", "4"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "0x5"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "3x1"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "3x0"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "ax5"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "3x5x2"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "101x5"], "--confirm"),
+        (&["nqm-sgd", "--confirm", "3×"], "--confirm"),
+        (&["nqm-sgd", "--confirm=-3x5"], "--confirm"),
+        (&["nqm-sgd", "--confirm", ""], "--confirm"),
+        (&["nqm-sgd", "--confirm"], "--confirm"),
+    ];
+    for (args, names) in sweep_bad {
+        let mut a = vec!["sweep"];
+        a.extend_from_slice(args);
+        v.push(case(&a, names));
+    }
+    // sweep --resume: the log fixes the plan.
+    let log = fixture("valid/nqm-sgd.jsonl");
+    for (extra, names) in [
+        (vec!["--trials", "3"], "--trials"),
+        (vec!["--batch-sizes", "4"], "--batch-sizes"),
+        (vec!["--workers", "2"], "--workers"),
+        (vec!["--precision", "fp16"], "--precision"),
+        (vec!["--seed", "7"], "--seed"),
+        (vec!["--confirm", "3x5"], "--confirm"),
+        (vec!["--confirm", "off"], "--confirm"),
+        (vec!["nqm-sgd"], "preset"),
+    ] {
+        let mut a = vec!["sweep", "--resume", &log];
+        a.extend(extra);
+        v.push(case(&a, names));
+    }
+    let missing = tmp.join("missing.jsonl").display().to_string();
+    v.push(runtime(&["sweep", "--resume", &missing], "--resume"));
+    let fifo = tmp.join("fifo.jsonl").display().to_string();
+    v.push(runtime(&["sweep", "--resume", &fifo], "--resume"));
+    for bad in ["invalid/garbage-line.jsonl", "invalid/no-header.jsonl"] {
+        v.push(runtime(&["sweep", "--resume", &fixture(bad)], "--resume"));
+    }
+    // report / compare / export / import / bench
+    for md in ["0", "18446744073709551616", "1048577", "abc", "-4"] {
+        v.push(case(
+            &["report", &log, "--max-devices", md],
+            "--max-devices",
+        ));
+    }
+    v.push(runtime(&["report", &missing], "missing.jsonl"));
+    v.push(runtime(&["report", &fifo], "fifo.jsonl"));
+    for bad in [
+        "empty.jsonl",
+        "garbage-line.jsonl",
+        "no-header.jsonl",
+        "unknown-schema.jsonl",
+    ] {
+        v.push(runtime(
+            &["report", &fixture(&format!("invalid/{bad}"))],
+            bad,
+        ));
+    }
+    v.push(case(&["compare", &log], "LOGS"));
+    // clap's "required arguments were not provided" names them
+    v.push(case(&["report"], "<LOG>"));
+    v.push(case(&["export"], "<LOG>"));
+    v.push(case(&["compare"], "<LOGS>"));
+    v.push(case(
+        &["import-batch-science", &fixture("batch_science")],
+        "--target",
+    ));
+    v.push(case(&["data", "install"], "<DIR>"));
+    v.push(runtime(&["compare", &log, &missing], "missing.jsonl"));
+    v.push(case(&["export", &log], "--svg"));
+    v.push(runtime(&["export", &log, "--json", &log], "--json"));
+    v.push(runtime(&["export", &log, "--csv", &log], "--csv"));
+    v.push(runtime(
+        &["import-batch-science", &missing, "--target", "0.01"],
+        "missing.jsonl",
+    ));
+    v.push(case(
+        &[
+            "import-batch-science",
+            &fixture("batch_science"),
+            "--target",
+            "nan",
+        ],
+        "--target",
+    ));
+    v.push(case(&["bench", "--steps", "0"], "--steps"));
+    v.push(case(&["bench", "--precision", "fp64"], "--precision"));
+    v.push(case(&["bench", "--vmap"], "--sweep-peer"));
+    v.push(case(&["bench", "--vmap-only"], "--sweep-peer"));
+    // a preset the JAX sweep peers cannot run (before any python is looked for)
+    v.push(case(
+        &[
+            "bench",
+            "--sweep-peer",
+            "--sweep-preset",
+            "shakespeare-lstm-adam",
+        ],
+        "--sweep-preset",
+    ));
+    // No terminal: the TUI cannot be drawn; one line instead.
+    v.push(case(&["--open", &log], "--open"));
+    v.push(case(&[], "terminal"));
+    v.push(case(&["--preset", "nqm-sgd"], "terminal"));
+    // an unknown preset is named (not Setup on another), terminal or not
+    v.push(case(
+        &["--preset", "no-such-preset"],
+        "--preset: no-such-preset: no such preset (known presets: digits-mlp-adam",
+    ));
+    v.push(case(&["no-such-command"], "no-such-command"));
+    mark_runtime(&mut v);
+    v
+}
+
+#[test]
+fn every_bad_flag_is_one_clear_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo: PathBuf = tmp.path().join("fifo.jsonl");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let runs = tmp.path().join("runs");
+    let cases = corpus(tmp.path());
+    assert!(cases.len() >= 60, "{} cases", cases.len());
+    let mut failures = vec![];
+    for c in &cases {
+        let t0 = Instant::now();
+        let mut child = Command::new(BIN)
+            .args(&c.args)
+            .arg("--runs-dir")
+            .arg(&runs)
+            .env("TERM", "xterm-256color")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if t0.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        let problem = match status {
+            None => Some("did not finish within 20 s".to_string()),
+            Some(s) if s.code() == Some(0) => Some("exit 0".into()),
+            Some(s) if s.code() == Some(101) => Some("panicked (101)".into()),
+            Some(s) if s.code().is_none() => Some(format!("killed: {s:?}")),
+            Some(_) if lines.len() != 1 => Some(format!("{} stderr lines", lines.len())),
+            Some(_) if !lines[0].contains(&c.names) => Some(format!("does not name `{}`", c.names)),
+            Some(s) if s.code() != Some(c.code) => Some(format!(
+                "exit {:?}, the README's rule says {}",
+                s.code(),
+                c.code
+            )),
+            Some(_) if err.contains("panicked") => Some("panic text".into()),
+            _ => None,
+        };
+        if let Some(p) = problem {
+            failures.push(format!("{:?}: {p}\n    stderr: {err}", c.args));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    // Nothing was started: no run log was created by a rejected command.
+    let logs = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(logs, 0, "a rejected command left a run log");
+}
+
+/// A small digits preset whose sweep has a step budget of `budget`.
+fn digits_preset(budget: u64) -> String {
+    format!(
+        "name = \"long\"\ndescription = \"d\"\n[workload]\noptimizer = \"sgd\"\neval_every = 5\n\
+         step_budget = {budget}\n[workload.dataset]\nname = \"digits\"\nval_fraction = 0.2\n\
+         [workload.model]\nkind = \"mlp\"\nhidden = [8]\n[workload.target]\nmetric = \"val_error\"\n\
+         value = 0.01\n[workload.defaults]\nlearning_rate = 0.1\n[search]\nlearning_rate = [0.01, 1.0]\n\
+         [sweep]\nbatch_sizes = [8]\ntrials_per_batch = 1\nconcurrency = 1\n"
+    )
+}
+
+/// A sweep whose wall-time bound is hours says so before it starts (a billion steps of
+/// a tiny MLP: ~ 10⁴ s), and a short one does not.
+#[test]
+fn a_long_sweep_says_its_bound_before_it_starts() {
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    let long = tmp.path().join("long.toml");
+    std::fs::write(&long, digits_preset(1_000_000_000)).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["sweep", &long.display().to_string(), "--runs-dir"])
+        .arg(tmp.path().join("runs"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // (after the calibration's announcement)
+    let warning = std::iter::from_fn(|| rx.recv_timeout(Duration::from_secs(120)).ok())
+        .find(|l| l.starts_with("warning: "))
+        .unwrap_or_else(|| "no warning line".into());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        warning.starts_with("warning: this sweep may take long: ≤ ") && warning.contains(" h "),
+        "{warning}"
+    );
+    // A short sweep runs without it.
+    let short = tmp.path().join("short.toml");
+    std::fs::write(&short, digits_preset(20)).unwrap();
+    let out = Command::new(BIN)
+        .args(["sweep", &short.display().to_string(), "--runs-dir"])
+        .arg(tmp.path().join("runs"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("may take long"), "{err}");
+}
+
+/// Any preset whose trial may run for 10 minutes or more says so before it starts,
+/// from the same calibration GPU-scale presets use (`<runs-dir>/layout-calibration.json`), not
+/// only sweeps of an hour. The calibration is measured once (`--dry-run`), then its step time
+/// set to 0.5 s (a 1,000-layer MLP's on this machine): the bound is computed, not timed.
+#[test]
+fn a_sweep_whose_trial_takes_25_minutes_says_so_before_it_starts() {
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    let preset = tmp.path().join("slow.toml");
+    std::fs::write(
+        &preset,
+        digits_preset(3000).replace("eval_every = 5", "eval_every = 1000"),
+    )
+    .unwrap();
+    let runs = tmp.path().join("runs");
+    let p = preset.display().to_string();
+    let r = runs.display().to_string();
+    let out = Command::new(BIN)
+        .args(["sweep", &p, "--dry-run", "--runs-dir", &r])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let cache = runs.join("layout-calibration.json");
+    let set_step_time = |s: f64| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+        let all = v.as_object_mut().unwrap();
+        assert_eq!(all.len(), 1, "one workload calibrated: {all:?}");
+        for c in all.values_mut() {
+            c["one_trial"] = serde_json::json!([[8, s]]);
+        }
+        std::fs::write(&cache, v.to_string()).unwrap();
+    };
+    set_step_time(0.5);
+    let mut child = Command::new(BIN)
+        .args(["sweep", &p, "--runs-dir", &r])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let first = BufReader::new(stderr).lines().map_while(Result::ok).next();
+    let _ = child.kill();
+    let _ = child.wait();
+    // 3000 steps × 0.5 s + 3 evaluations: 25 min 22 s, one trial, well under an hour
+    let w = first.unwrap_or_default();
+    assert!(
+        w.starts_with("warning: this sweep may take long: ≤ 25 min ")
+            && w.contains("(1 trial, 1 at once;")
+            && w.contains("one trial alone up to 25 min "),
+        "{w}"
+    );
+    // 0.1 s a step: a 5-minute trial starts without a word
+    set_step_time(0.1);
+    let out = Command::new(BIN)
+        .args(["sweep", &p, "--runs-dir", &r])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("may take long"), "{err}");
+}

@@ -1,0 +1,13 @@
+//! Sweeps end to end: the scheduler, the confirm stage and adaptive rounds, run logs and resume
+//! after a kill, targets read exactly from logged curves, and Slurm job arrays on a local cluster.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod adaptive;
+mod confirm;
+mod kill_resume;
+mod runlog;
+mod scheduler;
+mod slurm;
+mod targets_exact;
