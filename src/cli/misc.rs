@@ -9,7 +9,7 @@ use anyhow::Context;
 
 use scaling_lab::core::RunnerFactory;
 use scaling_lab::train::{self, TrainOptions};
-use scaling_lab::workload::load::{list_presets, presets_dir};
+use scaling_lab::workload::load::{list_all_presets, presets_dir};
 
 use super::args::{BenchArgs, DataCmd, ScreenshotArgs};
 use super::{check_regular_file, out, outln, usage, CmdResult};
@@ -48,9 +48,12 @@ pub fn cmd_tui(preset: Option<String>, open: Option<PathBuf>, runs_dir: PathBuf)
         Some(name) => {
             let (path, p) = scaling_lab::workload::load::find_preset_in(&presets_dir(), name)
                 .map_err(|e| usage(format!("--preset: {e}")))?;
+            let user = scaling_lab::workload::load::user_presets_dir()
+                .is_some_and(|d| path.starts_with(d));
             Some(scaling_lab::tui::app::PresetEntry {
                 preset: p,
                 path: Some(path),
+                user,
             })
         }
         None => None,
@@ -76,6 +79,7 @@ pub fn cmd_tui(preset: Option<String>, open: Option<PathBuf>, runs_dir: PathBuf)
         }
     }
     let mut opts = scaling_lab::tui::TuiOptions::new(runs_dir, presets_dir());
+    opts.user_presets_dir = scaling_lab::workload::load::user_presets_dir();
     opts.initial_preset = preset_file.as_ref().map(|e| e.preset.name.clone());
     opts.preset_file = preset_file;
     opts.open_log = open;
@@ -88,11 +92,14 @@ pub fn cmd_tui(preset: Option<String>, open: Option<PathBuf>, runs_dir: PathBuf)
     scaling_lab::tui::run(opts, factory())
 }
 
+/// `presets`: the bundled presets, then the user's (marked "(yours)").
 pub fn cmd_presets() -> CmdResult {
-    for (path, p) in list_presets(&presets_dir()) {
-        let line = match p {
-            Ok(p) => format!("{:<32} {}", p.name, p.description),
-            Err(e) => format!("{:<32} INVALID: {e}", path.display()),
+    let user_dir = scaling_lab::workload::load::user_presets_dir();
+    for l in list_all_presets(&presets_dir(), user_dir.as_deref()) {
+        let line = match (l.preset, l.user) {
+            (Ok(p), false) => format!("{:<32} {}", p.name, p.description),
+            (Ok(p), true) => format!("{:<32} (yours) {}", p.name, p.description),
+            (Err(e), _) => format!("{:<32} INVALID: {e}", l.path.display()),
         };
         if !outln(&line) {
             break;

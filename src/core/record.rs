@@ -57,6 +57,11 @@ pub struct Header {
     /// `--resume` keeps; absent in logs from before fused groups, which trained alone).
     #[serde(default = "one")]
     pub fuse: usize,
+    /// The data files the sweep read, each with its path, size and SHA-256 (a folder of images:
+    /// its manifest's): `sweep --resume` refuses a log whose files changed since, readers warn
+    /// (`runlog::validate`). Absent in logs from before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub data_files: Vec<crate::data::DataFileRecord>,
 }
 
 /// Trials a sweep adds beyond its plan (`SweepConfig::{repeats, until, max_trials, widen}`).

@@ -12,13 +12,26 @@ use crate::workload::spec::{Precision, Workload};
 /// Implementations emit `TrialEvent`s through `emit` (never print) and return the outcome.
 /// A diverged trial is an `Ok` outcome, not an error; errors are for broken set-ups.
 pub trait TrialRunner: Send + Sync {
+    /// Trains one trial. The default trains it as a group of one with `run_group`: a runner
+    /// overrides at least one of the two (each default is written in terms of the other).
     fn run(
         &self,
         workload: &Workload,
         spec: &TrialSpec,
         emit: &mut dyn FnMut(TrialEvent),
         cancel: &CancelToken,
-    ) -> anyhow::Result<TrialOutcome>;
+    ) -> anyhow::Result<TrialOutcome> {
+        let group = Group {
+            specs: std::slice::from_ref(spec),
+            cancels: std::slice::from_ref(cancel),
+            cut: GroupCut::None,
+        };
+        let mut out = None;
+        self.run_group(workload, &group, &mut |_, e| emit(e), &mut |_, r| {
+            out = Some(r)
+        });
+        out.unwrap_or_else(|| Err(anyhow::anyhow!("the trial ended without an outcome")))
+    }
 
     /// Backend label for run-log headers ("flex-cpu", "cuda", "nqm-closed-form", ...).
     fn backend(&self) -> String;

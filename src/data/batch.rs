@@ -3,6 +3,7 @@
 
 use std::ops::Range;
 
+use super::augment::Aug;
 use super::split::{SplitMix64, STREAM_IMAGE_BATCHES, STREAM_TEXT_BATCHES};
 use super::{DataError, ImageData, TextData};
 
@@ -76,7 +77,25 @@ pub fn gather(data: &ImageData, idx: &[usize]) -> (Vec<f32>, Vec<i64>) {
     (x, y)
 }
 
-/// Samples random windows of `seq_len + 1` bytes from the training stream.
+/// [`gather`] with each row transformed by its augmentation (`augs[k]` for `idx[k]`; empty:
+/// none).
+pub fn gather_augmented(data: &ImageData, idx: &[usize], augs: &[Aug]) -> (Vec<f32>, Vec<i64>) {
+    if augs.is_empty() {
+        return gather(data, idx);
+    }
+    assert_eq!(augs.len(), idx.len(), "one augmentation per row");
+    let d = data.example_len();
+    let mut x = Vec::with_capacity(idx.len() * d);
+    let mut y = Vec::with_capacity(idx.len());
+    for (&i, &t) in idx.iter().zip(augs) {
+        let img = &data.train_x[i * d..(i + 1) * d];
+        super::augment::apply(img, data.channels, data.height, data.width, t, &mut x);
+        y.push(data.train_y[i] as i64);
+    }
+    (x, y)
+}
+
+/// Samples random windows of `seq_len + 1` tokens from the training stream.
 #[derive(Clone, Debug)]
 pub struct TextBatcher {
     rng: SplitMix64,

@@ -1,50 +1,63 @@
-//! The bundled datasets: verified loading, seeded train/validation splits, batching, sharding.
+//! Datasets: sources (named entries and files in standard formats), verified loading through one
+//! path, seeded train/validation splits, augmentation, batching, sharding. The guide:
+//! docs/datasets.md.
 //!
-//! Layering: the bottom layer (imports no other module of the crate).
+//! Layering: the bottom layer (imports no other module of the crate). The dataset's preset types
+//! ([`DatasetSpec`]) live here; `workload` re-exports them.
 //!
-//! Files live in `data/` (see `data/NOTICE` for provenance and licences). Every file's SHA-256 is
-//! checked when it is read; a missing or modified file is an error naming it (never a panic).
+//! A source ([`spec::Source`]) is a registry entry ([`registry`]: the bundled datasets, whose
+//! files live in `data/` with their SHA-256 pinned — `data/NOTICE` — and CIFAR-10/100, which the
+//! user brings) or a preset's files in a [`Format`]. [`read`] locates, reads, verifies and
+//! records the files ([`digest`]: path, size, SHA-256 for the run log) and [`formats`] decodes
+//! them; a missing, modified or malformed file is one error naming it (never a panic).
 //!
-//! **Data directory**: `SCALING_LAB_DATA_DIR` alone if set, else the first of `./data`, the user
-//! data directory and the build tree's `data/` that holds a bundled file ([`data_search_path`]);
-//! the small digits file is also embedded in the binary as the last resort.
+//! **Data directory** (named entries without `dir`): `SCALING_LAB_DATA_DIR` alone if set, else
+//! the first of `./data`, the user data directory and the build tree's `data/` that holds a
+//! bundled file ([`data_search_path`]); the small digits file is also embedded in the binary as
+//! the last resort.
 //!
-//! **Splits** (recorded in run logs via [`Dataset::split_info`]):
-//! - images (digits, MNIST-10k, Fashion-MNIST-10k): a seeded random permutation of all examples
-//!   (SplitMix64 from `split_seed`, see [`split`]) — MNIST-10k is sorted by class, so shuffling is
-//!   essential; the first `round(n·val_fraction)` permuted examples are the validation set, the
-//!   rest the training set. `max_val` keeps only the first `max_val` validation examples.
-//! - Shakespeare: the first `max_bytes` bytes of the corpus; its contiguous tail of
-//!   `round(len·val_fraction)` bytes is the validation stream (a random byte split would leak
-//!   text between the two). The seed does not change this split; it is recorded anyway.
-//! - movie reviews: sentences in a seeded random order, kept while their bytes (plus '\n') fit
-//!   in `max_bytes`; the last `round(k·val_fraction)` sentences are validation. Each sentence is
-//!   followed by '\n' in the byte stream; per-sentence labels stay available in [`TextLabels`].
-//!   With `probe = { train, val, test }` a transfer probe's labelled sentences are drawn first
-//!   ([`probe`]) and every sentence of their text is left out of both streams.
+//! **Splits** (`build`; recorded via [`Dataset::split_info`]): images are split by a seeded
+//! permutation (SplitMix64 from `split_seed`, see [`split`]) unless the source has validation
+//! files; text by its contiguous tail; review sentences by a seeded order; a transfer
+//! probe's labelled sentences ([`probe`]) are drawn first and kept out of both streams.
 //!
-//! **Pixels** are scaled to [0, 1] (digits: v/16, IDX: v/255). [`ImageData::standardize`]
-//! optionally shifts/scales both splits by the training split's scalar mean and std.
+//! **Pixels** are scaled to [0, 1] (digits: v/16, bytes: v/255; float32 arrays as stored).
+//! [`ImageData::standardize`] optionally shifts/scales both splits by the training split's
+//! scalar mean and std.
 
+pub mod augment;
 pub mod batch;
+mod build;
+pub mod digest;
 pub mod files;
-pub mod parse;
+pub mod formats;
+pub mod paths;
 pub mod probe;
+pub mod read;
+pub mod registry;
+pub mod spec;
 pub mod split;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_files;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-pub use batch::{gather, shard_ranges, ImageBatcher, TextBatcher};
+pub use augment::Aug;
+pub use batch::{gather, gather_augmented, shard_ranges, ImageBatcher, TextBatcher};
+pub use digest::DataFileRecord;
 pub use files::{DataFile, ALL_FILES};
-pub use parse::RawImages;
+pub use formats::{Pixels, RawImages, RawSource};
+pub use read::Raw;
+pub use spec::{
+    Augment, CifarLabel, DatasetSpec, Format, Geometry, Layout, Part, Source, SpecProblem,
+    TokenType,
+};
 pub use split::{SplitInfo, SplitMix64};
-
-use crate::workload::spec::{DatasetKind, DatasetSpec};
 
 /// Byte-level vocabulary size of the text datasets.
 pub const BYTE_VOCAB: usize = 256;
@@ -75,6 +88,25 @@ pub enum DataError {
     Format { path: PathBuf, message: String },
     #[error("invalid dataset settings: {0}")]
     Spec(String),
+    /// A named dataset whose files are nowhere it looked (which, where, where they come from).
+    #[error("{0}")]
+    NotFound(String),
+}
+
+impl DataError {
+    /// An I/O error reading `path`: `Missing` when it does not exist, else `Io`.
+    pub fn io(path: &Path, e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            DataError::Missing {
+                path: path.to_path_buf(),
+            }
+        } else {
+            DataError::Io {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            }
+        }
+    }
 }
 
 /// A loaded, split dataset.
@@ -103,6 +135,13 @@ impl Dataset {
             _ => None,
         }
     }
+    /// The data files read, for the run log's header.
+    pub fn files(&self) -> &[DataFileRecord] {
+        match self {
+            Dataset::Images(d) => &d.files,
+            Dataset::Text(d) => &d.files,
+        }
+    }
 }
 
 /// Image classification data, NCHW, pixels in [0, 1] (unless standardised).
@@ -121,6 +160,10 @@ pub struct ImageData {
     pub split: SplitInfo,
     /// (mean, std) applied by [`ImageData::standardize`], if it was.
     pub standardized: Option<(f32, f32)>,
+    /// Random crops and flips of training batches (`augment`); None: the images as they are.
+    pub augment: Option<Augment>,
+    /// The files the examples came from (recorded in run logs).
+    pub files: Vec<DataFileRecord>,
 }
 
 impl ImageData {
@@ -166,18 +209,20 @@ pub struct TextLabels {
     pub val: Vec<u8>,
 }
 
-/// Byte-level text: train and validation byte streams.
+/// Text: train and validation token streams (byte-level text: every byte is a token).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TextData {
-    /// 256: every byte is a token.
+    /// 256 for byte-level text; the declared vocabulary of token files.
     pub vocab: usize,
-    pub train: Vec<u8>,
-    pub val: Vec<u8>,
+    pub train: Vec<u32>,
+    pub val: Vec<u32>,
     pub seq_len: usize,
     /// Cap on validation windows per evaluation.
     pub max_val: Option<usize>,
     pub labels: Option<TextLabels>,
     pub split: SplitInfo,
+    /// The files the text came from (recorded in run logs).
+    pub files: Vec<DataFileRecord>,
     /// A transfer probe's labelled sentences, never in `train` or `val` (`probe`).
     pub probe: Option<Arc<probe::ProbeSet>>,
 }
@@ -234,23 +279,6 @@ pub fn data_dir() -> PathBuf {
         .find(|d| holds_any_data_file(d))
         .cloned()
         .unwrap_or_else(|| places[0].clone())
-}
-
-/// [`read_raw`] from [`data_dir`], with the embedded digits file as the last resort (only when
-/// `SCALING_LAB_DATA_DIR` is not set: an explicit directory is never silently replaced).
-fn read_raw_auto(kind: DatasetKind) -> Result<RawSource, DataError> {
-    let dir = data_dir();
-    match read_raw(&dir, kind) {
-        Err(DataError::Missing { .. })
-            if kind == DatasetKind::Digits
-                && std::env::var_os(DATA_DIR_ENV).is_none_or(|d| d.is_empty()) =>
-        {
-            let path = PathBuf::from(format!("<embedded>/{}", files::DIGITS_CSV.name));
-            let text = files::gunzip(&path, EMBEDDED_DIGITS)?;
-            Ok(RawSource::Images(parse::parse_digits_csv(&path, &text)?))
-        }
-        other => other,
-    }
 }
 
 /// What [`install_data`] did.
@@ -328,41 +356,6 @@ fn write_new_atomically(dest: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     std::fs::rename(&tmp, dest).with_context(|| format!("cannot create {}", dest.display()))
 }
 
-/// The preset name of a dataset kind.
-pub fn kind_name(kind: DatasetKind) -> &'static str {
-    match kind {
-        DatasetKind::Digits => "digits",
-        DatasetKind::Mnist => "mnist",
-        DatasetKind::Fashion => "fashion",
-        DatasetKind::Shakespeare => "shakespeare",
-        DatasetKind::Reviews => "reviews",
-    }
-}
-
-/// Whether a dataset kind holds images (else byte-level text).
-pub fn is_image_kind(kind: DatasetKind) -> bool {
-    matches!(
-        kind,
-        DatasetKind::Digits | DatasetKind::Mnist | DatasetKind::Fashion
-    )
-}
-
-/// The files a dataset kind reads.
-pub fn files_of(kind: DatasetKind) -> &'static [DataFile] {
-    const DIGITS: [DataFile; 1] = [files::DIGITS_CSV];
-    const MNIST: [DataFile; 2] = [files::MNIST_IMAGES, files::MNIST_LABELS];
-    const FASHION: [DataFile; 2] = [files::FASHION_IMAGES, files::FASHION_LABELS];
-    const SHAKESPEARE: [DataFile; 1] = [files::SHAKESPEARE];
-    const REVIEWS: [DataFile; 1] = [files::REVIEWS];
-    match kind {
-        DatasetKind::Digits => &DIGITS,
-        DatasetKind::Mnist => &MNIST,
-        DatasetKind::Fashion => &FASHION,
-        DatasetKind::Shakespeare => &SHAKESPEARE,
-        DatasetKind::Reviews => &REVIEWS,
-    }
-}
-
 /// Check every bundled file in `dir`; one result per file.
 pub fn verify_all(dir: &Path) -> Vec<(DataFile, Result<(), DataError>)> {
     ALL_FILES
@@ -371,58 +364,7 @@ pub fn verify_all(dir: &Path) -> Vec<(DataFile, Result<(), DataError>)> {
         .collect()
 }
 
-/// Decoded source data before splitting.
-#[derive(Debug)]
-pub enum RawSource {
-    Images(RawImages),
-    Text(Vec<u8>),
-    Sentences {
-        labels: Vec<u8>,
-        sentences: Vec<String>,
-    },
-}
-
-/// Read, verify and decode the files of one dataset kind from `dir`.
-pub fn read_raw(dir: &Path, kind: DatasetKind) -> Result<RawSource, DataError> {
-    match kind {
-        DatasetKind::Digits => {
-            let f = files::DIGITS_CSV;
-            let text = files::read_gz_verified(dir, &f)?;
-            Ok(RawSource::Images(parse::parse_digits_csv(
-                &dir.join(f.name),
-                &text,
-            )?))
-        }
-        DatasetKind::Mnist | DatasetKind::Fashion => {
-            let (fi, fl) = if kind == DatasetKind::Mnist {
-                (files::MNIST_IMAGES, files::MNIST_LABELS)
-            } else {
-                (files::FASHION_IMAGES, files::FASHION_LABELS)
-            };
-            let images = files::read_gz_verified(dir, &fi)?;
-            let labels = files::read_gz_verified(dir, &fl)?;
-            Ok(RawSource::Images(parse::parse_idx_pair(
-                &dir.join(fi.name),
-                &images,
-                &dir.join(fl.name),
-                &labels,
-                10,
-            )?))
-        }
-        DatasetKind::Shakespeare => Ok(RawSource::Text(files::read_gz_verified(
-            dir,
-            &files::SHAKESPEARE,
-        )?)),
-        DatasetKind::Reviews => {
-            let f = files::REVIEWS;
-            let text = files::read_gz_verified(dir, &f)?;
-            let (labels, sentences) = parse::parse_reviews_tsv(&dir.join(f.name), &text)?;
-            Ok(RawSource::Sentences { labels, sentences })
-        }
-    }
-}
-
-fn check_spec(spec: &DatasetSpec) -> Result<(), DataError> {
+fn check_spec(spec: &DatasetSpec) -> Result<Source, DataError> {
     if !(spec.val_fraction > 0.0 && spec.val_fraction < 1.0) {
         return Err(DataError::Spec(format!(
             "val_fraction {} must be in (0, 1)",
@@ -438,214 +380,24 @@ fn check_spec(spec: &DatasetSpec) -> Result<(), DataError> {
     if spec.max_val == Some(0) {
         return Err(DataError::Spec("max_val must be at least 1".into()));
     }
-    Ok(())
-}
-
-/// Split decoded source data as `spec` says (pure: no I/O).
-pub fn build(raw: &RawSource, spec: &DatasetSpec) -> Result<Dataset, DataError> {
-    check_spec(spec)?;
-    let name = kind_name(spec.name).to_string();
-    match raw {
-        RawSource::Images(r) => build_images(r, spec, name).map(Dataset::Images),
-        RawSource::Text(bytes) => {
-            let bytes = match spec.max_bytes {
-                Some(m) => &bytes[..m.min(bytes.len())],
-                None => &bytes[..],
-            };
-            let n_val = split::val_count(bytes.len(), spec.val_fraction);
-            let cut = bytes.len().saturating_sub(n_val);
-            text_data(
-                bytes[..cut].to_vec(),
-                bytes[cut..].to_vec(),
-                None,
-                spec,
-                name,
-                "contiguous-tail",
-                bytes.len(),
-            )
-        }
-        RawSource::Sentences { labels, sentences } => {
-            let held = match spec.probe {
-                Some(sizes) => Some(probe::draw(labels, sentences, sizes, spec.split_seed)?),
-                None => None,
-            };
-            let mut rng = SplitMix64::with_stream(spec.split_seed, split::STREAM_SPLIT);
-            let order = rng.permutation(sentences.len());
-            let budget = spec.max_bytes.unwrap_or(usize::MAX);
-            let mut used = 0usize;
-            let mut chosen = Vec::new();
-            for &i in &order {
-                if held.as_ref().is_some_and(|(_, lm)| !lm[i]) {
-                    continue;
-                }
-                let len = sentences[i].len() + 1;
-                if used + len > budget {
-                    break;
-                }
-                used += len;
-                chosen.push(i);
-            }
-            if chosen.len() < 2 {
-                return Err(DataError::Spec(format!(
-                    "max_bytes {budget} keeps fewer than two review sentences"
-                )));
-            }
-            let n_val = split::val_count(chosen.len(), spec.val_fraction).min(chosen.len() - 1);
-            let cut = chosen.len() - n_val;
-            let join = |ids: &[usize]| {
-                let mut out = Vec::new();
-                for &i in ids {
-                    out.extend_from_slice(sentences[i].as_bytes());
-                    out.push(b'\n');
-                }
-                out
-            };
-            let tl = TextLabels {
-                train: chosen[..cut].iter().map(|&i| labels[i]).collect(),
-                val: chosen[cut..].iter().map(|&i| labels[i]).collect(),
-            };
-            let mut d = text_data(
-                join(&chosen[..cut]),
-                join(&chosen[cut..]),
-                Some(tl),
-                spec,
-                name,
-                "seeded-sentence-shuffle/splitmix64+tail",
-                used,
-            )?;
-            if let (Dataset::Text(t), Some((set, _))) = (&mut d, held) {
-                t.split.probe = Some(set.info.clone());
-                t.probe = Some(Arc::new(set));
-            }
-            Ok(d)
-        }
-    }
-}
-
-fn build_images(r: &RawImages, spec: &DatasetSpec, name: String) -> Result<ImageData, DataError> {
-    let n = r.len();
-    let n_val = split::val_count(n, spec.val_fraction);
-    if n_val >= n {
-        return Err(DataError::Spec(format!(
-            "val_fraction {} leaves no training examples out of {n}",
-            spec.val_fraction
-        )));
-    }
-    let mut rng = SplitMix64::with_stream(spec.split_seed, split::STREAM_SPLIT);
-    let perm = rng.permutation(n);
-    let (val_idx, train_idx) = perm.split_at(n_val);
-    let used = spec.max_val.map_or(n_val, |m| m.min(n_val));
-    let d = r.height * r.width;
-    let f = spec.downsample.unwrap_or(1).max(1);
-    let (height, width) = (r.height / f, r.width / f);
-    if height == 0 || width == 0 {
-        return Err(DataError::Spec(format!(
-            "downsample {f} is larger than the {}×{} images",
-            r.height, r.width
-        )));
-    }
-    let scale = 1.0 / (r.max_value as f32 * (f * f) as f32);
-    let pick = |ids: &[usize]| -> (Vec<f32>, Vec<u8>) {
-        let mut x = Vec::with_capacity(ids.len() * height * width);
-        let mut y = Vec::with_capacity(ids.len());
-        for &i in ids {
-            let img = &r.pixels[i * d..(i + 1) * d];
-            for oy in 0..height {
-                for ox in 0..width {
-                    let mut acc = 0u32;
-                    for dy in 0..f {
-                        let row = (oy * f + dy) * r.width + ox * f;
-                        acc += img[row..row + f].iter().map(|&p| p as u32).sum::<u32>();
-                    }
-                    x.push(acc as f32 * scale);
-                }
-            }
-            y.push(r.labels[i]);
-        }
-        (x, y)
-    };
-    let (train_x, train_y) = pick(train_idx);
-    let (val_x, val_y) = pick(&val_idx[..used]);
-    Ok(ImageData {
-        channels: 1,
-        height,
-        width,
-        classes: 10,
-        train_x,
-        train_y,
-        val_x,
-        val_y,
-        split: SplitInfo {
-            dataset: name,
-            method: "seeded-shuffle/splitmix64".into(),
-            unit: "examples".into(),
-            seed: spec.split_seed,
-            total: n,
-            n_train: train_idx.len(),
-            n_val,
-            n_val_used: used,
-            fingerprint: split::fingerprint_indices(val_idx),
-            probe: None,
-        },
-        standardized: None,
+    spec.source().map_err(|p| {
+        DataError::Spec(match p.key.first() {
+            Some(k) if !p.message.contains(k) => format!("{k}: {}", p.message),
+            _ => p.message,
+        })
     })
 }
 
-fn text_data(
-    train: Vec<u8>,
-    val: Vec<u8>,
-    labels: Option<TextLabels>,
-    spec: &DatasetSpec,
-    name: String,
-    method: &str,
-    total: usize,
-) -> Result<Dataset, DataError> {
-    let need = spec.seq_len + 1;
-    if train.len() < need || val.len() < need {
-        return Err(DataError::Spec(format!(
-            "{name}: {} training and {} validation bytes (max_bytes {}, val_fraction {}) — each needs at least seq_len + 1 = {need}",
-            train.len(),
-            val.len(),
-            spec.max_bytes.map_or("unset".to_string(), |m| m.to_string()),
-            spec.val_fraction
-        )));
-    }
-    let mut t = TextData {
-        vocab: BYTE_VOCAB,
-        split: SplitInfo {
-            dataset: name,
-            method: method.into(),
-            unit: "bytes".into(),
-            seed: spec.split_seed,
-            total,
-            n_train: train.len(),
-            n_val: val.len(),
-            n_val_used: 0,
-            fingerprint: split::fingerprint_bytes(&val),
-            probe: None,
-        },
-        train,
-        val,
-        seq_len: spec.seq_len,
-        max_val: spec.max_val,
-        labels,
-        probe: None,
-    };
-    t.split.n_val_used = t.val_windows();
-    Ok(Dataset::Text(t))
+/// Split decoded source data as `spec` says (pure: no I/O).
+pub fn build(raw: &Raw, spec: &DatasetSpec) -> Result<Dataset, DataError> {
+    check_spec(spec)?;
+    build::split(raw, spec)
 }
 
-/// Load and split a dataset from the data directory ([`data_dir`]).
+/// Load and split a dataset (no caching).
 pub fn load(spec: &DatasetSpec) -> Result<Dataset, DataError> {
-    check_spec(spec)?;
-    let raw = read_raw_auto(spec.name)?;
-    build(&raw, spec)
-}
-
-/// Load and split a dataset from `dir` (no caching).
-pub fn load_from(dir: &Path, spec: &DatasetSpec) -> Result<Dataset, DataError> {
-    check_spec(spec)?;
-    let raw = read_raw(dir, spec.name)?;
+    let source = check_spec(spec)?;
+    let raw = read::read_source(&source)?;
     build(&raw, spec)
 }
 
@@ -673,29 +425,21 @@ fn cached<T>(
     Ok(v)
 }
 
-static RAW_CACHE: OnceLock<Mutex<HashMap<String, Slot<RawSource>>>> = OnceLock::new();
+static RAW_CACHE: OnceLock<Mutex<HashMap<String, Slot<Raw>>>> = OnceLock::new();
 static DATASET_CACHE: OnceLock<Mutex<HashMap<String, Slot<Dataset>>>> = OnceLock::new();
 
-/// Like [`load`], but each (data dir, spec) is decoded and split once per process; the decoded
-/// files are shared between specs of the same dataset (e.g. different split seeds).
+/// Like [`load`], but each (source, its location, spec) is decoded and split once per process;
+/// the decoded files are shared between specs of the same source (e.g. different split seeds).
 pub fn load_cached(spec: &DatasetSpec) -> Result<Arc<Dataset>, DataError> {
-    check_spec(spec)?;
-    let dir = data_dir();
-    let key = format!("{}|{spec:?}", dir.display());
+    let source = check_spec(spec)?;
+    // where an entry's files are depends on the environment: part of the key
+    let place = read::locate(&source)
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let key = format!("{place}|{spec:?}");
     cached(&DATASET_CACHE, key, || {
-        let raw_key = format!("{}|{:?}", dir.display(), spec.name);
-        let raw = cached(&RAW_CACHE, raw_key, || read_raw_auto(spec.name))?;
-        build(&raw, spec)
-    })
-}
-
-/// [`load_cached`] from an explicit directory.
-pub fn load_cached_from(dir: &Path, spec: &DatasetSpec) -> Result<Arc<Dataset>, DataError> {
-    check_spec(spec)?;
-    let key = format!("{}|{spec:?}", dir.display());
-    cached(&DATASET_CACHE, key, || {
-        let raw_key = format!("{}|{:?}", dir.display(), spec.name);
-        let raw = cached(&RAW_CACHE, raw_key, || read_raw(dir, spec.name))?;
+        let raw_key = format!("{place}|{source:?}");
+        let raw = cached(&RAW_CACHE, raw_key, || read::read_source(&source))?;
         build(&raw, spec)
     })
 }

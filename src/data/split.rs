@@ -65,8 +65,9 @@ impl SplitMix64 {
 pub const STREAM_SPLIT: u64 = 1;
 pub const STREAM_IMAGE_BATCHES: u64 = 2;
 pub const STREAM_TEXT_BATCHES: u64 = 3;
+pub const STREAM_AUGMENT: u64 = 4;
 /// The transfer probe's draw of labelled sentences (`probe`).
-pub const STREAM_PROBE: u64 = 4;
+pub const STREAM_PROBE: u64 = 5;
 
 /// How a dataset was split: enough to record in a run log and to check that two runs saw the
 /// same validation set.
@@ -107,6 +108,18 @@ pub fn fingerprint_indices(idx: &[usize]) -> String {
 /// Fingerprint of a byte string.
 pub fn fingerprint_bytes(b: &[u8]) -> String {
     super::files::sha256_hex(b)[..16].to_string()
+}
+
+/// Fingerprint of a token stream: of its bytes for byte-level text (vocabulary ≤ 256), else of
+/// the ids as u32 little-endian.
+pub fn fingerprint_tokens(t: &[u32], vocab: usize) -> String {
+    if vocab <= 256 {
+        let b: Vec<u8> = t.iter().map(|&c| c as u8).collect();
+        fingerprint_bytes(&b)
+    } else {
+        let b: Vec<u8> = t.iter().flat_map(|c| c.to_le_bytes()).collect();
+        fingerprint_bytes(&b)
+    }
 }
 
 /// Number of validation examples for `n` examples at `fraction` (rounded, at least 1).

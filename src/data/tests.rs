@@ -1,19 +1,39 @@
 use std::path::Path;
 
+use super::formats::bundled as parse;
+use super::formats::idx;
 use super::*;
-use crate::workload::spec::{DatasetKind, DatasetSpec};
 
-fn spec(kind: DatasetKind) -> DatasetSpec {
+fn spec(name: &str) -> DatasetSpec {
     DatasetSpec {
-        name: kind,
-        val_fraction: 0.1,
         split_seed: 7,
-        max_bytes: None,
         seq_len: 8,
-        max_val: None,
-        downsample: None,
-        probe: None,
+        ..DatasetSpec::named(name)
     }
+}
+
+/// `spec(name)` read from `dir` (the preset's `dir`).
+fn spec_in(name: &str, dir: &Path) -> DatasetSpec {
+    DatasetSpec {
+        dir: Some(dir.display().to_string()),
+        ..spec(name)
+    }
+}
+
+/// Decoded data as the loader gives it (no files).
+fn raw(source: RawSource) -> Raw {
+    Raw {
+        source,
+        files: vec![],
+    }
+}
+
+fn text(bytes: &[u8]) -> Raw {
+    raw(RawSource::Text {
+        train: bytes.iter().map(|&b| b as u32).collect(),
+        val: None,
+        vocab: 256,
+    })
 }
 
 fn idx_images(magic: u32, n: u32, rows: u32, cols: u32, pixels: &[u8]) -> Vec<u8> {
@@ -33,16 +53,23 @@ fn idx_labels(magic: u32, labels: &[u8]) -> Vec<u8> {
     b
 }
 
-fn synthetic_images(n: usize) -> RawSource {
+fn synthetic_images(n: usize) -> Raw {
     // Sorted by class like MNIST-10k, pixel value = example index (mod 256) for identification.
     let pixels = (0..n * 4).map(|i| ((i / 4) % 256) as u8).collect();
     let labels = (0..n).map(|i| (i * 10 / n) as u8).collect();
-    RawSource::Images(RawImages {
-        height: 2,
-        width: 2,
-        pixels,
-        labels,
-        max_value: 255,
+    raw(RawSource::Images {
+        train: RawImages {
+            channels: 1,
+            height: 2,
+            width: 2,
+            pixels: Pixels::U8 {
+                data: pixels,
+                max_value: 255,
+            },
+            labels,
+            classes: 10,
+        },
+        val: None,
     })
 }
 
@@ -63,7 +90,7 @@ fn splitmix64_matches_reference_outputs() {
 #[test]
 fn missing_file_error_names_path_and_how_to_restore() {
     let dir = tempfile::tempdir().unwrap();
-    let err = load_from(dir.path(), &spec(DatasetKind::Digits)).unwrap_err();
+    let err = load(&spec_in("digits", dir.path())).unwrap_err();
     let path = dir.path().join("digits.csv.gz");
     assert_eq!(err, DataError::Missing { path: path.clone() });
     let msg = err.to_string();
@@ -77,7 +104,7 @@ fn checksum_mismatch_error_names_file_and_both_hashes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shakespeare.txt.gz");
     std::fs::write(&path, b"not the real file").unwrap();
-    let err = load_from(dir.path(), &spec(DatasetKind::Shakespeare)).unwrap_err();
+    let err = load(&spec_in("shakespeare", dir.path())).unwrap_err();
     let actual = files::sha256_hex(b"not the real file");
     match &err {
         DataError::Checksum {
@@ -102,33 +129,32 @@ fn idx_parsing_of_tiny_synthetic_files() {
     let p = Path::new("x.idx");
     let px: Vec<u8> = (0..12).collect();
     let imgs = idx_images(2051, 2, 2, 3, &px);
-    let (n, r, c, pixels) = parse::parse_idx_images(p, &imgs).unwrap();
+    let (n, r, c, pixels) = idx::parse_idx_images(p, &imgs).unwrap();
     assert_eq!((n, r, c), (2, 2, 3));
     assert_eq!(pixels, px);
-    let labels = parse::parse_idx_labels(p, &idx_labels(2049, &[3, 9])).unwrap();
+    let labels = idx::parse_idx_labels(p, &idx_labels(2049, &[3, 9])).unwrap();
     assert_eq!(labels, vec![3, 9]);
-    let raw =
-        parse::parse_idx_pair(p, &imgs, p, &idx_labels(2049, &[3, 9]), 10).expect("valid pair");
+    let raw = idx::parse_idx_pair(p, &imgs, p, &idx_labels(2049, &[3, 9]), 10).expect("valid pair");
     assert_eq!(raw.len(), 2);
     assert_eq!((raw.height, raw.width), (2, 3));
 
     // Wrong magic numbers (images and labels swapped).
-    let e = parse::parse_idx_images(p, &idx_images(2049, 2, 2, 3, &px)).unwrap_err();
+    let e = idx::parse_idx_images(p, &idx_images(2049, 2, 2, 3, &px)).unwrap_err();
     assert!(
         e.to_string().contains("magic number 2049 (expected 2051)"),
         "{e}"
     );
-    let e = parse::parse_idx_labels(p, &idx_labels(2051, &[1])).unwrap_err();
+    let e = idx::parse_idx_labels(p, &idx_labels(2051, &[1])).unwrap_err();
     assert!(e.to_string().contains("expected 2049"), "{e}");
     // Truncated data and short header.
-    let e = parse::parse_idx_images(p, &imgs[..imgs.len() - 1]).unwrap_err();
+    let e = idx::parse_idx_images(p, &imgs[..imgs.len() - 1]).unwrap_err();
     assert!(e.to_string().contains("header says 2×2×3"), "{e}");
-    assert!(parse::parse_idx_images(p, &imgs[..10]).is_err());
-    assert!(parse::parse_idx_labels(p, &[0, 0, 8]).is_err());
+    assert!(idx::parse_idx_images(p, &imgs[..10]).is_err());
+    assert!(idx::parse_idx_labels(p, &[0, 0, 8]).is_err());
     // Count mismatch and out-of-range labels.
-    let e = parse::parse_idx_pair(p, &imgs, p, &idx_labels(2049, &[1]), 10).unwrap_err();
+    let e = idx::parse_idx_pair(p, &imgs, p, &idx_labels(2049, &[1]), 10).unwrap_err();
     assert!(e.to_string().contains("1 labels but"), "{e}");
-    let e = parse::parse_idx_pair(p, &imgs, p, &idx_labels(2049, &[1, 12]), 10).unwrap_err();
+    let e = idx::parse_idx_pair(p, &imgs, p, &idx_labels(2049, &[1, 12]), 10).unwrap_err();
     assert!(e.to_string().contains("label 12"), "{e}");
 }
 
@@ -151,7 +177,7 @@ fn digits_csv_errors_name_the_line() {
 #[test]
 fn split_is_deterministic_disjoint_and_seeded() {
     let raw = synthetic_images(500);
-    let s = spec(DatasetKind::Mnist);
+    let s = spec("mnist");
     let a = build(&raw, &s).unwrap();
     let b = build(&raw, &s).unwrap();
     assert_eq!(a, b);
@@ -198,15 +224,15 @@ fn split_is_deterministic_disjoint_and_seeded() {
 fn bad_spec_values_are_errors() {
     let raw = synthetic_images(10);
     for vf in [0.0, 1.0, -0.5, f64::NAN] {
-        let mut s = spec(DatasetKind::Mnist);
+        let mut s = spec("mnist");
         s.val_fraction = vf;
         assert!(matches!(build(&raw, &s), Err(DataError::Spec(_))), "{vf}");
     }
-    let mut s = spec(DatasetKind::Mnist);
+    let mut s = spec("mnist");
     s.val_fraction = 0.99;
     assert!(matches!(build(&raw, &s), Err(DataError::Spec(_))));
-    let text = RawSource::Text(b"0123456789".to_vec());
-    let mut s = spec(DatasetKind::Shakespeare);
+    let text = text(b"0123456789");
+    let mut s = spec("shakespeare");
     s.seq_len = 8;
     let e = build(&text, &s).unwrap_err();
     assert!(e.to_string().contains("seq_len + 1 = 9"), "{e}");
@@ -242,7 +268,7 @@ fn batcher_covers_each_example_once_per_epoch() {
 #[test]
 fn gather_returns_the_indexed_examples() {
     let raw = synthetic_images(100);
-    let d = build(&raw, &spec(DatasetKind::Mnist)).unwrap();
+    let d = build(&raw, &spec("mnist")).unwrap();
     let im = d.as_images().unwrap();
     let (x, y) = gather(im, &[3, 0, 3]);
     assert_eq!(x.len(), 3 * 4);
@@ -264,12 +290,13 @@ fn gather_returns_the_indexed_examples() {
 #[test]
 fn text_windows_are_aligned_and_validation_tiles_the_stream() {
     let corpus: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
-    let mut s = spec(DatasetKind::Shakespeare);
+    let mut s = spec("shakespeare");
     s.seq_len = 16;
     s.val_fraction = 0.2;
-    let d = build(&RawSource::Text(corpus.clone()), &s).unwrap();
+    let d = build(&text(&corpus), &s).unwrap();
     let t = d.as_text().unwrap();
     assert_eq!(t.vocab, 256);
+    let corpus: Vec<u32> = corpus.iter().map(|&c| c as u32).collect();
     assert_eq!(t.train, corpus[..800]);
     assert_eq!(t.val, corpus[800..]);
     let mut bt = TextBatcher::new(16, 5);
@@ -291,14 +318,15 @@ fn text_windows_are_aligned_and_validation_tiles_the_stream() {
     // Validation: (200 - 1) / 16 = 12 non-overlapping windows whose targets tile val[1..193].
     assert_eq!(t.val_windows(), 12);
     let (vx, vy) = t.val_batch(0..12);
-    let vy: Vec<u8> = vy.iter().map(|&c| c as u8).collect();
+    let vy: Vec<u32> = vy.iter().map(|&c| c as u32).collect();
     assert_eq!(vy, t.val[1..193]);
     assert_eq!(vx[0], t.val[0] as i64);
     let total: usize = t.val_batches(5).map(|(bx, _)| bx.len() / 16).sum();
     assert_eq!(total, 12);
     let mut capped = s.clone();
     capped.max_val = Some(3);
-    let c = build(&RawSource::Text(corpus), &capped).unwrap();
+    let bytes: Vec<u8> = corpus.iter().map(|&c| c as u8).collect();
+    let c = build(&text(&bytes), &capped).unwrap();
     assert_eq!(c.as_text().unwrap().val_windows(), 3);
     assert_eq!(c.split_info().n_val_used, 3);
 }
@@ -320,7 +348,7 @@ fn bundled_files_verify() {
 
 #[test]
 fn bundled_digits_and_mnist_load() {
-    let d = load(&spec(DatasetKind::Digits)).unwrap();
+    let d = load(&spec("digits")).unwrap();
     let im = d.as_images().unwrap();
     assert_eq!(
         (im.height, im.width, im.channels, im.classes),
@@ -330,7 +358,7 @@ fn bundled_digits_and_mnist_load() {
     assert!(im.train_x.iter().all(|&v| (0.0..=1.0).contains(&v)));
     assert!(im.train_x.contains(&1.0));
 
-    let mut s = spec(DatasetKind::Mnist);
+    let mut s = spec("mnist");
     s.split_seed = 0;
     let a = load_cached(&s).unwrap();
     let b = load_cached(&s).unwrap();
@@ -355,21 +383,25 @@ fn bundled_digits_and_mnist_load() {
 
 #[test]
 fn bundled_text_loads() {
-    let mut s = spec(DatasetKind::Shakespeare);
+    let mut s = spec("shakespeare");
     s.max_bytes = Some(100_000);
     s.seq_len = 64;
     let d = load(&s).unwrap();
     let t = d.as_text().unwrap();
     assert_eq!(t.train.len() + t.val.len(), 100_000);
-    assert!(t.train.starts_with(b"ALL'S WELL THAT ENDS WELL"));
+    let head: Vec<u32> = b"ALL'S WELL THAT ENDS WELL"
+        .iter()
+        .map(|&c| c as u32)
+        .collect();
+    assert!(t.train.starts_with(&head));
     assert_eq!(t.split.method, "contiguous-tail");
 
-    let mut r = spec(DatasetKind::Reviews);
+    let mut r = spec("reviews");
     r.max_bytes = Some(50_000);
     let d = load(&r).unwrap();
     let t = d.as_text().unwrap();
     let labels = t.labels.as_ref().unwrap();
-    let lines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
+    let lines = |b: &[u32]| b.iter().filter(|&&c| c == b'\n' as u32).count();
     assert_eq!(labels.train.len(), lines(&t.train));
     assert_eq!(labels.val.len(), lines(&t.val));
     assert!(t.train.len() + t.val.len() <= 50_000);
@@ -426,15 +458,19 @@ fn downsample_average_pools_blocks() {
         100, 100, 0, 0, //
     ];
     let raw = RawImages {
+        channels: 1,
         height: 4,
         width: 4,
-        pixels: pixels.repeat(10),
+        pixels: Pixels::U8 {
+            data: pixels.repeat(10),
+            max_value: 255,
+        },
         labels: vec![3; 10],
-        max_value: 255,
+        classes: 10,
     };
-    let mut s = spec(DatasetKind::Mnist);
+    let mut s = spec("mnist");
     s.downsample = Some(2);
-    let d = build_images(&raw, &s, "t".into()).unwrap();
+    let d = build::split_images(&raw, &s, "t".into()).unwrap();
     assert_eq!((d.height, d.width), (2, 2));
     let first: Vec<f32> = d.train_x[..4].to_vec();
     let want = [0.0, 1.0, 100.0 / 255.0, 10.0 / 255.0];
@@ -442,5 +478,8 @@ fn downsample_average_pools_blocks() {
         assert!((a - b).abs() < 1e-6, "{first:?}");
     }
     s.downsample = Some(8);
-    assert!(build_images(&raw, &s, "t".into()).is_err());
+    assert!(build::split_images(&raw, &s, "t".into()).is_err());
+    s.downsample = Some(3);
+    let e = build::split_images(&raw, &s, "t".into()).unwrap_err();
+    assert!(e.to_string().contains("does not divide"), "{e}");
 }

@@ -319,7 +319,7 @@ pub fn burn_to_gemm_layout(v: &[f32], cout: usize, cin: usize, k: usize) -> Vec<
 /// Whether this backend takes the im2col + gemm convolution (the Flex CPU backend, with or without
 /// autodiff); other backends have fast convolutions of their own.
 pub fn gemm_conv<B: Backend>() -> bool {
-    std::any::type_name::<B>().contains("Flex")
+    super::kernels::flex::is_cpu::<B>()
 }
 
 /// Row indices of the im2col gather: for output pixel (n, i, j) and kernel offset (a, b) the input row

@@ -34,10 +34,7 @@ pub struct Comparison {
 fn workload_label(log: &RunLog) -> String {
     let w = &log.header.preset.workload;
     let data = match &w.dataset {
-        Some(d) => serde_json::to_value(d.name)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_else(|| "?".into()),
+        Some(d) => d.label(),
         None => "none".into(),
     };
     let model = serde_json::to_value(&w.model)

@@ -420,6 +420,7 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
         }),
         adaptive: None,
         fuse: 1,
+        data_files: vec![],
     };
     let mut trials = imp.trials;
     // As the source's optimizer applied them (no β2/ε without Adam, …): what a reader sees.

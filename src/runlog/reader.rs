@@ -268,6 +268,9 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
                         message,
                     });
                 }
+                if let Some(m) = super::validate::data_files_problem(&h) {
+                    warnings.push(format!("{}:{line_no}: {m}", path.display()));
+                }
                 validator = Some(LogValidator::new(&h));
                 header = Some(*h);
             }

@@ -14,6 +14,8 @@
 //!   names the trial and both readings.
 //! * Warned by readers, refused by resume (`LogValidator::off_plan`): a trial that is not the
 //!   trial its header's plan derives (`core::plan::plan_difference`: an edited header or line).
+//! * Warned by readers, refused by resume (`data_files_problem`): a data file recorded in the
+//!   header (path, size, SHA-256) that changed since the log was written, or is gone.
 //! * Normalised: the metaparameters are read as the optimizer applied them
 //!   (`workload::applied::as_applied`; logs written before that rule recorded SGD's unused γ).
 
@@ -106,6 +108,20 @@ pub fn header_problem(h: &Header) -> Option<String> {
         ));
     }
     None
+}
+
+/// The first data file recorded in the header that is not what is on disk now (changed, gone,
+/// or — a bundled file — not this build's): the message names the file and what changed.
+/// Readers warn (on the header's line); `sweep --resume` refuses the log.
+pub fn data_files_problem(h: &Header) -> Option<String> {
+    h.data_files.iter().find_map(|rec| {
+        crate::data::digest::changed(rec).map(|m| {
+            format!(
+                "{m}: the log's trials were measured on the data as it was (`sweep --resume` \
+                 refuses this log)"
+            )
+        })
+    })
 }
 
 /// Checks the trial lines of one log against its header, in file order.

@@ -27,6 +27,9 @@ pub(super) fn open_resumed(
     if let Some(m) = &log.off_plan {
         anyhow::bail!("{m}");
     }
+    if let Some(m) = crate::runlog::validate::data_files_problem(&log.header) {
+        anyhow::bail!("{}:1: {m}", path.display());
+    }
     let mine: std::collections::HashSet<u64> = log.trials.iter().map(|t| t.trial_id).collect();
     let mut context = log.trials.clone();
     context.extend(peers.into_iter().filter(|t| !mine.contains(&t.trial_id)));

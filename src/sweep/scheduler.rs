@@ -277,6 +277,15 @@ pub fn make_header(cfg: &SweepConfig, backend: &str) -> Header {
         import: None,
         adaptive: cfg.adaptive(),
         fuse: cfg.fuse.members().unwrap_or(1),
+        // (loaded and cached by the sweep's checks before any header is written)
+        data_files: cfg
+            .preset
+            .workload
+            .dataset
+            .as_ref()
+            .and_then(|d| crate::data::load_cached(d).ok())
+            .map(|d| d.files().to_vec())
+            .unwrap_or_default(),
     }
 }
 

@@ -354,17 +354,4 @@ mod tests {
         )
         .is_err());
     }
-
-    /// The full table (1 KiB … 64 MiB × G = 2, 4, 8): `cargo test --release --lib
-    /// full_allreduce_table -- --ignored --nocapture` (until `bench --allreduce` is wired).
-    #[test]
-    #[ignore = "a benchmark, minutes on a loaded machine"]
-    fn full_allreduce_table() {
-        let b = allreduce_bench(&AllreduceBenchOptions::default(), &mut |r| {
-            eprintln!("G={} {} B: {:.1} µs", r.world, r.bytes, r.time_s * 1e6)
-        })
-        .unwrap();
-        println!("{}", b.render());
-        assert_eq!(b.fits.len(), 3);
-    }
 }

@@ -328,17 +328,6 @@ pub fn step_examples_per_s<B: AutodiffBackend>(
     )
 }
 
-/// The trainer's global-norm clipping factor from |g|²: min(1, clip / |g|) (1 for a non-finite
-/// norm, whose step the trainer does not apply at all).
-pub fn clip_factor(sq_norm: f64, clip: f64) -> f64 {
-    let norm = sq_norm.sqrt();
-    if norm.is_finite() && norm > clip {
-        clip / norm
-    } else {
-        1.0
-    }
-}
-
 /// Examples/s (images, or sequences of `seq_len` bytes) of `case`'s training step: the model's
 /// loss, backward, and — with `case.clip` — the trainer's global-norm clipping (|g|² on the device,
 /// read once a step, the gradients scaled by min(1, clip / |g|)), then the optimizer's update;
@@ -381,25 +370,16 @@ pub fn case_group_examples_per_s<B: AutodiffBackend>(
             let loss = m.loss(&batches[i % 8], &ctx);
             // members are independent: the sum's gradient is each member's own
             let g = GradientsParams::from_grads(loss.clone().sum().backward(), &m);
-            // the optimizer applies the clipping factor in its update (as the trainer does)
-            let (g, factors) = match case.clip {
-                Some(c) => {
-                    let r = super::exchange::Reduced::single(&m, g, k);
-                    let sq: Vec<f64> = r.global_sq.clone().into_data().iter::<f64>().collect();
-                    let f = sq.iter().map(|&q| clip_factor(q, c)).collect();
-                    (r.into_grads(&m), f)
-                }
-                None => (g, vec![1.0; k]),
-            };
-            last = Some(loss);
-            let plan: Vec<_> = factors
-                .into_iter()
-                .map(|factor| super::optim::MemberStep {
-                    lr,
-                    factor,
-                    apply: true,
-                })
+            // the trainer's step: |g|² per member read once, then each member's plan from it
+            // (skipped if not finite, clipped with `case.clip`) applied by the optimizer
+            let r = super::exchange::Reduced::single(&m, g, k);
+            let sq: Vec<f64> = r.global_sq.clone().into_data().iter::<f64>().collect();
+            let plan: Vec<_> = sq
+                .iter()
+                .map(|&q| super::optim::MemberStep::from_norm(lr, 1.0, q, case.clip))
                 .collect();
+            let g = r.into_grads(&m);
+            last = Some(loss);
             m = opt.step_members(m, g, &plan);
         }
         // synchronise (asynchronous backends): read the last loss back

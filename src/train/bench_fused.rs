@@ -6,6 +6,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::{case_group_examples_per_s, StepCase};
+use crate::model::kernels::gemm::{matmul, Parallelism};
 use crate::model::InputShape;
 use crate::workload::spec::{ModelSpec, Precision};
 
@@ -62,30 +63,15 @@ pub fn machine_sgemm_gflops() -> f64 {
     let mut best = f64::INFINITY;
     for i in 0..6 {
         let t = Instant::now();
-        // SAFETY: three n×n row-major buffers, the strides below stay inside them
-        unsafe {
-            gemm::gemm(
-                n,
-                n,
-                n,
-                c.as_mut_ptr(),
-                1,
-                n as isize,
-                false,
-                a.as_ptr(),
-                1,
-                n as isize,
-                b.as_ptr(),
-                1,
-                n as isize,
-                0.0,
-                1.0,
-                false,
-                false,
-                false,
-                gemm::Parallelism::Rayon(0),
-            );
-        }
+        let s = (n as isize, 1);
+        matmul(
+            (n, n, n),
+            (&mut c, s),
+            false,
+            (&a, s),
+            (&b, s),
+            Parallelism::Rayon(0),
+        );
         if i > 0 {
             best = best.min(t.elapsed().as_secs_f64());
         }

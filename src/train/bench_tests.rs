@@ -73,11 +73,18 @@ fn fused_groups_of_both_step_cases_train() {
 
 #[test]
 fn clipping_scales_to_the_clip_norm_and_only_above_it() {
-    assert_eq!(clip_factor(4.0, 1.0), 0.5); // |g| = 2
-    assert_eq!(clip_factor(0.25, 1.0), 1.0);
-    assert_eq!(clip_factor(1.0, 1.0), 1.0);
-    assert_eq!(clip_factor(f64::NAN, 1.0), 1.0);
-    assert_eq!(clip_factor(f64::INFINITY, 1.0), 1.0);
+    use crate::train::optim::MemberStep;
+    let factor = |sq: f64, scale: f64| MemberStep::from_norm(0.1, scale, sq, Some(1.0)).factor;
+    assert_eq!(factor(4.0, 1.0), 0.5); // |g| = 2
+    assert_eq!(factor(0.25, 1.0), 1.0);
+    assert_eq!(factor(1.0, 1.0), 1.0);
+    // the loss scale is divided out before the norm is compared: |g·4| = 8 → |g| = 2
+    assert_eq!(factor(64.0, 4.0), 0.5 / 4.0);
+    assert_eq!(MemberStep::from_norm(0.1, 1.0, 4.0, None).factor, 1.0);
+    for bad in [f64::NAN, f64::INFINITY] {
+        let s = MemberStep::from_norm(0.1, 1.0, bad, Some(1.0));
+        assert!(!s.apply && s.factor == 1.0, "{s:?}");
+    }
 }
 
 #[test]

@@ -10,15 +10,15 @@
 //! over its slices of weights, state and gradient, in place; elsewhere the same formulas as tensor
 //! ops with the per-member values broadcast along the member axis.
 
-use std::any::{Any, TypeId};
 use std::collections::HashMap;
 
 use burn::module::{AutodiffModule, ModuleMapper, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::{Bool, Tensor, TensorData, TensorPrimitive};
+use burn::tensor::{Bool, Tensor, TensorData};
 use burn_flex::{Flex, FlexTensor};
 
+use crate::model::kernels::flex::{cpu, float_of, is_f32, same, tensor_from, Cpu};
 use crate::model::kernels::vmath::simd_dispatch;
 use crate::workload::spec::{Metaparams, OptimizerKind};
 
@@ -71,6 +71,24 @@ impl MemberStep {
             lr,
             factor: 1.0,
             apply: true,
+        }
+    }
+
+    /// The trainer's step of a member whose reduced gradient (scaled by `loss_scale`) has squared
+    /// global norm `global_sq`: skipped when that is not finite (an fp16 overflow, a divergence);
+    /// else the loss scale divided out and, with `clip`, the gradient scaled by min(1, clip / |g|)
+    /// on the unscaled norm (global-norm clipping over all of the member's parameters).
+    pub fn from_norm(lr: f64, loss_scale: f64, global_sq: f64, clip: Option<f64>) -> Self {
+        let apply = global_sq.is_finite();
+        let norm = global_sq.sqrt() / loss_scale;
+        let clip_factor = match clip {
+            Some(c) if apply && norm > c => c / norm,
+            _ => 1.0,
+        };
+        MemberStep {
+            lr,
+            factor: clip_factor / loss_scale,
+            apply,
         }
     }
 }
@@ -271,7 +289,7 @@ struct Members<'a> {
 /// The update of one parameter: on Flex f32 one pass per member (`fused_flex`); elsewhere, or
 /// where that declines, tensor ops (`update_ops`).
 fn update<IB: Backend>(p: Parts<IB>, m: &Members<'_>) -> Parts<IB> {
-    let p = if TypeId::of::<IB>() == TypeId::of::<Flex>() {
+    let p = if cpu::<IB>() == Some(Cpu::Inner) {
         match fused_flex::<IB>(p, m) {
             Ok(r) => return r,
             Err(p) => p,
@@ -440,22 +458,13 @@ fn slice_step(m: &Members<'_>, k: usize) -> SliceStep {
     }
 }
 
+/// A parameter's values as the Flex tensor they are (the caller checked that IB is Flex).
 fn to_flex<IB: Backend>(t: Tensor<IB, 1>) -> FlexTensor {
-    let p: Box<dyn Any> = Box::new(t.into_primitive().tensor());
-    *p.downcast::<FlexTensor>()
-        .expect("the caller checked that IB is Flex")
+    float_of(same::<_, Tensor<Flex, 1>>(t).expect("the caller checked that IB is Flex"))
 }
 
 fn from_flex<IB: Backend>(t: FlexTensor) -> Tensor<IB, 1> {
-    let p: Box<dyn Any> = Box::new(t);
-    let p = *p
-        .downcast::<IB::FloatTensorPrimitive>()
-        .expect("the caller checked that IB is Flex");
-    Tensor::from_primitive(TensorPrimitive::Float(p))
-}
-
-fn is_f32<IB: Backend>(t: &Tensor<IB, 1>) -> bool {
-    t.dtype() == burn::tensor::DType::F32
+    same(tensor_from::<Flex, 1>(t)).expect("the caller checked that IB is Flex")
 }
 
 /// A state buffer of `n` zeros (written before it is read: every member's first step sets it).

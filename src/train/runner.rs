@@ -5,7 +5,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use burn::backend::{Autodiff, Flex};
 
-use super::trainer::{run_group, run_trial, TrainOptions};
+use super::trainer::{run_group, TrainOptions};
 use crate::core::{
     CancelToken, DeviceSpec, Group, TrialEvent, TrialOutcome, TrialRunner, TrialSpec,
 };
@@ -105,44 +105,6 @@ impl BurnRunner {
 }
 
 impl TrialRunner for BurnRunner {
-    fn run(
-        &self,
-        workload: &Workload,
-        spec: &TrialSpec,
-        emit: &mut dyn FnMut(TrialEvent),
-        cancel: &CancelToken,
-    ) -> anyhow::Result<TrialOutcome> {
-        let ds = workload
-            .dataset
-            .as_ref()
-            .context("this workload has no dataset (is it an NQM preset?)")?;
-        let data = crate::data::load_cached(ds).map_err(|e| anyhow::anyhow!("{e}"))?;
-        match &spec.devices {
-            DeviceSpec::Cpu { workers } => {
-                anyhow::ensure!(*workers >= 1, "at least one worker is needed");
-                let devices = vec![Default::default(); *workers];
-                run_trial::<CpuTrain>(devices, workload, spec, data, &self.options, emit, cancel)
-            }
-            _ if self.probe_oom(workload, spec, 1, cancel) => Ok(TrialOutcome::bare(
-                crate::core::Outcome::Oom {
-                    batch_size: spec.batch_size,
-                    step: 0,
-                },
-                0,
-            )),
-            DeviceSpec::Cuda { devices } => {
-                super::oom::watch_device_panics();
-                let options = gpu_options(&self.options, spec, &data);
-                cuda::run(devices, workload, spec, data, &options, emit, cancel)
-            }
-            DeviceSpec::Wgpu { adapters } => {
-                super::oom::watch_device_panics();
-                let options = gpu_options(&self.options, spec, &data);
-                super::wgpu::run(adapters, workload, spec, data, &options, emit, cancel)
-            }
-        }
-    }
-
     /// Any number of trials fuse (the sweep's calibration and the device's memory choose how
     /// many), except a multi-node trial or one with a batch-size schedule: those train alone.
     fn max_group(&self, workload: &Workload, _devices: &DeviceSpec) -> usize {
@@ -388,23 +350,6 @@ pub mod cuda {
         ))
     }
 
-    pub fn run(
-        ids: &[usize],
-        workload: &Workload,
-        spec: &TrialSpec,
-        data: Arc<crate::data::Dataset>,
-        opts: &TrainOptions,
-        emit: &mut dyn FnMut(TrialEvent),
-        cancel: &CancelToken,
-    ) -> anyhow::Result<TrialOutcome> {
-        let n = probe().map_err(|e| anyhow::anyhow!(e))?;
-        for &i in ids {
-            anyhow::ensure!(i < n, "cuda:{i} does not exist ({n} CUDA device(s) found)");
-        }
-        let devices = ids.iter().map(|&i| CudaDevice::new(i)).collect();
-        run_trial::<CudaTrain>(devices, workload, spec, data, opts, emit, cancel)
-    }
-
     pub fn run_group(
         ids: &[usize],
         workload: &Workload,
@@ -442,18 +387,6 @@ pub mod cuda {
             "this build has no CUDA support: rebuild with `cargo build --release --features cuda`"
                 .into(),
         )
-    }
-
-    pub fn run(
-        _ids: &[usize],
-        _workload: &Workload,
-        _spec: &TrialSpec,
-        _data: Arc<crate::data::Dataset>,
-        _opts: &TrainOptions,
-        _emit: &mut dyn FnMut(TrialEvent),
-        _cancel: &CancelToken,
-    ) -> anyhow::Result<TrialOutcome> {
-        Err(anyhow::anyhow!(probe().unwrap_err()))
     }
 
     pub fn run_group(

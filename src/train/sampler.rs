@@ -1,7 +1,7 @@
 //! The data order of a trial: the global batch of each step, split into the replicas' shards.
 
 use super::worker::HostBatch;
-use crate::data::{Dataset, ImageBatcher, TextBatcher};
+use crate::data::{augment, Dataset, ImageBatcher, TextBatcher};
 
 /// Draws the global batch of the next step and splits it into the replicas' shards.
 pub(super) struct Sampler<'a> {
@@ -9,6 +9,10 @@ pub(super) struct Sampler<'a> {
     images: Option<ImageBatcher>,
     text: Option<TextBatcher>,
     shards: Vec<std::ops::Range<usize>>,
+    /// The trial's seed (the augmentation's draws are the seed's and the step's).
+    seed: u64,
+    /// Batches drawn so far (the step the next one is for).
+    step: u64,
 }
 
 impl<'a> Sampler<'a> {
@@ -28,6 +32,8 @@ impl<'a> Sampler<'a> {
                 _ => None,
             },
             shards,
+            seed,
+            step: 0,
         }
     }
 
@@ -39,12 +45,26 @@ impl<'a> Sampler<'a> {
     }
 
     pub(super) fn next(&mut self, b: usize) -> Vec<HostBatch> {
+        let step = self.step;
+        self.step += 1;
         if let Some(bt) = self.images.as_mut() {
             let idx = bt.next_batch(b);
+            // every row of the global batch drawn before it is split: shards do not change them
+            let augs = match self.dataset.as_images().and_then(|d| d.augment) {
+                Some(a) => augment::draw(&a, self.seed, step, b),
+                None => vec![],
+            };
             return self
                 .shards
                 .iter()
-                .map(|r| HostBatch::Images(idx[r.clone()].to_vec()))
+                .map(|r| {
+                    let a = if augs.is_empty() {
+                        vec![]
+                    } else {
+                        augs[r.clone()].to_vec()
+                    };
+                    HostBatch::Images(idx[r.clone()].to_vec(), a)
+                })
                 .collect();
         }
         let d = self.dataset.as_text().expect("text dataset");

@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use crate::core::{CancelToken, DeviceSpec, TrialEvent, TrialOutcome, TrialSpec};
+use crate::core::{DeviceSpec, TrialEvent, TrialOutcome};
 use crate::workload::spec::{Precision, Workload};
 
 use super::trainer::TrainOptions;
@@ -367,28 +367,6 @@ mod imp {
         Ok(found)
     }
 
-    pub fn run(
-        adapters: &[usize],
-        workload: &Workload,
-        spec: &TrialSpec,
-        data: Arc<crate::data::Dataset>,
-        opts: &TrainOptions,
-        emit: &mut dyn FnMut(TrialEvent),
-        cancel: &CancelToken,
-    ) -> anyhow::Result<TrialOutcome> {
-        check(adapters, spec.precision).map_err(|e| anyhow::anyhow!(e))?;
-        let devices = adapters
-            .iter()
-            .map(|&i| device(i))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| anyhow::anyhow!(e))?;
-        if fusion_off() {
-            run_trial::<WgpuTrainUnfused>(devices, workload, spec, data, opts, emit, cancel)
-        } else {
-            run_trial::<WgpuTrain>(devices, workload, spec, data, opts, emit, cancel)
-        }
-    }
-
     /// A fused group of trials on the adapters (see `trainer::run_group`).
     pub fn run_group(
         adapters: &[usize],
@@ -420,7 +398,7 @@ mod imp {
 }
 
 #[cfg(feature = "wgpu")]
-pub use imp::{check, check_precision, device, probe, run, run_group, WgpuTrain, WgpuTrainUnfused};
+pub use imp::{check, check_precision, device, probe, run_group, WgpuTrain, WgpuTrainUnfused};
 
 #[cfg(not(feature = "wgpu"))]
 mod imp {
@@ -437,18 +415,6 @@ mod imp {
         Err(NOT_BUILT.into())
     }
 
-    pub fn run(
-        _adapters: &[usize],
-        _workload: &Workload,
-        _spec: &TrialSpec,
-        _data: Arc<crate::data::Dataset>,
-        _opts: &TrainOptions,
-        _emit: &mut dyn FnMut(TrialEvent),
-        _cancel: &CancelToken,
-    ) -> anyhow::Result<TrialOutcome> {
-        Err(anyhow::anyhow!(NOT_BUILT))
-    }
-
     pub fn run_group(
         _adapters: &[usize],
         _workload: &Workload,
@@ -463,7 +429,7 @@ mod imp {
 }
 
 #[cfg(not(feature = "wgpu"))]
-pub use imp::{check, probe, run, run_group};
+pub use imp::{check, probe, run_group};
 
 #[cfg(test)]
 mod tests {

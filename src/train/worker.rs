@@ -30,7 +30,8 @@ pub(super) type InnerTensor<B> = Tensor<<B as AutodiffBackend>::InnerBackend, 1>
 /// Host-side shard of a batch: a replica's rows of every member's batch, member-major.
 #[derive(Clone)]
 pub(super) enum HostBatch {
-    Images(Vec<usize>),
+    /// Training rows and their augmentations (empty: none).
+    Images(Vec<usize>, Vec<data::Aug>),
     Text(Vec<i64>, Vec<i64>),
 }
 
@@ -40,9 +41,11 @@ impl HostBatch {
         let mut it = parts.into_iter();
         let first = it.next().expect("at least one member");
         it.fold(first, |acc, p| match (acc, p) {
-            (HostBatch::Images(mut a), HostBatch::Images(b)) => {
+            (HostBatch::Images(mut a, mut aa), HostBatch::Images(b, ba)) => {
+                // members without augmentation have none; with it, every member has it
                 a.extend(b);
-                HostBatch::Images(a)
+                aa.extend(ba);
+                HostBatch::Images(a, aa)
             }
             (HostBatch::Text(mut ax, mut ay), HostBatch::Text(bx, by)) => {
                 ax.extend(bx);
@@ -143,8 +146,8 @@ impl<B: AutodiffBackend> Worker<B> {
 
     fn batch(&self, shard: &HostBatch) -> Batch<B> {
         match (shard, &*self.data) {
-            (HostBatch::Images(idx), Dataset::Images(d)) => {
-                let (x, y) = data::gather(d, idx);
+            (HostBatch::Images(idx, augs), Dataset::Images(d)) => {
+                let (x, y) = data::gather_augmented(d, idx, augs);
                 images::<B>(x, y, d, &self.device)
             }
             (HostBatch::Text(x, y), Dataset::Text(d)) => {
@@ -260,19 +263,7 @@ impl<B: AutodiffBackend> Worker<B> {
         let steps: Vec<MemberStep> = plans
             .iter()
             .zip(&global_sq)
-            .map(|(p, &gsq)| {
-                let apply = gsq.is_finite();
-                let unscaled_norm = gsq.sqrt() / p.loss_scale;
-                let clip_factor = match clip {
-                    Some(c) if apply && unscaled_norm > c => c / unscaled_norm,
-                    _ => 1.0,
-                };
-                MemberStep {
-                    lr: p.lr,
-                    factor: clip_factor / p.loss_scale,
-                    apply,
-                }
-            })
+            .map(|(p, &gsq)| MemberStep::from_norm(p.lr, p.loss_scale, gsq, clip))
             .collect();
         if steps.iter().any(|s| s.apply) {
             let g = reduced.into_grads(self.net());

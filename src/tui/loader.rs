@@ -14,15 +14,17 @@ use crate::runlog::{read_run_log, LogStatus, RunLog};
 /// A run log without a summary written to within this window counts as "running".
 pub const RUNNING_WINDOW: Duration = Duration::from_secs(120);
 
-/// Every preset in `dir` (sorted by file name) and the file:line errors of those that failed.
-pub fn load_presets(dir: &Path) -> (Vec<PresetEntry>, Vec<String>) {
+/// Every preset in `dir` (sorted by file name), then the user's presets in `user_dir`, and the
+/// file:line errors of those that failed.
+pub fn load_presets(dir: &Path, user_dir: Option<&Path>) -> (Vec<PresetEntry>, Vec<String>) {
     let mut ok = Vec::new();
     let mut errs = Vec::new();
-    for (path, r) in crate::workload::load::list_presets(dir) {
-        match r {
+    for l in crate::workload::load::list_all_presets(dir, user_dir) {
+        match l.preset {
             Ok(preset) => ok.push(PresetEntry {
                 preset,
-                path: Some(path),
+                path: Some(l.path),
+                user: l.user,
             }),
             Err(e) => errs.push(e.to_string()),
         }

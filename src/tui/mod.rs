@@ -47,6 +47,9 @@ pub struct TuiOptions {
     pub runs_dir: PathBuf,
     /// Directory of preset TOML files.
     pub presets_dir: PathBuf,
+    /// The user's presets directory (`workload::load::user_presets_dir`), listed after the
+    /// bundled presets; None: none (tests).
+    pub user_presets_dir: Option<PathBuf>,
     /// Preset selected on the Setup screen at start, by name (default `digits-mlp-momentum`).
     pub initial_preset: Option<String>,
     /// The preset `--preset` named, as loaded: selected on the Setup screen at start (added to
@@ -65,6 +68,7 @@ impl TuiOptions {
         TuiOptions {
             runs_dir,
             presets_dir,
+            user_presets_dir: None,
             initial_preset: None,
             preset_file: None,
             open_log: None,
@@ -76,7 +80,8 @@ impl TuiOptions {
 
 /// Builds the initial app state from the options (reads the presets directory).
 pub fn initial_app(opts: &TuiOptions, theme: theme::Theme) -> App {
-    let (mut presets, errors) = loader::load_presets(&opts.presets_dir);
+    let (mut presets, errors) =
+        loader::load_presets(&opts.presets_dir, opts.user_presets_dir.as_deref());
     // `--preset`'s file: selected by its path (two files may share a name)
     let file_index = opts.preset_file.as_ref().map(|e| {
         let same = |a: &Option<PathBuf>, b: &Option<PathBuf>| match (a, b) {

@@ -69,7 +69,7 @@ fn picture_preset(mut p: Preset) -> Preset {
 }
 
 fn nqm_presets(presets_dir: &Path) -> Vec<(PathBuf, Preset)> {
-    let (ps, _) = loader::load_presets(presets_dir);
+    let (ps, _) = loader::load_presets(presets_dir, None);
     ps.into_iter()
         .filter(|p| matches!(p.preset.workload.model, ModelSpec::Nqm { .. }))
         .map(|p| (p.path.unwrap_or_default(), p.preset))
@@ -194,10 +194,7 @@ pub fn render_screenshots_with(
         let w = &log.header.preset.workload;
         let key = format!(
             "{}|{}",
-            w.dataset
-                .as_ref()
-                .map(|d| format!("{:?}", d.name))
-                .unwrap_or_default(),
+            w.dataset.as_ref().map(|d| d.label()).unwrap_or_default(),
             w.model.short_name()
         );
         let g = groups.entry(key).or_default();

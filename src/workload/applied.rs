@@ -12,7 +12,7 @@
 //! run-log reader for logs written before it); [`unused`] says why a setting has no effect, for
 //! the preset checks (`load`) and the flags (`overrides`, the CLI).
 
-use super::spec::{DatasetKind, Metaparams, ModelSpec, OptimizerKind, Workload};
+use super::spec::{Metaparams, ModelSpec, OptimizerKind, Workload};
 
 /// Whether the workload is the closed-form noisy quadratic model.
 pub fn is_nqm(w: &Workload) -> bool {
@@ -102,12 +102,8 @@ pub fn unused(w: &Workload, s: Setting) -> Option<String> {
             ))
         }
         Setting::MaxBytes | Setting::SeqLen => {
-            let kind = w.dataset.as_ref().map(|d| d.name)?;
-            matches!(
-                kind,
-                DatasetKind::Digits | DatasetKind::Mnist | DatasetKind::Fashion
-            )
-            .then(|| {
+            let images = w.dataset.as_ref().and_then(|d| d.is_images())?;
+            images.then(|| {
                 "applies to text datasets (shakespeare, reviews) only: image examples are whole \
                  images"
                     .to_string()

@@ -3,8 +3,7 @@
 //! about; `load` locates the key in the file.
 
 use super::spec::{
-    DatasetKind, DatasetSpec, Decay, Metric, ModelSpec, Preset, SearchSpace, SweepDefaults,
-    Workload,
+    DatasetSpec, Decay, Metric, ModelSpec, Preset, SearchSpace, SweepDefaults, Workload,
 };
 
 /// One key path segment: a table key or an array index.
@@ -118,16 +117,20 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
             "the noisy quadratic model (`nqm`) has no dataset: remove [workload.dataset]".into(),
         ),
         (Some(d), Some(images)) => {
-            let is_img = image_geometry(d.name).is_some();
-            if is_img != images {
+            // (a dataset that names no valid source is `check_dataset`'s)
+            if let Some(is_img) = d.is_images().filter(|&i| i != images) {
                 bad(
                     out,
-                    &["workload", "dataset", "name"],
+                    &["workload", "dataset", if d.format.is_some() { "format" } else { "name" }],
                     format!(
                         "model `{model}` is {} but dataset `{}` is {}",
                         if images { "an image classifier" } else { "a language model" },
-                        dataset_name(d.name),
-                        if is_img { "images: use shakespeare or reviews" } else { "text: use digits, mnist or fashion" }
+                        d.label(),
+                        if is_img {
+                            "images: use shakespeare, reviews or format = \"bytes\" / \"tokens\""
+                        } else {
+                            "text: use digits, mnist, fashion, cifar10 or an image format"
+                        }
                     ),
                 );
             }
@@ -148,11 +151,19 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
         );
     }
     let v = w.target.value;
+    let bits = max_bits(w);
+    let bpc_range = if bits == 8.0 {
+        "val_bpc must be in (0, 8) bits per byte".to_string()
+    } else {
+        format!("val_bpc must be in (0, {bits:.3}) bits per token (log2 of the vocabulary)")
+    };
     let range = match w.target.metric {
-        Metric::ValError if !in_open_unit(v) => Some("val_error must be in (0, 1)"),
-        Metric::ValBpc if !(v > 0.0 && v < 8.0) => Some("val_bpc must be in (0, 8) bits per byte"),
-        Metric::NqmLoss if !positive(v) => Some("nqm_loss must be > 0"),
-        Metric::TransferAcc if !in_open_unit(v) => Some("transfer_acc must be in (0, 1)"),
+        Metric::ValError if !in_open_unit(v) => Some("val_error must be in (0, 1)".to_string()),
+        Metric::ValBpc if !(v > 0.0 && v < bits) => Some(bpc_range),
+        Metric::NqmLoss if !positive(v) => Some("nqm_loss must be > 0".to_string()),
+        Metric::TransferAcc if !in_open_unit(v) => {
+            Some("transfer_acc must be in (0, 1)".to_string())
+        }
         _ => None,
     };
     if let Some(range) = range {
@@ -162,6 +173,17 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
             format!("target value {v} for {range}"),
         );
     }
+}
+
+/// The bits of a uniform guess over the workload's vocabulary: the largest val_bpc target
+/// (8 for byte-level text).
+fn max_bits(w: &Workload) -> f64 {
+    let vocab = w
+        .dataset
+        .as_ref()
+        .and_then(|d| d.vocab_size())
+        .unwrap_or(256);
+    (vocab as f64).log2()
 }
 
 /// The ladder: looser rungs read from the same trials; the goal is the strictest.
@@ -180,7 +202,7 @@ fn check_targets(w: &Workload, out: &mut Vec<Problem>) {
     for (i, &t) in w.targets.iter().enumerate() {
         let in_range = match w.target.metric {
             Metric::ValError => in_open_unit(t),
-            Metric::ValBpc => t > 0.0 && t < 8.0,
+            Metric::ValBpc => t > 0.0 && t < max_bits(w),
             Metric::NqmLoss => positive(t),
             Metric::TransferAcc => in_open_unit(t),
         };
@@ -272,9 +294,34 @@ fn check_model_sizes(w: &Workload, out: &mut Vec<Problem>) {
     }
 }
 
-/// The dataset's own settings (ranges; which dataset they apply to is `unused_keys`).
+/// The dataset's own settings: its source (a named dataset, or a format with the keys it
+/// takes: `data::spec`), ranges, augmentation (which keys apply to it is `unused_key`).
 fn check_dataset(w: &Workload, out: &mut Vec<Problem>) {
     let Some(d) = &w.dataset else { return };
+    if let Err(p) = d.source() {
+        let mut key = vec![KeySeg::Key("workload"), KeySeg::Key("dataset")];
+        key.extend(p.key.iter().map(|k| KeySeg::Key(k)));
+        out.push(Problem {
+            key,
+            message: p.message,
+        });
+    }
+    if let Some(a) = d.augment {
+        let side = d
+            .geometry()
+            .map(|g| g.height.min(g.width) / d.downsample.unwrap_or(1).max(1));
+        if a.crop > 64 || side.is_some_and(|s| a.crop >= s) {
+            bad(
+                out,
+                &["workload", "dataset", "augment", "crop"],
+                format!(
+                    "augment crop = {}: the padding must be smaller than the images{}",
+                    a.crop,
+                    side.map_or(" (at most 64)".to_string(), |s| format!(" ({s} pixels)"))
+                ),
+            );
+        }
+    }
     let positive = |k: &'static str, zero: bool| -> (&'static str, bool, String) {
         (k, zero, format!("{k} must be > 0"))
     };
@@ -551,26 +598,24 @@ pub const MAX_TARGETS: usize = 32;
 /// Smallest validation set whose error rate is worth a target (one image = 0 % or 100 %).
 pub const MIN_VAL_EXAMPLES: usize = 10;
 
-/// (examples, height, width) of an image dataset as bundled.
-pub fn image_geometry(kind: DatasetKind) -> Option<(usize, usize, usize)> {
-    match kind {
-        DatasetKind::Digits => Some((1797, 8, 8)),
-        DatasetKind::Mnist | DatasetKind::Fashion => Some((10_000, 28, 28)),
-        DatasetKind::Shakespeare | DatasetKind::Reviews => None,
-    }
-}
-
-/// (training examples, validation examples used) of an image workload, computed exactly as the
-/// split does; `None` for text and the NQM.
+/// (training examples, validation examples used) of an image workload whose dataset's size is
+/// known before reading it (a named dataset), computed exactly as the split does; `None` for
+/// files on disk (checked when they are read), text and the NQM.
 pub fn image_split_sizes(w: &super::spec::Workload) -> Option<(usize, usize)> {
     let d = w.dataset.as_ref()?;
-    let (n, _, _) = image_geometry(d.name)?;
-    if !(d.val_fraction > 0.0 && d.val_fraction < 1.0) {
-        return None;
-    }
-    let n_val = crate::data::split::val_count(n, d.val_fraction).min(n);
+    let g = d.geometry()?;
+    let (n_train, n_val) = match g.val {
+        Some(v) => (g.train, v),
+        None => {
+            if !(d.val_fraction > 0.0 && d.val_fraction < 1.0) {
+                return None;
+            }
+            let n_val = crate::data::split::val_count(g.train, d.val_fraction).min(g.train);
+            (g.train - n_val, n_val)
+        }
+    };
     let used = d.max_val.map_or(n_val, |m| m.min(n_val));
-    Some((n - n_val, used))
+    Some((n_train, used))
 }
 
 /// Why batch size `b` cannot be used with workload `w` on `workers` workers, if it cannot:
@@ -603,25 +648,31 @@ pub fn batch_size_problem(w: &super::spec::Workload, b: usize, workers: usize) -
 /// Memory this machine has available for a new process (bytes), from /proc/meminfo; `None` when
 /// it cannot be read.
 pub fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb.saturating_mul(1024))
+    crate::data::read::available_memory()
 }
 
 /// Approximate trainable parameter count of the model (f64: absurd sizes must not overflow).
 pub fn approx_params(w: &super::spec::Workload) -> f64 {
+    let g = w.dataset.as_ref().and_then(|d| d.geometry());
     let (c_in, h, wd) = w
         .dataset
         .as_ref()
         .and_then(|d| {
-            let (_, h, wd) = image_geometry(d.name)?;
+            let g = d.geometry()?;
             let f = d.downsample.unwrap_or(1).max(1);
-            Some((1.0, (h / f).max(1) as f64, (wd / f).max(1) as f64))
+            Some((
+                g.channels as f64,
+                (g.height / f).max(1) as f64,
+                (g.width / f).max(1) as f64,
+            ))
         })
         .unwrap_or((1.0, 1.0, 1.0));
-    let classes = 10.0;
-    let vocab = 256.0;
+    let classes = g.map_or(10.0, |g| g.classes as f64);
+    let vocab = w
+        .dataset
+        .as_ref()
+        .and_then(|d| d.vocab_size())
+        .unwrap_or(256) as f64;
     match &w.model {
         ModelSpec::Mlp { hidden } => {
             let mut prev = c_in * h * wd;
@@ -723,7 +774,8 @@ fn check_counts(p: &Preset, out: &mut Vec<Problem>) {
 /// Image geometry and split sizes (`downsample`, the validation and training sets), `seq_len`.
 fn check_data_sizes(w: &Workload, d: &DatasetSpec, out: &mut Vec<Problem>) {
     let k = |name: &'static str| -> [&'static str; 3] { ["workload", "dataset", name] };
-    if let Some((_, h, wd)) = image_geometry(d.name) {
+    if let Some(g) = d.geometry() {
+        let (h, wd) = (g.height, g.width);
         if let Some(f) = d.downsample.filter(|&f| f > 0) {
             if !h.is_multiple_of(f) || !wd.is_multiple_of(f) {
                 bad(
@@ -761,7 +813,7 @@ fn check_data_sizes(w: &Workload, d: &DatasetSpec, out: &mut Vec<Problem>) {
                 );
             }
         }
-    } else if d.downsample.is_some_and(|f| f > 1) {
+    } else if d.is_images() == Some(false) && d.downsample.is_some_and(|f| f > 1) {
         bad(
             out,
             &k("downsample"),
@@ -807,15 +859,5 @@ fn check_model_memory(p: &Preset, memory: Option<u64>, out: &mut Vec<Problem>) {
                 ))
             ),
         );
-    }
-}
-
-fn dataset_name(k: DatasetKind) -> &'static str {
-    match k {
-        DatasetKind::Digits => "digits",
-        DatasetKind::Mnist => "mnist",
-        DatasetKind::Fashion => "fashion",
-        DatasetKind::Shakespeare => "shakespeare",
-        DatasetKind::Reviews => "reviews",
     }
 }

@@ -2,7 +2,7 @@
 //! the `transfer_acc` metric): each problem located at its key, like every other preset check.
 
 use super::check::{key, Problem};
-use super::spec::{DatasetKind, Metric, Workload};
+use super::spec::{Metric, Workload};
 
 fn bad(out: &mut Vec<Problem>, path: &[&'static str], message: String) {
     out.push(Problem {
@@ -17,12 +17,10 @@ pub const MAX_PROBE_SENTENCES: usize = 6000;
 /// A probe's sentences on a labelled text, the probe on a language model, a `transfer_acc`
 /// target with a probe that runs at every evaluation and no ladder.
 pub(super) fn check_transfer(w: &Workload, out: &mut Vec<Problem>) {
-    let probe = w
-        .dataset
-        .as_ref()
-        .and_then(|d| d.probe.map(|p| (d.name, p)));
-    if let Some((name, p)) = probe {
-        if name != DatasetKind::Reviews {
+    let probe = w.dataset.as_ref().and_then(|d| d.probe.map(|p| (d, p)));
+    if let Some((d, p)) = probe {
+        // only the bundled reviews entry has labelled sentences (a format's files have none)
+        if d.format.is_some() || d.name.as_deref() != Some("reviews") {
             bad(
                 out,
                 &["workload", "dataset", "probe"],

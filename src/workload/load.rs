@@ -15,6 +15,7 @@ use toml::Spanned;
 
 use super::check::key;
 pub use super::check::*;
+pub use super::presets::*;
 use super::spec::Preset;
 
 /// A preset that could not be loaded: `path:line:col: message` (line and col 1-based; 0 when
@@ -72,145 +73,6 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let col = text[line_start..offset].chars().count() + 1;
     (line, col)
-}
-
-/// Environment variable naming a presets directory (when set, only it is used).
-pub const PRESETS_DIR_ENV: &str = "SCALING_LAB_PRESETS_DIR";
-
-/// The bundled presets, embedded at build time so that an installed binary lists and runs them
-/// from anywhere: (name, TOML text). A test checks that every `presets/*.toml` is here.
-pub const EMBEDDED_PRESETS: &[(&str, &str)] = &[
-    (
-        "digits-mlp-adam",
-        include_str!("../../presets/digits-mlp-adam.toml"),
-    ),
-    (
-        "digits-mlp-momentum",
-        include_str!("../../presets/digits-mlp-momentum.toml"),
-    ),
-    (
-        "digits-mlp-nesterov",
-        include_str!("../../presets/digits-mlp-nesterov.toml"),
-    ),
-    (
-        "digits-mlp-sgd",
-        include_str!("../../presets/digits-mlp-sgd.toml"),
-    ),
-    (
-        "fashion-cnn-adam",
-        include_str!("../../presets/fashion-cnn-adam.toml"),
-    ),
-    (
-        "fashion-cnn-momentum",
-        include_str!("../../presets/fashion-cnn-momentum.toml"),
-    ),
-    (
-        "fashion-cnn-paper-adam",
-        include_str!("../../presets/fashion-cnn-paper-adam.toml"),
-    ),
-    (
-        "fashion-cnn-paper-momentum",
-        include_str!("../../presets/fashion-cnn-paper-momentum.toml"),
-    ),
-    (
-        "fashion-cnn-paper-sgd",
-        include_str!("../../presets/fashion-cnn-paper-sgd.toml"),
-    ),
-    (
-        "fashion-cnn-sgd",
-        include_str!("../../presets/fashion-cnn-sgd.toml"),
-    ),
-    (
-        "mnist-cnn-adam",
-        include_str!("../../presets/mnist-cnn-adam.toml"),
-    ),
-    (
-        "mnist-cnn-momentum",
-        include_str!("../../presets/mnist-cnn-momentum.toml"),
-    ),
-    (
-        "mnist-cnn-paper-adam",
-        include_str!("../../presets/mnist-cnn-paper-adam.toml"),
-    ),
-    (
-        "mnist-cnn-paper-momentum",
-        include_str!("../../presets/mnist-cnn-paper-momentum.toml"),
-    ),
-    (
-        "mnist-cnn-paper-sgd",
-        include_str!("../../presets/mnist-cnn-paper-sgd.toml"),
-    ),
-    (
-        "mnist-cnn-sgd",
-        include_str!("../../presets/mnist-cnn-sgd.toml"),
-    ),
-    ("nqm-adam", include_str!("../../presets/nqm-adam.toml")),
-    (
-        "nqm-momentum",
-        include_str!("../../presets/nqm-momentum.toml"),
-    ),
-    ("nqm-sgd", include_str!("../../presets/nqm-sgd.toml")),
-    (
-        "reviews-lstm-adam",
-        include_str!("../../presets/reviews-lstm-adam.toml"),
-    ),
-    (
-        "reviews-mlstm-paper-adam",
-        include_str!("../../presets/reviews-mlstm-paper-adam.toml"),
-    ),
-    (
-        "shakespeare-lstm-adam",
-        include_str!("../../presets/shakespeare-lstm-adam.toml"),
-    ),
-    (
-        "shakespeare-mlstm-adam",
-        include_str!("../../presets/shakespeare-mlstm-adam.toml"),
-    ),
-    (
-        "shakespeare-mlstm-paper-adam",
-        include_str!("../../presets/shakespeare-mlstm-paper-adam.toml"),
-    ),
-    (
-        "shakespeare-transformer-adam",
-        include_str!("../../presets/shakespeare-transformer-adam.toml"),
-    ),
-];
-
-/// The name under which embedded presets are shown (`<bundled>/NAME.toml`).
-pub const EMBEDDED_PREFIX: &str = "<bundled>";
-
-/// The presets directory: `SCALING_LAB_PRESETS_DIR`, else `<crate>/presets` if it exists, else
-/// `./presets`. When no such directory exists the embedded presets are used ([`list_presets`],
-/// [`find_preset`]).
-pub fn presets_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os(PRESETS_DIR_ENV) {
-        if !d.is_empty() {
-            return PathBuf::from(d);
-        }
-    }
-    let bundled = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/presets"));
-    if bundled.is_dir() {
-        return bundled;
-    }
-    PathBuf::from("./presets")
-}
-
-/// Whether `dir` is missing and not explicitly chosen, so the embedded presets stand in for it.
-fn use_embedded(dir: &Path) -> bool {
-    let explicit = std::env::var_os(PRESETS_DIR_ENV).is_some_and(|d| !d.is_empty());
-    !explicit && dir.symlink_metadata().is_err()
-}
-
-/// The embedded presets, parsed (each must be valid: a test checks it).
-pub fn embedded_presets() -> Vec<(PathBuf, Result<Preset, PresetError>)> {
-    EMBEDDED_PRESETS
-        .iter()
-        .map(|(name, text)| {
-            let path = PathBuf::from(format!("{EMBEDDED_PREFIX}/{name}.toml"));
-            let r = parse_preset(&path, text);
-            (path, r)
-        })
-        .collect()
 }
 
 /// Largest preset file read (a preset is a few kB; anything bigger is not one).
@@ -332,6 +194,20 @@ pub fn parse_preset(path: &Path, text: &str) -> Result<Preset, PresetError> {
     if key_offset(tree.get_ref(), &["sweep", "confirm"]).is_none() {
         preset.sweep.confirm = Some(crate::workload::spec::ConfirmPlan::DEFAULT);
     }
+    // Pass 1e: a dataset's paths are relative to the preset file, with `~` and `$VAR` expanded.
+    if let Some(d) = preset.workload.dataset.as_mut() {
+        let base = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let base = std::path::absolute(&base).unwrap_or(base);
+        if let Err(p) = d.resolve_paths(&base) {
+            let mut keys = key(&["workload", "dataset"]);
+            keys.extend(p.key.iter().map(|k| KeySeg::Key(k)));
+            let offset = locate(tree.get_ref(), &keys);
+            return Err(PresetError::at(path, text, Some(offset), p.message));
+        }
+    }
     // Pass 2: values.
     if let Some(problem) = check(&preset).into_iter().next() {
         let offset = locate(tree.get_ref(), &problem.key);
@@ -404,16 +280,19 @@ fn default_note(root: &DeTable<'_>, preset: &Preset, path: &[KeySeg]) -> String 
             .try_fold(v, |v, k| v.get(k).cloned())
             .map(|v| v.to_string().replace(',', ", "))
     });
+    // a key without a default (the message says what to set): nothing to add
+    let Some(value) = value.filter(|v| v != "null") else {
+        return String::new();
+    };
     let table = &keys[..keys.len() - 1];
     let table_missing = !table.is_empty() && key_offset(root, table).is_none();
     format!(
-        " ({dotted} is not set in this file{}, so its default{} applies: set it{})",
+        " ({dotted} is not set in this file{}, so its default {value} applies: set it{})",
         if table_missing {
             format!(" (no [{}] table)", table.join("."))
         } else {
             String::new()
         },
-        value.map_or(String::new(), |v| format!(" {v}")),
         if table.is_empty() {
             String::new()
         } else {
@@ -468,6 +347,16 @@ fn unused_key(root: &DeTable<'_>, p: &Preset) -> Option<(usize, String)> {
                 offset,
                 format!("{name} has no effect here: {why}; remove it"),
             ));
+        }
+    }
+    if let Some(d) = &w.dataset {
+        for (name, why) in d.unused_keys() {
+            if let Some(offset) = key_offset(root, &["workload", "dataset", name]) {
+                return Some((
+                    offset,
+                    format!("{name} has no effect here: {why}; remove it"),
+                ));
+            }
         }
     }
     let fraction = key_offset(root, &["search", "decay_fraction"]);
@@ -710,106 +599,6 @@ fn locate(root: &DeTable<'_>, path: &[KeySeg]) -> usize {
         array = value.get_ref().as_array().map(|a| &a[..]);
     }
     best
-}
-
-/// Every `*.toml` in `dir`, loaded, sorted by file name. An unreadable directory gives one
-/// entry with its error; a missing default directory (no `SCALING_LAB_PRESETS_DIR`) gives the
-/// embedded presets.
-pub fn list_presets(dir: &Path) -> Vec<(PathBuf, Result<Preset, PresetError>)> {
-    if use_embedded(dir) {
-        return embedded_presets();
-    }
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) => {
-            return vec![(
-                dir.to_path_buf(),
-                Err(PresetError {
-                    path: dir.to_path_buf(),
-                    line: 0,
-                    col: 0,
-                    message: format!("cannot read presets directory: {e}"),
-                }),
-            )]
-        }
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    paths.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
-    paths
-        .into_iter()
-        .map(|p| {
-            let r = load_preset(&p);
-            (p, r)
-        })
-        .collect()
-}
-
-/// Find a preset by name (`mnist-cnn-momentum`, looked up in [`presets_dir`], else among the
-/// embedded presets) or by path (`presets/mnist-cnn-momentum.toml`, anything ending in `.toml` or
-/// containing a `/`). A path is only ever that file: a missing path is an error, never the
-/// bundled preset of the same name.
-pub fn find_preset(name_or_path: &str) -> Result<(PathBuf, Preset), PresetError> {
-    find_preset_in(&presets_dir(), name_or_path)
-}
-
-/// [`find_preset`] with an explicit presets directory.
-pub fn find_preset_in(dir: &Path, name_or_path: &str) -> Result<(PathBuf, Preset), PresetError> {
-    let as_path = Path::new(name_or_path);
-    let looks_like_path = name_or_path.ends_with(".toml")
-        || name_or_path.contains('/')
-        || name_or_path.contains(std::path::MAIN_SEPARATOR);
-    if looks_like_path {
-        // Exactly this file (load_preset names a missing one, a FIFO, a directory…).
-        return load_preset(as_path).map(|p| (as_path.to_path_buf(), p));
-    }
-    if use_embedded(dir) {
-        if let Some((_, text)) = EMBEDDED_PRESETS.iter().find(|(n, _)| *n == name_or_path) {
-            let path = PathBuf::from(format!("{EMBEDDED_PREFIX}/{name_or_path}.toml"));
-            return parse_preset(&path, text).map(|p| (path, p));
-        }
-        return Err(not_found(dir, name_or_path));
-    }
-    let candidate = dir.join(format!("{name_or_path}.toml"));
-    if candidate.symlink_metadata().is_ok() {
-        return load_preset(&candidate).map(|p| (candidate, p));
-    }
-    Err(not_found(dir, name_or_path))
-}
-
-fn not_found(dir: &Path, name: &str) -> PresetError {
-    let mut known: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    let p = e.path();
-                    (p.extension()? == "toml")
-                        .then(|| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
-                        .flatten()
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    if use_embedded(dir) {
-        known = EMBEDDED_PRESETS
-            .iter()
-            .map(|(n, _)| n.to_string())
-            .collect();
-    }
-    known.sort();
-    let hint = if known.is_empty() {
-        format!("no presets in {}", dir.display())
-    } else {
-        format!("known presets: {}", known.join(", "))
-    };
-    PresetError {
-        path: PathBuf::from(name),
-        line: 0,
-        col: 0,
-        message: format!("no such preset ({hint})"),
-    }
 }
 
 #[cfg(test)]

@@ -7,4 +7,5 @@ pub mod applied;
 pub mod check;
 mod check_transfer;
 pub mod load;
+pub mod presets;
 pub mod spec;

@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The dataset of a workload belongs to the data layer (its sources, formats and checks).
+pub use crate::data::spec::{Augment, CifarLabel, DatasetSpec, Format, Layout, Part, TokenType};
+
 /// One TOML file under `presets/`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -169,57 +172,6 @@ impl Workload {
         }
         at
     }
-}
-
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "kebab-case")]
-pub enum DatasetKind {
-    /// sklearn/UCI digits 8×8, 1,797 images.
-    Digits,
-    /// 10k MNIST 28×28.
-    Mnist,
-    /// Fashion-MNIST test set, 10k 28×28.
-    Fashion,
-    /// Complete works of Shakespeare, byte-level.
-    Shakespeare,
-    /// Movie-review sentences, byte-level text (labels unused by the LMs).
-    Reviews,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct DatasetSpec {
-    pub name: DatasetKind,
-    /// Fraction held out for validation.
-    #[serde(default = "default_val_fraction")]
-    pub val_fraction: f64,
-    /// Seed of the train/validation split (recorded in run logs).
-    #[serde(default)]
-    pub split_seed: u64,
-    /// Text datasets: use only the first N bytes of the corpus (None = all).
-    #[serde(default)]
-    pub max_bytes: Option<usize>,
-    /// Text datasets: sequence length (truncated BPTT window) of one example.
-    #[serde(default = "default_seq_len")]
-    pub seq_len: usize,
-    /// Cap on the number of validation examples (images) or windows (text) used per evaluation.
-    #[serde(default)]
-    pub max_val: Option<usize>,
-    /// Image datasets: average-pool f×f pixel blocks (2 turns 28×28 into 14×14), a 4× cheaper
-    /// input for CPU-sized studies. None = full resolution.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub downsample: Option<usize>,
-    /// Movie reviews: labelled sentences held out of the language model's text for a transfer
-    /// probe (`data::probe`); None = no probe, every sentence is text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probe: Option<crate::data::probe::ProbeSizes>,
-}
-
-fn default_val_fraction() -> f64 {
-    0.1
-}
-fn default_seq_len() -> usize {
-    64
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

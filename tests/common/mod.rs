@@ -139,14 +139,8 @@ pub fn run_sweep(
 pub fn digits_workload() -> Workload {
     Workload {
         dataset: Some(DatasetSpec {
-            name: DatasetKind::Digits,
             val_fraction: 0.2,
-            split_seed: 0,
-            max_bytes: None,
-            seq_len: 64,
-            max_val: None,
-            downsample: None,
-            probe: None,
+            ..DatasetSpec::named("digits")
         }),
         model: ModelSpec::Mlp { hidden: vec![64] },
         optimizer: OptimizerKind::Momentum,

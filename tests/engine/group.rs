@@ -160,6 +160,23 @@ fn every_optimizer_on_the_mlp_trains_as_it_would_alone() {
 }
 
 #[test]
+fn augmented_images_train_in_a_group_as_they_would_alone() {
+    // Random crops and flips drawn from each trial's seed and step: a member's batches are its
+    // solo run's, and they are not the unaugmented batches.
+    let mut w = workload("digits-mlp-momentum", 40);
+    w.dataset.as_mut().unwrap().augment = Some(Augment {
+        crop: 2,
+        flip: true,
+    });
+    let s = specs(&w, 32, &[1.0, 0.5, 2.0], Precision::Fp32, 1);
+    assert_members_equal_solo("augmented digits", &w, &s);
+    let plain = workload("digits-mlp-momentum", 40);
+    let (a, _) = alone(&w, &s[0]);
+    let (p, _) = alone(&plain, &s[0]);
+    assert_ne!(a.evals, p.evals, "augmentation changes the batches");
+}
+
+#[test]
 fn the_cnn_trains_as_it_would_alone() {
     for preset in ["mnist-cnn-momentum", "fashion-cnn-adam"] {
         let w = workload(preset, 50);

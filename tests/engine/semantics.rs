@@ -41,6 +41,7 @@ fn mp(lr: f64, momentum: f64) -> Metaparams {
 const XS: [f32; 4] = [0.5, -1.0, 2.0, 0.25];
 
 fn close(a: &[f64], b: &[f64]) {
+    assert_eq!(a.len(), b.len(), "{a:?} vs {b:?}");
     for (x, y) in a.iter().zip(b) {
         assert!((x - y).abs() < 1e-5, "{a:?} vs {b:?}");
     }

@@ -1,4 +1,4 @@
-//! The wgpu tier through the binary (`cargo test --release --features wgpu --test wgpu_cli`):
+//! The wgpu tier through the binary (`cargo test --release --features wgpu --test gpu cli`):
 //! `train` and `sweep` on `--devices wgpu:0` (lavapipe in CI), packing two trials on one adapter,
 //! an oversized batch recorded as `oom` with its B while the sweep goes on, the bf16 refusal
 //! before any trial, a missing adapter, `--devices` parsing and `devices --probe`.

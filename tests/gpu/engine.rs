@@ -1,4 +1,4 @@
-//! The wgpu tier, engine side (`cargo test --release --features wgpu --test wgpu_engine`): real
+//! The wgpu tier, engine side (`cargo test --release --features wgpu --test gpu engine`): real
 //! trials on a wgpu adapter — Mesa's software Vulkan driver (lavapipe) in CI, no GPU needed.
 //! * two replicas on wgpu (`wgpu:0,0`: sharing adapter 0; the all-reduce path multi-GPU CUDA
 //!   takes) follow the trajectory of two CPU workers at the same seed;

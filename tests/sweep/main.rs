@@ -6,6 +6,7 @@ mod common;
 
 mod adaptive;
 mod confirm;
+mod data_sources;
 mod kill_resume;
 mod runlog;
 mod scheduler;

@@ -327,7 +327,7 @@ fn batch_science_import() {
 }
 
 /// Regenerates tests/fixtures/{valid,invalid}/ from a real NQM sweep:
-/// `cargo test --test sweep_runlog regenerate -- --ignored`.
+/// `cargo test --release --test sweep regenerate -- --ignored`.
 #[test]
 #[ignore]
 fn regenerate_fixtures() {

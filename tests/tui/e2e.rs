@@ -2,7 +2,7 @@
 //! (digits-MLP, real Burn training), waits for the first finished trial, quits with confirmation,
 //! and checks that the terminal was restored and the run log exists.
 //!
-//! Needs the Burn build of the binary; run with `cargo test --release --test tui_e2e`.
+//! Needs the Burn build of the binary; run with `cargo test --release --test tui e2e`.
 
 #![cfg(unix)]
 

@@ -2,7 +2,7 @@
 //! is one error naming it and listing the presets (as `sweep`'s), before the terminal is taken;
 //! `--preset` with `--open` does both — the log opens in Live and Setup has the preset selected.
 //!
-//! Needs the release build: `cargo test --release --test tui_flags`.
+//! Needs the release build: `cargo test --release --test tui flags`.
 
 #![cfg(unix)]
 

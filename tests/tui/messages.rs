@@ -1,5 +1,7 @@
-//! Messages in → state out, for the TUI's sweep control, resume, counts, throughput, ETA, footer,
-//! help, Setup edits and the metaparameter view. No terminal, no threads.
+//! A sweep as the TUI folds its messages: the engine's events into Live (counts, throughput, ETA,
+//! cancel and ctrl-c, a failed launch, a resume, another log opened mid-sweep), what a finished
+//! sweep shows per batch size, the footer and help that follow the state, and the metaparameter
+//! view. Message in → state out; no terminal, no threads.
 
 use std::path::PathBuf;
 

@@ -7,7 +7,7 @@
 //! No timed assertion: what is asserted is the order of things (the screen showed the sweep's
 //! middle; help opened before the sweep ended). The latencies seen are printed (`--nocapture`).
 //!
-//! Needs the release build: `cargo test --release --test tui_responsive`.
+//! Needs the release build: `cargo test --release --test tui responsive`.
 
 #![cfg(unix)]
 

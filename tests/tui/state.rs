@@ -1,4 +1,6 @@
-//! State updates of the TUI: message in → state (and commands) out. No terminal, no threads.
+//! The TUI's screens driven by keys: Setup (the default preset, edits, validation shared with the
+//! flags, launch), Live's controls, Runs (mark, compare, open, resume), help and quitting, and how
+//! analysis requests are coalesced. Key in → state and commands out; no terminal, no threads.
 
 use std::path::PathBuf;
 

@@ -23,6 +23,8 @@ use burn::backend::Flex;
 use burn::tensor::ops::FloatTensor;
 use burn_flex::FlexTensor;
 
+use super::flex::register_grads;
+use super::gemm::matmul;
 use super::{contiguous, run_tasks, split_parts, tensor_of, values, Ad, Buf};
 
 /// Shapes of one conv block call.
@@ -91,89 +93,6 @@ fn tasks(d: &Dims) -> Vec<(usize, usize, usize)> {
         }
     }
     out
-}
-
-/// dst = lhs[m×k] · rhs[k×n] into a strided m×n destination (row stride, column stride). gemm
-/// vectorises along the destination's unit-stride dimension: give it the long one (a
-/// convolution's pixels, not its 8 or 16 channels).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn matmul_into(
-    m: usize,
-    n: usize,
-    k: usize,
-    dst: &mut [f32],
-    dst_strides: (isize, isize),
-    lhs: &[f32],
-    lhs_strides: (isize, isize),
-    rhs: &[f32],
-    rhs_strides: (isize, isize),
-    par: gemm::Parallelism,
-) {
-    // SAFETY: MaybeUninit<f32> has f32's layout, and only initialised f32 are written through it
-    let dst = unsafe { &mut *(dst as *mut [f32] as *mut [std::mem::MaybeUninit<f32>]) };
-    matmul_uninit(
-        m,
-        n,
-        k,
-        dst,
-        dst_strides,
-        lhs,
-        lhs_strides,
-        rhs,
-        rhs_strides,
-        par,
-    );
-}
-
-/// [`matmul_into`] into memory that need not be initialised: gemm writes every element of the
-/// m×n destination and reads none (its destination is not read: `read_dst` off).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn matmul_uninit(
-    m: usize,
-    n: usize,
-    k: usize,
-    dst: &mut [std::mem::MaybeUninit<f32>],
-    (dst_rs, dst_cs): (isize, isize),
-    lhs: &[f32],
-    (lhs_rs, lhs_cs): (isize, isize),
-    rhs: &[f32],
-    (rhs_rs, rhs_cs): (isize, isize),
-    par: gemm::Parallelism,
-) {
-    let last = |rows: usize, cols: usize, rs: isize, cs: isize| {
-        (rows - 1) as isize * rs + (cols - 1) as isize * cs
-    };
-    if m == 0 || n == 0 {
-        return;
-    }
-    assert!(last(m, n, dst_rs, dst_cs) < dst.len() as isize);
-    assert!(k == 0 || last(m, k, lhs_rs, lhs_cs) < lhs.len() as isize);
-    assert!(k == 0 || last(k, n, rhs_rs, rhs_cs) < rhs.len() as isize);
-    // SAFETY: the strides are positive and the asserts bound the last element each operand
-    // reads or writes.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr().cast::<f32>(),
-            dst_cs,
-            dst_rs,
-            false,
-            lhs.as_ptr(),
-            lhs_cs,
-            lhs_rs,
-            rhs.as_ptr(),
-            rhs_cs,
-            rhs_rs,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            par,
-        );
-    }
 }
 
 /// One image zero-padded by k/2 on every side: [H + 2p, W + 2p, Cin].
@@ -409,16 +328,15 @@ pub(super) fn forward(
         let mut conv = Buf::new(cout * cpx);
         let x0 = (m * d.n + i0) * img_in;
         im2col(&xv[x0..x0 + c * img_in], &part, &mut cols, &mut pad, kkc);
-        matmul_into(
-            cpx,
-            cout,
-            kkc,
-            &mut conv,
-            (1, cpx as isize),
-            &cols,
-            (kkc as isize, 1),
-            &wv[m * kkc * cout..(m + 1) * kkc * cout],
-            (cout as isize, 1),
+        matmul(
+            (cpx, cout, kkc),
+            (&mut conv, (1, cpx as isize)),
+            false,
+            (&cols, (kkc as isize, 1)),
+            (
+                &wv[m * kkc * cout..(m + 1) * kkc * cout],
+                (cout as isize, 1),
+            ),
             gemm::Parallelism::None,
         );
         let mut t = Buf::new(cout * cpx);
@@ -507,32 +425,24 @@ fn backward(
         // this chunk's dW = colsᵀ · dC, stored transposed ([Cout, ld]: unit stride along the
         // longer k·k·Cin; the padding rows come out zero and are dropped)
         let mut dwt = vec![0.0f32; cout * ld];
-        matmul_into(
-            ld,
-            cout,
-            cpx,
-            &mut dwt,
-            (1, ld as isize),
-            &cols,
-            (1, ld as isize),
-            &dc,
-            (1, cpx as isize),
+        matmul(
+            (ld, cout, cpx),
+            (&mut dwt, (1, ld as isize)),
+            false,
+            (&cols, (1, ld as isize)),
+            (&dc, (1, cpx as isize)),
             gemm::Parallelism::None,
         );
         if let Some(dx_t) = dx_t {
             // dcols = dC · Wᵀ: [chunk pixels, k·k·Cin]; W is [k·k·Cin, Cout]
             let wm = &wv[m * kkc * cout..(m + 1) * kkc * cout];
             let mut dcols = Buf::new(cpx * kkc);
-            matmul_into(
-                cpx,
-                kkc,
-                cout,
-                &mut dcols,
-                (kkc as isize, 1),
-                &dc,
-                (1, cpx as isize),
-                wm,
-                (1, cout as isize),
+            matmul(
+                (cpx, kkc, cout),
+                (&mut dcols, (kkc as isize, 1)),
+                false,
+                (&dc, (1, cpx as isize)),
+                (wm, (1, cout as isize)),
                 gemm::Parallelism::None,
             );
             col2im(&dcols, &part, dx_t, &mut pad);
@@ -566,18 +476,9 @@ impl Backward<Flex, 3> for ConvPoolBackward {
     type State = Saved;
 
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let [node_x, node_w, node_b] = ops.parents;
         let grad = grads.consume::<Flex>(&ops.node);
-        let (dx, dw, db) = backward(&ops.state, &grad, node_x.is_some());
-        if let (Some(node), Some(dx)) = (node_x, dx) {
-            grads.register::<Flex>(node.id, dx);
-        }
-        if let Some(node) = node_w {
-            grads.register::<Flex>(node.id, dw);
-        }
-        if let Some(node) = node_b {
-            grads.register::<Flex>(node.id, db);
-        }
+        let (dx, dw, db) = backward(&ops.state, &grad, ops.parents[0].is_some());
+        register_grads!(grads, ops.parents, [dx, Some(dw), Some(db)]);
     }
 }
 

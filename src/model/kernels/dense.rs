@@ -14,6 +14,7 @@ use burn_flex::FlexTensor;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
+use super::flex::register_grads;
 use super::{contiguous, tensor_of, threads, values, Ad};
 
 #[derive(Clone, Debug)]
@@ -42,7 +43,7 @@ fn gemm_to(
     } else {
         gemm::Parallelism::None
     };
-    super::conv::matmul_uninit(
+    super::gemm::matmul_uninit(
         m,
         n,
         k,
@@ -54,6 +55,27 @@ fn gemm_to(
         (rrs, rcs),
         parallelism,
     );
+}
+
+/// Per member mm of `k`: its part of a new [k, rows, cols] buffer = lhs_mm[rows×inner] ·
+/// rhs_mm[inner×cols] (each operand's member part the mm-th of `k` equal parts of its slice, read
+/// with the given (row, column) strides), then `then(mm, part)`.
+fn per_member(
+    k: usize,
+    (rows, cols, inner): (usize, usize, usize),
+    (lhs, ls): (&[f32], (isize, isize)),
+    (rhs, rs): (&[f32], (isize, isize)),
+    then: impl Fn(usize, &mut [f32]) + Sync + Send,
+) -> Vec<f32> {
+    let (ln, rn) = (lhs.len() / k.max(1), rhs.len() / k.max(1));
+    each_member(k * rows * cols, k, |mm, part, par| {
+        let (l, r) = (&lhs[mm * ln..(mm + 1) * ln], &rhs[mm * rn..(mm + 1) * rn]);
+        gemm_to(rows, cols, inner, part, l, ls, r, rs, par);
+        // SAFETY: the gemm above wrote all of `part`
+        then(mm, unsafe {
+            &mut *(part as *mut [MaybeUninit<f32>] as *mut [f32])
+        });
+    })
 }
 
 /// A new buffer of `len` values in `k` equal parts, each written whole by `f(member, part, par)`
@@ -95,27 +117,20 @@ pub(super) fn forward(
     let ws = w.layout().shape();
     let (k, m, din, dout) = (xs[0], xs[1], xs[2], ws[2]);
     let (xv, wv, bv) = (values(&x), values(&w), values(&b));
-    let y = each_member(k * m * dout, k, |mm, part, par| {
-        gemm_to(
-            m,
-            dout,
-            din,
-            part,
-            &xv[mm * m * din..(mm + 1) * m * din],
-            (din as isize, 1),
-            &wv[mm * din * dout..(mm + 1) * din * dout],
-            (dout as isize, 1),
-            par,
-        );
-        // SAFETY: the gemm above wrote all of `part`
-        let part = unsafe { &mut *(part as *mut [MaybeUninit<f32>] as *mut [f32]) };
-        let bias = &bv[mm * dout..(mm + 1) * dout];
-        for row in part.chunks_exact_mut(dout) {
-            for (o, bb) in row.iter_mut().zip(bias) {
-                *o += *bb;
+    let y = per_member(
+        k,
+        (m, dout, din),
+        (xv, (din as isize, 1)),
+        (wv, (dout as isize, 1)),
+        |mm, part| {
+            let bias = &bv[mm * dout..(mm + 1) * dout];
+            for row in part.chunks_exact_mut(dout) {
+                for (o, bb) in row.iter_mut().zip(bias) {
+                    *o += *bb;
+                }
             }
-        }
-    });
+        },
+    );
     let out = tensor_of(y, &[k, m, dout]);
     let saved = keep.then(|| Saved {
         x,
@@ -133,36 +148,25 @@ fn backward(
     let (k, m, din, dout) = s.dims;
     let grad = contiguous(grad);
     let (gv, xv, wv) = (values(&grad), values(&s.x), values(&s.w));
+    let (rows, cols) = (|n: usize| (n as isize, 1), |n: usize| (1, n as isize));
     let dx = want_x.then(|| {
-        let dx = each_member(k * m * din, k, |mm, part, par| {
-            gemm_to(
-                m,
-                din,
-                dout,
-                part,
-                &gv[mm * m * dout..(mm + 1) * m * dout],
-                (dout as isize, 1),
-                &wv[mm * din * dout..(mm + 1) * din * dout],
-                (1, dout as isize),
-                par,
-            );
-        });
+        let dx = per_member(
+            k,
+            (m, din, dout),
+            (gv, rows(dout)),
+            (wv, cols(dout)),
+            |_, _| {},
+        );
         tensor_of(dx, &[k, m, din])
     });
     let dw = want_w.then(|| {
-        let dw = each_member(k * din * dout, k, |mm, part, par| {
-            gemm_to(
-                din,
-                dout,
-                m,
-                part,
-                &xv[mm * m * din..(mm + 1) * m * din],
-                (1, din as isize),
-                &gv[mm * m * dout..(mm + 1) * m * dout],
-                (dout as isize, 1),
-                par,
-            );
-        });
+        let dw = per_member(
+            k,
+            (din, dout, m),
+            (xv, cols(din)),
+            (gv, rows(dout)),
+            |_, _| {},
+        );
         tensor_of(dw, &[k, din, dout])
     });
     let db = want_b.then(|| {
@@ -186,15 +190,10 @@ impl Backward<Flex, 3> for DenseBackward {
     type State = Saved;
 
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let [node_x, node_w, node_b] = ops.parents;
         let grad = grads.consume::<Flex>(&ops.node);
-        let want = (node_x.is_some(), node_w.is_some(), node_b.is_some());
-        let (dx, dw, db) = backward(&ops.state, &grad, want);
-        for (node, g) in [(node_x, dx), (node_w, dw), (node_b, db)] {
-            if let (Some(node), Some(g)) = (node, g) {
-                grads.register::<Flex>(node.id, g);
-            }
-        }
+        let [x, w, b] = ops.parents.each_ref().map(Option::is_some);
+        let (dx, dw, db) = backward(&ops.state, &grad, (x, w, b));
+        register_grads!(grads, ops.parents, [dx, dw, db]);
     }
 }
 

@@ -15,6 +15,8 @@ use burn::backend::Flex;
 use burn::tensor::ops::FloatTensor;
 use burn_flex::FlexTensor;
 
+use super::flex::register_grads;
+use super::gemm::{matmul, Parallelism};
 use super::vmath::{self, simd_dispatch};
 use super::{contiguous, run_tasks, split_parts, tensor_of, values, Ad, Buf};
 
@@ -163,15 +165,9 @@ impl Backward<Flex, 2> for CellBackward {
     type State = Saved;
 
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let [node_g, node_c] = ops.parents;
         let grad = grads.consume::<Flex>(&ops.node);
         let (dg, dcp) = backward(&ops.state, &grad);
-        if let Some(node) = node_g {
-            grads.register::<Flex>(node.id, dg);
-        }
-        if let Some(node) = node_c {
-            grads.register::<Flex>(node.id, dcp);
-        }
+        register_grads!(grads, ops.parents, [Some(dg), Some(dcp)]);
     }
 }
 
@@ -209,52 +205,6 @@ pub(super) struct LayerSaved {
     wh: FlexTensor,
 }
 
-/// dst[m×n] (+)= lhs · rhs with (row stride, column stride) per operand; `acc`: add to dst.
-#[allow(clippy::too_many_arguments)]
-fn gemm_into(
-    m: usize,
-    n: usize,
-    k: usize,
-    dst: &mut [f32],
-    acc: bool,
-    lhs: &[f32],
-    (lrs, lcs): (isize, isize),
-    rhs: &[f32],
-    (rrs, rcs): (isize, isize),
-) {
-    assert!(dst.len() >= m * n);
-    debug_assert!(
-        m == 0 || k == 0 || ((m - 1) as isize * lrs + (k - 1) as isize * lcs) < lhs.len() as isize
-    );
-    debug_assert!(
-        k == 0 || n == 0 || ((k - 1) as isize * rrs + (n - 1) as isize * rcs) < rhs.len() as isize
-    );
-    // SAFETY: the operands cover the strided extents checked above (the callers' shapes).
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            n as isize,
-            acc,
-            lhs.as_ptr(),
-            lcs,
-            lrs,
-            rhs.as_ptr(),
-            rcs,
-            rrs,
-            if acc { 1.0 } else { 0.0 },
-            1.0,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
-    }
-}
-
 /// One member's recurrence: xg [N, T, 4H] (input projections with bias), wh [H, 4H] → hs
 /// [N, T, H], with the activations and cells of every step.
 fn layer_member(
@@ -278,16 +228,13 @@ fn layer_member(
                 .copy_from_slice(&xg[(r * t + s) * h4..(r * t + s + 1) * h4]);
         }
         if s > 0 {
-            gemm_into(
-                n,
-                h4,
-                h,
-                &mut gates,
+            matmul(
+                (n, h4, h),
+                (&mut gates, (h4 as isize, 1)),
                 true,
-                &h_prev,
-                (h as isize, 1),
-                wh,
-                (h4 as isize, 1),
+                (&h_prev, (h as isize, 1)),
+                (wh, (h4 as isize, 1)),
+                Parallelism::None,
             );
         }
         let a = &mut acts[s * n * 5 * h..(s + 1) * n * 5 * h];
@@ -355,27 +302,21 @@ fn layer_member_back(
                     .copy_from_slice(&hs[(r * t + s - 1) * h..(r * t + s) * h]);
             }
             // dW_h += h_{s−1}ᵀ · dG; dh_{s−1} = dG · W_hᵀ
-            gemm_into(
-                h,
-                h4,
-                n,
-                dwh,
+            matmul(
+                (h, h4, n),
+                (dwh, (h4 as isize, 1)),
                 true,
-                &h_prev,
-                (1, h as isize),
-                &dg,
-                (h4 as isize, 1),
+                (&h_prev, (1, h as isize)),
+                (&dg, (h4 as isize, 1)),
+                Parallelism::None,
             );
-            gemm_into(
-                n,
-                h,
-                h4,
-                &mut dh_next,
+            matmul(
+                (n, h, h4),
+                (&mut dh_next, (h as isize, 1)),
                 false,
-                &dg,
-                (h4 as isize, 1),
-                wh,
-                (1, h4 as isize),
+                (&dg, (h4 as isize, 1)),
+                (wh, (1, h4 as isize)),
+                Parallelism::None,
             );
         }
     }
@@ -500,15 +441,9 @@ impl Backward<Flex, 2> for LayerBackward {
     type State = LayerSaved;
 
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let [node_x, node_w] = ops.parents;
         let grad = grads.consume::<Flex>(&ops.node);
         let (dx, dw) = layer_backward(&ops.state, &grad);
-        if let Some(node) = node_x {
-            grads.register::<Flex>(node.id, dx);
-        }
-        if let Some(node) = node_w {
-            grads.register::<Flex>(node.id, dw);
-        }
+        register_grads!(grads, ops.parents, [Some(dx), Some(dw)]);
     }
 }
 

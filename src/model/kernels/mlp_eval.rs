@@ -59,16 +59,12 @@ impl Block<'_> {
 fn layer(src: Block<'_>, w: &[f32], b: &[f32], dout: usize, relu: bool) -> Buf {
     let n = src.n;
     let mut out = Buf::new(n * dout);
-    super::conv::matmul_into(
-        n,
-        dout,
-        src.features,
-        &mut out,
-        (1, n as isize),
-        &src.data[src.first * n..],
-        (1, n as isize),
-        w,
-        (dout as isize, 1),
+    super::gemm::matmul(
+        (n, dout, src.features),
+        (&mut out, (1, n as isize)),
+        false,
+        (&src.data[src.first * n..], (1, n as isize)),
+        (w, (dout as isize, 1)),
         gemm::Parallelism::None,
     );
     bias_relu(&mut out, n, b, relu);
@@ -225,16 +221,12 @@ pub(super) fn correct(
     }
     // feature-major [K·d1, N]: each feature's N values contiguous
     let mut h = Buf::new(n * k * d1);
-    super::conv::matmul_into(
-        n,
-        k * d1,
-        din,
-        &mut h,
-        (1, n as isize),
-        xv,
-        (din as isize, 1),
-        &wide,
-        ((k * d1) as isize, 1),
+    super::gemm::matmul(
+        (n, k * d1, din),
+        (&mut h, (1, n as isize)),
+        false,
+        (xv, (din as isize, 1)),
+        (&wide, ((k * d1) as isize, 1)),
         gemm::Parallelism::None,
     );
     bias_relu(&mut h, n, values(&layers[0].1), layers.len() > 1);

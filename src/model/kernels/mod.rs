@@ -21,88 +21,21 @@
 
 mod conv;
 mod dense;
+pub mod flex;
+pub mod gemm;
 mod lstm;
 mod mlp_eval;
 mod mlp_tile;
 pub mod vmath;
 mod xent;
 
-use std::any::{Any, TypeId};
 use std::sync::Mutex;
 
-use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
-use burn::backend::{Autodiff, Flex};
+use burn::backend::Flex;
 use burn::tensor::backend::Backend;
-use burn::tensor::{DType, Int, Shape, Tensor, TensorPrimitive};
-use burn_flex::{FlexTensor, Layout};
+use burn::tensor::{Int, Tensor};
 
-/// The CPU training backend the kernels serve (autodiff over Flex, no checkpointing).
-type Ad = Autodiff<Flex, NoCheckpointing>;
-
-/// `a` as a `T` when they are the same type (a backend-generic tensor as the concrete one).
-fn same<A: 'static, T: 'static>(a: A) -> Result<T, A> {
-    if TypeId::of::<A>() != TypeId::of::<T>() {
-        return Err(a);
-    }
-    let b: Box<dyn Any> = Box::new(a);
-    Ok(*b.downcast::<T>().expect("same type"))
-}
-
-/// Which of the two CPU backends `B` is.
-enum Cpu {
-    Autodiff,
-    Inner,
-}
-
-fn cpu<B: Backend>() -> Option<Cpu> {
-    if TypeId::of::<B>() == TypeId::of::<Ad>() {
-        Some(Cpu::Autodiff)
-    } else if TypeId::of::<B>() == TypeId::of::<Flex>() {
-        Some(Cpu::Inner)
-    } else {
-        None
-    }
-}
-
-fn is_f32<B: Backend, const D: usize>(t: &Tensor<B, D>) -> bool {
-    t.dtype() == DType::F32
-}
-
-/// The values of a Flex f32 tensor, contiguous and in row-major order (copied only if needed).
-fn contiguous(t: &FlexTensor) -> FlexTensor {
-    if t.is_contiguous() && t.layout().contiguous_offsets().is_some() {
-        t.clone()
-    } else {
-        t.to_contiguous()
-    }
-}
-
-/// The f32 slice of a tensor from [`contiguous`].
-fn values(t: &FlexTensor) -> &[f32] {
-    let (a, b) = t
-        .layout()
-        .contiguous_offsets()
-        .expect("a contiguous tensor");
-    &t.storage::<f32>()[a..b]
-}
-
-/// A Flex f32 tensor that owns `v` (no copy).
-fn tensor_of(v: Vec<f32>, shape: &[usize]) -> FlexTensor {
-    debug_assert_eq!(v.len(), shape.iter().product::<usize>());
-    FlexTensor::new(
-        burn::tensor::Bytes::from_elems(v),
-        Layout::contiguous(Shape::from(shape.to_vec())),
-        DType::F32,
-    )
-}
-
-fn float_of<B: Backend, const D: usize>(t: Tensor<B, D>) -> B::FloatTensorPrimitive {
-    t.into_primitive().tensor()
-}
-
-fn tensor_from<B: Backend, const D: usize>(p: B::FloatTensorPrimitive) -> Tensor<B, D> {
-    Tensor::from_primitive(TensorPrimitive::Float(p))
-}
+use flex::{contiguous, cpu, float_of, is_f32, same, tensor_from, tensor_of, values, Ad, Cpu};
 
 /// Test values in [−1.5, 1.5): a fixed linear congruential stream (the same values on every run).
 #[cfg(test)]

@@ -13,6 +13,8 @@ use crate::workload::spec::{ConfirmPlan, Fuse, Metric, OptimizerKind, Precision,
 pub struct PresetEntry {
     pub preset: Preset,
     pub path: Option<PathBuf>,
+    /// From the user's presets directory (Setup marks it "yours").
+    pub user: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

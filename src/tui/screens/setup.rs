@@ -42,11 +42,21 @@ fn draw_presets(frame: &mut Frame, left: Rect, app: &App) {
         let marker = if sel { "▸ " } else { "  " };
         let name_w = name.chars().count() + 2;
         let desc = ellipsize(&p.preset.description, w.saturating_sub(name_w + 1));
+        let yours = if p.user { " (yours)" } else { "" };
+        let desc = if p.user {
+            ellipsize(
+                &p.preset.description,
+                w.saturating_sub(name_w + 1 + yours.len()),
+            )
+        } else {
+            desc
+        };
         let mut l = Line::from(vec![
             Span::styled(
                 format!("{marker}{name}"),
                 if sel { th.title() } else { th.text() },
             ),
+            Span::styled(yours, th.accent()),
             Span::raw(" "),
             Span::styled(desc, th.dim()),
         ]);
@@ -332,7 +342,7 @@ pub fn model_text(m: &ModelSpec) -> String {
 
 pub fn dataset_text(d: Option<&DatasetSpec>) -> String {
     match d {
-        Some(d) => format!("{:?}", d.name).to_lowercase(),
+        Some(d) => d.label(),
         None => "none (closed form)".into(),
     }
 }

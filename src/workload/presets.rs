@@ -1,0 +1,348 @@
+//! Where presets come from: the bundled ones (embedded in the binary, or a presets directory)
+//! and the user's own (a per-user presets directory), listed and found by name or path.
+
+use std::path::{Path, PathBuf};
+
+use super::load::{load_preset, parse_preset, PresetError};
+use super::spec::Preset;
+
+/// Environment variable naming a presets directory (when set, only it is used).
+pub const PRESETS_DIR_ENV: &str = "SCALING_LAB_PRESETS_DIR";
+
+/// The bundled presets, embedded at build time so that an installed binary lists and runs them
+/// from anywhere: (name, TOML text). A test checks that every `presets/*.toml` is here.
+pub const EMBEDDED_PRESETS: &[(&str, &str)] = &[
+    (
+        "digits-mlp-adam",
+        include_str!("../../presets/digits-mlp-adam.toml"),
+    ),
+    (
+        "digits-mlp-momentum",
+        include_str!("../../presets/digits-mlp-momentum.toml"),
+    ),
+    (
+        "digits-mlp-nesterov",
+        include_str!("../../presets/digits-mlp-nesterov.toml"),
+    ),
+    (
+        "digits-mlp-sgd",
+        include_str!("../../presets/digits-mlp-sgd.toml"),
+    ),
+    (
+        "fashion-cnn-adam",
+        include_str!("../../presets/fashion-cnn-adam.toml"),
+    ),
+    (
+        "fashion-cnn-momentum",
+        include_str!("../../presets/fashion-cnn-momentum.toml"),
+    ),
+    (
+        "fashion-cnn-paper-adam",
+        include_str!("../../presets/fashion-cnn-paper-adam.toml"),
+    ),
+    (
+        "fashion-cnn-paper-momentum",
+        include_str!("../../presets/fashion-cnn-paper-momentum.toml"),
+    ),
+    (
+        "fashion-cnn-paper-sgd",
+        include_str!("../../presets/fashion-cnn-paper-sgd.toml"),
+    ),
+    (
+        "fashion-cnn-sgd",
+        include_str!("../../presets/fashion-cnn-sgd.toml"),
+    ),
+    (
+        "mnist-cnn-adam",
+        include_str!("../../presets/mnist-cnn-adam.toml"),
+    ),
+    (
+        "mnist-cnn-momentum",
+        include_str!("../../presets/mnist-cnn-momentum.toml"),
+    ),
+    (
+        "mnist-cnn-paper-adam",
+        include_str!("../../presets/mnist-cnn-paper-adam.toml"),
+    ),
+    (
+        "mnist-cnn-paper-momentum",
+        include_str!("../../presets/mnist-cnn-paper-momentum.toml"),
+    ),
+    (
+        "mnist-cnn-paper-sgd",
+        include_str!("../../presets/mnist-cnn-paper-sgd.toml"),
+    ),
+    (
+        "mnist-cnn-sgd",
+        include_str!("../../presets/mnist-cnn-sgd.toml"),
+    ),
+    ("nqm-adam", include_str!("../../presets/nqm-adam.toml")),
+    (
+        "nqm-momentum",
+        include_str!("../../presets/nqm-momentum.toml"),
+    ),
+    ("nqm-sgd", include_str!("../../presets/nqm-sgd.toml")),
+    (
+        "reviews-lstm-adam",
+        include_str!("../../presets/reviews-lstm-adam.toml"),
+    ),
+    (
+        "reviews-mlstm-paper-adam",
+        include_str!("../../presets/reviews-mlstm-paper-adam.toml"),
+    ),
+    (
+        "shakespeare-lstm-adam",
+        include_str!("../../presets/shakespeare-lstm-adam.toml"),
+    ),
+    (
+        "shakespeare-mlstm-adam",
+        include_str!("../../presets/shakespeare-mlstm-adam.toml"),
+    ),
+    (
+        "shakespeare-mlstm-paper-adam",
+        include_str!("../../presets/shakespeare-mlstm-paper-adam.toml"),
+    ),
+    (
+        "shakespeare-transformer-adam",
+        include_str!("../../presets/shakespeare-transformer-adam.toml"),
+    ),
+];
+
+/// Environment variable naming the user's presets directory (default: the platform's config
+/// directory, `~/.config/scaling-lab/presets` on Linux).
+pub const USER_PRESETS_DIR_ENV: &str = "SCALING_LAB_USER_PRESETS_DIR";
+
+/// The user's presets directory: `SCALING_LAB_USER_PRESETS_DIR`, else
+/// `<config dir>/scaling-lab/presets`; None when the platform has no config directory. Its
+/// presets are listed beside the bundled ones (marked as the user's); a user preset may not take
+/// a bundled preset's name (an error naming both files, never a silent choice).
+pub fn user_presets_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os(USER_PRESETS_DIR_ENV) {
+        if !d.is_empty() {
+            return Some(PathBuf::from(d));
+        }
+    }
+    dirs::config_dir().map(|c| c.join("scaling-lab").join("presets"))
+}
+
+/// A preset listed by [`list_all_presets`].
+#[derive(Clone, Debug)]
+pub struct Listed {
+    pub path: PathBuf,
+    pub preset: Result<Preset, PresetError>,
+    /// From the user's presets directory.
+    pub user: bool,
+}
+
+/// The bundled presets of `dir` ([`list_presets`]) then the user's presets of `user_dir` (a
+/// missing user directory lists none; an unreadable one is one error entry). A user preset whose
+/// file name is a bundled preset's is an error entry: names select presets, and one name must
+/// not mean two files.
+pub fn list_all_presets(dir: &Path, user_dir: Option<&Path>) -> Vec<Listed> {
+    let bundled = list_presets(dir);
+    let names: Vec<String> = bundled.iter().filter_map(|(p, _)| stem(p)).collect();
+    let mut out: Vec<Listed> = bundled
+        .into_iter()
+        .map(|(path, preset)| Listed {
+            path,
+            preset,
+            user: false,
+        })
+        .collect();
+    let Some(user_dir) = user_dir.filter(|d| d.symlink_metadata().is_ok()) else {
+        return out;
+    };
+    for (path, preset) in read_preset_dir(user_dir) {
+        let preset = match stem(&path).filter(|s| names.contains(s)) {
+            Some(name) => Err(shadow_error(&path, &name, dir)),
+            None => preset,
+        };
+        out.push(Listed {
+            path,
+            preset,
+            user: true,
+        });
+    }
+    out
+}
+
+fn stem(p: &Path) -> Option<String> {
+    p.file_stem().map(|s| s.to_string_lossy().into_owned())
+}
+
+fn shadow_error(path: &Path, name: &str, dir: &Path) -> PresetError {
+    let bundled = if use_embedded(dir) {
+        format!("{EMBEDDED_PREFIX}/{name}.toml")
+    } else {
+        dir.join(format!("{name}.toml")).display().to_string()
+    };
+    PresetError {
+        path: path.to_path_buf(),
+        line: 0,
+        col: 0,
+        message: format!(
+            "this user preset has the name of the bundled preset {bundled}: rename the file \
+             (a name selects one preset)"
+        ),
+    }
+}
+
+/// The name under which embedded presets are shown (`<bundled>/NAME.toml`).
+pub const EMBEDDED_PREFIX: &str = "<bundled>";
+
+/// The presets directory: `SCALING_LAB_PRESETS_DIR`, else `<crate>/presets` if it exists, else
+/// `./presets`. When no such directory exists the embedded presets are used ([`list_presets`],
+/// [`find_preset`]).
+pub fn presets_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os(PRESETS_DIR_ENV) {
+        if !d.is_empty() {
+            return PathBuf::from(d);
+        }
+    }
+    let bundled = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/presets"));
+    if bundled.is_dir() {
+        return bundled;
+    }
+    PathBuf::from("./presets")
+}
+
+/// Whether `dir` is missing and not explicitly chosen, so the embedded presets stand in for it.
+fn use_embedded(dir: &Path) -> bool {
+    let explicit = std::env::var_os(PRESETS_DIR_ENV).is_some_and(|d| !d.is_empty());
+    !explicit && dir.symlink_metadata().is_err()
+}
+
+/// The embedded presets, parsed (each must be valid: a test checks it).
+pub fn embedded_presets() -> Vec<(PathBuf, Result<Preset, PresetError>)> {
+    EMBEDDED_PRESETS
+        .iter()
+        .map(|(name, text)| {
+            let path = PathBuf::from(format!("{EMBEDDED_PREFIX}/{name}.toml"));
+            let r = parse_preset(&path, text);
+            (path, r)
+        })
+        .collect()
+}
+
+/// Every `*.toml` in `dir`, loaded, sorted by file name. An unreadable directory gives one
+/// entry with its error; a missing default directory (no `SCALING_LAB_PRESETS_DIR`) gives the
+/// embedded presets.
+pub fn list_presets(dir: &Path) -> Vec<(PathBuf, Result<Preset, PresetError>)> {
+    if use_embedded(dir) {
+        return embedded_presets();
+    }
+    read_preset_dir(dir)
+}
+
+/// Every `*.toml` in `dir`, loaded, sorted by file name (an unreadable directory: one entry with
+/// its error).
+fn read_preset_dir(dir: &Path) -> Vec<(PathBuf, Result<Preset, PresetError>)> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            return vec![(
+                dir.to_path_buf(),
+                Err(PresetError {
+                    path: dir.to_path_buf(),
+                    line: 0,
+                    col: 0,
+                    message: format!("cannot read presets directory: {e}"),
+                }),
+            )]
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    paths
+        .into_iter()
+        .map(|p| {
+            let r = load_preset(&p);
+            (p, r)
+        })
+        .collect()
+}
+
+/// Find a preset by name (`mnist-cnn-momentum`, looked up in [`presets_dir`], else among the
+/// embedded presets) or by path (`presets/mnist-cnn-momentum.toml`, anything ending in `.toml` or
+/// containing a `/`). A path is only ever that file: a missing path is an error, never the
+/// bundled preset of the same name.
+pub fn find_preset(name_or_path: &str) -> Result<(PathBuf, Preset), PresetError> {
+    find_preset_in(&presets_dir(), name_or_path)
+}
+
+/// [`find_preset`] with an explicit presets directory.
+pub fn find_preset_in(dir: &Path, name_or_path: &str) -> Result<(PathBuf, Preset), PresetError> {
+    let as_path = Path::new(name_or_path);
+    let looks_like_path = name_or_path.ends_with(".toml")
+        || name_or_path.contains('/')
+        || name_or_path.contains(std::path::MAIN_SEPARATOR);
+    if looks_like_path {
+        // Exactly this file (load_preset names a missing one, a FIFO, a directory…).
+        return load_preset(as_path).map(|p| (as_path.to_path_buf(), p));
+    }
+    let user = user_presets_dir()
+        .map(|d| d.join(format!("{name_or_path}.toml")))
+        .filter(|c| c.symlink_metadata().is_ok());
+    let bundled: Option<Result<(PathBuf, Preset), PresetError>> = if use_embedded(dir) {
+        EMBEDDED_PRESETS
+            .iter()
+            .find(|(n, _)| *n == name_or_path)
+            .map(|(_, text)| {
+                let path = PathBuf::from(format!("{EMBEDDED_PREFIX}/{name_or_path}.toml"));
+                parse_preset(&path, text).map(|p| (path, p))
+            })
+    } else {
+        let candidate = dir.join(format!("{name_or_path}.toml"));
+        (candidate.symlink_metadata().is_ok())
+            .then(|| load_preset(&candidate).map(|p| (candidate, p)))
+    };
+    match (bundled, user) {
+        (Some(_), Some(u)) => Err(shadow_error(&u, name_or_path, dir)),
+        (Some(b), None) => b,
+        (None, Some(u)) => load_preset(&u).map(|p| (u, p)),
+        (None, None) => Err(not_found(dir, name_or_path)),
+    }
+}
+
+/// The stems of the `*.toml` files in `dir` (none when it cannot be read).
+fn read_preset_dir_names(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let p = e.path();
+                    (p.extension()? == "toml").then(|| stem(&p)).flatten()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn not_found(dir: &Path, name: &str) -> PresetError {
+    let mut known = read_preset_dir_names(dir);
+    if use_embedded(dir) {
+        known = EMBEDDED_PRESETS
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+    }
+    if let Some(u) = user_presets_dir() {
+        known.extend(read_preset_dir_names(&u));
+    }
+    known.sort();
+    known.dedup();
+    let hint = if known.is_empty() {
+        format!("no presets in {}", dir.display())
+    } else {
+        format!("known presets: {}", known.join(", "))
+    };
+    PresetError {
+        path: PathBuf::from(name),
+        line: 0,
+        col: 0,
+        message: format!("no such preset ({hint})"),
+    }
+}
