@@ -79,7 +79,7 @@ impl TransferRun {
 
     /// Whether a member's evaluation number `n` (1-based) probes.
     pub(super) fn due(&self, n: usize) -> bool {
-        self.target || (self.spec.every > 0 && n as u64 % self.spec.every == 0)
+        self.target || (self.spec.every > 0 && (n as u64).is_multiple_of(self.spec.every))
     }
 
     /// Each encoded member's probe test accuracy (members in `f`'s order), fitted in parallel.
