@@ -414,7 +414,7 @@ fn bundled_text_loads() {
 #[test]
 fn a_probe_sentence_is_never_language_model_text() {
     use crate::data::probe::ProbeSizes;
-    let mut r = spec(DatasetKind::Reviews);
+    let mut r = spec("reviews");
     r.probe = Some(ProbeSizes {
         train: 500,
         val: 100,
@@ -425,10 +425,12 @@ fn a_probe_sentence_is_never_language_model_text() {
     let p = t.probe.as_ref().expect("the probe's sentences");
     assert_eq!((p.train.len(), p.val.len(), p.test.len()), (500, 100, 300));
     assert_eq!(t.split.probe.as_ref(), Some(&p.info));
-    let lines: std::collections::HashSet<&[u8]> = t
+    let nl = u32::from(b'\n');
+    let lines: std::collections::HashSet<Vec<u8>> = t
         .train
-        .split(|&c| c == b'\n')
-        .chain(t.val.split(|&c| c == b'\n'))
+        .split(|&c| c == nl)
+        .chain(t.val.split(|&c| c == nl))
+        .map(|l| l.iter().map(|&c| c as u8).collect())
         .collect();
     for s in p.train.text.iter().chain(&p.val.text).chain(&p.test.text) {
         assert!(

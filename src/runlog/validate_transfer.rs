@@ -123,7 +123,8 @@ mod tests {
     #[test]
     fn impossible_transfer_values_are_named() {
         assert_eq!(transfer_problem(&record(|_| {})), None);
-        let cases: Vec<(Box<dyn FnOnce(&mut TransferRecord)>, &str)> = vec![
+        type Break = Box<dyn FnOnce(&mut TransferRecord)>;
+        let cases: Vec<(Break, &str)> = vec![
             (Box::new(|r| r.curve[0].acc = 1.5), "accuracy 1.5"),
             (Box::new(|r| r.cost_s = f64::NAN), "cost_s"),
             (

@@ -19,18 +19,16 @@ use scaling_lab::workload::spec::*;
 fn workload() -> Workload {
     Workload {
         dataset: Some(DatasetSpec {
-            name: DatasetKind::Reviews,
-            val_fraction: 0.1,
             split_seed: 3,
             max_bytes: Some(60_000),
             seq_len: 32,
             max_val: Some(8),
-            downsample: None,
             probe: Some(ProbeSizes {
                 train: 80,
                 val: 30,
                 test: 60,
             }),
+            ..DatasetSpec::named("reviews")
         }),
         model: ModelSpec::CharLstm {
             embed: 8,
