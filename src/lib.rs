@@ -5,7 +5,7 @@
 //! The top-level modules are layered; each imports only from those before it (bottom to top):
 //!
 //! ```text
-//! data → model → workload → core → train, nqm → analysis → runlog → sweep → report → cluster → cli, tui
+//! data → model → workload → core → transfer → train, nqm → analysis → runlog → sweep → report → cluster → cli, tui
 //! ```
 //!
 //! `tests/inputs/code_shape.rs` fails on an import cycle between them (and on a function over 150 lines
@@ -22,5 +22,6 @@ pub mod report;
 pub mod runlog;
 pub mod sweep;
 pub mod train;
+pub mod transfer;
 pub mod tui;
 pub mod workload;

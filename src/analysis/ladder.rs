@@ -88,6 +88,10 @@ pub fn geometric_ladder(goal: f64, trials: &[TrialRecord]) -> Vec<f64> {
 
 /// The ladder to move along for a log: its own ladder when it has one, else a geometric one.
 pub fn default_ladder(w: &Workload, trials: &[TrialRecord]) -> Vec<f64> {
+    if w.target.metric.maximised() {
+        // a ladder is read for minimised metrics (looser = larger); a maximised one has its goal
+        return vec![w.target.value];
+    }
     if w.targets.is_empty() {
         geometric_ladder(w.target.value, trials)
     } else {

@@ -26,12 +26,12 @@ use crate::core::record::TrialRecord;
 use crate::core::trial::{EvalPoint, Outcome};
 use crate::workload::spec::Target;
 
-/// The first evaluation step at which the metric meets `target` (`metric <= value`; a NaN or
-/// infinite metric never does), if any.
+/// The first evaluation step at which the metric meets `target` (`metric <= value`, or `>=` for a
+/// maximised metric; a NaN or infinite metric never does), if any.
 pub fn first_meeting(evals: &[EvalPoint], target: &Target) -> Option<u64> {
     evals
         .iter()
-        .find(|e| e.metric.is_finite() && e.metric <= target.value)
+        .find(|e| target.is_met(e.metric))
         .map(|e| e.step)
 }
 

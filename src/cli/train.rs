@@ -190,8 +190,9 @@ fn print_outcome(
         let t = &out.throughput;
         // the one outcome wording of every view, with the target it was measured against
         let what = format!(
-            "{} (target {metric}<={}, eval every {})",
+            "{} (target {metric}{}{}, eval every {})",
             outcome_text(&out.outcome),
+            w.target.metric.relation(),
             w.target.value,
             w.eval_every
         );
@@ -239,8 +240,47 @@ fn print_outcome(
         if !out.stages.is_empty() {
             outln(&stages_text(out, metric));
         }
+        if let Some(t) = &out.transfer {
+            outln(&transfer_text(w, spec, out, t));
+        }
     }
     Ok(())
+}
+
+/// A trial's transfer: its probe curve (thinned evaluations) and its end-of-trial readout beside
+/// the controls.
+fn transfer_text(
+    w: &Workload,
+    spec: &TrialSpec,
+    out: &TrialOutcome,
+    t: &scaling_lab::core::transfer::TransferRecord,
+) -> String {
+    let mut s = String::new();
+    if !t.curve.is_empty() {
+        let pts: Vec<String> = t
+            .curve
+            .iter()
+            .map(|p| format!("{}: {:.1}%", p.step, 100.0 * p.acc))
+            .collect();
+        s.push_str(&format!("transfer probe by step: {}\n", pts.join(", ")));
+    }
+    match &t.readout {
+        Some(r) => s.push_str(&scaling_lab::report::transfer::readout_text(
+            w,
+            spec.batch_size,
+            out.outcome.steps_to_target(),
+            spec.trial_id,
+            r,
+        )),
+        None => {
+            s.push_str("transfer: no end-of-trial readout (the trial diverged or was stopped)\n")
+        }
+    }
+    s.push_str(&format!(
+        "  (transfer took {:.1} s of the trial's {:.1} s)",
+        t.cost_s, out.wall_s
+    ));
+    s
 }
 
 /// The stages a scheduled trial ran, with the step of each switch and the examples to the target.

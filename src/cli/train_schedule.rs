@@ -43,6 +43,12 @@ pub fn plan(
             "only for a trained workload (the NQM has no batches to grow)",
         ));
     }
+    if w.target.metric.maximised() {
+        return Err(flag(format!(
+            "its stage thresholds are values of a minimised metric; {} is maximised",
+            w.target.metric.name()
+        )));
+    }
     if a.from.is_some() && (a.lr.is_some() || a.lr_rule.is_some()) {
         return Err(usage(
             "--lr/--lr-rule: not with --from (η per stage comes from the log)",

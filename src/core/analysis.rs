@@ -622,9 +622,9 @@ impl BatchPoint {
     }
 }
 
-/// "metric <= value": how the target is written in the JSON outputs.
+/// "metric <= value" (">=" for a maximised metric): how the target is written in the JSON outputs.
 pub fn target_text(t: &Target) -> String {
-    format!("{} <= {}", t.metric.name(), t.value)
+    format!("{} {} {}", t.metric.name(), t.metric.relation(), t.value)
 }
 
 fn target_string<S: serde::Serializer>(t: &Option<Target>, s: S) -> Result<S::Ok, S::Error> {

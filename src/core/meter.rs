@@ -135,6 +135,8 @@ pub struct TrialMeter<'w> {
     group: Option<GroupRun>,
     /// The budget was cut below the workload's by `cap_budget` (a fused group's early stop).
     capped: bool,
+    /// What the trial measured of its transfer (a language model with a probe).
+    transfer: Option<crate::core::transfer::TransferRecord>,
 }
 
 impl<'w> TrialMeter<'w> {
@@ -178,6 +180,7 @@ impl<'w> TrialMeter<'w> {
             reason: None,
             group: None,
             capped: false,
+            transfer: None,
             opts,
         }
     }
@@ -194,6 +197,11 @@ impl<'w> TrialMeter<'w> {
     /// is the reference of the divergence rule).
     pub fn set_initial_loss(&mut self, loss: f64) {
         self.initial_loss = Some(loss);
+    }
+
+    /// Evaluations booked so far.
+    pub fn evaluations(&self) -> usize {
+        self.evals.len()
     }
 
     /// Applied steps so far.
@@ -295,6 +303,11 @@ impl<'w> TrialMeter<'w> {
     fn diverged(&mut self, reason: String) -> Option<Outcome> {
         self.reason = Some(reason);
         Some(Outcome::Diverged { step: self.applied })
+    }
+
+    /// The trial's transfer record, to add a probe's result to (created at the first call).
+    pub fn transfer(&mut self) -> &mut crate::core::transfer::TransferRecord {
+        self.transfer.get_or_insert_with(Default::default)
     }
 
     /// The current gradient-noise-scale estimate (None while there is none).
@@ -460,6 +473,7 @@ impl<'w> TrialMeter<'w> {
             reason: self.reason.take(),
             stages: Vec::new(),
             group: self.group.take(),
+            transfer: self.transfer.take().map(Box::new),
         };
         emit(TrialEvent::Finished {
             outcome: Box::new(out.clone()),

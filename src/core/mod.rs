@@ -2,8 +2,8 @@
 //! outcomes (`trial`), the `TrialRunner` trait (`runner`), events (`events`), run-log lines
 //! (`record`), the analysis's input and result types (`analysis`), the one measurement loop every
 //! runner drives (`meter`), the sweep plan every reader re-derives (`plan`), trial-id layouts
-//! (`widen`, `confirm`), trial counts per stage (`stages`), device rules (`devices`) and the float
-//! mode of computing threads (`float_mode`).
+//! (`widen`, `confirm`), trial counts per stage (`stages`), device rules (`devices`), the float
+//! mode of computing threads (`float_mode`) and what a trial records of transfer (`transfer`).
 //! Keep this module free of Burn and of any UI crate.
 //!
 //! Layering: imports `data`, `model` and `workload` only.
@@ -19,6 +19,7 @@ pub mod record;
 pub mod runner;
 pub mod schedule;
 pub mod stages;
+pub mod transfer;
 pub mod trial;
 pub mod widen;
 

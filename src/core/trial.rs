@@ -336,6 +336,10 @@ pub struct TrialOutcome {
     /// group it ran in. Absent: trained alone (and in logs from before fused groups).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<GroupRun>,
+    /// A language model with a transfer probe (`[workload.transfer]`): the probe's curve and the
+    /// end-of-trial readout. Absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<Box<crate::core::transfer::TransferRecord>>,
 }
 
 /// The fused group a trial trained in (`TrialOutcome::group`).
@@ -361,6 +365,7 @@ impl TrialOutcome {
             reason: None,
             stages: Vec::new(),
             group: None,
+            transfer: None,
         }
     }
 }

@@ -9,7 +9,9 @@
 //!   `round(len·val_fraction)` tokens is the validation stream (a random split would leak text).
 //!   With validation files: the training files (capped by `max_bytes`) and the validation files.
 //! - Review sentences: a seeded order, kept while they fit in `max_bytes`; the last
-//!   `round(k·val_fraction)` sentences are validation.
+//!   `round(k·val_fraction)` sentences are validation. With `probe = { train, val, test }` a
+//!   transfer probe's labelled sentences are drawn first (`super::probe`) and every sentence of
+//!   their text is left out of both streams.
 
 use super::formats::{Pixels, RawImages, RawSource};
 use super::split::{self, SplitInfo, SplitMix64};
@@ -53,16 +55,33 @@ pub(super) fn split(raw: &Raw, spec: &DatasetSpec) -> Result<Dataset, DataError>
             Ok(Dataset::Text(d))
         }
         RawSource::Sentences { labels, sentences } => {
-            let mut d = split_sentences(labels, sentences, spec, name)?;
+            let held = match spec.probe {
+                Some(sizes) => Some(super::probe::draw(
+                    labels,
+                    sentences,
+                    sizes,
+                    spec.split_seed,
+                )?),
+                None => None,
+            };
+            let lm = held.as_ref().map(|(_, lm)| lm.as_slice());
+            let mut d = split_sentences(labels, sentences, lm, spec, name)?;
             d.files = files;
+            if let Some((set, _)) = held {
+                d.split.probe = Some(set.info.clone());
+                d.probe = Some(std::sync::Arc::new(set));
+            }
             Ok(Dataset::Text(d))
         }
     }
 }
 
+/// `lm[i]` false: sentence `i` is a transfer probe's (or shares its text) and stays out of both
+/// streams.
 fn split_sentences(
     labels: &[u8],
     sentences: &[String],
+    lm: Option<&[bool]>,
     spec: &DatasetSpec,
     name: String,
 ) -> Result<TextData, DataError> {
@@ -72,6 +91,9 @@ fn split_sentences(
     let mut used = 0usize;
     let mut chosen = Vec::new();
     for &i in &order {
+        if lm.is_some_and(|lm| !lm[i]) {
+            continue;
+        }
         let len = sentences[i].len() + 1;
         if used + len > budget {
             break;
@@ -239,6 +261,7 @@ pub(super) fn split_images(
         n_val,
         n_val_used: used,
         fingerprint: split::fingerprint_indices(val_idx),
+        probe: None,
     };
     Ok(image_data(
         r,
@@ -280,6 +303,7 @@ fn file_split_images(
         n_val,
         n_val_used: used,
         fingerprint: split::fingerprint_bytes(&id),
+        probe: None,
     };
     Ok(image_data(
         train,
@@ -329,6 +353,7 @@ fn text_data(
             n_val: val.len(),
             n_val_used: 0,
             fingerprint: split::fingerprint_tokens(&val, vocab),
+            probe: None,
         },
         train,
         val,
@@ -336,6 +361,7 @@ fn text_data(
         max_val: spec.max_val,
         labels,
         files: vec![],
+        probe: None,
     };
     t.split.n_val_used = t.val_windows();
     Ok(t)

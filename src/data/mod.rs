@@ -18,7 +18,8 @@
 //!
 //! **Splits** (`build`; recorded via [`Dataset::split_info`]): images are split by a seeded
 //! permutation (SplitMix64 from `split_seed`, see [`split`]) unless the source has validation
-//! files; text by its contiguous tail; review sentences by a seeded order.
+//! files; text by its contiguous tail; review sentences by a seeded order; a transfer
+//! probe's labelled sentences ([`probe`]) are drawn first and kept out of both streams.
 //!
 //! **Pixels** are scaled to [0, 1] (digits: v/16, bytes: v/255; float32 arrays as stored).
 //! [`ImageData::standardize`] optionally shifts/scales both splits by the training split's
@@ -31,6 +32,7 @@ pub mod digest;
 pub mod files;
 pub mod formats;
 pub mod paths;
+pub mod probe;
 pub mod read;
 pub mod registry;
 pub mod spec;
@@ -221,6 +223,8 @@ pub struct TextData {
     pub split: SplitInfo,
     /// The files the text came from (recorded in run logs).
     pub files: Vec<DataFileRecord>,
+    /// A transfer probe's labelled sentences, never in `train` or `val` (`probe`).
+    pub probe: Option<Arc<probe::ProbeSet>>,
 }
 
 /// Environment variable naming the data directory (when set, only it is used).

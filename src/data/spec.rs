@@ -80,6 +80,10 @@ pub struct DatasetSpec {
     /// (`super::augment`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub augment: Option<Augment>,
+    /// The bundled reviews: labelled sentences held out of the language model's text for a
+    /// transfer probe (`super::probe`); None = no probe, every sentence is text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<super::probe::ProbeSizes>,
 }
 
 fn default_val_fraction() -> f64 {
@@ -414,6 +418,7 @@ impl DatasetSpec {
             max_val: None,
             downsample: None,
             augment: None,
+            probe: None,
         }
     }
 

@@ -66,6 +66,8 @@ pub const STREAM_SPLIT: u64 = 1;
 pub const STREAM_IMAGE_BATCHES: u64 = 2;
 pub const STREAM_TEXT_BATCHES: u64 = 3;
 pub const STREAM_AUGMENT: u64 = 4;
+/// The transfer probe's draw of labelled sentences (`probe`).
+pub const STREAM_PROBE: u64 = 5;
 
 /// How a dataset was split: enough to record in a run log and to check that two runs saw the
 /// same validation set.
@@ -89,6 +91,9 @@ pub struct SplitInfo {
     /// First 16 hex digits of the SHA-256 of the validation set's identity: the original indices
     /// (u32 little-endian, in order) for images; the validation bytes for text.
     pub fingerprint: String,
+    /// The labelled sentences a transfer probe holds out of the text (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<super::probe::ProbeSplitInfo>,
 }
 
 /// Fingerprint of a list of example indices.

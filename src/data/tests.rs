@@ -408,6 +408,48 @@ fn bundled_text_loads() {
     assert_eq!(load(&r).unwrap(), d);
 }
 
+/// With a transfer probe the bundled reviews' language-model text holds none of the probe's
+/// sentences (as whole lines, in either stream), the probe's splits are the sizes asked for, and
+/// the draw is recorded in the split.
+#[test]
+fn a_probe_sentence_is_never_language_model_text() {
+    use crate::data::probe::ProbeSizes;
+    let mut r = spec("reviews");
+    r.probe = Some(ProbeSizes {
+        train: 500,
+        val: 100,
+        test: 300,
+    });
+    let d = load(&r).unwrap();
+    let t = d.as_text().unwrap();
+    let p = t.probe.as_ref().expect("the probe's sentences");
+    assert_eq!((p.train.len(), p.val.len(), p.test.len()), (500, 100, 300));
+    assert_eq!(t.split.probe.as_ref(), Some(&p.info));
+    let nl = u32::from(b'\n');
+    let lines: std::collections::HashSet<Vec<u8>> = t
+        .train
+        .split(|&c| c == nl)
+        .chain(t.val.split(|&c| c == nl))
+        .map(|l| l.iter().map(|&c| c as u8).collect())
+        .collect();
+    for s in p.train.text.iter().chain(&p.val.text).chain(&p.test.text) {
+        assert!(
+            !lines.contains(s.as_slice()),
+            "{}",
+            String::from_utf8_lossy(s)
+        );
+    }
+    let labels = t.labels.as_ref().unwrap();
+    assert_eq!(
+        labels.train.len() + labels.val.len() + p.info.excluded,
+        10_568,
+        "every sentence is text or the probe's"
+    );
+    // without a probe the split is the one it always was
+    r.probe = None;
+    assert!(load(&r).unwrap().as_text().unwrap().probe.is_none());
+}
+
 #[test]
 fn downsample_average_pools_blocks() {
     // One 4×4 image with distinct 2×2 blocks → 2×2 image of the blocks' means.

@@ -156,6 +156,12 @@ impl<B: Backend> TransformerLm<B> {
     }
 
     pub fn forward(&self, x: Tensor<B, 2, Int>, c: &Ctx) -> Tensor<B, 3> {
+        c.to_f32(self.head.forward(self.hidden(x, c), c))
+    }
+
+    /// The final layer norm's output [K, N·T, d] (what the head reads): each position's state
+    /// sees only the positions before it.
+    pub fn hidden(&self, x: Tensor<B, 2, Int>, c: &Ctx) -> Tensor<B, 3> {
         let [rows, t] = x.dims();
         let dev = x.device();
         let [k, max_len, d] = self.pos.dims();
@@ -184,7 +190,7 @@ impl<B: Backend> TransformerLm<B> {
             let f = activation::gelu(b.ff1.forward(b.ln2.forward(hdn.clone(), c), c));
             hdn = hdn + b.ff2.forward(f, c);
         }
-        c.to_f32(self.head.forward(self.ln_f.forward(hdn, c), c))
+        self.ln_f.forward(hdn, c)
     }
 }
 

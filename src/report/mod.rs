@@ -15,7 +15,7 @@
 //! `compare`, `projection` (the projection table and brief), `headless` (the progress view of a
 //! headless sweep), `format` (numbers and outcomes in words).
 //!
-//! Layering: `report` imports `core`, `workload`, `analysis`, `runlog` and `sweep`; `cluster`,
+//! Layering: `report` imports `core`, `workload`, `transfer`, `analysis`, `runlog` and `sweep`; `cluster`,
 //! `cli` and `tui` import it.
 
 pub mod compare;
@@ -28,6 +28,7 @@ pub mod projection;
 pub mod schedule;
 pub mod targets;
 pub mod text;
+pub mod transfer;
 
 #[cfg(test)]
 mod tests;
@@ -266,6 +267,10 @@ pub struct Report {
     /// Which S(B) the fit, the regimes, the ladders and the projection read: `best_trial` (the
     /// paper's readout) or `confirmed` (the seed median of the best confirmed configuration).
     pub readout: Readout,
+    /// A language model with a transfer probe: the best trial's probe per batch size beside S(B),
+    /// with its controls (`transfer`). Absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<transfer::TransferReport>,
     /// The full analysis the report was built from (its notes worded: `json`).
     #[serde(serialize_with = "json::analysis_value")]
     pub analysis: Analysis,
@@ -409,6 +414,7 @@ fn from_analysis(analysis: Analysis, run: &Run) -> Report {
         warnings: run.warnings.to_vec(),
         confirm: h.preset.sweep.confirm.map(|c| c.to_string()),
         readout: a.readout,
+        transfer: transfer::build(run.trials, a, &h.preset.workload),
         analysis,
         ..Report::default()
     }

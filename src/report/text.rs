@@ -350,6 +350,10 @@ impl Report {
         s.push('\n');
         s.push_str(&per_batch_table(&self.analysis));
         s.push('\n');
+        if let Some(t) = &self.transfer {
+            s.push_str(&super::transfer::text(t));
+            s.push('\n');
+        }
         let reached = self.per_batch.iter().filter(|p| p.steps.is_some()).count();
         if self.per_batch.iter().any(|p| p.not_measured) {
             for n in &self.analysis.notes {

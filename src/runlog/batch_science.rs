@@ -318,6 +318,7 @@ fn import_preset(
             defaults: Metaparams::new(if lr_range[1] > 0.0 { lr_range[0] } else { 0.1 }, 0.9),
             grad_clip: None,
             divergence_factor: 10.0,
+            transfer: None,
         },
         search: SearchSpace {
             learning_rate: if lr_range[1] > 0.0 {

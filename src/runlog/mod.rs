@@ -15,6 +15,7 @@ pub mod export;
 pub mod link_table;
 pub mod reader;
 pub mod validate;
+mod validate_transfer;
 pub mod writer;
 
 pub use reader::{read_run_log, LogStatus, RunLog, RunLogError, RunLogTail};

@@ -372,7 +372,9 @@ fn value_problem(h: &Header, t: &TrialRecord) -> Option<String> {
             ));
         }
     }
-    steps_problem(h, t).or_else(|| measurement_problem(h, t))
+    steps_problem(h, t)
+        .or_else(|| measurement_problem(h, t))
+        .or_else(|| super::validate_transfer::transfer_problem(t))
 }
 
 /// Steps: the trial's, its outcome's and its evaluations' against the budget and each other.
@@ -461,6 +463,7 @@ fn measurement_problem(h: &Header, t: &TrialRecord) -> Option<String> {
     let metric = h.preset.workload.target.metric;
     let (hi, range) = match metric {
         Metric::ValError => (1.0, "an error rate, in [0, 1]".to_string()),
+        Metric::TransferAcc => (1.0, "an accuracy, in [0, 1]".to_string()),
         _ => (MAX_LOSS, format!("in [0, {MAX_LOSS:e}]")),
     };
     for e in &o.evals {

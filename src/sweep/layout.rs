@@ -162,7 +162,9 @@ fn short(w: &Workload, steps: u64) -> Workload {
     w.max_examples = None;
     w.eval_every = u64::MAX / 2;
     w.eval_growth = 0.0;
-    w.target.value = f64::NEG_INFINITY; // every metric is "lower is better"
+    w.target.value = crate::workload::spec::Target::unreachable_value(w.target.metric);
+    // the timed steps only: no probe at the start or the end
+    w.transfer = None;
     w
 }
 

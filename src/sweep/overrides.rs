@@ -103,6 +103,8 @@ pub fn target_range(metric: Metric) -> (f64, f64) {
         // Bytes carry at most 8 bits.
         Metric::ValBpc => (0.0, 8.0),
         Metric::NqmLoss => (0.0, f64::MAX),
+        // An accuracy of 0 is met at step 0, 1 never.
+        Metric::TransferAcc => (0.0, 1.0 - f64::EPSILON),
     }
 }
 
@@ -114,6 +116,7 @@ pub fn check_target(metric: Metric, value: f64) -> Option<Problem> {
             Metric::ValError => "0 < target < 1".to_string(),
             Metric::ValBpc => "0 < target ≤ 8".to_string(),
             Metric::NqmLoss => "a finite target > 0".to_string(),
+            Metric::TransferAcc => "0 < target < 1".to_string(),
         };
         return Some(Problem::error(
             "target",
@@ -338,6 +341,16 @@ impl SweepOverrides {
         }
         if ts.is_empty() {
             problems.push(Problem::error("targets", "no targets given"));
+            return problems;
+        }
+        if w.target.metric.maximised() {
+            problems.push(Problem::error(
+                "targets",
+                format!(
+                    "a ladder of targets is read for minimised metrics; {} has its goal only (--target)",
+                    w.target.metric.name()
+                ),
+            ));
             return problems;
         }
         if ts.len() > crate::workload::load::MAX_TARGETS + 1 {

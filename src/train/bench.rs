@@ -611,7 +611,8 @@ fn trainer_point(
     w.step_budget = steps;
     w.max_examples = None;
     w.eval_every = u64::MAX / 2;
-    w.target.value = f64::NEG_INFINITY;
+    w.target.value = crate::workload::spec::Target::unreachable_value(w.target.metric);
+    w.transfer = None;
     let spec = crate::core::TrialSpec {
         trial_id: 0,
         batch_size: b,

@@ -211,6 +211,8 @@ pub fn child_main() -> i32 {
     w.eval_growth = 0.0;
     w.max_examples = None;
     w.targets.clear();
+    // a transfer probe's encoding holds a fixed budget whatever B (`transfer::encode`)
+    w.transfer = None;
     let runner = super::BurnRunner::new(super::TrainOptions {
         noise_scale: req.noise_scale,
         eval_batch: req.eval_batch,

@@ -3,7 +3,7 @@
 //! configuration and the group's loss), throughput benchmarks; the measurement loop it drives is
 //! `core::meter` (re-exported here).
 //!
-//! Layering: imports `data`, `workload`, `core` and `model` (never `nqm`: the factory that picks
+//! Layering: imports `data`, `workload`, `core`, `model` and `transfer` (never `nqm`: the factory that picks
 //! Burn or the NQM is `sweep::runners`).
 
 pub mod allreduce_bench;
@@ -25,6 +25,7 @@ mod sampler;
 pub mod scaler;
 mod stages;
 pub mod trainer;
+mod transfer;
 pub mod wgpu;
 mod worker;
 

@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Context};
 use burn::collective::reset_collective;
-use burn::module::Module;
+use burn::module::{AutodiffModule, Module};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Device;
 
@@ -119,6 +119,9 @@ pub fn run_group<B: AutodiffBackend>(
         Net::init_group(&workload.model, input_shape(&dataset), &seeds, &devices[0])
             .context("building the model")?;
     let params = model.num_params() as u64 / group as u64;
+    let transfer =
+        super::transfer::TransferRun::start(workload, &dataset, &model.valid(), &devices[0])
+            .context("encoding the transfer probe's sentences at step 0")?;
 
     let _guard = if world * nodes > 1 {
         let g = super::exchange::collective_lock();
@@ -137,7 +140,7 @@ pub fn run_group<B: AutodiffBackend>(
         loopback: opts.cluster.as_ref().is_some_and(|c| c.is_loopback()),
         initial_loss_scale: scaler_cfg.init_scale,
     };
-    let members = members_of(
+    let mut members = members_of(
         workload,
         specs,
         cancels,
@@ -146,6 +149,11 @@ pub fn run_group<B: AutodiffBackend>(
         &meter_opts,
         &scaler_cfg,
     );
+    if let Some(t) = &transfer {
+        for m in members.iter_mut() {
+            m.meter.transfer().cost_s += t.start_s;
+        }
+    }
     let trial = Trial {
         workload,
         cluster: opts.cluster.as_ref(),
@@ -154,6 +162,7 @@ pub fn run_group<B: AutodiffBackend>(
         noise_every: opts.noise_every,
         nodes,
         cut,
+        transfer: transfer.as_ref(),
     };
     let result = coordinate(&trial, members, &crew.workers(), emit, done);
     // A multi-node trial that failed here fails on every node: the group is lost (which also
@@ -351,6 +360,7 @@ fn members_of<'a>(
                 scaler: LossScaler::new(scaler_cfg.clone()),
                 noise: NoiseScaleEstimator::new(0.95),
                 sampler: Sampler::new(dataset, shards.to_vec(), spec.seed),
+                bits: None,
             }
         })
         .collect()
@@ -410,6 +420,8 @@ struct Trial<'a> {
     /// Processes (nodes) the trial spans; `world` replicas per node.
     nodes: usize,
     cut: crate::core::GroupCut,
+    /// The transfer probe (`[workload.transfer]`).
+    transfer: Option<&'a super::transfer::TransferRun>,
 }
 
 /// One trial of a group, as the coordinator follows it.
@@ -422,6 +434,8 @@ struct Member<'a> {
     scaler: LossScaler,
     noise: NoiseScaleEstimator,
     sampler: Sampler<'a>,
+    /// A language model's validation bits per byte at its last evaluation (step, bits).
+    bits: Option<(u64, f64)>,
 }
 
 /// The group loop: per member data order, LR schedule, loss scaler and noise scale here; budget,
@@ -613,6 +627,7 @@ impl GroupLoop<'_, '_> {
             Ok(s) => s,
             Err(oom) => return Ok(Err(oom)),
         };
+        let probes = self.probe(active, due, ended, &sums, workers)?;
         let mut reached_at: Option<u64> = None;
         let mut quorum_at: Vec<(usize, u64)> = Vec::new();
         for (i, m) in active.iter_mut().enumerate() {
@@ -621,7 +636,11 @@ impl GroupLoop<'_, '_> {
             }
             let slot = m.slot;
             m.meter.add_reads(reads, 1, true);
-            let metric = metric_of(self.trial.workload, &sums[i]);
+            m.bits = Some((m.meter.applied(), metric_of(self.trial.workload, &sums[i])));
+            let metric = match probes[i] {
+                Some(acc) if self.trial.transfer.is_some_and(|t| t.target) => acc,
+                _ => metric_of(self.trial.workload, &sums[i]),
+            };
             // the interval is read where it is recorded (an evaluation, the end), not every step
             m.meter.set_noise_interval(m.noise.interval());
             if let Some(o) = m.meter.eval(metric, &mut |e| (self.emit)(slot, e)) {
@@ -667,17 +686,87 @@ impl GroupLoop<'_, '_> {
         Ok(Ok(()))
     }
 
+    /// The transfer probe of the members whose evaluation is due and probes (None elsewhere):
+    /// each one's test accuracy, also booked on its transfer curve.
+    fn probe<B: AutodiffBackend>(
+        &mut self,
+        active: &mut [Member<'_>],
+        due: &[bool],
+        ended: &[Option<Outcome>],
+        sums: &[EvalSums],
+        workers: &Workers<'_, B>,
+    ) -> anyhow::Result<Vec<Option<f64>>> {
+        let mut out = vec![None; active.len()];
+        let Some(tr) = self.trial.transfer else {
+            return Ok(out);
+        };
+        let pos: Vec<usize> = (0..active.len())
+            .filter(|&i| due[i] && ended[i].is_none())
+            .filter(|&i| tr.due(active[i].meter.evaluations() + 1))
+            .collect();
+        if pos.is_empty() {
+            return Ok(out);
+        }
+        let t0 = Instant::now();
+        let accs = tr.accuracies(&workers.encode(&pos, tr.spec.feature)?);
+        let each = super::transfer::since(t0) / pos.len() as f64;
+        for (&i, acc) in pos.iter().zip(accs) {
+            let m = &mut active[i];
+            let step = m.meter.applied();
+            let bits = metric_of(self.trial.workload, &sums[i]);
+            let t = m.meter.transfer();
+            t.curve.push(super::transfer::point(step, acc, Some(bits)));
+            t.cost_s += each;
+            out[i] = Some(acc);
+        }
+        Ok(out)
+    }
+
+    /// The end-of-trial transfer readout of the members that end with an outcome that can be
+    /// their batch size's best (booked in their meters).
+    fn read_out<B: AutodiffBackend>(
+        &mut self,
+        active: &mut [Member<'_>],
+        outcomes: &[Option<Outcome>],
+        workers: &Workers<'_, B>,
+    ) -> anyhow::Result<()> {
+        let Some(tr) = self.trial.transfer else {
+            return Ok(());
+        };
+        let pos: Vec<usize> = (0..active.len())
+            .filter(|&i| outcomes[i].as_ref().is_some_and(super::transfer::reads_out))
+            .collect();
+        if pos.is_empty() {
+            return Ok(());
+        }
+        let t0 = Instant::now();
+        let f = workers.encode(&pos, tr.spec.feature)?;
+        let slots: Vec<usize> = pos.iter().map(|&i| active[i].slot).collect();
+        let steps: Vec<u64> = pos.iter().map(|&i| active[i].meter.applied()).collect();
+        let readouts = tr.readouts(&f, &slots, &steps);
+        let each = super::transfer::since(t0) / pos.len() as f64;
+        for ((&i, mut r), step) in pos.iter().zip(readouts).zip(steps) {
+            // the bits per byte of the evaluation at the readout's step (every end evaluates)
+            r.val_bpc = active[i].bits.filter(|b| b.0 == step).map(|b| b.1);
+            let t = active[i].meter.transfer();
+            t.readout = Some(r);
+            t.cost_s += each;
+        }
+        Ok(())
+    }
+
     /// Finishes the members with an outcome (each reported at once) and compacts the workers to
     /// the others; returns the others.
     fn retire<'m, B: AutodiffBackend>(
         &mut self,
-        active: Vec<Member<'m>>,
+        mut active: Vec<Member<'m>>,
         outcomes: Vec<Option<Outcome>>,
         workers: &Workers<'_, B>,
     ) -> anyhow::Result<Vec<Member<'m>>> {
         if outcomes.iter().all(|o| o.is_none()) {
             return Ok(active);
         }
+        self.read_out(&mut active, &outcomes, workers)?;
         let lone = active.len() == 1;
         let mut rest = Vec::with_capacity(active.len());
         let mut keep = Vec::with_capacity(active.len());

@@ -136,7 +136,6 @@ mod imp {
     use burn::tensor::{DType, FloatDType, Tensor};
 
     use super::*;
-    use crate::train::trainer::run_trial;
 
     pub type WgpuTrain = Autodiff<Wgpu>;
     /// The same backend without Burn's fusion (`SCALING_LAB_FUSION=0`: fusion on vs off with one

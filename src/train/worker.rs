@@ -22,6 +22,8 @@ use crate::core::panic_message;
 use crate::data::{self, Dataset};
 use crate::model::family::StatUpdate;
 use crate::model::{Batch, Ctx, EvalSums, Net};
+use crate::transfer::{self, encode::Features};
+use crate::workload::spec::TransferFeature;
 
 /// A one-element-per-member tensor on the inner (non-autodiff) backend: values the step reads back.
 pub(super) type InnerTensor<B> = Tensor<<B as AutodiffBackend>::InnerBackend, 1>;
@@ -73,6 +75,8 @@ pub(super) enum Cmd {
         sample: bool,
     },
     Eval,
+    /// The transfer probe's sentence features under the members at these positions.
+    Encode(Vec<usize>, TransferFeature),
     /// Keep these members (positions in the current order), drop the others.
     Compact(Vec<usize>),
     Stop,
@@ -99,6 +103,7 @@ pub(super) enum Reply {
     Step(Report),
     /// Each member's sums and the blocking reads the evaluation took.
     Eval(Vec<EvalSums>, u64),
+    Encoded(Features),
     Compacted,
     Failed(String),
 }
@@ -286,6 +291,31 @@ impl<B: AutodiffBackend> Worker<B> {
             exchange_s,
             reads: std::mem::take(&mut self.reads),
         })
+    }
+
+    /// The probe's sentence features (`transfer::sentences` order) under the members at
+    /// `members` (positions in the current order), in that order.
+    fn encode(&mut self, members: &[usize], feature: TransferFeature) -> anyhow::Result<Features> {
+        let set = match &*self.data {
+            Dataset::Text(t) => t.probe.clone(),
+            Dataset::Images(_) => None,
+        }
+        .ok_or_else(|| anyhow!("a transfer probe needs the dataset's probe sentences"))?;
+        let model = self.net().valid();
+        let model =
+            if members.len() == self.members && members.iter().enumerate().all(|(i, &m)| i == m) {
+                model
+            } else {
+                crate::model::select_members(model, members)
+            };
+        self.reads += 1;
+        transfer::encode::encode(
+            &model,
+            &transfer::sentences(&set),
+            feature,
+            transfer::encode::DEFAULT_BATCH_ELEMENTS,
+            &self.device,
+        )
     }
 
     /// Keeps the members at `keep` (positions in the current order).
@@ -499,6 +529,7 @@ pub(super) fn handle<B: AutodiffBackend>(w: &mut Worker<B>, cmd: Cmd) -> Reply {
         Cmd::Eval => w
             .eval()
             .map(|s| Reply::Eval(s, std::mem::take(&mut w.reads))),
+        Cmd::Encode(members, feature) => w.encode(&members, feature).map(Reply::Encoded),
         Cmd::Compact(keep) => {
             w.compact(&keep);
             Ok(Reply::Compacted)
@@ -633,6 +664,38 @@ impl<B: AutodiffBackend> Workers<'_, B> {
                 (_, Reply::Eval(s, reads)) => return Ok((s, reads)),
                 (r, Reply::Failed(m)) => {
                     anyhow::bail!("worker {r} failed during evaluation: {m}")
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Worker 0's replica's probe features under the members at `members`.
+    pub(super) fn encode(
+        &self,
+        members: &[usize],
+        feature: TransferFeature,
+    ) -> anyhow::Result<Features> {
+        let cmd = Cmd::Encode(members.to_vec(), feature);
+        if let Some(w) = &self.inline {
+            return match handle(&mut w.borrow_mut(), cmd) {
+                Reply::Encoded(f) => Ok(f),
+                Reply::Failed(m) => anyhow::bail!("worker 0 failed encoding the probe: {m}"),
+                _ => unreachable!("features were asked for"),
+            };
+        }
+        self.cmd[0]
+            .send(cmd)
+            .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?;
+        loop {
+            match self
+                .replies
+                .recv()
+                .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?
+            {
+                (_, Reply::Encoded(f)) => return Ok(f),
+                (r, Reply::Failed(m)) => {
+                    anyhow::bail!("worker {r} failed encoding the probe: {m}")
                 }
                 _ => {}
             }

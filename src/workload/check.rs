@@ -59,6 +59,7 @@ pub fn check(p: &Preset) -> Vec<Problem> {
     check_targets(&p.workload, &mut out);
     check_model_sizes(&p.workload, &mut out);
     check_dataset(&p.workload, &mut out);
+    super::check_transfer::check_transfer(&p.workload, &mut out);
     check_measurement(&p.workload, &mut out);
     check_defaults(&p.workload, &mut out);
     check_search(&p.search, &mut out);
@@ -133,7 +134,9 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
         }
         (None, None) => {}
     }
-    if w.target.metric != metric {
+    // a language model's other metric: its transfer probe's accuracy (`check_transfer`)
+    let transfer = w.target.metric == Metric::TransferAcc && metric == Metric::ValBpc;
+    if w.target.metric != metric && !transfer {
         bad(
             out,
             &["workload", "target", "metric"],
@@ -155,6 +158,9 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
         Metric::ValError if !in_open_unit(v) => Some("val_error must be in (0, 1)".to_string()),
         Metric::ValBpc if !(v > 0.0 && v < bits) => Some(bpc_range),
         Metric::NqmLoss if !positive(v) => Some("nqm_loss must be > 0".to_string()),
+        Metric::TransferAcc if !in_open_unit(v) => {
+            Some("transfer_acc must be in (0, 1)".to_string())
+        }
         _ => None,
     };
     if let Some(range) = range {
@@ -179,6 +185,9 @@ fn max_bits(w: &Workload) -> f64 {
 
 /// The ladder: looser rungs read from the same trials; the goal is the strictest.
 fn check_targets(w: &Workload, out: &mut Vec<Problem>) {
+    if w.target.metric.maximised() {
+        return; // no ladder for a maximised metric (`check_transfer` says so)
+    }
     let v = w.target.value;
     if w.targets.len() > MAX_TARGETS {
         bad(
@@ -192,6 +201,7 @@ fn check_targets(w: &Workload, out: &mut Vec<Problem>) {
             Metric::ValError => in_open_unit(t),
             Metric::ValBpc => t > 0.0 && t < max_bits(w),
             Metric::NqmLoss => positive(t),
+            Metric::TransferAcc => in_open_unit(t),
         };
         if !in_range {
             bad(

@@ -6,6 +6,7 @@
 //! family validates its own fields).
 pub mod applied;
 pub mod check;
+mod check_transfer;
 pub mod load;
 pub mod presets;
 pub mod spec;

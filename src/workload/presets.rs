@@ -99,6 +99,14 @@ pub const EMBEDDED_PRESETS: &[(&str, &str)] = &[
     ),
     ("nqm-sgd", include_str!("../../presets/nqm-sgd.toml")),
     (
+        "reviews-lstm-adam",
+        include_str!("../../presets/reviews-lstm-adam.toml"),
+    ),
+    (
+        "reviews-mlstm-paper-adam",
+        include_str!("../../presets/reviews-mlstm-paper-adam.toml"),
+    ),
+    (
         "shakespeare-lstm-adam",
         include_str!("../../presets/shakespeare-lstm-adam.toml"),
     ),

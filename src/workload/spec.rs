@@ -64,6 +64,57 @@ pub struct Workload {
     /// Loss is declared diverged when it exceeds this multiple of the initial loss (or is NaN/inf).
     #[serde(default = "default_divergence_factor")]
     pub divergence_factor: f64,
+    /// A language model's transfer probe (`[workload.transfer]`; the dataset names the probe's
+    /// sentences). None: bits per byte only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<TransferSpec>,
+}
+
+/// `[workload.transfer]`: a linear probe on the language model's sentence features (the
+/// `transfer` module; docs/science.md §11). Every trial that can be its batch size's best (it reached
+/// the target, or ran its whole budget) gets an end-of-trial readout: the probe beside the same
+/// probe on its untrained network (step 0), bag-of-bytes and the majority class.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TransferSpec {
+    /// Which state a sentence's feature is.
+    #[serde(default)]
+    pub feature: TransferFeature,
+    /// Also probe at every k-th evaluation (a thinned schedule: a probe costs more than a
+    /// validation loss); 0 (default) = the end-of-trial readout only. A `transfer_acc` target
+    /// probes at every evaluation (thin those with `eval_every` / `eval_growth`).
+    #[serde(default)]
+    pub every: u64,
+    /// Standardise each feature by its mean and standard deviation over the probe's training
+    /// sentences before the fit. Off by default, as the reference (sentiment-discovery): the L1
+    /// penalty then weighs a unit by its own scale, which favours a trained network's larger
+    /// states over the untrained control's small ones.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub standardize: bool,
+}
+
+/// The state a sentence's feature is read from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransferFeature {
+    /// The last layer's cell state c at the sentence's last byte (the reference's choice; a
+    /// Transformer, which has none, gives its final hidden state there).
+    #[default]
+    Cell,
+    /// The hidden state h at the last byte.
+    Hidden,
+    /// The hidden states averaged over the sentence's bytes.
+    Mean,
+}
+
+impl TransferFeature {
+    pub fn name(self) -> &'static str {
+        match self {
+            TransferFeature::Cell => "cell",
+            TransferFeature::Hidden => "hidden",
+            TransferFeature::Mean => "mean",
+        }
+    }
 }
 
 fn default_divergence_factor() -> f64 {
@@ -97,6 +148,7 @@ impl Workload {
             defaults: Metaparams::new(0.1, 0.9),
             grad_clip: None,
             divergence_factor: default_divergence_factor(),
+            transfer: None,
         }
     }
 
@@ -171,7 +223,8 @@ impl Precision {
     }
 }
 
-/// The goal a trial must reach: `metric <= value` (error and cross-entropy are minimised).
+/// The goal a trial must reach: `metric <= value` for the minimised metrics (error,
+/// cross-entropy, the NQM's loss), `metric >= value` for the maximised one (`transfer_acc`).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Target {
@@ -188,6 +241,9 @@ pub enum Metric {
     ValBpc,
     /// Expected loss of the noisy quadratic model.
     NqmLoss,
+    /// A language model's transfer: the held-out accuracy of a linear probe on its sentence
+    /// features (`[workload.transfer]`, the `transfer` module), in [0, 1]. Maximised.
+    TransferAcc,
 }
 
 impl Metric {
@@ -196,13 +252,40 @@ impl Metric {
             Metric::ValError => "val_error",
             Metric::ValBpc => "val_bpc",
             Metric::NqmLoss => "nqm_loss",
+            Metric::TransferAcc => "transfer_acc",
+        }
+    }
+    /// Higher is better (a target is met from above): only `transfer_acc`.
+    pub fn maximised(self) -> bool {
+        matches!(self, Metric::TransferAcc)
+    }
+    /// ">=" for a maximised metric, "<=" otherwise: how a target is written.
+    pub fn relation(self) -> &'static str {
+        if self.maximised() {
+            ">="
+        } else {
+            "<="
         }
     }
 }
 
 impl Target {
+    /// The metric meets the target (a NaN or infinite metric never does).
     pub fn is_met(&self, metric: f64) -> bool {
-        metric.is_finite() && metric <= self.value
+        metric.is_finite()
+            && if self.metric.maximised() {
+                metric >= self.value
+            } else {
+                metric <= self.value
+            }
+    }
+    /// A target value no evaluation meets (a calibration's trials run their whole budget).
+    pub fn unreachable_value(metric: Metric) -> f64 {
+        if metric.maximised() {
+            f64::INFINITY
+        } else {
+            f64::NEG_INFINITY
+        }
     }
 }
 

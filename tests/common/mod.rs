@@ -157,6 +157,7 @@ pub fn digits_workload() -> Workload {
         defaults: Metaparams::new(0.05, 0.9),
         grad_clip: None,
         divergence_factor: 10.0,
+        transfer: None,
     }
 }
 

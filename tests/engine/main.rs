@@ -9,3 +9,4 @@ mod group;
 mod multinode;
 mod semantics;
 mod train;
+mod transfer;

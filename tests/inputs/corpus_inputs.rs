@@ -380,6 +380,95 @@ fn text_preset(max_bytes: usize, batch_sizes: &str) -> String {
     )
 }
 
+/// A small reviews LSTM preset with a transfer probe: `dataset_extra` lines under
+/// [workload.dataset], the target's metric and value, `tail` appended (a [workload.transfer]
+/// table, say).
+fn reviews_preset(dataset_extra: &str, metric: &str, value: &str, tail: &str) -> String {
+    format!(
+        "name = \"reviews-corpus\"\ndescription = \"d\"\n\n[workload]\noptimizer = \"adam\"\n\
+         eval_every = 5\nstep_budget = 20\n\n[workload.dataset]\nname = \"reviews\"\n\
+         max_bytes = 60000\nseq_len = 32\n{dataset_extra}\n\n[workload.model]\nkind = \"char-lstm\"\n\
+         embed = 8\nhidden = 8\n\n[workload.target]\nmetric = \"{metric}\"\nvalue = {value}\n\n\
+         [workload.defaults]\nlearning_rate = 0.01\n\n{tail}\n[sweep]\nbatch_sizes = [4]\n\
+         trials_per_batch = 1\n"
+    )
+}
+
+/// The transfer probe's settings: each wrong combination one located error.
+fn transfer_docs() -> Vec<(&'static str, String, &'static [&'static str])> {
+    let probe = "probe = { train = 40, val = 20, test = 20 }";
+    let table = "[workload.transfer]\nfeature = \"cell\"\n";
+    vec![
+        (
+            "transfer-probe-on-shakespeare",
+            reviews_preset(probe, "val_bpc", "3.0", table)
+                .replace("name = \"reviews\"", "name = \"shakespeare\""),
+            &["labelled movie reviews"],
+        ),
+        (
+            "transfer-without-probe-sentences",
+            reviews_preset("", "val_bpc", "3.0", table),
+            &["needs its labelled sentences"],
+        ),
+        (
+            "transfer-on-an-image-model",
+            format!("{BASE}\n[workload.transfer]\n"),
+            &["not one"],
+        ),
+        (
+            "transfer-acc-without-a-probe",
+            reviews_preset(probe, "transfer_acc", "0.6", ""),
+            &["add a [workload.transfer] table"],
+        ),
+        (
+            "transfer-acc-thinned",
+            reviews_preset(probe, "transfer_acc", "0.6", &format!("{table}every = 2\n")),
+            &["probes at every evaluation"],
+        ),
+        (
+            "transfer-acc-out-of-range",
+            reviews_preset(probe, "transfer_acc", "1.5", table),
+            &["transfer_acc must be in (0, 1)"],
+        ),
+        (
+            "transfer-acc-ladder",
+            reviews_preset(probe, "transfer_acc", "0.6", table)
+                .replace("step_budget = 20\n", "step_budget = 20\ntargets = [0.55]\n"),
+            &["goal only"],
+        ),
+        (
+            "transfer-probe-too-small",
+            reviews_preset(
+                "probe = { train = 1, val = 0, test = 5 }",
+                "val_bpc",
+                "3.0",
+                table,
+            ),
+            &["at least 2 / 1 / 1"],
+        ),
+        (
+            "transfer-probe-too-large",
+            reviews_preset(
+                "probe = { train = 9000, val = 500, test = 1000 }",
+                "val_bpc",
+                "3.0",
+                table,
+            ),
+            &["at most 6000"],
+        ),
+        (
+            "transfer-feature-unknown",
+            reviews_preset(
+                probe,
+                "val_bpc",
+                "3.0",
+                "[workload.transfer]\nfeature = \"gate\"\n",
+            ),
+            &["unknown variant"],
+        ),
+    ]
+}
+
 /// Settings that must take effect: keys that would not take effect, values a later stage refused
 /// without a location, numbers that are not in the file, names too long for a log file, nesting too deep
 /// — each through `train` and `sweep` (which must not blame a flag nobody gave).
@@ -449,6 +538,7 @@ fn preset_effect_cases(dir: &Path) -> Vec<Case> {
             &["max_bytes"],
         ),
     ];
+    let docs: Vec<(&str, String, &[&str])> = docs.into_iter().chain(transfer_docs()).collect();
     let runs = dir.join("runs").display().to_string();
     let mut cases = Vec::new();
     for (n, text, says) in docs {

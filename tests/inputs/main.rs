@@ -9,6 +9,7 @@ mod cli_report;
 mod cli_report_json;
 mod cli_schedule;
 mod cli_targets;
+mod cli_transfer;
 mod code_shape;
 mod corpus_anywhere;
 mod corpus_data;

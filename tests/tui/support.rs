@@ -100,6 +100,7 @@ pub fn scripted_outcome(spec: &TrialSpec, k: usize, cfg: &SweepConfig) -> TrialO
         reason: None,
         stages: Vec::new(),
         group: None,
+        transfer: None,
     }
 }
 

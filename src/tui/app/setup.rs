@@ -548,7 +548,7 @@ impl SetupState {
             }
             Field::Target => {
                 self.target = match w.target.metric {
-                    Metric::ValError => {
+                    Metric::ValError | Metric::TransferAcc => {
                         let v = self.target + if up { 0.01 } else { -0.01 };
                         (v * 100.0).round().clamp(1.0, 99.0) / 100.0
                     }

@@ -59,7 +59,9 @@ fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
         ),
         Some(t) => format!(
             "steps to {} vs batch size (log-log)",
-            crate::core::analysis::target_text(t).replace("<=", "≤")
+            crate::core::analysis::target_text(t)
+                .replace("<=", "≤")
+                .replace(">=", "≥")
         ),
         None => "steps to target vs batch size (log-log)".to_string(),
     };

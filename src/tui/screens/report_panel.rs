@@ -1,7 +1,8 @@
 //! The Live screen's status panel: sweep state and progress, then the report's numbers — fit,
-//! noise-scale prediction, projection brief, the per-B table (with the search-edge mark †) and the
-//! notes — drawn from the Live state's cached `report::Report`, the one `scaling-lab report`
-//! prints (same values, same number formatting: `report::num`; `r` shows it whole). The per-B
+//! noise-scale prediction, projection brief, the per-B table (with the search-edge mark †; a
+//! language model's transfer probe beside S(B)) and the notes — drawn from the Live state's
+//! cached `report::Report`, the one `scaling-lab report` prints (same values, same number
+//! formatting: `report::num`; `r` shows it whole). The per-B
 //! table shows the current data's steps and counts at once (`LiveState::chart`); nothing here
 //! analyses or renders a report (`LiveState::rendered` holds the projection brief).
 
@@ -215,8 +216,11 @@ fn per_batch_lines(lines: &mut Vec<Line>, l: &LiveState, height: usize, th: &The
     let room = height.saturating_sub(lines.len() + 2);
     // the confirm stage: the confirmed S(B) beside the best trial, ± its interval
     let confirm = per_batch.iter().any(|p| p.confirmed.is_some());
+    // a language model's transfer probe: the best trial's test accuracy and its gain over the
+    // step-0 control (percentage points), beside S(B)
+    let transfer = l.report.transfer.as_ref();
     if room >= 2 && !per_batch.is_empty() {
-        let head = if confirm {
+        let mut head = if confirm {
             format!(
                 "{:>5} {:>6} {:>11} {:>4} {:>4} {:>4}",
                 "B", "best", "confirmed", "ok", "div", "nr"
@@ -227,6 +231,9 @@ fn per_batch_lines(lines: &mut Vec<Line>, l: &LiveState, height: usize, th: &The
                 "B", "steps", "ok", "div", "nr"
             )
         };
+        if transfer.is_some() {
+            head.push_str(&format!(" {:>11}", "probe% Δ0"));
+        }
         lines.push(Line::styled(head, th.dim()));
         for p in per_batch.iter().take(room - 1) {
             // † as in the text report: the best trial sits at the edge of the search space
@@ -250,7 +257,7 @@ fn per_batch_lines(lines: &mut Vec<Line>, l: &LiveState, height: usize, th: &The
             } else {
                 format!("{:>5} {best:>7} ", p.batch_size)
             };
-            lines.push(Line::from(vec![
+            let mut spans = vec![
                 Span::raw(cells),
                 Span::styled(format!("{:>4}", c.reached), th.good()),
                 Span::styled(
@@ -265,8 +272,36 @@ fn per_batch_lines(lines: &mut Vec<Line>, l: &LiveState, height: usize, th: &The
                         th.dim()
                     },
                 ),
-            ]));
+            ];
+            if let Some(t) = transfer {
+                spans.push(transfer_cell(t, p.batch_size, th));
+            }
+            lines.push(Line::from(spans));
         }
+    }
+}
+
+/// A batch size's transfer cell: "61.2 +8.1" (the probe's accuracy, its gain over the step-0
+/// control in points), good where the gain's interval lies above 0; "–" without a readout.
+fn transfer_cell(
+    t: &crate::report::transfer::TransferReport,
+    b: usize,
+    th: &Theme,
+) -> Span<'static> {
+    match t.per_batch.iter().find(|r| r.batch_size == b) {
+        Some(r) => Span::styled(
+            format!(
+                " {:>5.1} {:>+5.1}",
+                100.0 * r.probe.acc,
+                r.above_control.points
+            ),
+            if r.above_control.beats {
+                th.good()
+            } else {
+                th.dim()
+            },
+        ),
+        None => Span::styled(format!(" {:>11}", "–"), th.dim()),
     }
 }
 
