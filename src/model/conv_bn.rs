@@ -23,7 +23,7 @@ use burn::module::{Module, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
-use burn::tensor::{Int, Tensor, TensorData};
+use burn::tensor::Tensor;
 use serde::{Deserialize, Serialize};
 
 use super::family::StatUpdate;
