@@ -286,6 +286,7 @@ mod tests {
     use crate::model::layers::uniform;
     use burn::backend::{Autodiff, Flex};
     use burn::module::ParamId;
+    use burn::tensor::TensorData;
     use rand::rngs::StdRng;
     use rand::SeedableRng;
 

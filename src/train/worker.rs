@@ -645,29 +645,10 @@ impl<B: AutodiffBackend> Workers<'_, B> {
 
     /// Evaluates worker 0's replica (every member) on the validation set; with the reads it took.
     pub(super) fn eval(&self) -> anyhow::Result<(Vec<EvalSums>, u64)> {
-        if let Some(w) = &self.inline {
-            return match handle(&mut w.borrow_mut(), Cmd::Eval) {
-                Reply::Eval(s, reads) => Ok((s, reads)),
-                Reply::Failed(m) => anyhow::bail!("worker 0 failed during evaluation: {m}"),
-                _ => unreachable!("an evaluation was asked for"),
-            };
-        }
-        self.cmd[0]
-            .send(Cmd::Eval)
-            .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?;
-        loop {
-            match self
-                .replies
-                .recv()
-                .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?
-            {
-                (_, Reply::Eval(s, reads)) => return Ok((s, reads)),
-                (r, Reply::Failed(m)) => {
-                    anyhow::bail!("worker {r} failed during evaluation: {m}")
-                }
-                _ => {}
-            }
-        }
+        self.ask_first(Cmd::Eval, "during evaluation", |r| match r {
+            Reply::Eval(s, reads) => Some((s, reads)),
+            _ => None,
+        })
     }
 
     /// Worker 0's replica's probe features under the members at `members`.
@@ -677,27 +658,39 @@ impl<B: AutodiffBackend> Workers<'_, B> {
         feature: TransferFeature,
     ) -> anyhow::Result<Features> {
         let cmd = Cmd::Encode(members.to_vec(), feature);
+        self.ask_first(cmd, "encoding the probe", |r| match r {
+            Reply::Encoded(f) => Some(f),
+            _ => None,
+        })
+    }
+
+    /// Sends `cmd` to worker 0 alone and waits for its answer, which `take` picks out of the
+    /// replies (others are stale and skipped); a failed worker is an error saying it failed `what`.
+    fn ask_first<T>(
+        &self,
+        cmd: Cmd,
+        what: &str,
+        take: impl Fn(Reply) -> Option<T>,
+    ) -> anyhow::Result<T> {
         if let Some(w) = &self.inline {
             return match handle(&mut w.borrow_mut(), cmd) {
-                Reply::Encoded(f) => Ok(f),
-                Reply::Failed(m) => anyhow::bail!("worker 0 failed encoding the probe: {m}"),
-                _ => unreachable!("features were asked for"),
+                Reply::Failed(m) => anyhow::bail!("worker 0 failed {what}: {m}"),
+                r => Ok(take(r).expect("worker 0 answers what it was asked")),
             };
         }
         self.cmd[0]
             .send(cmd)
             .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?;
         loop {
-            match self
+            let (r, reply) = self
                 .replies
                 .recv()
-                .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?
-            {
-                (_, Reply::Encoded(f)) => return Ok(f),
-                (r, Reply::Failed(m)) => {
-                    anyhow::bail!("worker {r} failed encoding the probe: {m}")
-                }
-                _ => {}
+                .map_err(|_| anyhow!("worker 0 stopped unexpectedly"))?;
+            if let Reply::Failed(m) = reply {
+                anyhow::bail!("worker {r} failed {what}: {m}");
+            }
+            if let Some(t) = take(reply) {
+                return Ok(t);
             }
         }
     }

@@ -242,11 +242,26 @@ fn lstm_features<B: Backend>(
     let xg =
         m.wx.forward(embed(&m.embed, ids, c), c)
             .reshape([k, n, t, 4 * hd]);
+    cells(feature, lens, [k, n, t, hd], c, device, |i, h| {
+        step_of(&xg, i) + m.wh.forward(h, c)
+    })
+}
+
+/// The recurrence of an LSTM cell over `t` steps from zero states, the feature picked at each
+/// sentence's last byte: `gates(i, h)` gives step i's gate pre-activations from h_{i−1}.
+fn cells<B: Backend>(
+    feature: TransferFeature,
+    lens: &[usize],
+    [k, n, t, hd]: [usize; 4],
+    c: &Ctx,
+    device: &Device<B>,
+    gates: impl Fn(usize, Tensor<B, 3>) -> Tensor<B, 3>,
+) -> Tensor<B, 3> {
     let mut h = Tensor::<B, 3>::zeros([k, n, hd], device);
     let mut cell = h.clone();
     let mut pick = Pick::new(feature, lens, [k, n, hd], device);
     for i in 0..t {
-        let (h2, c2) = lstm_cell(step_of(&xg, i) + m.wh.forward(h, c), cell, c);
+        let (h2, c2) = lstm_cell(gates(i, h), cell, c);
         h = h2;
         cell = c2;
         pick.step(i, &h, &cell);
@@ -269,17 +284,10 @@ fn mlstm_features<B: Backend>(
     let e = embed(&m.embed, ids, c);
     let xm = m.wmx.forward(e.clone(), c).reshape([k, n, t, hd]);
     let xg = m.wx.forward(e, c).reshape([k, n, t, 4 * hd]);
-    let mut h = Tensor::<B, 3>::zeros([k, n, hd], device);
-    let mut cell = h.clone();
-    let mut pick = Pick::new(feature, lens, [k, n, hd], device);
-    for i in 0..t {
+    cells(feature, lens, [k, n, t, hd], c, device, |i, h| {
         let mm = step_of(&xm, i) * m.wmh.forward(h, c);
-        let (h2, c2) = lstm_cell(step_of(&xg, i) + m.wm.forward(mm, c), cell, c);
-        h = h2;
-        cell = c2;
-        pick.step(i, &h, &cell);
-    }
-    pick.finish()
+        step_of(&xg, i) + m.wm.forward(mm, c)
+    })
 }
 
 fn transformer_features<B: Backend>(
@@ -321,20 +329,20 @@ mod tests {
 
     fn specs() -> Vec<ModelSpec> {
         vec![
-            ModelSpec::CharLstm {
+            ModelSpec::CharLstm(crate::model::char_lstm::CharLstmSpec {
                 embed: 6,
                 hidden: 10,
-            },
-            ModelSpec::Mlstm {
+            }),
+            ModelSpec::Mlstm(crate::model::mlstm::MlstmSpec {
                 embed: 6,
                 hidden: 9,
-            },
-            ModelSpec::Transformer {
+            }),
+            ModelSpec::Transformer(crate::model::transformer::TransformerSpec {
                 d_model: 8,
                 heads: 2,
                 layers: 2,
                 ff: 16,
-            },
+            }),
         ]
     }
 

@@ -30,10 +30,10 @@ fn workload() -> Workload {
             }),
             ..DatasetSpec::named("reviews")
         }),
-        model: ModelSpec::CharLstm {
+        model: ModelSpec::CharLstm(scaling_lab::model::char_lstm::CharLstmSpec {
             embed: 8,
             hidden: 16,
-        },
+        }),
         optimizer: OptimizerKind::Adam,
         target: Target {
             metric: Metric::ValBpc,

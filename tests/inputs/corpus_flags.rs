@@ -331,7 +331,7 @@ fn corpus(tmp: &Path) -> Vec<Case> {
     // an unknown preset is named (not Setup on another), terminal or not
     v.push(case(
         &["--preset", "no-such-preset"],
-        "--preset: no-such-preset: no such preset (known presets: digits-mlp-adam",
+        "--preset: no-such-preset: no such preset (known presets: cifar10-resnet8-adam",
     ));
     v.push(case(&["no-such-command"], "no-such-command"));
     mark_runtime(&mut v);

@@ -47,6 +47,7 @@ fn runs_lists_a_sweep_directory_as_one_run_and_live_follows_its_shards() {
     let mut cfg = config(&a);
     // the search stage alone: every planned trial is one of the scripted records
     cfg.preset.sweep.confirm = None;
+    cfg.preset.sweep.confirm_until = None;
     // As a sweep logs them: the script lets a few late trials at small B "reach" past their
     // step budget, a line the run-log reader refuses; here they ran out of budget.
     let budget = cfg.preset.workload.step_budget;
@@ -84,7 +85,7 @@ fn runs_lists_a_sweep_directory_as_one_run_and_live_follows_its_shards() {
         .iter()
         .find(|e| e.path == dir)
         .expect("the directory");
-    assert!(e.is_sweep_dir());
+    assert!(e.is_sweep_dir(), "{e:#?}");
     assert_eq!(
         e.job.as_deref(),
         Some("—"),
