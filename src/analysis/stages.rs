@@ -167,13 +167,7 @@ mod tests {
     }
 
     fn confirm(b: usize, bi: usize, rank: u32, of: u64, seed: u32) -> TrialRecord {
-        let id = ConfirmId {
-            batch_index: bi,
-            rank,
-            seed,
-        }
-        .encode()
-        .unwrap();
+        let id = ConfirmId::id(bi, rank, seed).unwrap();
         let mut t = reached(id, b, 100);
         t.spec.confirm = Some(ConfirmMark { of, rank, seed });
         t

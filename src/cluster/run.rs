@@ -378,6 +378,14 @@ fn check_global_split(cfg: &SweepConfig, nodes: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// This node's session of a multi-node sweep (None: a single-node run) and whether it is rank 0
+/// (the one that writes the run log).
+fn this_node(nodes: &NodeArgs) -> anyhow::Result<(Option<NodeSession>, bool)> {
+    let session = node_session(nodes)?;
+    let rank0 = session.as_ref().is_none_or(|s| s.spec.node_rank == 0);
+    Ok((session, rank0))
+}
+
 /// A shard (array task) of a sweep directory, run in this process (one node, or every node of a
 /// multi-node task: rank 0 logs, the others log to a scratch copy that is removed).
 fn run_here(
@@ -388,8 +396,7 @@ fn run_here(
     json: bool,
     out: &mut dyn ClusterOutput,
 ) -> anyhow::Result<ExitCode> {
-    let session = node_session(nodes)?;
-    let rank0 = session.as_ref().is_none_or(|s| s.spec.node_rank == 0);
+    let (session, rank0) = this_node(nodes)?;
     let dir = dir.context("no sweep directory")?;
     let shard = shard.unwrap_or(Shard { index: 0, count: 1 });
     let own = sweepdir::shard_log(dir, shard)?;
@@ -424,8 +431,7 @@ fn run_here_log(
     json: bool,
     out: &mut dyn ClusterOutput,
 ) -> anyhow::Result<ExitCode> {
-    let session = node_session(nodes)?;
-    let rank0 = session.as_ref().is_none_or(|s| s.spec.node_rank == 0);
+    let (session, rank0) = this_node(nodes)?;
     let mut scratch = None;
     let mut log = resume.clone();
     if !rank0 {

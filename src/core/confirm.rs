@@ -32,6 +32,17 @@ pub struct ConfirmId {
 }
 
 impl ConfirmId {
+    /// The trial id of seed `seed` of the configuration ranked `rank` at the `batch_index`-th
+    /// batch size, or None when a field is out of range.
+    pub fn id(batch_index: usize, rank: u32, seed: u32) -> Option<u64> {
+        ConfirmId {
+            batch_index,
+            rank,
+            seed,
+        }
+        .encode()
+    }
+
     /// The trial id, or None when a field is out of range.
     pub fn encode(&self) -> Option<u64> {
         if self.rank as u64 >= CONFIRM_FIELD_MAX

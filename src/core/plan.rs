@@ -571,13 +571,7 @@ pub(crate) mod tests {
             for (bi, base) in search.iter().take(3).enumerate() {
                 for rank in 0..3u32 {
                     for seed in 0..5u32 {
-                        let id = ConfirmId {
-                            batch_index: bi,
-                            rank,
-                            seed,
-                        }
-                        .encode()
-                        .unwrap();
+                        let id = ConfirmId::id(bi, rank, seed).unwrap();
                         let c = confirm_trial(base, id, sweep_seed).unwrap();
                         assert_eq!(c.metaparams, base.metaparams);
                         assert_eq!(c.batch_size, base.batch_size);

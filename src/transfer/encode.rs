@@ -152,11 +152,16 @@ fn batch_features<B: Backend>(
     feature: TransferFeature,
     device: &Device<B>,
 ) -> Tensor<B, 3> {
-    let c = Ctx::fp32();
+    let r = Rows {
+        lens,
+        feature,
+        c: Ctx::fp32(),
+        device,
+    };
     match net {
-        Net::CharLstm(m) => lstm_features(m, ids, lens, feature, &c, device),
-        Net::Mlstm(m) => mlstm_features(m, ids, lens, feature, &c, device),
-        Net::Transformer(m) => transformer_features(m, ids, lens, feature, &c, device),
+        Net::CharLstm(m) => lstm_features(m, ids, &r),
+        Net::Mlstm(m) => mlstm_features(m, ids, &r),
+        Net::Transformer(m) => transformer_features(m, ids, &r),
         _ => unreachable!("checked by width_of"),
     }
 }
@@ -227,22 +232,33 @@ impl<B: Backend> Pick<B> {
     }
 }
 
+/// What every encoder needs besides its network and the ids: each row's real length, the
+/// feature to pick, the context and the device.
+struct Rows<'a, B: Backend> {
+    lens: &'a [usize],
+    feature: TransferFeature,
+    c: Ctx,
+    device: &'a Device<B>,
+}
+
+impl<B: Backend> Rows<'_, B> {
+    /// [K, N, T] of ids [K·N, T] for `k` members.
+    fn shape(&self, ids: &Tensor<B, 2, Int>, k: usize) -> [usize; 3] {
+        let [rows, t] = ids.dims();
+        [k, rows / k, t]
+    }
+}
+
 fn lstm_features<B: Backend>(
     m: &CharLstm<B>,
     ids: Tensor<B, 2, Int>,
-    lens: &[usize],
-    feature: TransferFeature,
-    c: &Ctx,
-    device: &Device<B>,
+    r: &Rows<'_, B>,
 ) -> Tensor<B, 3> {
-    let [rows, t] = ids.dims();
-    let k = m.embed.dims()[0];
-    let n = rows / k;
-    let hd = m.hidden;
+    let (c, [k, n, t], hd) = (&r.c, r.shape(&ids, m.embed.dims()[0]), m.hidden);
     let xg =
         m.wx.forward(embed(&m.embed, ids, c), c)
             .reshape([k, n, t, 4 * hd]);
-    cells(feature, lens, [k, n, t, hd], c, device, |i, h| {
+    cells(r, [k, n, t, hd], |i, h| {
         step_of(&xg, i) + m.wh.forward(h, c)
     })
 }
@@ -250,18 +266,15 @@ fn lstm_features<B: Backend>(
 /// The recurrence of an LSTM cell over `t` steps from zero states, the feature picked at each
 /// sentence's last byte: `gates(i, h)` gives step i's gate pre-activations from h_{i−1}.
 fn cells<B: Backend>(
-    feature: TransferFeature,
-    lens: &[usize],
+    r: &Rows<'_, B>,
     [k, n, t, hd]: [usize; 4],
-    c: &Ctx,
-    device: &Device<B>,
     gates: impl Fn(usize, Tensor<B, 3>) -> Tensor<B, 3>,
 ) -> Tensor<B, 3> {
-    let mut h = Tensor::<B, 3>::zeros([k, n, hd], device);
+    let mut h = Tensor::<B, 3>::zeros([k, n, hd], r.device);
     let mut cell = h.clone();
-    let mut pick = Pick::new(feature, lens, [k, n, hd], device);
+    let mut pick = Pick::new(r.feature, r.lens, [k, n, hd], r.device);
     for i in 0..t {
-        let (h2, c2) = lstm_cell(gates(i, h), cell, c);
+        let (h2, c2) = lstm_cell(gates(i, h), cell, &r.c);
         h = h2;
         cell = c2;
         pick.step(i, &h, &cell);
@@ -272,19 +285,13 @@ fn cells<B: Backend>(
 fn mlstm_features<B: Backend>(
     m: &Mlstm<B>,
     ids: Tensor<B, 2, Int>,
-    lens: &[usize],
-    feature: TransferFeature,
-    c: &Ctx,
-    device: &Device<B>,
+    r: &Rows<'_, B>,
 ) -> Tensor<B, 3> {
-    let [rows, t] = ids.dims();
-    let k = m.embed.dims()[0];
-    let n = rows / k;
-    let hd = m.hidden;
+    let (c, [k, n, t], hd) = (&r.c, r.shape(&ids, m.embed.dims()[0]), m.hidden);
     let e = embed(&m.embed, ids, c);
     let xm = m.wmx.forward(e.clone(), c).reshape([k, n, t, hd]);
     let xg = m.wx.forward(e, c).reshape([k, n, t, 4 * hd]);
-    cells(feature, lens, [k, n, t, hd], c, device, |i, h| {
+    cells(r, [k, n, t, hd], |i, h| {
         let mm = step_of(&xm, i) * m.wmh.forward(h, c);
         step_of(&xg, i) + m.wm.forward(mm, c)
     })
@@ -293,16 +300,13 @@ fn mlstm_features<B: Backend>(
 fn transformer_features<B: Backend>(
     m: &TransformerLm<B>,
     ids: Tensor<B, 2, Int>,
-    lens: &[usize],
-    feature: TransferFeature,
-    c: &Ctx,
-    device: &Device<B>,
+    r: &Rows<'_, B>,
 ) -> Tensor<B, 3> {
-    let [rows, t] = ids.dims();
+    let (lens, device) = (r.lens, r.device);
     let [k, _, d] = m.pos.dims();
-    let n = rows / k;
-    let hs = m.hidden(ids, c).reshape([k, n, t, d]);
-    match feature {
+    let [_, n, t] = r.shape(&ids, k);
+    let hs = m.hidden(ids, &r.c).reshape([k, n, t, d]);
+    match r.feature {
         TransferFeature::Cell | TransferFeature::Hidden => {
             let last: Vec<i64> = lens.iter().map(|&l| l as i64 - 1).collect();
             let idx = Tensor::<B, 4, Int>::from_data(TensorData::new(last, [1, n, 1, 1]), device)

@@ -92,6 +92,16 @@ impl Paired {
 mod tests {
     use super::*;
 
+    /// Pairs counted by outcome: both right, only the first, only the second, neither.
+    fn counts(both: usize, only_first: usize, only_second: usize, neither: usize) -> Paired {
+        Paired {
+            both,
+            only_first,
+            only_second,
+            neither,
+        }
+    }
+
     /// Newcombe 1998a's worked examples of the score interval (Table II): 81/263 → 0.2553–0.3662,
     /// 15/148 → 0.0624–0.1605, 0/20 → 0–0.1611, 1/29 → 0.0061–0.1718.
     #[test]
@@ -114,12 +124,7 @@ mod tests {
     /// for many pairs approaches the Wald interval of a paired difference.
     #[test]
     fn the_paired_interval_behaves() {
-        let p = Paired {
-            both: 700,
-            only_first: 90,
-            only_second: 50,
-            neither: 160,
-        };
+        let p = counts(700, 90, 50, 160);
         let [lo, hi] = p.interval();
         let d = p.difference();
         assert!((d - 0.04).abs() < 1e-12);
@@ -132,12 +137,7 @@ mod tests {
         let [l2, h2] = flipped.interval();
         assert!((l2 + hi).abs() < 1e-12 && (h2 + lo).abs() < 1e-12);
         // Wald: var = ((b + c) − (b − c)²/n)/n², for 100× the pairs
-        let big = Paired {
-            both: 70_000,
-            only_first: 9_000,
-            only_second: 5_000,
-            neither: 16_000,
-        };
+        let big = counts(70_000, 9_000, 5_000, 16_000);
         let n = big.n() as f64;
         let (b, c) = (9_000f64, 5_000f64);
         let se = ((b + c) - (b - c).powi(2) / n).sqrt() / n;
@@ -145,12 +145,7 @@ mod tests {
         assert!((lo - (0.04 - Z95 * se)).abs() < 2e-4, "{lo}");
         assert!((hi - (0.04 + Z95 * se)).abs() < 2e-4, "{hi}");
         // identical classifiers: the interval holds 0 and is narrow
-        let same = Paired {
-            both: 600,
-            only_first: 0,
-            only_second: 0,
-            neither: 400,
-        };
+        let same = counts(600, 0, 0, 400);
         let [lo, hi] = same.interval();
         assert!(lo <= 0.0 && hi >= 0.0 && hi - lo < 0.01, "{lo} {hi}");
         assert_eq!(Paired::default().interval(), [-1.0, 1.0]);
