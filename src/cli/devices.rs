@@ -1,10 +1,14 @@
-//! `devices`: what this build can train on — CPU workers, CUDA GPUs, wgpu adapters — and, with
-//! `--probe`, which precisions each wgpu adapter computes in (the probe a trial runs first).
+//! `devices`: what this build can train on — CPU workers, CUDA GPUs, wgpu adapters — with
+//! `--probe`, which precisions each wgpu adapter computes in (the probe a trial runs first), and
+//! with `--check`, whether each GPU computes what the CPU computes (`train::device_check`: the
+//! convolution block and the optimizers' updates against the CPU's own kernels; exit 1 when one
+//! differs beyond f32 rounding or cannot run).
 
 use std::process::ExitCode;
 
 use clap::Args;
 use scaling_lab::train;
+use scaling_lab::train::device_check::Check;
 use scaling_lab::workload::spec::Precision;
 
 use super::{outln, CmdResult};
@@ -15,6 +19,11 @@ pub struct DevicesArgs {
     /// adapter (seconds on a software adapter: its kernels compile first).
     #[arg(long)]
     pub probe: bool,
+    /// Also check each GPU against the CPU: the convolution block (values and gradients) and the
+    /// SGD, momentum, Nesterov and Adam updates on the same inputs, each within f32 rounding
+    /// (exit 1 when one is not).
+    #[arg(long)]
+    pub check: bool,
     /// One JSON object instead of lines.
     #[arg(long)]
     pub json: bool,
@@ -29,6 +38,29 @@ pub fn cmd_devices(a: DevicesArgs) -> CmdResult {
             .into_iter()
             .map(|p| (p, train::wgpu::check(&[index], p).map(|_| ())))
             .collect()
+    };
+    // the device checks, by device label, when asked
+    let mut checks: Vec<(String, Result<Vec<Check>, String>)> = Vec::new();
+    if a.check {
+        if let Ok(n) = &cuda {
+            for i in 0..*n {
+                checks.push((format!("cuda:{i}"), train::runner::cuda::check_kernels(i)));
+            }
+        }
+        if let Ok(found) = &wgpu {
+            for d in found {
+                let i = d.index;
+                checks.push((format!("wgpu:{i}"), train::wgpu::check_kernels(i)));
+            }
+        }
+    }
+    let all_agree = checks
+        .iter()
+        .all(|(_, r)| r.as_ref().is_ok_and(|c| c.iter().all(Check::ok)));
+    let code = if all_agree {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     };
     if a.json {
         let adapters: Vec<serde_json::Value> = match &wgpu {
@@ -72,8 +104,21 @@ pub fn cmd_devices(a: DevicesArgs) -> CmdResult {
                 Err(why) => serde_json::json!({ "off": why }),
             };
         }
+        if a.check {
+            v["checks"] = checks
+                .iter()
+                .map(|(device, r)| match r {
+                    Ok(c) => serde_json::json!({
+                        "device": device,
+                        "agrees": c.iter().all(Check::ok),
+                        "checks": c,
+                    }),
+                    Err(e) => serde_json::json!({ "device": device, "agrees": false, "error": e }),
+                })
+                .collect();
+        }
         outln(&serde_json::to_string(&v)?);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
     outln(&format!("cpu: {cores} cores (--workers N)"));
     match cuda {
@@ -112,6 +157,40 @@ pub fn cmd_devices(a: DevicesArgs) -> CmdResult {
             outln(&format!("wgpu: none ({e})"));
         }
     }
+    if a.check {
+        if checks.is_empty() {
+            outln("check: no GPU here to check against the CPU");
+        }
+        for (device, r) in &checks {
+            match r {
+                Ok(c) => {
+                    let bad = c.iter().filter(|c| !c.ok()).count();
+                    outln(&if bad == 0 {
+                        format!(
+                            "{device} agrees with the CPU: {} checks within f32 rounding",
+                            c.len()
+                        )
+                    } else {
+                        format!(
+                            "{device} DIFFERS from the CPU in {bad} of {} checks",
+                            c.len()
+                        )
+                    });
+                    for c in c {
+                        outln(&format!(
+                            "  {:<22} {:>9.2e} {} {:.0e}{}",
+                            c.name,
+                            c.max_abs_diff,
+                            if c.ok() { "≤" } else { ">" },
+                            c.tolerance,
+                            if c.ok() { "" } else { "  DIFFERS" }
+                        ));
+                    }
+                }
+                Err(e) => outln(&format!("{device}: the check could not run: {e}")),
+            }
+        }
+    }
     // only once a GPU backend has started (a build without one has nothing to cache)
     match train::kernel_cache::configured() {
         Some(Ok(dir)) => {
@@ -126,5 +205,5 @@ pub fn cmd_devices(a: DevicesArgs) -> CmdResult {
         }
         None => (),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }

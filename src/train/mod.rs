@@ -8,6 +8,7 @@
 
 pub mod allreduce_bench;
 pub mod bench;
+pub mod device_check;
 pub mod dtype;
 pub mod exchange;
 pub mod fit_probe;

@@ -350,6 +350,20 @@ pub mod cuda {
         ))
     }
 
+    /// The device check on cuda:`index` (`devices --check`, [`crate::train::device_check`]).
+    pub fn check_kernels(index: usize) -> Result<Vec<crate::train::device_check::Check>, String> {
+        let n = probe()?;
+        if index >= n {
+            return Err(format!(
+                "cuda:{index} does not exist ({n} CUDA device(s) found)"
+            ));
+        }
+        std::panic::catch_unwind(|| {
+            crate::train::device_check::run::<CudaTrain>(&CudaDevice::new(index))
+        })
+        .unwrap_or_else(|p| Err(crate::core::runner::panic_message(&p)))
+    }
+
     pub fn run_group(
         ids: &[usize],
         workload: &Workload,
@@ -387,6 +401,10 @@ pub mod cuda {
             "this build has no CUDA support: rebuild with `cargo build --release --features cuda`"
                 .into(),
         )
+    }
+
+    pub fn check_kernels(_index: usize) -> Result<Vec<crate::train::device_check::Check>, String> {
+        Err(probe().unwrap_err())
     }
 
     pub fn run_group(

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use crate::core::{DeviceSpec, TrialEvent, TrialOutcome};
 use crate::workload::spec::{Precision, Workload};
 
+use super::device_check::Check;
 use super::trainer::TrainOptions;
 
 /// One wgpu adapter as enumerated.
@@ -366,6 +367,22 @@ mod imp {
         Ok(found)
     }
 
+    /// The device check on adapter `index` (`devices --check`, [`crate::train::device_check`])
+    /// with the backend a trial there trains on (unfused under `SCALING_LAB_FUSION=0`).
+    pub fn check_kernels(index: usize) -> Result<Vec<Check>, String> {
+        let dev = device(index)?;
+        quiet(|| {
+            std::panic::catch_unwind(|| {
+                if fusion_off() {
+                    crate::train::device_check::run::<WgpuTrainUnfused>(&dev)
+                } else {
+                    crate::train::device_check::run::<WgpuTrain>(&dev)
+                }
+            })
+            .unwrap_or_else(|p| Err(crate::core::panic_message(&p)))
+        })
+    }
+
     /// A fused group of trials on the adapters (see `trainer::run_group`).
     pub fn run_group(
         adapters: &[usize],
@@ -397,7 +414,9 @@ mod imp {
 }
 
 #[cfg(feature = "wgpu")]
-pub use imp::{check, check_precision, device, probe, run_group, WgpuTrain, WgpuTrainUnfused};
+pub use imp::{
+    check, check_kernels, check_precision, device, probe, run_group, WgpuTrain, WgpuTrainUnfused,
+};
 
 #[cfg(not(feature = "wgpu"))]
 mod imp {
@@ -411,6 +430,10 @@ mod imp {
     }
 
     pub fn check(_adapters: &[usize], _precision: Precision) -> Result<Vec<Adapter>, String> {
+        Err(NOT_BUILT.into())
+    }
+
+    pub fn check_kernels(_index: usize) -> Result<Vec<Check>, String> {
         Err(NOT_BUILT.into())
     }
 
@@ -428,7 +451,7 @@ mod imp {
 }
 
 #[cfg(not(feature = "wgpu"))]
-pub use imp::{check, probe, run_group};
+pub use imp::{check, check_kernels, probe, run_group};
 
 #[cfg(test)]
 mod tests {

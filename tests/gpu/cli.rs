@@ -1,7 +1,8 @@
 //! The wgpu tier through the binary (`cargo test --release --features wgpu --test gpu cli`):
 //! `train` and `sweep` on `--devices wgpu:0` (lavapipe in CI), packing two trials on one adapter,
 //! an oversized batch recorded as `oom` with its B while the sweep goes on, the bf16 refusal
-//! before any trial, a missing adapter, `--devices` parsing and `devices --probe`.
+//! before any trial, a missing adapter, `--devices` parsing, `devices --probe`, and `devices
+//! --check` (the adapter's generic convolution and tensor-op updates against the CPU's own kernels).
 #![cfg(feature = "wgpu")]
 
 use crate::common;
@@ -135,14 +136,14 @@ fn a_short_digits_sweep_packs_two_trials_on_one_adapter() {
     assert!(v.is_object(), "{out}");
 }
 
-/// A real out-of-memory on the device: an MLP with a 131,072-unit hidden layer at B = 1024 needs a
-/// 512 MiB activation, which CubeCL's memory pools refuse on lavapipe ("can't allocate buffer of
-/// size", BufferTooBig). That trial is recorded as `oom` with its B, and the sweep goes on to the B
-/// that fits (B = 8, whose evaluation forward is capped at 128 examples on a GPU: 64 MiB), which
-/// trains for real. The out-of-memory happens in the sweep's device-memory probe (a child process,
-/// `train::fit_probe`), so the sweep's own device is not poisoned by CubeCL's device-thread panic
-/// (without the probe, measured: the B = 8 trial after it failed too) and no panic text reaches the
-/// user.
+/// A real out-of-memory on the device: an MLP with a 40,960-unit hidden layer at B = 1024 needs a
+/// 160 MiB activation, past lavapipe's largest buffer (128 MiB), which CubeCL's memory pools refuse
+/// ("can't allocate buffer of size", BufferTooBig). That trial is recorded as `oom` with its B, and
+/// the sweep goes on to the B that fits (B = 8), which trains for real (two steps and an
+/// evaluation: the width costs kernel compiles, not coverage). The out-of-memory happens in the
+/// sweep's device-memory probe (a child process, `train::fit_probe`), so the sweep's own device is
+/// not poisoned by CubeCL's device-thread panic (without the probe, measured: the B = 8 trial after
+/// it failed too) and no panic text reaches the user.
 #[test]
 fn an_oversized_batch_is_recorded_as_oom_and_the_sweep_goes_on() {
     if !common::wgpu_or_skip("an_oversized_batch_is_recorded_as_oom_and_the_sweep_goes_on") {
@@ -157,9 +158,9 @@ fn an_oversized_batch_is_recorded_as_oom_and_the_sweep_goes_on() {
             "name = \"digits-mlp-momentum\"",
             "name = \"digits-mlp-wide\"",
         )
-        .replace("hidden = [64]", "hidden = [131072]")
-        .replace("step_budget = 3000", "step_budget = 6");
-    assert!(text.contains("131072") && text.contains("step_budget = 6"));
+        .replace("hidden = [64]", "hidden = [40960]")
+        .replace("step_budget = 3000", "step_budget = 2");
+    assert!(text.contains("40960") && text.contains("step_budget = 2"));
     std::fs::write(&preset, text).unwrap();
     let runs = dir.path().join("runs");
     // autotune benchmarks every kernel variant at these sizes on first use: minutes on lavapipe
@@ -202,7 +203,7 @@ fn an_oversized_batch_is_recorded_as_oom_and_the_sweep_goes_on() {
         "{:?}",
         at(1024).outcome
     );
-    // it trained (a 131,072-wide layer at the 64-wide preset's learning rate may also diverge)
+    // it trained (a 40,960-wide layer at the 64-wide preset's learning rate may also diverge)
     assert!(
         matches!(
             at(8).outcome.outcome,
@@ -318,6 +319,57 @@ fn devices_lists_the_adapter_and_probes_its_precisions() {
     let bf16 = a["precisions"]["bf16"].as_str().unwrap();
     assert!(bf16.contains("WGSL has no bf16"), "{bf16}");
     assert!(a["max_binding_bytes"].as_u64().unwrap() > 0);
+}
+
+/// `devices --check` on lavapipe: Burn's generic convolution block (values and the gradients of
+/// input, weights and bias) and the tensor-op SGD, momentum, Nesterov and Adam updates on wgpu:0
+/// equal the CPU's im2col + gemm and its fused in-place update to f32 rounding; exit 0, one line
+/// per check in text, the same verdicts in JSON.
+#[test]
+fn devices_check_finds_the_adapter_computes_what_the_cpu_computes() {
+    if !common::wgpu_or_skip("devices_check_finds_the_adapter_computes_what_the_cpu_computes") {
+        return;
+    }
+    let (code, out, err) = run(&["devices", "--check", "--json"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let c = &v["checks"][0];
+    assert_eq!(c["device"], "wgpu:0", "{v}");
+    assert_eq!(c["agrees"], true, "{v}");
+    let names: Vec<&str> = c["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "conv block: values",
+            "conv block: d/dx",
+            "conv block: d/dw",
+            "conv block: d/db",
+            "sgd update",
+            "momentum update",
+            "nesterov update",
+            "adam update"
+        ],
+        "{v}"
+    );
+    for k in c["checks"].as_array().unwrap() {
+        let (d, tol) = (
+            k["max_abs_diff"].as_f64().unwrap(),
+            k["tolerance"].as_f64().unwrap(),
+        );
+        assert!(d <= tol && tol <= 1e-4, "{k}");
+    }
+    let (code, out, err) = run(&["devices", "--check"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("wgpu:0 agrees with the CPU: 8 checks within f32 rounding"),
+        "{out}"
+    );
+    assert_eq!(out.matches(" ≤ ").count(), 8, "{out}");
 }
 
 /// CubeCL's caches are the binary's, per user and device kind (src/train/kernel_cache.rs): a trial

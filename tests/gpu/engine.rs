@@ -3,8 +3,6 @@
 //! * two replicas on wgpu (`wgpu:0,0`: sharing adapter 0; the all-reduce path multi-GPU CUDA
 //!   takes) follow the trajectory of two CPU workers at the same seed;
 //! * fp16 on wgpu with the loss scaler (and a scale that overflows is skipped and halved);
-//! * Burn's generic convolution and the tensor-op SGD update on wgpu against the CPU fast paths
-//!   (im2col + gemm, the fused in-place SGD), which only Flex takes;
 //! * a fused trial group on wgpu trains each member as that trial trains alone there.
 //!
 //! Without an adapter every test is skipped loudly (`common::wgpu_or_skip`), and fails instead
@@ -13,29 +11,13 @@
 
 use crate::common;
 
-use burn::backend::wgpu::{Wgpu, WgpuDevice};
-use burn::backend::{Autodiff, Flex};
-use burn::tensor::{Tensor, TensorData};
-use rand::rngs::StdRng;
-use rand::SeedableRng;
-
 use crate::common::{cpu_trial, digits_workload, train};
 use scaling_lab::core::{
     CancelToken, DeviceSpec, Group, Outcome, TrialEvent, TrialOutcome, TrialRunner,
 };
-use scaling_lab::model::layers::{gemm_conv, uniform, ConvPool, Ctx};
-use scaling_lab::train::optim::{update_param, MemberStep, Parts};
 use scaling_lab::train::scaler::ScalerConfig;
 use scaling_lab::train::{BurnRunner, TrainOptions};
 use scaling_lab::workload::spec::Precision;
-use scaling_lab::workload::spec::{Metaparams, OptimizerKind};
-
-fn adapter0() -> WgpuDevice {
-    let found = scaling_lab::train::wgpu::probe().unwrap_or_else(|e| panic!("{e}"));
-    assert!(!found.is_empty());
-    // the device `wgpu:0` trains on (the runner's own mapping)
-    scaling_lab::train::wgpu::device(0).unwrap_or_else(|e| panic!("{e}"))
-}
 
 fn on_wgpu(
     mut s: scaling_lab::core::TrialSpec,
@@ -120,154 +102,6 @@ fn fp16_on_wgpu_runs_with_the_loss_scaler() {
         out.final_loss_scale,
         2f64.powi(40) / 2f64.powi(out.skipped_steps as i32)
     );
-}
-
-fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
-}
-
-/// The CNN block: Burn's conv2d → max-pool on wgpu (the generic path every non-Flex backend takes)
-/// equals the CPU's im2col + gemm in values and in the gradients of input, weights and bias.
-#[test]
-fn generic_convolution_on_wgpu_matches_the_cpu_im2col_path() {
-    if !common::wgpu_or_skip("generic_convolution_on_wgpu_matches_the_cpu_im2col_path") {
-        return;
-    }
-    let _one_at_a_time = common::wgpu_serial();
-    type G = Autodiff<Wgpu>;
-    type C = Autodiff<Flex>;
-    assert!(!gemm_conv::<G>(), "wgpu must take Burn's convolution");
-    assert!(gemm_conv::<C>(), "the CPU takes im2col + gemm");
-    let gd = adapter0();
-    let cd = Default::default();
-    let (n, h, w, cin, cout, k) = (2, 8, 8, 3, 4, 5);
-    let mut rng = StdRng::seed_from_u64(3);
-    let x_vals = uniform(&mut rng, n * h * w * cin, 1.0);
-    let probe = uniform(&mut rng, n * (h / 2) * (w / 2) * cout, 1.0);
-    let gpu = ConvPool::<G>::new(&mut StdRng::seed_from_u64(11), cin, cout, k, &gd);
-    let cpu = ConvPool::<C>::new(&mut StdRng::seed_from_u64(11), cin, cout, k, &cd);
-
-    let x = Tensor::<G, 4>::from_data(TensorData::new(x_vals.clone(), [n, h, w, cin]), &gd)
-        .require_grad();
-    let p = Tensor::<G, 4>::from_data(TensorData::new(probe.clone(), [n, h / 2, w / 2, cout]), &gd);
-    let y = gpu.forward(x.clone(), &Ctx::fp32());
-    let g = (y.clone() * p).sum().backward();
-    let v = |t: Tensor<Wgpu, 4>| t.into_data().to_vec::<f32>().unwrap();
-    let (gy, gx) = (v(y.inner()), v(x.grad(&g).unwrap()));
-    let gw = gpu
-        .w
-        .val()
-        .grad(&g)
-        .unwrap()
-        .into_data()
-        .to_vec::<f32>()
-        .unwrap();
-    let gb = gpu
-        .b
-        .val()
-        .grad(&g)
-        .unwrap()
-        .into_data()
-        .to_vec::<f32>()
-        .unwrap();
-
-    let x = Tensor::<C, 4>::from_data(TensorData::new(x_vals, [n, h, w, cin]), &cd).require_grad();
-    let p = Tensor::<C, 4>::from_data(TensorData::new(probe, [n, h / 2, w / 2, cout]), &cd);
-    let y = cpu.forward(x.clone(), &Ctx::fp32());
-    let g = (y.clone() * p).sum().backward();
-    let v = |t: Tensor<Flex, 4>| t.into_data().to_vec::<f32>().unwrap();
-    let (cy, cx) = (v(y.inner()), v(x.grad(&g).unwrap()));
-    let cw = cpu
-        .w
-        .val()
-        .grad(&g)
-        .unwrap()
-        .into_data()
-        .to_vec::<f32>()
-        .unwrap();
-    let cb = cpu
-        .b
-        .val()
-        .grad(&g)
-        .unwrap()
-        .into_data()
-        .to_vec::<f32>()
-        .unwrap();
-
-    assert!(cy.iter().any(|v| *v > 0.0), "all outputs zero");
-    assert!(max_abs_diff(&gy, &cy) < 1e-5, "values differ");
-    assert!(max_abs_diff(&gx, &cx) < 1e-4, "d/dx differs");
-    assert!(max_abs_diff(&gw, &cw) < 1e-4, "d/dw differs");
-    assert!(max_abs_diff(&gb, &cb) < 1e-4, "d/db differs");
-}
-
-/// The optimizers' update as tensor ops on wgpu equals the CPU's fused in-place update over
-/// several steps, for plain SGD, heavy-ball and Nesterov momentum and Adam, with two members of a
-/// group that differ in learning rate, γ and gradient factor, one of them skipping a step (to f32
-/// rounding: a GPU may fuse multiply-adds).
-#[test]
-fn generic_updates_on_wgpu_match_the_fused_cpu_update() {
-    if !common::wgpu_or_skip("generic_updates_on_wgpu_match_the_fused_cpu_update") {
-        return;
-    }
-    let _one_at_a_time = common::wgpu_serial();
-    let gd = adapter0();
-    let n = 1000;
-    let mut rng = StdRng::seed_from_u64(5);
-    let w0 = uniform(&mut rng, 2 * n, 1.0);
-    let grads: Vec<Vec<f32>> = (0..5).map(|_| uniform(&mut rng, 2 * n, 1.0)).collect();
-    let mps = [Metaparams::new(0.1, 0.9), Metaparams::new(0.03, 0.5)];
-    for kind in [
-        OptimizerKind::Sgd,
-        OptimizerKind::Momentum,
-        OptimizerKind::Nesterov,
-        OptimizerKind::Adam,
-    ] {
-        let mut gp = Parts::<Wgpu> {
-            w: Tensor::from_data(TensorData::new(w0.clone(), [2 * n]), &gd),
-            g: Tensor::from_data(TensorData::new(grads[0].clone(), [2 * n]), &gd),
-            first: None,
-            second: None,
-        };
-        let cd = Default::default();
-        let mut cp = Parts::<Flex> {
-            w: Tensor::from_data(TensorData::new(w0.clone(), [2 * n]), &cd),
-            g: Tensor::from_data(TensorData::new(grads[0].clone(), [2 * n]), &cd),
-            first: None,
-            second: None,
-        };
-        let mut before = [0u32; 2];
-        for (s, g) in grads.iter().enumerate() {
-            let plan = [
-                MemberStep {
-                    lr: mps[0].learning_rate,
-                    factor: 1.0,
-                    apply: true,
-                },
-                MemberStep {
-                    lr: mps[1].learning_rate,
-                    factor: 0.5,
-                    apply: s != 2,
-                },
-            ];
-            gp.g = Tensor::from_data(TensorData::new(g.clone(), [2 * n]), &gd);
-            cp.g = Tensor::from_data(TensorData::new(g.clone(), [2 * n]), &cd);
-            gp = update_param(gp, kind, &mps, &before, &plan);
-            cp = update_param(cp, kind, &mps, &before, &plan);
-            for (b, p) in before.iter_mut().zip(&plan) {
-                *b += p.apply as u32;
-            }
-        }
-        let a = gp.w.into_data().to_vec::<f32>().unwrap();
-        let b = cp.w.into_data().to_vec::<f32>().unwrap();
-        let d = max_abs_diff(&a, &b);
-        assert!(d < 1e-5, "{kind:?}: weights differ by {d}");
-        assert!(max_abs_diff(&a, &w0) > 0.01, "{kind:?}: nothing moved");
-    }
 }
 
 /// A fused group on wgpu: two members with their own seeds and learning rates as one

@@ -217,3 +217,29 @@ fn common_log_count(runs: &Path) -> usize {
         })
         .unwrap_or(0)
 }
+
+/// `devices` and `devices --check` in a terminal and piped, with no GPU visible (the Vulkan loader
+/// pointed at no driver): the lines are the same both ways, the check says there is nothing to
+/// check, exit 0. (The check on a real adapter: the wgpu tier's `devices --check` test.)
+#[test]
+fn devices_and_its_check_in_a_terminal_and_piped() {
+    for args in [&["devices"][..], &["devices", "--check"]] {
+        let no_gpu = [("VK_ICD_FILENAMES", "/nonexistent/icd.json")];
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).envs(no_gpu).env("TERM", "xterm-256color");
+        let mut s = Session::spawn(cmd).expect("spawn in a pty");
+        s.set_expect_timeout(Some(Duration::from_secs(120)));
+        let text = text_until_eof(&mut s, "devices ends").replace("\r\n", "\n");
+        assert_eq!(exit_code(&s), 0, "{text}");
+        let piped = Command::new(BIN).args(args).envs(no_gpu).output().unwrap();
+        assert_eq!(piped.status.code(), Some(0));
+        assert_eq!(String::from_utf8_lossy(&piped.stdout).trim(), text.trim());
+        assert!(text.starts_with("cpu: "), "{text}");
+        assert!(text.contains("wgpu: none"), "{text}");
+        assert_eq!(
+            text.contains("check: no GPU here to check against the CPU"),
+            args.len() == 2,
+            "{text}"
+        );
+    }
+}
