@@ -39,7 +39,7 @@ impl Check {
                 .iter()
                 .zip(cpu)
                 .map(|(x, y)| (x - y).abs())
-                .fold(0.0, |m, d| {
+                .fold(0.0f32, |m, d| {
                     if d.is_nan() || m.is_nan() {
                         f32::NAN
                     } else {
