@@ -187,7 +187,9 @@ pub fn cmd_devices(a: DevicesArgs) -> CmdResult {
                         ));
                     }
                 }
-                Err(e) => outln(&format!("{device}: the check could not run: {e}")),
+                Err(e) => {
+                    outln(&format!("{device}: the check could not run: {e}"));
+                }
             }
         }
     }
