@@ -12,8 +12,10 @@
 #   GPU_BACKEND=wgpu: `cargo build --release --features wgpu`; presets sized for a software
 #     device (lavapipe): digits-mlp-momentum and mnist-cnn-momentum at B=64, every run capped at
 #     $STEPS steps and $T s (CI runs this on lavapipe; its time there is not yet measured: docs/gpu.md).
-# Env: BIN, OUT_JSON, RUNS_LOG, GPU_BACKEND, PRESETS, B, SEED, T, STEPS, CPU (0: no CPU runs, for a preset too slow
-# on the CPU to reach its target inside a device lease).
+# Env: BIN, OUT_JSON, RUNS_LOG, GPU_BACKEND, PRESETS, B, SEED, T, STEPS, SIDE_STEPS (a cap for the runs whose
+# steps are not compared with the CPU — bf16, fp16, fusion off, the packed pair — on wgpu 20: they show
+# that the path runs, and its examples/s), CPU (0: no CPU runs, for a preset too slow on the CPU to
+# reach its target inside a device lease).
 set -uo pipefail
 BIN=${BIN:-./target/release/scaling-lab}
 OUT_JSON=${OUT_JSON:-gpu-check.json}
@@ -29,6 +31,7 @@ case "$GPU_BACKEND" in
     B=${B:-256}
     T=${T:-60}           # seconds per GPU run
     STEPS=${STEPS:-}     # no cap: the preset's budget, cut by T
+    SIDE_STEPS=${SIDE_STEPS:-}
     PRESETS=${PRESETS:-"mnist-cnn-paper-momentum shakespeare-mlstm-paper-adam"}  # the bf16 goal (>= 2x) is on the 1024-unit mLSTM
     ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
     ;;
@@ -36,6 +39,7 @@ case "$GPU_BACKEND" in
     B=${B:-64}
     T=${T:-240}          # a software device compiles each kernel on first use (seconds each)
     STEPS=${STEPS:-300}
+    SIDE_STEPS=${SIDE_STEPS:-20}
     PRESETS=${PRESETS:-"digits-mlp-momentum mnist-cnn-momentum"}
     # autotune benchmarks every kernel variant on first use: minutes on a software device
     export CUBECL_AUTOTUNE_LEVEL=${CUBECL_AUTOTUNE_LEVEL:-minimal}
@@ -62,6 +66,8 @@ else
 fi
 cap=()
 [ -n "$STEPS" ] && cap=(--steps "$STEPS")
+side_cap=("${cap[@]}")
+[ -n "$SIDE_STEPS" ] && side_cap=(--steps "$SIDE_STEPS")
 # the CPU runs are capped at 300 steps unless $STEPS already caps every run (`--steps` once only)
 cpu_cap=(--steps 300)
 [ -n "$STEPS" ] && cpu_cap=()
@@ -97,13 +103,15 @@ PY
 
 for p in $PRESETS; do
   common=(--preset "$p" --batch-size "$B" --seed "$SEED" "${cap[@]}")
-  for prec in fp32 bf16 fp16; do
-    run "$p.$prec.gpu0" "$T" "${common[@]}" --precision "$prec" --devices "$dev0"
+  side=(--preset "$p" --batch-size "$B" --seed "$SEED" "${side_cap[@]}")
+  run "$p.fp32.gpu0" "$T" "${common[@]}" --precision fp32 --devices "$dev0"
+  for prec in bf16 fp16; do
+    run "$p.$prec.gpu0" "$T" "${side[@]}" --precision "$prec" --devices "$dev0"
   done
-  SCALING_LAB_FUSION=0 run "$p.fp32.gpu0.nofusion" "$T" "${common[@]}" --precision fp32 --devices "$dev0"
+  SCALING_LAB_FUSION=0 run "$p.fp32.gpu0.nofusion" "$T" "${side[@]}" --precision fp32 --devices "$dev0"
   # two trials packed on one device at once
-  run "$p.fp32.packed.a" "$T" "${common[@]}" --precision fp32 --devices "$dev0" &
-  run "$p.fp32.packed.b" "$T" --preset "$p" --batch-size "$B" --seed "$((SEED + 1))" "${cap[@]}" --precision fp32 --devices "$dev0" &
+  run "$p.fp32.packed.a" "$T" "${side[@]}" --precision fp32 --devices "$dev0" &
+  run "$p.fp32.packed.b" "$T" --preset "$p" --batch-size "$B" --seed "$((SEED + 1))" "${side_cap[@]}" --precision fp32 --devices "$dev0" &
   wait
   if [ -n "$two" ]; then
     run "$p.fp32.two" "$T" "${common[@]}" --precision fp32 --devices "$two"
