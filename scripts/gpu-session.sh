@@ -12,7 +12,8 @@
 # cnn-bf16-warm.json. Measured already (docs/gpu.md, third lease): the cache (digits 74.9 s cold, 1.3 s
 # warm), the fp32 CNN's steady state (9.0 ms a step) and the CPU at the same seed; so this lease goes
 # to what is not:
-# 1. the CUDA libraries found, `devices --json` (stops here when no CUDA device is usable)
+# 1. the CUDA libraries found, `devices --json` (stops here when no CUDA device is usable), then
+#    `devices --check` (devices-check.json: cuda:0 against the CPU's kernels)
 # 2. the paper CNN, fp32, 300 steps at B = 256: cold (~225 s), then from the cache (~1.4 s)
 # 3. the CIFAR-10 ResNet-8 (cifar10-resnet8-momentum, ghost BN, crop + flip): a short sweep of 8 trials
 #    at B = 256 fused as one program on cuda:0 (300-step budget): compile, the group's step time,
@@ -51,6 +52,9 @@ if ! python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["cuda"]; sys.ex
   log "no usable CUDA device (the reason is in devices.json)"
   exit 3
 fi
+# the GPU's convolution block and optimizer updates against the CPU's own kernels (f32 rounding)
+timeout -k 10 240 "$BIN" devices --check --json >"$OUT/devices-check.json" 2>>"$L"
+log "devices --check: exit $? ($(python3 -c 'import json,sys; print([(c["device"], c["agrees"]) for c in json.load(open(sys.argv[1])).get("checks", [])])' "$OUT/devices-check.json" 2>&1))"
 
 # one `train --json` run on cuda:0: its summary line in session.log
 train() {

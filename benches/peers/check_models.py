@@ -1,7 +1,7 @@
 """Checks that the JAX peers' models are the lab's: runs small_cnn.forward and char_lstm.forward on the lab's own
 initial parameters and input, and compares the logits and the mean cross-entropy with the lab's.
 
-usage: SCALING_LAB_PEER_CHECK_DIR=DIR cargo test --release --lib train::bench -- --ignored dump_models
+usage: SCALING_LAB_PEER_CHECK_DIR=DIR cargo bench --bench peer_models
        python check_models.py DIR
 Prints one line per model: 'MODEL: max |logits - lab| = X (of max |logit| Y), loss lab L1 jax L2' and
 exits 1 if a difference exceeds 1e-4 (relative to the largest logit).

@@ -266,7 +266,7 @@ impl StepCase {
 
     /// 8 random batches of `batch` examples: images uniform in [−1, 1) with random labels, or
     /// windows of random bytes with their next-byte targets (y = x shifted by one).
-    fn batches<B: burn::tensor::backend::Backend>(
+    pub fn batches<B: burn::tensor::backend::Backend>(
         &self,
         batch: usize,
         device: &Device<B>,

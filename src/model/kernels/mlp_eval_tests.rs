@@ -164,55 +164,6 @@ fn the_kept_tiles_follow_the_rows_and_labels() {
     }
 }
 
-/// Not a test: the two paths' time per evaluation at digits' shape (10 members, 360 rows).
-/// `cargo test --release --lib mlp_eval_speed -- --ignored --nocapture`
-#[test]
-#[ignore]
-fn mlp_eval_speed() {
-    let dev = Default::default();
-    let spec = ModelSpec::Mlp(crate::model::mlp::MlpSpec { hidden: vec![64] });
-    let shape = InputShape::images(1, 8, 8, 10);
-    let (k, n) = (10, 360);
-    let seeds: Vec<u64> = (0..k as u64).collect();
-    let net = Net::<Flex>::init_group(&spec, shape, &seeds, &dev).unwrap();
-    let x: Vec<f32> = (0..n * 64).map(|i| ((i * 31 % 17) as f32) / 16.0).collect();
-    let y: Vec<i64> = (0..n).map(|i| (i % 10) as i64).collect();
-    let c = Ctx::fp32();
-    let (rep, one) = batches(x, y, k);
-    let time = |f: &dyn Fn() -> f64| {
-        let mut best = f64::INFINITY;
-        for _ in 0..5 {
-            let t = std::time::Instant::now();
-            let mut s = 0.0;
-            for _ in 0..200 {
-                s += f();
-            }
-            best = best.min(t.elapsed().as_secs_f64() / 200.0);
-            assert!(s >= 0.0);
-        }
-        best
-    };
-    let generic = time(&|| {
-        net.eval_stats(&rep, &c, false)
-            .into_data()
-            .iter::<f64>()
-            .sum()
-    });
-    let shared = time(&|| {
-        net.correct_shared(&one, &c)
-            .unwrap()
-            .into_data()
-            .iter::<f64>()
-            .sum()
-    });
-    println!(
-        "eval of {k} members × {n} rows: generic {:.1} µs, shared rows {:.1} µs ({:.2}×)",
-        generic * 1e6,
-        shared * 1e6,
-        generic / shared
-    );
-}
-
 /// The last layer's logits are `dense::forward`'s bit for bit (rows that are not a multiple of the
 /// tile, values with many near-ties).
 #[test]
