@@ -4,10 +4,8 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use scaling_lab::core::*;
-use scaling_lab::nqm::NqmRunner;
 use scaling_lab::report::compare::{compare, render_compare};
 use scaling_lab::report::export::{
     export_json, metaparam_svg, points_csv, svg_for_log, trials_csv,
@@ -15,41 +13,15 @@ use scaling_lab::report::export::{
 use scaling_lab::report::Report;
 use scaling_lab::runlog::batch_science::{import_batch_science, save_import};
 use scaling_lab::runlog::{read_run_log, RunLogError, RunLogTail};
-use scaling_lab::sweep::SweepConfig;
 use scaling_lab::workload::spec::*;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-fn preset(opt: OptimizerKind) -> Preset {
-    Preset {
-        description: "fixture".into(),
-        search: SearchSpace {
-            learning_rate: [1e-2, 4.0],
-            one_minus_momentum: if opt.uses_momentum() {
-                Some([0.01, 0.5])
-            } else {
-                None
-            },
-            decay_alpha: Some([0.01, 1.0]),
-            decay_fraction: Some([0.5, 1.0]),
-            ..SearchSpace::default()
-        },
-        ..common::nqm_preset(opt)
-    }
-}
-
-/// Runs a small NQM sweep and returns its log path.
+/// Runs the small NQM sweep the fixtures come from and returns its log path.
 fn sweep(dir: &Path, opt: OptimizerKind) -> PathBuf {
-    let cfg = SweepConfig {
-        batch_sizes: vec![1, 4, 16, 64, 256],
-        trials_per_batch: 4,
-        concurrency: 2,
-        seed: 1,
-        ..common::sweep_config(preset(opt), dir)
-    };
-    common::run_sweep(cfg, Arc::new(NqmRunner), None).0.log_path
+    common::fixture_sweep(dir, opt)
 }
 
 #[test]
@@ -324,61 +296,4 @@ fn batch_science_import() {
     let back = read_run_log(&p).unwrap();
     assert_eq!(back.trials, log.trials);
     assert_eq!(back.status(), scaling_lab::runlog::LogStatus::Complete);
-}
-
-/// Regenerates tests/fixtures/{valid,invalid}/ from a real NQM sweep:
-/// `cargo test --release --test sweep regenerate -- --ignored`.
-#[test]
-#[ignore]
-fn regenerate_fixtures() {
-    let tmp = tempfile::tempdir().unwrap();
-    let valid = fixtures().join("valid");
-    let invalid = fixtures().join("invalid");
-    std::fs::create_dir_all(&valid).unwrap();
-    std::fs::create_dir_all(&invalid).unwrap();
-    for opt in [OptimizerKind::Sgd, OptimizerKind::Momentum] {
-        let p = sweep(tmp.path(), opt);
-        std::fs::copy(&p, valid.join(format!("nqm-{}.jsonl", opt.name()))).unwrap();
-    }
-    let text = std::fs::read_to_string(valid.join("nqm-sgd.jsonl")).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    let (h, t1, t2) = (lines[0], lines[1], lines[2]);
-    let n = lines.len();
-    let w = |name: &str, s: String| std::fs::write(invalid.join(name), s).unwrap();
-    // Valid but torn: summary dropped, last trial cut mid-line.
-    std::fs::write(
-        valid.join("torn-tail.jsonl"),
-        format!(
-            "{}\n{}",
-            lines[..n - 2].join("\n"),
-            &lines[n - 2][..lines[n - 2].len() / 2]
-        ),
-    )
-    .unwrap();
-    w(
-        "unknown-schema.jsonl",
-        format!("{}\n{t1}\n", h.replacen("\"schema\":1", "\"schema\":99", 1)),
-    );
-    w(
-        "garbage-line.jsonl",
-        format!("{h}\n{t1}\nthis is not json\n{t2}\n"),
-    );
-    w(
-        "torn-middle.jsonl",
-        format!("{h}\n{}\n{t2}\n", &t1[..t1.len() / 2]),
-    );
-    w("no-header.jsonl", format!("{t1}\n{t2}\n"));
-    w(
-        "bad-trial.jsonl",
-        format!(
-            "{h}\n{}\n",
-            t1.replacen("\"batch_size\":", "\"batch_size\":\"x\",\"_\":", 1)
-        ),
-    );
-    w("second-header.jsonl", format!("{h}\n{t1}\n{h}\n"));
-    w(
-        "unknown-type.jsonl",
-        format!("{h}\n{{\"type\":\"note\",\"text\":\"hi\"}}\n"),
-    );
-    w("empty.jsonl", String::new());
 }
