@@ -191,3 +191,164 @@ fn take(
     }
     (got, missing)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::tests::rec;
+    use crate::core::confirm::ConfirmMark;
+    use crate::core::trial::Outcome;
+    use crate::workload::spec::{ConfirmPlan, Metric, OptimizerKind, Target};
+
+    fn study(plan: Option<ConfirmPlan>) -> Study {
+        let target = Target {
+            metric: Metric::ValError,
+            value: 0.1,
+        };
+        Study {
+            target,
+            goal: target,
+            optimizer: OptimizerKind::Momentum,
+            search: None,
+            confirm: plan,
+        }
+    }
+
+    /// Five search trials at B = 16: ids 1 (80 steps) and 4 (90) are the best that reached; 2
+    /// ran out its budget and 3 diverged (neither is a candidate).
+    fn search() -> Vec<TrialRecord> {
+        let out = |s: u64| Outcome::Reached { step: s };
+        vec![
+            rec(0, 16, 0.1, out(100), None),
+            rec(1, 16, 0.2, out(80), None),
+            rec(
+                2,
+                16,
+                0.3,
+                Outcome::NotReached {
+                    budget: 500,
+                    early_stopped: false,
+                },
+                None,
+            ),
+            rec(3, 16, 4.0, Outcome::Diverged { step: 7 }, None),
+            rec(4, 16, 0.4, out(90), None),
+        ]
+    }
+
+    /// A confirm trial (`id`) of seed `(rank, of, seed)` at B = 16 that reached at `steps`.
+    fn confirm(id: u64, (rank, of, seed): Seed, steps: u64) -> TrialRecord {
+        let mut t = rec(id, 16, 0.2, Outcome::Reached { step: steps }, None);
+        t.spec.confirm = Some(ConfirmMark { of, rank, seed });
+        t
+    }
+
+    const TWO_BY_TWO: ConfirmPlan = ConfirmPlan {
+        configs: 2,
+        seeds: 2,
+    };
+
+    #[test]
+    fn the_first_blocks_are_the_best_configurations_times_the_seeds() {
+        let s = study(Some(TWO_BY_TWO));
+        assert_eq!(
+            first_blocks(&search(), &s, 16),
+            [(0, 1, 0), (0, 1, 1), (1, 4, 0), (1, 4, 1)]
+        );
+        // no confirm stage, or no search trial at that B: no blocks
+        assert!(first_blocks(&search(), &study(None), 16).is_empty());
+        assert!(first_blocks(&search(), &s, 32).is_empty());
+        // more configurations asked than candidates: the candidates there are
+        let three = study(Some(ConfirmPlan {
+            configs: 9,
+            seeds: 1,
+        }));
+        assert_eq!(
+            first_blocks(&search(), &three, 16),
+            [(0, 1, 0), (1, 4, 0), (2, 0, 0)]
+        );
+    }
+
+    #[test]
+    fn a_replay_says_what_a_stopped_stage_owes_and_what_no_round_places() {
+        let s = study(Some(TWO_BY_TWO));
+        let seeds = first_blocks(&search(), &s, 16);
+        let mut log = search();
+        log.extend(
+            seeds
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| confirm(10 + i as u64, x, 85)),
+        );
+        // the whole first blocks logged: nothing open, nothing unexplained, no round
+        assert_eq!(rounds_at(&log, &s, 16, None), RoundsAt::default());
+
+        // stopped before the last seed: that seed is owed
+        let stopped = &log[..log.len() - 1];
+        let r = rounds_at(stopped, &s, 16, None);
+        assert_eq!(r.open, [(1, 4, 1)]);
+        assert!(r.unexplained.is_empty() && r.rounds == 0);
+
+        // a confirm trial of a configuration that is not among the best, or of a missing trial
+        let mut edited = log.clone();
+        edited.push(confirm(20, (1, 0, 0), 85));
+        edited.push(confirm(21, (0, 999, 0), 85));
+        let r = rounds_at(&edited, &s, 16, None);
+        assert_eq!(
+            r.unexplained,
+            [21, 20],
+            "in seed order: (0, 999, 0), (1, 0, 0)"
+        );
+        assert!(r.open.is_empty());
+
+        // a header without a confirm stage places none of them
+        let r = rounds_at(&log, &study(None), 16, None);
+        assert_eq!(r.unexplained, [10, 11, 12, 13]);
+        // the search alone: nothing to replay
+        assert_eq!(rounds_at(&search(), &s, 16, Some(0.1)), RoundsAt::default());
+    }
+
+    #[test]
+    fn a_round_is_owed_only_while_the_interval_is_wider_than_asked() {
+        let s = study(Some(TWO_BY_TWO));
+        let mut log = search();
+        let seeds = first_blocks(&log, &s, 16);
+        // seeds that disagree widely: a wide confirmed interval
+        let steps = [60, 140, 70, 150];
+        log.extend(
+            seeds
+                .iter()
+                .zip(steps)
+                .enumerate()
+                .map(|(i, (&x, n))| confirm(10 + i as u64, x, n)),
+        );
+        // ±100 % asked: already met, no round
+        assert_eq!(next_round(&log, &s, 16, 1.0), None);
+        // the first blocks incomplete: no round yet
+        assert_eq!(next_round(&log[..log.len() - 1], &s, 16, 0.01), None);
+        // ±1 % asked of four disagreeing seeds: a round is called for, and its seeds continue
+        // each configuration's seed indices (or open the next configuration at seed 0)
+        let round = next_round(&log, &s, 16, 0.01).expect("a round narrows ±1 %");
+        {
+            assert!(round.cost() >= 1 && !round.seeds.is_empty());
+            for &(rank, of, seed) in &round.seeds {
+                let continues = [(0, 1), (1, 4)].contains(&(rank, of)) && seed >= 2;
+                let next_config = rank == 2 && of == 0;
+                assert!(continues || next_config, "{:?}", round.seeds);
+            }
+            // replaying the log with the round logged places its seeds in round 1
+            let mut more = log.clone();
+            more.extend(
+                round
+                    .seeds
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &x)| confirm(30 + i as u64, x, 100)),
+            );
+            let r = rounds_at(&more, &s, 16, Some(0.01));
+            assert_eq!(r.rounds, 1, "{r:?}");
+            assert_eq!(r.last, round.seeds, "{r:?}");
+            assert!(r.unexplained.is_empty(), "{r:?}");
+        }
+    }
+}

@@ -39,21 +39,11 @@ pub fn cmd_devices(a: DevicesArgs) -> CmdResult {
             .map(|p| (p, train::wgpu::check(&[index], p).map(|_| ())))
             .collect()
     };
-    // the device checks, by device label, when asked
-    let mut checks: Vec<(String, Result<Vec<Check>, String>)> = Vec::new();
-    if a.check {
-        if let Ok(n) = &cuda {
-            for i in 0..*n {
-                checks.push((format!("cuda:{i}"), train::runner::cuda::check_kernels(i)));
-            }
-        }
-        if let Ok(found) = &wgpu {
-            for d in found {
-                let i = d.index;
-                checks.push((format!("wgpu:{i}"), train::wgpu::check_kernels(i)));
-            }
-        }
-    }
+    let checks = if a.check {
+        device_checks(&cuda, &wgpu)
+    } else {
+        Vec::new()
+    };
     let all_agree = checks
         .iter()
         .all(|(_, r)| r.as_ref().is_ok_and(|c| c.iter().all(Check::ok)));
@@ -105,17 +95,7 @@ pub fn cmd_devices(a: DevicesArgs) -> CmdResult {
             };
         }
         if a.check {
-            v["checks"] = checks
-                .iter()
-                .map(|(device, r)| match r {
-                    Ok(c) => serde_json::json!({
-                        "device": device,
-                        "agrees": c.iter().all(Check::ok),
-                        "checks": c,
-                    }),
-                    Err(e) => serde_json::json!({ "device": device, "agrees": false, "error": e }),
-                })
-                .collect();
+            v["checks"] = checks_json(&checks);
         }
         outln(&serde_json::to_string(&v)?);
         return Ok(code);
@@ -158,40 +138,7 @@ pub fn cmd_devices(a: DevicesArgs) -> CmdResult {
         }
     }
     if a.check {
-        if checks.is_empty() {
-            outln("check: no GPU here to check against the CPU");
-        }
-        for (device, r) in &checks {
-            match r {
-                Ok(c) => {
-                    let bad = c.iter().filter(|c| !c.ok()).count();
-                    outln(&if bad == 0 {
-                        format!(
-                            "{device} agrees with the CPU: {} checks within f32 rounding",
-                            c.len()
-                        )
-                    } else {
-                        format!(
-                            "{device} DIFFERS from the CPU in {bad} of {} checks",
-                            c.len()
-                        )
-                    });
-                    for c in c {
-                        outln(&format!(
-                            "  {:<22} {:>9.2e} {} {:.0e}{}",
-                            c.name,
-                            c.max_abs_diff,
-                            if c.ok() { "≤" } else { ">" },
-                            c.tolerance,
-                            if c.ok() { "" } else { "  DIFFERS" }
-                        ));
-                    }
-                }
-                Err(e) => {
-                    outln(&format!("{device}: the check could not run: {e}"));
-                }
-            }
-        }
+        print_checks(&checks);
     }
     // only once a GPU backend has started (a build without one has nothing to cache)
     match train::kernel_cache::configured() {
@@ -208,4 +155,79 @@ pub fn cmd_devices(a: DevicesArgs) -> CmdResult {
         None => (),
     }
     Ok(code)
+}
+
+/// A device's check against the CPU, by device label.
+type DeviceCheck = (String, Result<Vec<Check>, String>);
+
+/// `--check` on every CUDA device, then every wgpu adapter.
+fn device_checks(
+    cuda: &Result<usize, String>,
+    wgpu: &Result<Vec<train::wgpu::Adapter>, String>,
+) -> Vec<DeviceCheck> {
+    let mut checks = Vec::new();
+    if let Ok(n) = cuda {
+        for i in 0..*n {
+            checks.push((format!("cuda:{i}"), train::runner::cuda::check_kernels(i)));
+        }
+    }
+    if let Ok(found) = wgpu {
+        for d in found {
+            let i = d.index;
+            checks.push((format!("wgpu:{i}"), train::wgpu::check_kernels(i)));
+        }
+    }
+    checks
+}
+
+fn checks_json(checks: &[DeviceCheck]) -> serde_json::Value {
+    checks
+        .iter()
+        .map(|(device, r)| match r {
+            Ok(c) => serde_json::json!({
+                "device": device,
+                "agrees": c.iter().all(Check::ok),
+                "checks": c,
+            }),
+            Err(e) => serde_json::json!({ "device": device, "agrees": false, "error": e }),
+        })
+        .collect()
+}
+
+/// A verdict line per device, then one line per check: its largest difference and tolerance.
+fn print_checks(checks: &[DeviceCheck]) {
+    if checks.is_empty() {
+        outln("check: no GPU here to check against the CPU");
+    }
+    for (device, r) in checks {
+        match r {
+            Ok(c) => {
+                let bad = c.iter().filter(|c| !c.ok()).count();
+                outln(&if bad == 0 {
+                    format!(
+                        "{device} agrees with the CPU: {} checks within f32 rounding",
+                        c.len()
+                    )
+                } else {
+                    format!(
+                        "{device} DIFFERS from the CPU in {bad} of {} checks",
+                        c.len()
+                    )
+                });
+                for c in c {
+                    outln(&format!(
+                        "  {:<22} {:>9.2e} {} {:.0e}{}",
+                        c.name,
+                        c.max_abs_diff,
+                        if c.ok() { "≤" } else { ">" },
+                        c.tolerance,
+                        if c.ok() { "" } else { "  DIFFERS" }
+                    ));
+                }
+            }
+            Err(e) => {
+                outln(&format!("{device}: the check could not run: {e}"));
+            }
+        }
+    }
 }
