@@ -322,10 +322,16 @@ mod tests {
                 .enumerate()
                 .map(|(i, (&x, n))| confirm(10 + i as u64, x, n)),
         );
-        // ±100 % asked: already met, no round
-        assert_eq!(next_round(&log, &s, 16, 1.0), None);
         // the first blocks incomplete: no round yet
         assert_eq!(next_round(&log[..log.len() - 1], &s, 16, 0.01), None);
+        // one configuration × 8 seeds that agree: the interval is within ±25 %, no round
+        let eight = study(Some(ConfirmPlan {
+            configs: 1,
+            seeds: 8,
+        }));
+        let mut agree = search();
+        agree.extend((0..8u32).map(|i| confirm(10 + i as u64, (0, 1, i), 100)));
+        assert_eq!(next_round(&agree, &eight, 16, 0.25), None);
         // ±1 % asked of four disagreeing seeds: a round is called for, and its seeds continue
         // each configuration's seed indices (or open the next configuration at seed 0)
         let round = next_round(&log, &s, 16, 0.01).expect("a round narrows ±1 %");
