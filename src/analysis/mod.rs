@@ -50,6 +50,9 @@
 //! `cluster` and the views.
 
 pub mod bootstrap;
+pub mod calibrate;
+#[cfg(test)]
+mod calibrate_tests;
 pub mod censored;
 pub mod confirm;
 pub mod confirm_rounds;

@@ -74,6 +74,7 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         seed: a.seed.unwrap_or(0),
         repeat_of: None,
         confirm: None,
+        calibrate: None,
     };
     let mut options = TrainOptions {
         noise_scale: !a.no_noise_scale,

@@ -499,6 +499,7 @@ mod tests {
             seed: 0,
             repeat_of: None,
             confirm: None,
+            calibrate: None,
         }
     }
 

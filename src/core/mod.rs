@@ -9,6 +9,7 @@
 //! Layering: imports `data`, `model` and `workload` only.
 
 pub mod analysis;
+pub mod calibrate;
 pub mod confirm;
 pub mod devices;
 pub mod events;

@@ -66,6 +66,7 @@ pub fn trial_at(
         seed: trial_seed(seed, trial_id),
         repeat_of: None,
         confirm: None,
+        calibrate: None,
     }
 }
 
@@ -86,6 +87,10 @@ pub fn widen_trial(
     let mut shifted = preset.clone();
     let s = &mut shifted.search;
     s.learning_rate = shift_range(s.learning_rate, w.shift.lr);
+    for row in &mut s.learning_rate_at {
+        let [lo, hi] = shift_range([row[1], row[2]], w.shift.lr);
+        (row[1], row[2]) = (lo, hi);
+    }
     s.one_minus_momentum = s.one_minus_momentum.map(|r| shift_range(r, w.shift.omm));
     let group = id - w.j;
     let u = halton_point(w.j as usize, &rotation(seed ^ splitmix64(group)));
@@ -98,6 +103,7 @@ pub fn widen_trial(
         seed: trial_seed(seed, id),
         repeat_of: None,
         confirm: None,
+        calibrate: None,
     })
 }
 
@@ -174,11 +180,15 @@ pub fn metaparams_at(preset: &Preset, b: usize, u: [f64; 4]) -> Metaparams {
     let s = &preset.search;
     let w = &preset.workload;
     let d = &w.defaults;
-    let learning_rate = log_uniform(s.lr_range_at(b), u[0]);
     let momentum = match s.one_minus_momentum {
         Some(r) => 1.0 - log_uniform(r, u[1]),
         None => d.momentum,
     };
+    let mut learning_rate = log_uniform(s.lr_range_at(b), u[0]);
+    if s.effective_lr && w.optimizer.uses_momentum() {
+        // the drawn rate is η/(1−γ)
+        learning_rate *= 1.0 - momentum;
+    }
     // Decay length and warmup fractions are of the trial's own budget at this B:
     // min(step_budget, max_examples/B) — with max_examples = one pass over the data this is Puri
     // et al.'s "decay to zero over the epoch" at every batch size.
@@ -452,8 +462,11 @@ pub(crate) mod tests {
                 warmup_fraction: 0.05,
                 lr_rule: LrRule::None,
                 base_batch: 64,
+                learning_rate_at: Vec::new(),
+                effective_lr: false,
             },
             sweep: SweepDefaults::default(),
+            calibrate: None,
         }
     }
 

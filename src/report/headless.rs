@@ -96,6 +96,9 @@ pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bo
                 }
                 counts = Some(c);
             }
+            SweepEvent::Calibrated(c) => {
+                sink.line(&crate::report::calibration::summary_line(&c));
+            }
             SweepEvent::Planned(p) => {
                 planned = p.total_trials;
                 done = p.already_done;

@@ -18,6 +18,7 @@
 //! Layering: `report` imports `core`, `workload`, `transfer`, `analysis`, `runlog` and `sweep`; `cluster`,
 //! `cli` and `tui` import it.
 
+pub mod calibration;
 pub mod compare;
 pub mod export;
 pub mod format;

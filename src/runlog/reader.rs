@@ -98,9 +98,18 @@ pub struct RunLog {
     pub off_plan: Option<String>,
     /// Byte length of the intact part of the file (without a torn last line).
     pub valid_len: u64,
+    /// A study with a calibration stage: the header as written (the given study; `header` is
+    /// then the calibrated study's once its line is logged) and the calibrated study.
+    pub given: Option<Header>,
+    pub calibrated: Option<crate::core::calibrate::Calibrated>,
 }
 
 impl RunLog {
+    /// The header as the sweep wrote it (for a calibrated study, the given study).
+    pub fn given_header(&self) -> &Header {
+        self.given.as_ref().unwrap_or(&self.header)
+    }
+
     pub fn status(&self) -> LogStatus {
         match &self.summary {
             Some(s) if s.complete => LogStatus::Complete,
@@ -203,9 +212,9 @@ pub fn parse_line(path: &Path, line_no: usize, text: &str) -> Result<LogLine, Ru
             }
             None => return Err(malformed("header has no \"schema\" version".into())),
         }
-    } else if kind != "trial" && kind != "summary" {
+    } else if kind != "trial" && kind != "summary" && kind != "calibrated" {
         return Err(malformed(format!(
-            "unknown line type {kind:?} (expected header, trial or summary)"
+            "unknown line type {kind:?} (expected header, trial, calibrated or summary)"
         )));
     }
     serde_json::from_value::<LogLine>(v).map_err(|e| {
@@ -269,6 +278,8 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
     let mut off_plan_warning: Option<usize> = None;
     // the line of each trial in `trials`
     let mut trial_lines: Vec<usize> = Vec::new();
+    let mut given: Option<Header> = None;
+    let mut calibrated = None;
     while pos < bytes.len() {
         line_no += 1;
         let (raw, next, complete) = match bytes[pos..].iter().position(|&c| c == b'\n') {
@@ -323,6 +334,7 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
                         line: line_no,
                         found: match other {
                             LogLine::Trial(_) => "a trial line".into(),
+                            LogLine::Calibrated(_) => "a calibrated-study line".into(),
                             _ => "a summary line".into(),
                         },
                     });
@@ -348,6 +360,19 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
                         trials.push(*t);
                     }
                     LogLine::Summary(s) => summary = Some(*s),
+                    LogLine::Calibrated(c) => {
+                        let v = validator.as_mut().expect("set with the header");
+                        if let Some(w) = v.calibrated(&c) {
+                            warnings.push(format!("{}:{line_no}: {w}", path.display()));
+                            if off_plan_warning.is_none() {
+                                off_plan_warning = Some(warnings.len() - 1);
+                            }
+                        }
+                        let h = header.take().expect("set with the header");
+                        header = Some(v.header().clone());
+                        given.get_or_insert(h);
+                        calibrated = Some(*c);
+                    }
                     LogLine::Header(_) => unreachable!(),
                 }
             }
@@ -399,6 +424,8 @@ pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
         off_plan: off_plan_warning.map(|i| warnings[i].clone()),
         warnings,
         valid_len,
+        given,
+        calibrated,
     })
 }
 

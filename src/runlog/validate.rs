@@ -143,6 +143,10 @@ pub struct LogValidator {
     /// and how many such lines there were.
     off_plan: Option<(usize, String)>,
     off_plan_lines: usize,
+    /// A study with a calibration stage: its rounds' inputs (from the header as written) and the
+    /// pilot trials seen, from which each next pilot and the calibrated study are re-derived.
+    calibration: Option<crate::analysis::calibrate::Inputs>,
+    pilots: Vec<TrialRecord>,
 }
 
 impl LogValidator {
@@ -153,7 +157,106 @@ impl LogValidator {
             search: HashMap::new(),
             off_plan: None,
             off_plan_lines: 0,
+            calibration: crate::analysis::calibrate::inputs_of_header(header),
+            pilots: Vec::new(),
         }
+    }
+
+    /// The header trials are checked against now (a calibrated study's, after its line).
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The calibrated study's line: re-derived from the pilots seen (a warning where it is not
+    /// what they give); the trials after it are checked against the calibrated header.
+    pub fn calibrated(&mut self, c: &crate::core::calibrate::Calibrated) -> Option<String> {
+        use crate::analysis::calibrate::{next, Next};
+        let Some(inp) = &self.calibration else {
+            return Some(
+                "a calibrated-study line in a log whose header has no calibration stage: ignored"
+                    .into(),
+            );
+        };
+        let warning = match next(inp, &self.pilots) {
+            Next::Done(d) if approx_json_eq(&to_json(&*d), &to_json(c)) => None,
+            Next::Done(_) => Some(
+                "the calibrated study is not the one its pilot trials give (the line or a pilot \
+                 was edited; `sweep --resume` refuses this log): read as logged"
+                    .to_string(),
+            ),
+            _ => Some(
+                "a calibrated-study line before the calibration's rounds were all logged (the \
+                 log was edited; `sweep --resume` refuses it): read as logged"
+                    .to_string(),
+            ),
+        };
+        if let Some(w) = &warning {
+            self.off_plan_lines += 1;
+            if self.off_plan.is_none() {
+                self.off_plan = Some((0, w.clone()));
+            }
+        }
+        self.header = crate::analysis::calibrate::calibrated_header(&self.header, c);
+        warning
+    }
+
+    /// A pilot trial of the calibration stage: the round its predecessors call for must hold it
+    /// as logged. `Err`: refused; `Ok`: warnings.
+    fn pilot(&mut self, line_no: usize, t: &mut TrialRecord) -> Result<Vec<String>, String> {
+        use crate::analysis::calibrate::{next, Next};
+        if let Some(first) = self.seen.get(&t.trial_id) {
+            return Err(format!(
+                "trial {} appears twice (first on line {first}): two processes wrote this log or \
+                 it was edited; keep one copy of the line",
+                t.trial_id
+            ));
+        }
+        let (Some(inp), Some(mark)) = (&self.calibration, t.spec.calibrate) else {
+            return Err(format!(
+                "trial {} is a calibration (pilot) trial, but the header has no calibration stage \
+                 or the trial no pilot mark",
+                t.trial_id
+            ));
+        };
+        let mut h = self.header.clone();
+        h.preset.workload = crate::core::calibrate::workload_for(&inp.preset.workload, &mark);
+        if let Some(m) = value_problem(&h, t) {
+            return Err(m);
+        }
+        let mut warnings: Vec<String> = outcome_from_curve(&h, t).into_iter().collect();
+        let planned = match next(inp, &self.pilots) {
+            Next::Run(specs) => specs.into_iter().find(|s| s.trial_id == t.trial_id),
+            _ => None,
+        };
+        let problem = match planned {
+            None => Some(format!(
+                "pilot trial {} is not in the calibration round its log's earlier pilots call for",
+                t.trial_id
+            )),
+            Some(p) if !approx_json_eq(&to_json(&p), &to_json(&t.spec)) => Some(format!(
+                "pilot trial {} is not the pilot its calibration round derives (batch size {} \
+                 here, {} in the round; learning rate {} here, {})",
+                t.trial_id,
+                t.spec.batch_size,
+                p.batch_size,
+                t.spec.metaparams.learning_rate,
+                p.metaparams.learning_rate
+            )),
+            Some(_) => None,
+        };
+        if let Some(m) = problem {
+            let m = format!(
+                "{m}; the header or this line was edited (`sweep --resume` refuses this log)"
+            );
+            self.off_plan_lines += 1;
+            if self.off_plan.is_none() {
+                self.off_plan = Some((line_no, m.clone()));
+                warnings.push(m);
+            }
+        }
+        self.seen.insert(t.trial_id, line_no);
+        self.pilots.push(t.clone());
+        Ok(warnings)
     }
 
     /// A validator that has already seen `trials` (a log read up to here, then followed).
@@ -172,6 +275,9 @@ impl LogValidator {
     /// what its evaluation curve shows. `Err`: the line is refused (the message, without the
     /// location); `Ok`: its warnings.
     pub fn trial(&mut self, line_no: usize, t: &mut TrialRecord) -> Result<Vec<String>, String> {
+        if t.trial_id >= crate::core::calibrate::CALIBRATE_ID_BASE || t.spec.calibrate.is_some() {
+            return self.pilot(line_no, t);
+        }
         let h = &self.header;
         if let Some(m) = plan_problem(h, t, &self.seen) {
             return Err(m);
@@ -783,4 +889,12 @@ mod tests {
             "{e}"
         );
     }
+}
+
+fn approx_json_eq(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    crate::core::plan::approx_json_eq(a, b)
+}
+
+fn to_json<T: serde::Serialize>(t: &T) -> serde_json::Value {
+    serde_json::to_value(t).unwrap_or(serde_json::Value::Null)
 }

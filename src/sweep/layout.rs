@@ -178,6 +178,7 @@ fn spec(w: &Workload, b: usize, precision: Precision) -> TrialSpec {
         seed: 0,
         repeat_of: None,
         confirm: None,
+        calibrate: None,
     }
 }
 
@@ -351,19 +352,20 @@ pub fn calibration(
     if let Some(c) = cached_calibration(cfg) {
         return Ok((c, true));
     }
+    // a study whose calibration stage chooses its batch sizes: those around its reference B
+    let batches = if cfg.batch_sizes.is_empty() {
+        super::calibrate::stand_in_batches(&cfg.preset.workload, cfg.trial_devices().replicas())
+    } else {
+        cfg.batch_sizes.clone()
+    };
     let mut c = if cfg.preset.sweep.gpu_scale {
-        quick_calibration(
-            runner,
-            &cfg.preset.workload,
-            cfg.precision,
-            &cfg.batch_sizes,
-        )?
+        quick_calibration(runner, &cfg.preset.workload, cfg.precision, &batches)?
     } else {
         calibrate(
             runner,
             &cfg.preset.workload,
             cfg.precision,
-            &cfg.batch_sizes,
+            &batches,
             cores(),
             0.4,
         )?

@@ -8,6 +8,7 @@
 //! Layering: imports `data`, `workload`, `core`, `model`, `train`, `nqm`, `analysis` and
 //! `runlog`.
 
+pub mod calibrate;
 pub mod devices;
 pub mod layout;
 pub mod overrides;
@@ -130,7 +131,11 @@ impl SweepConfig {
 
     /// Checks a configuration before anything runs (clear messages, no panics later).
     pub fn validate(&self) -> anyhow::Result<()> {
-        anyhow::ensure!(!self.batch_sizes.is_empty(), "no batch sizes to sweep");
+        let calibrated_sizes = self.preset.calibrate.is_some_and(|c| c.batch_sizes);
+        anyhow::ensure!(
+            !self.batch_sizes.is_empty() || calibrated_sizes,
+            "no batch sizes to sweep"
+        );
         anyhow::ensure!(
             self.batch_sizes.iter().all(|&b| b > 0),
             "batch sizes must be positive (got {:?})",

@@ -474,7 +474,7 @@ pub fn check_config(cfg: &SweepConfig) -> Vec<Problem> {
             ),
         ));
     }
-    if cfg.batch_sizes.is_empty() {
+    if cfg.batch_sizes.is_empty() && !cfg.preset.calibrate.is_some_and(|c| c.batch_sizes) {
         problems.push(Problem::error("batch_sizes", "no batch sizes to sweep"));
     }
     let mut sorted = cfg.batch_sizes.clone();

@@ -622,6 +622,7 @@ fn trainer_point(
         seed: 0,
         repeat_of: None,
         confirm: None,
+        calibrate: None,
     };
     let runner = super::BurnRunner::new(super::TrainOptions {
         noise_scale: false,

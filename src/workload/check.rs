@@ -63,7 +63,11 @@ pub fn check(p: &Preset) -> Vec<Problem> {
     check_measurement(&p.workload, &mut out);
     check_defaults(&p.workload, &mut out);
     check_search(&p.search, &mut out);
-    check_sweep(&p.sweep, &mut out);
+    check_sweep(
+        &p.sweep,
+        p.calibrate.is_some_and(|c| c.batch_sizes),
+        &mut out,
+    );
     out.extend(check_sizes(p, available_memory()));
     out
 }
@@ -89,6 +93,28 @@ fn check_names(p: &Preset, out: &mut Vec<Problem>) {
             "description must not be empty".into(),
         );
     }
+}
+
+/// The metric a workload's model family is measured by: validation error for an image model,
+/// bits per byte for a language model, the expected loss for the noisy quadratic model.
+pub fn family_metric(w: &Workload) -> Metric {
+    match w.model.family().input() {
+        Input::Images => Metric::ValError,
+        Input::Text => Metric::ValBpc,
+        Input::None => Metric::NqmLoss,
+    }
+}
+
+/// "ResNet-8 w4 on mnist, momentum": a study's model, dataset and optimizer in words (the
+/// description of a study whose file gives none).
+pub fn study_words(p: &super::spec::Preset) -> String {
+    let w = &p.workload;
+    let data = w
+        .dataset
+        .as_ref()
+        .map(|d| format!(" on {}", d.label()))
+        .unwrap_or_default();
+    format!("{}{data}, {}", w.model.family().label(), w.optimizer.name())
 }
 
 /// Model ↔ dataset ↔ metric, and the target value in the metric's range.
@@ -458,9 +484,10 @@ fn check_search(s: &SearchSpace, out: &mut Vec<Problem>) {
     }
 }
 
-/// Sweep defaults: counts > 0, batch sizes > 0, distinct and divisible by the workers.
-fn check_sweep(sw: &SweepDefaults, out: &mut Vec<Problem>) {
-    if sw.batch_sizes.is_empty() {
+/// Sweep defaults: counts > 0, batch sizes > 0, distinct and divisible by the workers (none
+/// where the calibration chooses them).
+fn check_sweep(sw: &SweepDefaults, calibrated_sizes: bool, out: &mut Vec<Problem>) {
+    if sw.batch_sizes.is_empty() && !calibrated_sizes {
         bad(
             out,
             &["sweep", "batch_sizes"],

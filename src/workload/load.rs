@@ -190,6 +190,17 @@ pub fn parse_preset(path: &Path, text: &str) -> Result<Preset, PresetError> {
         ));
     }
     preset.sweep.auto_concurrency = key_offset(tree.get_ref(), &["sweep", "concurrency"]).is_none();
+    // Pass 1d': the settings a study leaves out, which the calibration stage chooses.
+    if let Some(offset) = key_offset(tree.get_ref(), &["calibrate"]) {
+        return Err(PresetError::at(
+            path,
+            text,
+            Some(offset),
+            "calibrate is not a preset key: leave a setting out (the target, [search], \
+             batch_sizes, step_budget, eval_every, [workload.defaults]) to let the lab choose it",
+        ));
+    }
+    fill_left_out(path, tree.get_ref(), &mut preset);
     // `[sweep] confirm` left out → the default confirm stage; "off" turns it off.
     if key_offset(tree.get_ref(), &["sweep", "confirm"]).is_none() {
         preset.sweep.confirm = Some(crate::workload::spec::ConfirmPlan::DEFAULT);
@@ -219,6 +230,44 @@ pub fn parse_preset(path: &Path, text: &str) -> Result<Preset, PresetError> {
         return Err(PresetError::at(path, text, Some(offset), message));
     }
     Ok(preset)
+}
+
+/// A study's settings left out of its file: what the calibration stage chooses
+/// (`Preset::calibrate`, docs/calibration.md), the target's metric from the model family, 8
+/// trials per batch size, and a name and description where the file gives none.
+fn fill_left_out(path: &Path, root: &DeTable<'_>, p: &mut Preset) {
+    use super::spec::Calibrate;
+    let absent = |keys: &[&str]| key_offset(root, keys).is_none();
+    let c = Calibrate {
+        target: absent(&["workload", "target"]),
+        search: absent(&["search"]),
+        batch_sizes: absent(&["sweep", "batch_sizes"]),
+        budget: absent(&["workload", "step_budget"]),
+        eval: absent(&["workload", "eval_every"]),
+        defaults: absent(&["workload", "defaults"]),
+    };
+    if c.any() {
+        p.calibrate = Some(c);
+    }
+    if c.batch_sizes {
+        p.sweep.batch_sizes = Vec::new();
+    }
+    if c.target {
+        p.workload.target.metric = super::check::family_metric(&p.workload);
+    }
+    if absent(&["sweep", "trials_per_batch"]) {
+        p.sweep.trials_per_batch = crate::analysis::calibrate::DEFAULT_TRIALS;
+    }
+    if absent(&["name"]) {
+        p.name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "study".into());
+    }
+    if absent(&["description"]) {
+        p.description = super::check::study_words(p);
+    }
 }
 
 /// The offset where arrays/tables are nested deepest (outside strings and comments), and the

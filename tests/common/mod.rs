@@ -111,6 +111,7 @@ pub fn nqm_preset(opt: OptimizerKind) -> Preset {
             ..SearchSpace::default()
         },
         sweep: SweepDefaults::default(),
+        calibrate: None,
     }
 }
 

@@ -116,6 +116,8 @@ pub fn log_with(app: &App, path: &str, n: usize) -> scaling_lab::runlog::RunLog 
         warnings: vec![],
         off_plan: None,
         valid_len: 0,
+        given: None,
+        calibrated: None,
     }
 }
 

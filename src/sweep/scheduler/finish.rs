@@ -18,6 +18,7 @@ impl Coordinator {
             trials_per_batch: self.cfg.trials_per_batch,
             confirm: self.cfg.preset.sweep.confirm,
             repeats: self.cfg.repeats,
+            calibrate: self.cfg.preset.calibrate.is_some_and(|c| c.any()),
         }
     }
 

@@ -25,12 +25,21 @@ impl Coordinator {
         queue: &mut VecDeque<TrialSpec>,
         running: &HashMap<u64, TrialSpec>,
     ) -> Option<TrialSpec> {
+        // a pilot with a target waits for the running trials of its pilot (its cap is their
+        // first reach, as one group would have cut it)
+        let same_pilot = |a: &TrialSpec, b: &TrialSpec| match (a.calibrate, b.calibrate) {
+            (Some(x), Some(y)) => {
+                x.target.is_some() && x.round == y.round && x.point / 1000 == y.point / 1000
+            }
+            _ => false,
+        };
         let waits = |t: &TrialSpec| {
-            self.cfg.preset.sweep.early_stopping
-                && t.is_search()
-                && running
-                    .values()
-                    .any(|r| r.batch_size == t.batch_size && r.is_search())
+            running.values().any(|r| same_pilot(t, r))
+                || self.cfg.preset.sweep.early_stopping
+                    && t.is_search()
+                    && running
+                        .values()
+                        .any(|r| r.batch_size == t.batch_size && r.is_search())
         };
         let i = queue.iter().position(|t| !waits(t))?;
         queue.remove(i)
