@@ -360,7 +360,7 @@ fn rank(t: &TrialRecord) -> Option<Rank> {
         return Some(Rank::Reached(s));
     }
     match t.outcome.outcome {
-        crate::core::Outcome::NotReached {
+        crate::core::trial::Outcome::NotReached {
             early_stopped: true,
             ..
         } => t

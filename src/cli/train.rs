@@ -3,15 +3,16 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
+use scaling_lab::core::events::TrialEvent;
 use scaling_lab::core::schedule::examples_to;
-use scaling_lab::core::{CancelToken, DeviceSpec, Outcome, TrialEvent, TrialOutcome, TrialSpec};
+use scaling_lab::core::trial::{CancelToken, DeviceSpec, Outcome, TrialOutcome, TrialSpec};
 use scaling_lab::report::{band, outcome_text, thousands};
 use scaling_lab::sweep::overrides::{
     check_batch_size, check_shards, training_set_size, SweepOverrides,
 };
 use scaling_lab::train::{self, TrainOptions};
 use scaling_lab::workload::applied::Setting;
-use scaling_lab::workload::load::find_preset;
+use scaling_lab::workload::presets::find_preset;
 use scaling_lab::workload::spec::{LrRule, Workload};
 
 use super::args::TrainArgs;
@@ -138,7 +139,7 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         // A goodbye tells the other nodes this one finished its part; an interrupted node must
         // not say it (they would go on waiting for its gradients): it loses the group instead.
         if matches!(out.outcome, Outcome::Cancelled { .. }) {
-            scaling_lab::cluster::multinode::lose(format!(
+            scaling_lab::train::multinode::lose(format!(
                 "node {} was interrupted",
                 n.spec.node_rank
             ));

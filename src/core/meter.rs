@@ -27,9 +27,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::core::{
-    BoundedHistory, CancelToken, EvalPoint, GroupRun, NoiseInterval, NoiseSummary, Outcome,
-    StepStats, Throughput, TrialEvent, TrialOutcome, TrialSpec,
+use crate::core::events::{BoundedHistory, StepStats, TrialEvent};
+use crate::core::trial::{
+    CancelToken, EvalPoint, GroupRun, NoiseInterval, NoiseSummary, Outcome, Throughput,
+    TrialOutcome, TrialSpec,
 };
 use crate::workload::spec::Workload;
 
@@ -485,7 +486,7 @@ impl<'w> TrialMeter<'w> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::DeviceSpec;
+    use crate::core::trial::DeviceSpec;
     use crate::workload::spec::{OptimizerKind, Precision};
 
     fn spec(b: usize) -> TrialSpec {

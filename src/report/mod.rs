@@ -634,8 +634,5 @@ fn projection_backend(run: &Run) -> String {
 }
 
 fn is_nqm(h: &Header) -> bool {
-    matches!(
-        h.preset.workload.model,
-        crate::workload::spec::ModelSpec::Nqm { .. }
-    )
+    matches!(h.preset.workload.model, crate::model::ModelSpec::Nqm { .. })
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::core::analysis::Analysis;
 use crate::core::record::{Header, LogLine, Summary, TrialRecord, SCHEMA_VERSION};
 
-pub use super::validate::{header_problem, LogValidator};
+use super::validate::{header_problem, LogValidator};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunLogError {

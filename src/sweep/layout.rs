@@ -1,7 +1,7 @@
 //! The thread layout of a CPU sweep and its wall-time estimate.
 //!
 //! On C cores a sweep either runs one trial at a time on all C threads or C trials at once on one
-//! thread each (each trial's replica in its own rayon pool, see `core::with_thread_budget`). Which
+//! thread each (each trial's replica in its own rayon pool, see `core::runner::with_thread_budget`). Which
 //! is faster depends on the workload: a small model's step is per-op overhead that a second thread
 //! barely shortens, a large gemm-bound step uses both cores. So the choice is **measured**, not
 //! guessed: a short calibration (a few steps of the workload's own trainer, no evaluation) times
@@ -27,9 +27,10 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::SweepConfig;
+use crate::core::runner::TrialRunner;
 use crate::core::trial::{CancelToken, DeviceSpec, TrialSpec};
-use crate::core::TrialRunner;
-use crate::workload::spec::{Fuse, ModelSpec, Precision, Workload};
+use crate::model::ModelSpec;
+use crate::workload::spec::{Fuse, Precision, Workload};
 
 /// Name of the calibration cache in the runs directory.
 pub const CACHE_FILE: &str = "layout-calibration.json";
@@ -191,7 +192,7 @@ fn step_time(
     threads: Option<usize>,
 ) -> anyhow::Result<f64> {
     let w = short(w, steps);
-    let o = crate::core::in_thread_budget(threads, || {
+    let o = crate::core::runner::in_thread_budget(threads, || {
         runner.run(
             &w,
             &spec(&w, b, precision),
@@ -439,23 +440,23 @@ fn group_step_time(
 ) -> anyhow::Result<f64> {
     let w = short(w, steps);
     let (specs, cancels) = spec(&w, b, precision).members(members);
-    let group = crate::core::Group {
+    let group = crate::core::runner::Group {
         specs: &specs,
         cancels: &cancels,
-        cut: crate::core::GroupCut::None,
+        cut: crate::core::runner::GroupCut::None,
     };
     let mut step_s: Option<anyhow::Result<f64>> = None;
     // the steady state: the mean step without the first (the first step of a group allocates
     // and first touches its buffers, a cost that grows with the group); the first step's time
     // is what its Step event's rate says (examples of one step over the time trained so far)
     let first_s: std::sync::Mutex<Option<f64>> = std::sync::Mutex::new(None);
-    crate::core::in_thread_budget(threads, || {
+    crate::core::runner::in_thread_budget(threads, || {
         runner.run_group(
             &w,
             &group,
             &mut |i, e| {
                 let mut first = first_s.lock().unwrap_or_else(|p| p.into_inner());
-                if let (0, None, crate::core::TrialEvent::Step(s)) = (i, *first, &e) {
+                if let (0, None, crate::core::events::TrialEvent::Step(s)) = (i, *first, &e) {
                     if s.step + s.skipped_steps == 1 && s.examples_per_s > 0.0 {
                         *first = Some(b as f64 / s.examples_per_s);
                     }
@@ -464,7 +465,7 @@ fn group_step_time(
             &mut |_, r| {
                 if step_s.is_none() {
                     step_s = Some(r.and_then(|o| match o.outcome {
-                        crate::core::Outcome::Oom { .. } => {
+                        crate::core::trial::Outcome::Oom { .. } => {
                             anyhow::bail!("out of device memory at B = {b} × {members} trials")
                         }
                         _ => {

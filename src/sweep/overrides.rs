@@ -353,13 +353,13 @@ impl SweepOverrides {
             ));
             return problems;
         }
-        if ts.len() > crate::workload::load::MAX_TARGETS + 1 {
+        if ts.len() > crate::workload::check::MAX_TARGETS + 1 {
             problems.push(Problem::error(
                 "targets",
                 format!(
                     "{} targets: at most {}",
                     ts.len(),
-                    crate::workload::load::MAX_TARGETS + 1
+                    crate::workload::check::MAX_TARGETS + 1
                 ),
             ));
             return problems;
@@ -583,7 +583,7 @@ mod tests {
     /// The preset's `confirm_until` is the sweep's default `--until`; `--confirm off` drops both.
     #[test]
     fn confirm_until_is_the_default_until_and_goes_with_the_stage() {
-        let (path, p) = crate::workload::load::embedded_presets()
+        let (path, p) = crate::workload::presets::embedded_presets()
             .into_iter()
             .find(|(p, _)| p.ends_with("digits-mlp-adam.toml"))
             .map(|(p, r)| (p, r.unwrap()))
@@ -607,7 +607,7 @@ mod tests {
     #[test]
     fn loss_scale_only_for_fp16_and_finite() {
         // a trained model (the NQM has no precision: `applied`)
-        let (_, mut w) = crate::workload::load::embedded_presets()
+        let (_, mut w) = crate::workload::presets::embedded_presets()
             .into_iter()
             .find(|(p, _)| p.ends_with("digits-mlp-sgd.toml"))
             .map(|(p, r)| (p, r.unwrap().workload))

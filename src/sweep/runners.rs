@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
-use crate::core::TrialRunner;
+use crate::core::runner::TrialRunner;
+use crate::model::ModelSpec;
 use crate::train::{BurnRunner, TrainOptions};
-use crate::workload::spec::{ModelSpec, Workload};
+use crate::workload::spec::Workload;
 
 /// The runner for a workload: the closed-form NQM or the Burn trainer.
 pub fn runner_for(

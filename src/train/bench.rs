@@ -17,9 +17,12 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use super::bench_fused::{fused_points, machine_sgemm_gflops, GroupPoint};
+use super::bench_peer::{peer_python, run_peer};
 use super::optim::Opt;
+use crate::model::ModelSpec;
 use crate::model::{Batch, Ctx, InputShape, Net};
-use crate::workload::spec::{Metaparams, ModelSpec, OptimizerKind, Precision, Schedule};
+use crate::workload::spec::{Metaparams, OptimizerKind, Precision, Schedule};
 
 /// `scaling-lab bench` flags (flatten into the CLI's `Bench` subcommand).
 #[derive(clap::Args, Clone, Debug)]
@@ -591,8 +594,8 @@ fn paired_point(
 
 /// The data presets (not NQM), loaded from the presets directory.
 fn data_presets() -> Vec<crate::workload::spec::Preset> {
-    let dir = crate::workload::load::presets_dir();
-    crate::workload::load::list_presets(&dir)
+    let dir = crate::workload::presets::presets_dir();
+    crate::workload::presets::list_presets(&dir)
         .into_iter()
         .filter_map(|(_, p)| p.ok())
         .filter(|p| p.workload.dataset.is_some())
@@ -605,18 +608,18 @@ fn trainer_point(
     b: usize,
     steps: u64,
     precision: Precision,
-) -> anyhow::Result<crate::core::Throughput> {
-    use crate::core::TrialRunner;
+) -> anyhow::Result<crate::core::trial::Throughput> {
+    use crate::core::runner::TrialRunner;
     let mut w = p.workload.clone();
     w.step_budget = steps;
     w.max_examples = None;
     w.eval_every = u64::MAX / 2;
     w.target.value = crate::workload::spec::Target::unreachable_value(w.target.metric);
     w.transfer = None;
-    let spec = crate::core::TrialSpec {
+    let spec = crate::core::trial::TrialSpec {
         trial_id: 0,
         batch_size: b,
-        devices: crate::core::DeviceSpec::Cpu { workers: 1 },
+        devices: crate::core::trial::DeviceSpec::Cpu { workers: 1 },
         precision,
         metaparams: w.defaults.clone(),
         seed: 0,
@@ -627,7 +630,12 @@ fn trainer_point(
         noise_scale: false,
         ..Default::default()
     });
-    let o = runner.run(&w, &spec, &mut |_| {}, &crate::core::CancelToken::new())?;
+    let o = runner.run(
+        &w,
+        &spec,
+        &mut |_| {},
+        &crate::core::trial::CancelToken::new(),
+    )?;
     Ok(o.throughput)
 }
 
@@ -681,7 +689,7 @@ pub fn concurrency_points(precision: Precision) -> Vec<ConcurrencyPoint> {
                     let p = &p;
                     s.spawn(move || {
                         // the scheduler's layout: each trial's replica in its own 1-thread pool
-                        crate::core::in_thread_budget(Some(1), || {
+                        crate::core::runner::in_thread_budget(Some(1), || {
                             trainer_point(p, b, steps, precision).map(|_| ())
                         })
                     })
@@ -862,14 +870,6 @@ pub fn bench_main(args: &BenchArgs) -> anyhow::Result<String> {
         render_tables(&r)
     })
 }
-
-#[path = "bench_fused.rs"]
-mod fused;
-pub use fused::*;
-
-#[path = "bench_peer.rs"]
-mod peer;
-pub use peer::*;
 
 #[cfg(test)]
 #[path = "bench_tests.rs"]

@@ -19,16 +19,17 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
 use super::app::{update, update_settled, App, Charts, LiveState, LiveView, Msg, Screen};
-use super::keymap::Key;
 use super::loader;
 use super::theme::Theme;
 use super::TuiOptions;
 use crate::core::analysis::Regime;
 use crate::core::events::SweepEvent;
-use crate::core::TrialRunner;
+use crate::core::runner::TrialRunner;
+use crate::model::ModelSpec;
 use crate::runlog::{read_run_log, LogStatus};
 use crate::sweep::{start_sweep, SweepConfig, SweepResult};
-use crate::workload::spec::{ModelSpec, Preset};
+use crate::tui::key::Key;
+use crate::workload::spec::Preset;
 
 /// Size of the pictures (cells).
 pub const SHOT_W: u16 = 120;
@@ -95,7 +96,7 @@ fn save(app: &App, out_dir: &Path, name: &str, out: &mut Vec<PathBuf>) -> anyhow
 /// Renders setup.svg, live-mid.svg, live-finished.svg, runs.svg and compare.svg into `out_dir`
 /// (sweeps it needs are run into `runs_dir`). Presets are read from the default presets directory.
 pub fn render_screenshots(out_dir: &Path, runs_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    render_screenshots_with(out_dir, runs_dir, &crate::workload::load::presets_dir())
+    render_screenshots_with(out_dir, runs_dir, &crate::workload::presets::presets_dir())
 }
 
 pub fn render_screenshots_with(
@@ -245,7 +246,7 @@ pub fn render_screenshots_with(
 /// Renders meta.svg: the metaparameter picture of a complete sweep in `runs_dir` (a momentum
 /// sweep on real data when there is one, else the NQM momentum preset, run into `runs_dir`).
 pub fn render_meta_screenshot(out_dir: &Path, runs_dir: &Path) -> anyhow::Result<PathBuf> {
-    let presets_dir = crate::workload::load::presets_dir();
+    let presets_dir = crate::workload::presets::presets_dir();
     std::fs::create_dir_all(out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
     let mut opts = TuiOptions::new(runs_dir.to_path_buf(), presets_dir.clone());

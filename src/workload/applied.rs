@@ -12,7 +12,8 @@
 //! run-log reader for logs written before it); [`unused`] says why a setting has no effect, for
 //! the preset checks (`load`) and the flags (`overrides`, the CLI).
 
-use super::spec::{Metaparams, ModelSpec, OptimizerKind, Workload};
+use crate::model::ModelSpec;
+use crate::workload::spec::{Metaparams, OptimizerKind, Workload};
 
 /// Whether the workload is the closed-form noisy quadratic model.
 pub fn is_nqm(w: &Workload) -> bool {
@@ -122,7 +123,7 @@ mod tests {
     }
 
     fn bundled(name: &str) -> Workload {
-        let (_, text) = crate::workload::load::EMBEDDED_PRESETS
+        let (_, text) = crate::workload::presets::EMBEDDED_PRESETS
             .iter()
             .find(|(n, _)| *n == name)
             .unwrap();

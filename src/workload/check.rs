@@ -2,8 +2,9 @@
 //! compatibility, sizes against the data and memory) and returns each problem with the key it is
 //! about; `load` locates the key in the file.
 
-use super::spec::{DatasetSpec, Decay, Metric, Preset, SearchSpace, SweepDefaults, Workload};
+use crate::data::spec::DatasetSpec;
 use crate::model::{Input, InputShape};
+use crate::workload::spec::{Decay, Metric, Preset, SearchSpace, SweepDefaults, Workload};
 
 /// One key path segment: a table key or an array index.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -395,7 +396,7 @@ fn check_defaults(w: &Workload, out: &mut Vec<Problem>) {
     }
 }
 
-/// The search space, with the same bounds the plan samples within (`sweep::plan`).
+/// The search space, with the same bounds the plan samples within (`core::plan`).
 fn check_search(s: &SearchSpace, out: &mut Vec<Problem>) {
     let range = |r: [f64; 2]| positive(r[0]) && positive(r[1]) && r[0] <= r[1];
     if !range(s.learning_rate) {

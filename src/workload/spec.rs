@@ -3,11 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The dataset of a workload belongs to the data layer (its sources, formats and checks).
-pub use crate::data::spec::{Augment, CifarLabel, DatasetSpec, Format, Layout, Part, TokenType};
-/// The `[workload.model]` table: defined by the model families (`crate::model::family`), each
-/// family's fields in its own file.
-pub use crate::model::ModelSpec;
+// The dataset of a workload belongs to the data layer (`data::spec`: its sources, formats and
+// checks); the `[workload.model]` table to the model families (`model::family`, each family's
+// fields in its own file). Both are imported from there, not through this module.
+use crate::data::spec::DatasetSpec;
+use crate::model::ModelSpec;
 
 /// One TOML file under `presets/`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -729,7 +729,7 @@ mod tests {
     use super::*;
 
     fn workload(every: u64, growth: f64, budget: u64, max_examples: Option<u64>) -> Workload {
-        let mut p = crate::sweep::plan::tests::preset();
+        let mut p = crate::core::plan::tests::preset();
         p.workload.eval_every = every;
         p.workload.eval_growth = growth;
         p.workload.step_budget = budget;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::RunEntry;
 use crate::core::trial::DeviceSpec;
-pub use crate::sweep::overrides::Problem;
+use crate::sweep::overrides::Problem;
 use crate::sweep::overrides::SweepOverrides;
 use crate::sweep::SweepConfig;
 use crate::workload::spec::{ConfirmPlan, Fuse, Metric, OptimizerKind, Precision, Preset};
@@ -458,7 +458,7 @@ impl SetupState {
                 ),
             ));
         }
-        let nqm = matches!(w.model, crate::workload::spec::ModelSpec::Nqm { .. });
+        let nqm = matches!(w.model, crate::model::ModelSpec::Nqm { .. });
         let precision_note = match (self.precision, &self.device(), nqm) {
             (Precision::Fp32, _, _) => None,
             (_, _, true) => {

@@ -13,12 +13,12 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{ellipsize, kv, panel};
+use crate::model::ModelSpec;
 use crate::report::{band, num};
 use crate::tui::app::{format_duration, App, LiveSource, LiveState};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::log_axis::{format_pow2, format_si};
 use crate::tui::widgets::progress::progress_line;
-use crate::workload::spec::ModelSpec;
 
 pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th: &Theme) {
     let block = panel("Status", app.panel == 2, th);
