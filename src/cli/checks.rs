@@ -145,10 +145,7 @@ pub fn long_sweep_warning(
     runner: &dyn scaling_lab::core::runner::TrialRunner,
 ) -> Option<String> {
     let w = &cfg.preset.workload;
-    if !cfg.devices.is_cpu()
-        || scaling_lab::workload::applied::is_nqm(w)
-        || cfg.preset.sweep.gpu_scale
-    {
+    if !cfg.devices.is_cpu() || w.closed_form() || cfg.preset.sweep.gpu_scale {
         return None;
     }
     let concurrency = |cal: &sweep::layout::Calibration| {

@@ -3,7 +3,7 @@
 //! A `TrialMeter` owns the step budget, the evaluation cadence (`eval_every`, `eval_growth`, and
 //! always the last step of the budget), divergence, the skipped-step limit, the target check, event
 //! throttling, the noise-scale trajectory, throughput sums and the assembly of the `TrialOutcome`.
-//! The Burn trainer (`trainer::coordinate`) and the closed-form NQM (`nqm::NqmRunner`) both drive
+//! The Burn trainer (`trainer::coordinate`) and the closed-form runner (`crate::nqm`) both drive
 //! it, so both stop, evaluate and report by the same rules:
 //!
 //! ```text

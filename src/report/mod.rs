@@ -557,7 +557,7 @@ impl Report {
 
     fn add_projection(&mut self, run: &Run, opts: &ReportOptions) {
         let a = &self.analysis;
-        if is_nqm(run.header) {
+        if run.header.preset.workload.closed_form() {
             self.projection_note =
                 Some("none for the NQM (a closed-form model has no compute to time)".into());
             return;
@@ -631,8 +631,4 @@ fn projection_backend(run: &Run) -> String {
         ));
     }
     backend
-}
-
-fn is_nqm(h: &Header) -> bool {
-    matches!(h.preset.workload.model, crate::model::ModelSpec::Nqm { .. })
 }

@@ -29,7 +29,6 @@ use serde::{Deserialize, Serialize};
 use super::SweepConfig;
 use crate::core::runner::TrialRunner;
 use crate::core::trial::{CancelToken, DeviceSpec, TrialSpec};
-use crate::model::ModelSpec;
 use crate::workload::spec::{Fuse, Precision, Workload};
 
 /// Name of the calibration cache in the runs directory.
@@ -378,7 +377,7 @@ pub fn calibration(
 /// Whether this configuration's layout is chosen by calibration (else: a rule or the user).
 fn calibrated(cfg: &SweepConfig) -> bool {
     matches!(cfg.devices, DeviceSpec::Cpu { workers: 1 })
-        && !matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. })
+        && !cfg.preset.workload.closed_form()
         && cores() > 1
 }
 
@@ -398,7 +397,7 @@ pub fn resolve(cfg: &SweepConfig, runner: &dyn TrialRunner) -> anyhow::Result<La
             1,
             format!("rule: the trial's {workers} workers already share the {c} cores"),
         ),
-        _ if matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. }) => (
+        _ if cfg.preset.workload.closed_form() => (
             c,
             format!("rule: closed-form NQM trials are single-threaded; {c} at once"),
         ),
@@ -517,7 +516,7 @@ pub fn resolve_fuse(cfg: &SweepConfig, runner: &dyn TrialRunner) -> anyhow::Resu
     if kmax <= 1 {
         return Ok((Fuse::Off, "rule: nothing to fuse (one trial per batch size, or a runner that trains trials alone)".into()));
     }
-    if matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. }) {
+    if cfg.preset.workload.closed_form() {
         return Ok((
             Fuse::Off,
             "rule: closed-form NQM trials are not fused".into(),
@@ -714,7 +713,7 @@ pub fn sweep_estimate(
     if !calibrated(cfg) && !matches!(cfg.devices, DeviceSpec::Cpu { .. }) {
         return Ok((layout, None));
     }
-    if matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. }) {
+    if cfg.preset.workload.closed_form() {
         return Ok((layout, None));
     }
     let (cal, _) = calibration(cfg, runner)?;
@@ -735,7 +734,7 @@ pub fn estimate_from(
     cfg: &SweepConfig,
     cals: &BTreeMap<String, Calibration>,
 ) -> Option<(Layout, WallEstimate)> {
-    if !cfg.devices.is_cpu() || matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. }) {
+    if !cfg.devices.is_cpu() || cfg.preset.workload.closed_form() {
         return None;
     }
     let key = calibration_key(&cfg.preset.workload, cfg.precision, cores());

@@ -25,9 +25,9 @@ use super::TuiOptions;
 use crate::core::analysis::Regime;
 use crate::core::events::SweepEvent;
 use crate::core::runner::TrialRunner;
-use crate::model::ModelSpec;
 use crate::runlog::{read_run_log, LogStatus};
-use crate::sweep::{start_sweep, SweepConfig, SweepResult};
+use crate::sweep::{runner_for, start_sweep, SweepConfig, SweepResult};
+use crate::train::TrainOptions;
 use crate::tui::key::Key;
 use crate::workload::spec::Preset;
 
@@ -69,10 +69,11 @@ fn picture_preset(mut p: Preset) -> Preset {
     p
 }
 
-fn nqm_presets(presets_dir: &Path) -> Vec<(PathBuf, Preset)> {
+/// The presets computed in closed form (the NQM's): real sweeps that run in well under a second.
+fn closed_form_presets(presets_dir: &Path) -> Vec<(PathBuf, Preset)> {
     let (ps, _) = loader::load_presets(presets_dir, None);
     ps.into_iter()
-        .filter(|p| matches!(p.preset.workload.model, ModelSpec::Nqm { .. }))
+        .filter(|p| p.preset.workload.closed_form())
         .map(|p| (p.path.unwrap_or_default(), p.preset))
         .collect()
 }
@@ -119,14 +120,14 @@ pub fn render_screenshots_with(
     save(&app, out_dir, "setup", &mut out)?;
 
     // A real NQM sweep, replayed.
-    let nqm = nqm_presets(presets_dir);
+    let nqm = closed_form_presets(presets_dir);
     let (path, preset) = nqm
         .iter()
         .find(|(_, p)| p.name.contains("momentum"))
         .or_else(|| nqm.first())
         .cloned()
         .context("no NQM preset found in the presets directory (needed to render live pictures)")?;
-    let runner: Arc<dyn TrialRunner> = Arc::new(crate::nqm::NqmRunner::new());
+    let runner = runner_for(&preset.workload, &TrainOptions::default())?;
     let preset = picture_preset(preset);
     let mut live_app = app.clone();
     let cfg0 = SweepConfig::from_preset(preset.clone(), Some(path.clone()), runs_dir.to_path_buf());
@@ -171,8 +172,8 @@ pub fn render_screenshots_with(
     let mut finished_app = live_app.clone();
     for e in &entries {
         if let Ok(log) = read_run_log(&e.path) {
-            let is_nqm = matches!(log.header.preset.workload.model, ModelSpec::Nqm { .. });
-            if !is_nqm && log.status() == LogStatus::Complete && has_three_regimes(&log.analysis())
+            let closed = log.header.preset.workload.closed_form();
+            if !closed && log.status() == LogStatus::Complete && has_three_regimes(&log.analysis())
             {
                 finished_app.log = Some(LiveState::from_log(&log, false, 0.0));
                 finished_app.view = LiveView::Log;
@@ -256,11 +257,12 @@ pub fn render_meta_screenshot(out_dir: &Path, runs_dir: &Path) -> anyhow::Result
     let mut chosen: Option<PathBuf> = None;
     for e in loader::scan_runs(runs_dir, None) {
         if e.status == super::app::RunStatus::Complete && e.optimizer == "momentum" {
-            let nqm = e.preset.starts_with("nqm");
-            if chosen.is_none() || !nqm {
+            let closed =
+                read_run_log(&e.path).is_ok_and(|l| l.header.preset.workload.closed_form());
+            if chosen.is_none() || !closed {
                 chosen = Some(e.path.clone());
             }
-            if !nqm {
+            if !closed {
                 break;
             }
         }
@@ -268,13 +270,13 @@ pub fn render_meta_screenshot(out_dir: &Path, runs_dir: &Path) -> anyhow::Result
     let path = match chosen {
         Some(p) => p,
         None => {
-            let nqm = nqm_presets(&presets_dir);
+            let nqm = closed_form_presets(&presets_dir);
             let (path, preset) = nqm
                 .iter()
                 .find(|(_, p)| p.name.contains("momentum"))
                 .cloned()
                 .context("no NQM momentum preset found")?;
-            let runner: Arc<dyn TrialRunner> = Arc::new(crate::nqm::NqmRunner::new());
+            let runner = runner_for(&preset.workload, &TrainOptions::default())?;
             run_sweep_with(picture_preset(preset), Some(path), runs_dir, runner, |_| {})?
                 .1
                 .log_path

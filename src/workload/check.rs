@@ -97,7 +97,7 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
     let (needs, metric) = match w.model.family().input() {
         Input::Images => (Some(true), Metric::ValError),
         Input::Text => (Some(false), Metric::ValBpc),
-        Input::None => (None, Metric::NqmLoss),
+        Input::None => (None, Metric::ExpectedLoss),
     };
     let model = w.model.short_name();
     match (&w.dataset, needs) {
@@ -158,7 +158,7 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
     let range = match w.target.metric {
         Metric::ValError if !in_open_unit(v) => Some("val_error must be in (0, 1)".to_string()),
         Metric::ValBpc if !(v > 0.0 && v < bits) => Some(bpc_range),
-        Metric::NqmLoss if !positive(v) => Some("nqm_loss must be > 0".to_string()),
+        Metric::ExpectedLoss if !positive(v) => Some("nqm_loss must be > 0".to_string()),
         Metric::TransferAcc if !in_open_unit(v) => {
             Some("transfer_acc must be in (0, 1)".to_string())
         }
@@ -201,7 +201,7 @@ fn check_targets(w: &Workload, out: &mut Vec<Problem>) {
         let in_range = match w.target.metric {
             Metric::ValError => in_open_unit(t),
             Metric::ValBpc => t > 0.0 && t < max_bits(w),
-            Metric::NqmLoss => positive(t),
+            Metric::ExpectedLoss => positive(t),
             Metric::TransferAcc => in_open_unit(t),
         };
         if !in_range {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 // checks); the `[workload.model]` table to the model families (`model::family`, each family's
 // fields in its own file). Both are imported from there, not through this module.
 use crate::data::spec::DatasetSpec;
-use crate::model::ModelSpec;
+use crate::model::{Input, ModelSpec};
 
 /// One TOML file under `presets/`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -136,7 +136,7 @@ impl Workload {
             model: ModelSpec::Nqm(crate::model::nqm::NqmSpec::new(dim)),
             optimizer,
             target: Target {
-                metric: Metric::NqmLoss,
+                metric: Metric::ExpectedLoss,
                 value: target,
             },
             targets: Vec::new(),
@@ -150,6 +150,17 @@ impl Workload {
             divergence_factor: default_divergence_factor(),
             transfer: None,
         }
+    }
+
+    /// Whether this workload's trials are computed in closed form rather than trained: its family
+    /// reads no data (the noisy quadratic model), so there is no network, no sampling and no
+    /// compute to time. What follows from it: the closed-form runner (`sweep::runners`), no thread
+    /// layout to calibrate and nothing to fuse (`sweep::layout`), no precision, gradients, seeds,
+    /// workers or noise-scale cost (`workload::applied`), no memory limit on its batch sizes, no
+    /// compute projection in the report, and a metric that is an expected loss, not a rate
+    /// ([`Metric::ExpectedLoss`]).
+    pub fn closed_form(&self) -> bool {
+        self.model.family().input() == Input::None
     }
 
     /// The step budget of a trial at global batch size `batch` (see `max_examples`).
@@ -239,8 +250,10 @@ pub enum Metric {
     ValError,
     /// Validation cross-entropy in bits per character.
     ValBpc,
-    /// Expected loss of the noisy quadratic model.
-    NqmLoss,
+    /// The expected loss of a closed-form workload (the noisy quadratic model's), > 0 and
+    /// unbounded: not a rate. (`nqm_loss` in presets and run logs.)
+    #[serde(rename = "nqm_loss")]
+    ExpectedLoss,
     /// A language model's transfer: the held-out accuracy of a linear probe on its sentence
     /// features (`[workload.transfer]`, the `transfer` module), in [0, 1]. Maximised.
     TransferAcc,
@@ -251,7 +264,7 @@ impl Metric {
         match self {
             Metric::ValError => "val_error",
             Metric::ValBpc => "val_bpc",
-            Metric::NqmLoss => "nqm_loss",
+            Metric::ExpectedLoss => "nqm_loss",
             Metric::TransferAcc => "transfer_acc",
         }
     }

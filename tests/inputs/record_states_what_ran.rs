@@ -203,7 +203,7 @@ fn sweep_plans_record_what_each_optimizer_applies() {
         for t in &plan {
             let what = format!("{} trial {}", preset.name, t.trial_id);
             let m = &t.metaparams;
-            if scaling_lab::workload::applied::is_nqm(w) {
+            if w.closed_form() {
                 // the closed form's own state: γ = 0 for SGD; no β2/ε anywhere
                 let st = NqmState::new(4, 0.5, w.optimizer, m.momentum, t.batch_size);
                 assert_eq!(m.momentum, st.momentum(), "{what}");

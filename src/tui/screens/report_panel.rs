@@ -13,7 +13,6 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{ellipsize, kv, panel};
-use crate::model::ModelSpec;
 use crate::report::{band, num};
 use crate::tui::app::{format_duration, App, LiveSource, LiveState};
 use crate::tui::theme::Theme;
@@ -174,7 +173,7 @@ fn number_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
     if let Some(p) = report.perfect_up_to {
         lines.push(kv("perfect ≤", p.to_string(), th, th.text()));
     }
-    if l.done && !matches!(l.workload().map(|w| &w.model), Some(ModelSpec::Nqm { .. })) {
+    if l.done && !l.workload().is_some_and(|w| w.closed_form()) {
         if let Some(brief) = &l.rendered.projection_brief {
             let brief = ellipsize(brief, w.saturating_sub(10));
             lines.push(kv("projected", brief, th, th.text()));
