@@ -804,5 +804,4 @@ pub fn gpu_scale_warning(cfg: &SweepConfig, est: Option<&WallEstimate>) -> Optio
 }
 
 #[cfg(test)]
-#[path = "layout_tests.rs"]
 mod tests;

@@ -872,5 +872,4 @@ pub fn bench_main(args: &BenchArgs) -> anyhow::Result<String> {
 }
 
 #[cfg(test)]
-#[path = "bench_tests.rs"]
 mod tests;

@@ -618,5 +618,4 @@ fn locate(root: &DeTable<'_>, path: &[KeySeg]) -> usize {
 }
 
 #[cfg(test)]
-#[path = "load_tests.rs"]
 mod tests;

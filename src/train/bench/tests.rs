@@ -1,4 +1,4 @@
-//! Tests of `bench` (their own file: bench.rs stays under the line limit).
+//! Tests of `bench`.
 
 use super::*;
 use crate::train::bench_fused::train_flops_per_example;

@@ -1,4 +1,4 @@
-//! Tests of `layout` (their own file: layout.rs stays under the line limit).
+//! Tests of `layout`.
 
 use super::*;
 
