@@ -19,7 +19,8 @@ fn main() {
         no_presets: env("SCALING_LAB_BENCH_NO_PRESETS").is_some_and(|v| v == "1"),
         ..Default::default()
     };
-    match scaling_lab::train::bench::bench_main(&args) {
+    let r = scaling_lab::train::bench::run_bench(&args);
+    match scaling_lab::report::bench::render(&r, args.json) {
         Ok(text) => print!("{text}"),
         Err(e) => {
             eprintln!("bench failed: {e:#}");

@@ -183,7 +183,8 @@ pub fn cmd_bench(a: BenchArgs, runs_dir: PathBuf) -> CmdResult {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    out(&scaling_lab::train::bench::bench_main(&a.bench)?);
+    let r = scaling_lab::train::bench::run_bench(&a.bench);
+    out(&scaling_lab::report::bench::render(&r, a.bench.json)?);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -13,11 +13,14 @@
 //! too: `text` (the plain-text report), `json` (`--json`, `docs/report-schema.json`), `notes` (the
 //! wording of the analysis's typed notes), `export` (CSV, the export JSON and the SVG charts),
 //! `compare`, `projection` (the projection table and brief), `headless` (the progress view of a
-//! headless sweep), `format` (numbers and outcomes in words).
+//! headless sweep), `format` (numbers and outcomes in words), `bench` (`scaling-lab bench`'s
+//! tables).
 //!
-//! Layering: `report` imports `core`, `workload`, `transfer`, `analysis`, `runlog` and `sweep`; `cluster`,
+//! Layering: `report` imports `core`, `workload`, `transfer`, `train` (the bench's measurements),
+//! `analysis`, `runlog` and `sweep`; `cluster`,
 //! `cli` and `tui` import it.
 
+pub mod bench;
 pub mod compare;
 pub mod export;
 pub mod format;
