@@ -110,21 +110,38 @@ pub fn render_screenshots_with(
     std::fs::create_dir_all(runs_dir)
         .with_context(|| format!("cannot create {}", runs_dir.display()))?;
     let mut out = Vec::new();
-    let theme = Theme::default();
     let mut opts = TuiOptions::new(runs_dir.to_path_buf(), presets_dir.to_path_buf());
     opts.initial_preset = Some(super::DEFAULT_PRESET.into());
-    let mut app = super::initial_app(&opts, theme);
+    let mut app = super::initial_app(&opts, Theme::default());
     update(&mut app, Msg::Resize(SHOT_W, SHOT_H));
-
-    // Setup
     save(&app, out_dir, "setup", &mut out)?;
+    let fast = closed_form_presets(presets_dir);
+    let live_app = live_pictures(&app, &fast, runs_dir, out_dir, &mut out)?;
+    save(
+        &finished_app(&live_app, runs_dir),
+        out_dir,
+        "live-finished",
+        &mut out,
+    )?;
+    let compared = compared_runs(&fast, runs_dir)?;
+    runs_and_compare_pictures(&app, &compared, runs_dir, out_dir, &mut out)?;
+    Ok(out)
+}
 
-    // A real NQM sweep, replayed.
-    let nqm = closed_form_presets(presets_dir);
-    let (path, preset) = nqm
+/// Live mid-sweep: a real closed-form sweep (the momentum preset's, else the first of `fast`) run
+/// through the scheduler into `runs_dir`, its events folded into `app` as they arrive; saves the
+/// picture at half of the plan and returns the app at the sweep's end, its report in.
+fn live_pictures(
+    app: &App,
+    fast: &[(PathBuf, Preset)],
+    runs_dir: &Path,
+    out_dir: &Path,
+    out: &mut Vec<PathBuf>,
+) -> anyhow::Result<App> {
+    let (path, preset) = fast
         .iter()
         .find(|(_, p)| p.name.contains("momentum"))
-        .or_else(|| nqm.first())
+        .or_else(|| fast.first())
         .cloned()
         .context("no NQM preset found in the presets directory (needed to render live pictures)")?;
     let runner = runner_for(&preset.workload, &TrainOptions::default())?;
@@ -140,7 +157,7 @@ pub fn render_screenshots_with(
     // the clock the UI would have seen: real time since the sweep started
     let t0 = std::time::Instant::now();
     let mut mid: Option<App> = None;
-    let (_, result) = run_sweep_with(preset, Some(path), runs_dir, runner.clone(), |ev| {
+    let (_, result) = run_sweep_with(preset, Some(path), runs_dir, runner, |ev| {
         update(&mut live_app, Msg::Tick(t0.elapsed().as_secs_f64()));
         update_settled(&mut live_app, Msg::Sweep(ev));
         let (done, running) = live_app
@@ -151,12 +168,7 @@ pub fn render_screenshots_with(
             mid = Some(live_app.clone());
         }
     })?;
-    save(
-        mid.as_ref().unwrap_or(&live_app),
-        out_dir,
-        "live-mid",
-        &mut out,
-    )?;
+    save(mid.as_ref().unwrap_or(&live_app), out_dir, "live-mid", out)?;
     // the way every sweep ends: the joined sweep's report
     let report = crate::report::of_sweep(&result, &crate::report::ReportOptions::default());
     update(
@@ -166,11 +178,14 @@ pub fn render_screenshots_with(
             report: Some(Box::new(report)),
         },
     );
+    Ok(live_app)
+}
 
-    // Finished: prefer a complete real-data sweep showing all three regimes.
-    let entries = loader::scan_runs(runs_dir, None);
+/// Live finished: a complete sweep on real data whose analysis shows all three regimes when
+/// `runs_dir` holds one, else the live sweep at its end; both charts.
+fn finished_app(live_app: &App, runs_dir: &Path) -> App {
     let mut finished_app = live_app.clone();
-    for e in &entries {
+    for e in &loader::scan_runs(runs_dir, None) {
         if let Ok(log) = read_run_log(&e.path) {
             let closed = log.header.preset.workload.closed_form();
             if !closed && log.status() == LogStatus::Complete && has_three_regimes(&log.analysis())
@@ -182,9 +197,12 @@ pub fn render_screenshots_with(
         }
     }
     finished_app.charts = Charts::Both;
-    save(&finished_app, out_dir, "live-finished", &mut out)?;
+    finished_app
+}
 
-    // Compare: one workload, several optimizers.
+/// The runs Compare shows: the complete sweeps of the one workload with the most distinct
+/// optimizers; with fewer than two, the sweeps of up to three of `fast`, run now.
+fn compared_runs(fast: &[(PathBuf, Preset)], runs_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut groups: std::collections::BTreeMap<String, Vec<(PathBuf, String)>> = Default::default();
     for e in loader::scan_runs(runs_dir, None) {
         if e.status != super::app::RunStatus::Complete {
@@ -211,22 +229,33 @@ pub fn render_screenshots_with(
         .unwrap_or_default();
     if best.len() < 2 {
         best.clear();
-        for (path, preset) in nqm.iter().take(3) {
+        for (path, preset) in fast.iter().take(3) {
+            let runner = runner_for(&preset.workload, &TrainOptions::default())?;
             let (_, result) = run_sweep_with(
                 picture_preset(preset.clone()),
                 Some(path.clone()),
                 runs_dir,
-                runner.clone(),
+                runner,
                 |_| {},
             )?;
             best.push(result.log_path);
         }
     }
-    // Runs (after every sweep above exists)
+    Ok(best)
+}
+
+/// Runs (scanned after every sweep above exists, the compared runs marked) and Compare (them).
+fn runs_and_compare_pictures(
+    app: &App,
+    compared: &[PathBuf],
+    runs_dir: &Path,
+    out_dir: &Path,
+    out: &mut Vec<PathBuf>,
+) -> anyhow::Result<()> {
     let mut runs_app = app.clone();
     update(&mut runs_app, Msg::Runs(loader::scan_runs(runs_dir, None)));
     update(&mut runs_app, Msg::Key(Key::Char('3')));
-    for p in best.iter().take(3) {
+    for p in compared.iter().take(3) {
         if let Some(i) = runs_app.runs.entries.iter().position(|e| &e.path == p) {
             runs_app
                 .runs
@@ -234,14 +263,14 @@ pub fn render_screenshots_with(
                 .insert(runs_app.runs.entries[i].path.clone());
         }
     }
-    save(&runs_app, out_dir, "runs", &mut out)?;
+    save(&runs_app, out_dir, "runs", out)?;
 
-    let (runs, _) = loader::load_compare(&best);
+    let (runs, _) = loader::load_compare(compared);
     let mut cmp_app = runs_app.clone();
     cmp_app.screen = Screen::Compare;
     update(&mut cmp_app, Msg::CompareLoaded(runs));
-    save(&cmp_app, out_dir, "compare", &mut out)?;
-    Ok(out)
+    save(&cmp_app, out_dir, "compare", out)?;
+    Ok(())
 }
 
 /// Renders meta.svg: the metaparameter picture of a complete sweep in `runs_dir` (a momentum
