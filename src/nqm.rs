@@ -26,9 +26,10 @@ use std::time::Instant;
 
 use crate::core::events::TrialEvent;
 use crate::core::meter::{MeterOptions, StepSample, TrialMeter};
+use crate::core::runner::TrialRunner;
 use crate::core::trial::{CancelToken, TrialOutcome, TrialSpec};
-use crate::core::TrialRunner;
-use crate::workload::spec::{Decay, ModelSpec, OptimizerKind, Workload};
+use crate::model::ModelSpec;
+use crate::workload::spec::{Decay, OptimizerKind, Workload};
 
 /// Closed-form NQM runner.
 #[derive(Clone, Copy, Debug, Default)]

@@ -5,8 +5,8 @@ use super::calibrate::*;
 use crate::core::calibrate::workload_for;
 use crate::core::calibrate::{Calibrated, Facts};
 use crate::core::record::TrialRecord;
+use crate::core::runner::TrialRunner;
 use crate::core::trial::{CancelToken, DeviceSpec, TrialSpec};
-use crate::core::TrialRunner;
 use crate::nqm::{exact_steps_to_target, NqmRunner};
 use crate::workload::spec::{Calibrate, OptimizerKind, Precision, Preset, Workload};
 

@@ -73,7 +73,7 @@ pub(crate) mod tests;
 
 use crate::core::analysis::{Analysis, BatchPoint, Note, Readout, Study};
 use crate::core::record::TrialRecord;
-use crate::core::NoiseInterval;
+use crate::core::trial::NoiseInterval;
 use crate::workload::spec::{OptimizerKind, Preset};
 
 pub use bootstrap::{BOOTSTRAP_DRAWS, FIT_BOOTSTRAP};

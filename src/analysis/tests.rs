@@ -501,7 +501,7 @@ fn widen_step_moves_past_the_explored_edge_one_half_width_at_a_time() {
     t.push(rec(wid(2, 1), 64, 0.3, Outcome::Reached { step: 20 }, None));
     let v = at(&t);
     assert_eq!(widen_step(&s, o, 64, &refs(&v), 3), None);
-    let mut preset = crate::sweep::plan::tests::preset();
+    let mut preset = crate::core::plan::tests::preset();
     preset.search = s.clone();
     let a = analyze_preset(&preset, &t);
     let p64 = a.per_batch.iter().find(|p| p.batch_size == 64).unwrap();
@@ -575,7 +575,7 @@ fn search_edge_check() {
     );
     assert!(search_edges(&s, OptimizerKind::Sgd, 64, 0.03, Some(1.0 - 0.0011)).is_empty());
     // Through the analysis: flags, a note, and the LR-rule caveat.
-    let mut preset = crate::sweep::plan::tests::preset();
+    let mut preset = crate::core::plan::tests::preset();
     preset.search = s.clone();
     let t = vec![
         rec(0, 64, 0.95, Outcome::Reached { step: 100 }, None),

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use scaling_lab::core::DeviceSpec;
+use scaling_lab::core::trial::DeviceSpec;
 use scaling_lab::sweep::overrides::MAX_WORKERS;
 use scaling_lab::train;
 use scaling_lab::workload::spec::{Fuse, LrRule, Precision};

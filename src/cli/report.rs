@@ -39,11 +39,11 @@ pub fn parse_targets(text: &str, logs: &[&RunLog]) -> anyhow::Result<Vec<f64>> {
         check_value("--targets", x, logs)?;
         v.push(x);
     }
-    if v.len() > scaling_lab::workload::load::MAX_TARGETS + 1 {
+    if v.len() > scaling_lab::workload::check::MAX_TARGETS + 1 {
         return Err(usage(format!(
             "--targets: {} values, at most {}",
             v.len(),
-            scaling_lab::workload::load::MAX_TARGETS + 1
+            scaling_lab::workload::check::MAX_TARGETS + 1
         )));
     }
     Ok(v)

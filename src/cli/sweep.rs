@@ -18,7 +18,7 @@ use scaling_lab::runlog::link_table::find_link_table;
 use scaling_lab::sweep::overrides::{check_config, SweepOverrides};
 use scaling_lab::sweep::{self, SweepConfig, SweepControl};
 use scaling_lab::workload::applied::Setting;
-use scaling_lab::workload::load::find_preset;
+use scaling_lab::workload::presets::find_preset;
 
 use super::args::SweepArgs;
 use super::{
@@ -467,7 +467,7 @@ fn fuse_line(f: scaling_lab::workload::spec::Fuse) -> String {
 
 fn dry_run(
     cfg: &SweepConfig,
-    runner: &dyn scaling_lab::core::TrialRunner,
+    runner: &dyn scaling_lab::core::runner::TrialRunner,
     resume: Option<&std::path::Path>,
 ) -> CmdResult {
     let trials = cfg.batch_sizes.len() * cfg.trials_per_batch;

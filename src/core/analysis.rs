@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::NoiseInterval;
+use crate::core::trial::NoiseInterval;
 use crate::workload::spec::{ConfirmPlan, LrRule, OptimizerKind, Preset, SearchSpace, Target};
 
 /// What a sweep's trials are read against: the target, the optimizer (which metaparameters exist)

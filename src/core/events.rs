@@ -178,7 +178,7 @@ impl<T: Clone + PartialEq> Default for BoundedHistory<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::BoundedHistory;
+    use crate::core::events::BoundedHistory;
 
     #[test]
     fn bounded_history_stays_bounded_evenly_spaced_and_keeps_the_latest() {

@@ -24,13 +24,6 @@ pub mod transfer;
 pub mod trial;
 pub mod widen;
 
-pub use analysis::*;
-pub use events::*;
-pub use record::*;
-pub use runner::*;
-pub use trial::*;
-pub use widen::{RangeShift, WidenId, WIDEN_ID_BASE};
-
 /// SplitMix64 (Steele et al.): a fixed, portable mixing function.
 pub fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);

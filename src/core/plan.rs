@@ -11,9 +11,11 @@
 //! plan is a pure function of (preset, batch sizes, K, devices, precision, seed): resume re-derives
 //! it, and raising K keeps the ids and metaparameters of the trials already run.
 
+use crate::core::confirm::ConfirmId;
 use crate::core::record::Header;
+use crate::core::splitmix64;
 use crate::core::trial::{DeviceSpec, TrialSpec};
-use crate::core::widen::{shift_range, WidenId};
+use crate::core::widen::{shift_range, WidenId, REPEAT_ID_BASE};
 use crate::workload::spec::{Decay, Metaparams, Precision, Preset, Schedule};
 
 /// The full plan in execution order; `trial_id` = index.
@@ -107,8 +109,6 @@ pub fn widen_trial(
     })
 }
 
-pub use crate::core::widen::REPEAT_ID_BASE;
-
 /// Repeat `id` of a search trial: the same batch size and metaparameters, the seed of `id`.
 pub fn repeat_of(base: &TrialSpec, id: u64, sweep_seed: u64) -> TrialSpec {
     TrialSpec {
@@ -119,8 +119,6 @@ pub fn repeat_of(base: &TrialSpec, id: u64, sweep_seed: u64) -> TrialSpec {
         ..base.clone()
     }
 }
-
-pub use crate::core::confirm::{ConfirmId, CONFIRM_ID_BASE};
 
 /// Confirm trial `id` (`crate::core::confirm`) of search trial `base`, the configuration
 /// of rank `rank` at its B: the same batch size and metaparameters, the fresh seed of `id` (never a
@@ -167,8 +165,6 @@ pub fn rotation(seed: u64) -> [f64; 4] {
 pub fn trial_seed(sweep_seed: u64, trial_id: u64) -> u64 {
     splitmix64(sweep_seed ^ splitmix64(trial_id.wrapping_add(0x9e37_79b9)))
 }
-
-pub use crate::core::splitmix64;
 
 fn log_uniform(range: [f64; 2], u: f64) -> f64 {
     let (lo, hi) = (range[0].ln(), range[1].ln());

@@ -13,11 +13,14 @@
 //! too: `text` (the plain-text report), `json` (`--json`, `docs/report-schema.json`), `notes` (the
 //! wording of the analysis's typed notes), `export` (CSV, the export JSON and the SVG charts),
 //! `compare`, `projection` (the projection table and brief), `headless` (the progress view of a
-//! headless sweep), `format` (numbers and outcomes in words).
+//! headless sweep), `format` (numbers and outcomes in words), `bench` (`scaling-lab bench`'s
+//! tables).
 //!
-//! Layering: `report` imports `core`, `workload`, `transfer`, `analysis`, `runlog` and `sweep`; `cluster`,
+//! Layering: `report` imports `core`, `workload`, `transfer`, `train` (the bench's measurements),
+//! `analysis`, `runlog` and `sweep`; `cluster`,
 //! `cli` and `tui` import it.
 
+pub mod bench;
 pub mod calibration;
 pub mod compare;
 pub mod export;
@@ -558,7 +561,7 @@ impl Report {
 
     fn add_projection(&mut self, run: &Run, opts: &ReportOptions) {
         let a = &self.analysis;
-        if is_nqm(run.header) {
+        if run.header.preset.workload.closed_form() {
             self.projection_note =
                 Some("none for the NQM (a closed-form model has no compute to time)".into());
             return;
@@ -632,11 +635,4 @@ fn projection_backend(run: &Run) -> String {
         ));
     }
     backend
-}
-
-fn is_nqm(h: &Header) -> bool {
-    matches!(
-        h.preset.workload.model,
-        crate::workload::spec::ModelSpec::Nqm { .. }
-    )
 }

@@ -15,12 +15,12 @@ fn target() -> Target {
 
 /// A header for `trials` of an SGD preset (val error ≤ 0.1).
 fn header() -> Header {
-    let mut preset: Preset = crate::sweep::plan::tests::preset();
+    let mut preset: Preset = crate::core::plan::tests::preset();
     preset.workload.target = target();
     preset.workload.optimizer = OptimizerKind::Sgd;
     // a data workload (the NQM has no compute to time)
     preset.workload.model =
-        crate::workload::spec::ModelSpec::Mlp(crate::model::mlp::MlpSpec { hidden: vec![64] });
+        crate::model::ModelSpec::Mlp(crate::model::mlp::MlpSpec { hidden: vec![64] });
     let cfg = crate::sweep::SweepConfig::from_preset(preset, None, "runs".into());
     crate::sweep::scheduler::make_header(&cfg, "burn-flex (cpu)")
 }

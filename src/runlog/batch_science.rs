@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::core::record::{Header, ImportInfo, TrialRecord};
 use crate::core::trial::{DeviceSpec, EvalPoint, Outcome, TrialOutcome, TrialSpec};
+use crate::model::ModelSpec;
 use crate::runlog::reader::RunLog;
 use crate::workload::spec::*;
 

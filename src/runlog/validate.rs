@@ -52,7 +52,7 @@ fn num(v: f64) -> String {
 /// sizes, trials per batch, workers, concurrency, and, for logs this tool wrote, the preset's
 /// workload as a preset file is checked.
 pub fn header_problem(h: &Header) -> Option<String> {
-    use crate::workload::load as l;
+    use crate::workload::check as l;
     // replicas of one trial (one device each with `trials_per_device`)
     let workers = crate::core::devices::trial_devices(&h.devices, h.preset.sweep.trials_per_device)
         .replicas();

@@ -1,4 +1,4 @@
-//! The batch-size study of Shallue et al.: plan (quasi-random metaparameters per batch size),
+//! The batch-size study of Shallue et al.: the plan (`core::plan`: quasi-random metaparameters per batch size),
 //! scheduler (runs trials through a `TrialRunner`, writes the run log, returns a `SweepResult`
 //! with everything the report needs), the thread layout (`layout`), device slots (`devices`), the
 //! one override path for flags and Setup fields (`overrides`) and the runner factory (`runners`:
@@ -12,15 +12,18 @@ pub mod calibrate;
 pub mod devices;
 pub mod layout;
 pub mod overrides;
-pub mod plan;
+
 mod resume;
 pub mod runners;
 pub mod scheduler;
 
 use std::path::PathBuf;
 
+use crate::core::confirm::ConfirmId;
+use crate::core::plan;
 use crate::core::record::Header;
 use crate::core::trial::{DeviceSpec, TrialSpec};
+use crate::core::widen::REPEAT_ID_BASE;
 use crate::workload::spec::{Fuse, Precision, Preset};
 
 pub use runners::runner_for;
@@ -119,7 +122,7 @@ impl SweepConfig {
 
     /// The devices of ONE trial: `devices`, or one of them with `[sweep] trials_per_device`.
     pub fn trial_devices(&self) -> DeviceSpec {
-        devices::trial_devices(&self.devices, self.preset.sweep.trials_per_device)
+        crate::core::devices::trial_devices(&self.devices, self.preset.sweep.trials_per_device)
     }
 
     /// Search trials `until` may run in all (plan included).
@@ -174,7 +177,7 @@ impl SweepConfig {
             );
         }
         anyhow::ensure!(
-            (self.search_budget() as u64) < plan::REPEAT_ID_BASE / 2,
+            (self.search_budget() as u64) < REPEAT_ID_BASE / 2,
             "the trial budget {} is too large",
             self.search_budget()
         );
@@ -236,7 +239,7 @@ pub fn confirm_stage_ids(
         for rank in 0..top.len() {
             for seed in 0..plan.seeds {
                 out.extend(
-                    plan::ConfirmId {
+                    ConfirmId {
                         batch_index: bi,
                         rank: rank as u32,
                         seed: seed as u32,

@@ -26,8 +26,8 @@ use super::{plan, SweepConfig};
 use crate::core::analysis::Analysis;
 use crate::core::events::{PlanInfo, SweepEvent, TrialErrorNote, TrialEvent};
 use crate::core::record::{Header, TrialRecord};
+use crate::core::runner::TrialRunner;
 use crate::core::trial::{CancelToken, Outcome, TrialOutcome, TrialSpec};
-use crate::core::TrialRunner;
 use crate::runlog::writer::RunLogWriter;
 use cut::{whole_blocks, TrialKind};
 
@@ -625,7 +625,7 @@ impl Coordinator {
                 self.trial_error(id, format!("{e:#}"));
             }
             Err(panic) => {
-                let what = crate::core::panic_message(&panic);
+                let what = crate::core::runner::panic_message(&panic);
                 if crate::train::oom::failed_out_of_memory(&what) {
                     self.save_oom(spec, wall_s, fatal);
                     return;
@@ -849,20 +849,20 @@ impl Coordinator {
                 let _ = res_tx.send((specs[i].clone(), Ok(result), t0.elapsed().as_secs_f64()));
             };
             let ran = catch_unwind(AssertUnwindSafe(|| {
-                let group = crate::core::Group {
+                let group = crate::core::runner::Group {
                     specs: &specs,
                     cancels: &tokens,
                     cut: cut.clone(),
                 };
                 let mut e = |i: usize, ev: TrialEvent| emit(i, ev);
                 let mut d = |i: usize, r: anyhow::Result<TrialOutcome>| done(i, r);
-                crate::core::in_thread_budget(threads, || {
+                crate::core::runner::in_thread_budget(threads, || {
                     runner.run_group(&workload, &group, &mut e, &mut d)
                 })
             }));
             if let Err(panic) = ran {
                 // every trial not reported fails with the panic
-                let what = crate::core::panic_message(&panic);
+                let what = crate::core::runner::panic_message(&panic);
                 for (i, spec) in specs.iter().enumerate() {
                     if !reported[i].load(Ordering::Relaxed) {
                         let p: Box<dyn std::any::Any + Send> = Box::new(what.clone());

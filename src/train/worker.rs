@@ -18,7 +18,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use super::exchange::{self, Reduced};
 use super::grads;
 use super::optim::{MemberStep, Opt};
-use crate::core::panic_message;
+use crate::core::runner::panic_message;
 use crate::data::{self, Dataset};
 use crate::model::family::StatUpdate;
 use crate::model::{Batch, Ctx, EvalSums, Net};

@@ -328,7 +328,7 @@ fn transformer_features<B: Backend>(
 mod tests {
     use super::*;
     use crate::model::InputShape;
-    use crate::workload::spec::ModelSpec;
+    use crate::model::ModelSpec;
     use burn::backend::Flex;
 
     fn specs() -> Vec<ModelSpec> {

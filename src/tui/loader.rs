@@ -19,7 +19,7 @@ pub const RUNNING_WINDOW: Duration = Duration::from_secs(120);
 pub fn load_presets(dir: &Path, user_dir: Option<&Path>) -> (Vec<PresetEntry>, Vec<String>) {
     let mut ok = Vec::new();
     let mut errs = Vec::new();
-    for l in crate::workload::load::list_all_presets(dir, user_dir) {
+    for l in crate::workload::presets::list_all_presets(dir, user_dir) {
         match l.preset {
             Ok(preset) => ok.push(PresetEntry {
                 preset,

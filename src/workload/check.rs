@@ -2,8 +2,9 @@
 //! compatibility, sizes against the data and memory) and returns each problem with the key it is
 //! about; `load` locates the key in the file.
 
-use super::spec::{DatasetSpec, Decay, Metric, Preset, SearchSpace, SweepDefaults, Workload};
+use crate::data::spec::DatasetSpec;
 use crate::model::{Input, InputShape};
+use crate::workload::spec::{Decay, Metric, Preset, SearchSpace, SweepDefaults, Workload};
 
 /// One key path segment: a table key or an array index.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,7 +102,7 @@ pub fn family_metric(w: &Workload) -> Metric {
     match w.model.family().input() {
         Input::Images => Metric::ValError,
         Input::Text => Metric::ValBpc,
-        Input::None => Metric::NqmLoss,
+        Input::None => Metric::ExpectedLoss,
     }
 }
 
@@ -122,7 +123,7 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
     let (needs, metric) = match w.model.family().input() {
         Input::Images => (Some(true), Metric::ValError),
         Input::Text => (Some(false), Metric::ValBpc),
-        Input::None => (None, Metric::NqmLoss),
+        Input::None => (None, Metric::ExpectedLoss),
     };
     let model = w.model.short_name();
     match (&w.dataset, needs) {
@@ -183,7 +184,7 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
     let range = match w.target.metric {
         Metric::ValError if !in_open_unit(v) => Some("val_error must be in (0, 1)".to_string()),
         Metric::ValBpc if !(v > 0.0 && v < bits) => Some(bpc_range),
-        Metric::NqmLoss if !positive(v) => Some("nqm_loss must be > 0".to_string()),
+        Metric::ExpectedLoss if !positive(v) => Some("nqm_loss must be > 0".to_string()),
         Metric::TransferAcc if !in_open_unit(v) => {
             Some("transfer_acc must be in (0, 1)".to_string())
         }
@@ -226,7 +227,7 @@ fn check_targets(w: &Workload, out: &mut Vec<Problem>) {
         let in_range = match w.target.metric {
             Metric::ValError => in_open_unit(t),
             Metric::ValBpc => t > 0.0 && t < max_bits(w),
-            Metric::NqmLoss => positive(t),
+            Metric::ExpectedLoss => positive(t),
             Metric::TransferAcc => in_open_unit(t),
         };
         if !in_range {
@@ -421,7 +422,7 @@ fn check_defaults(w: &Workload, out: &mut Vec<Problem>) {
     }
 }
 
-/// The search space, with the same bounds the plan samples within (`sweep::plan`).
+/// The search space, with the same bounds the plan samples within (`core::plan`).
 fn check_search(s: &SearchSpace, out: &mut Vec<Problem>) {
     let range = |r: [f64; 2]| positive(r[0]) && positive(r[1]) && r[0] <= r[1];
     if !range(s.learning_rate) {

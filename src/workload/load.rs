@@ -13,9 +13,8 @@ use std::path::{Path, PathBuf};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::check::key;
-pub use super::check::*;
-pub use super::presets::*;
+use super::check::{check, key, KeySeg};
+use super::presets::{EMBEDDED_PREFIX, EMBEDDED_PRESETS};
 use super::spec::Preset;
 
 /// A preset that could not be loaded: `path:line:col: message` (line and col 1-based; 0 when
@@ -668,5 +667,4 @@ fn locate(root: &DeTable<'_>, path: &[KeySeg]) -> usize {
 }
 
 #[cfg(test)]
-#[path = "load_tests.rs"]
 mod tests;

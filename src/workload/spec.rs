@@ -3,11 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The dataset of a workload belongs to the data layer (its sources, formats and checks).
-pub use crate::data::spec::{Augment, CifarLabel, DatasetSpec, Format, Layout, Part, TokenType};
-/// The `[workload.model]` table: defined by the model families (`crate::model::family`), each
-/// family's fields in its own file.
-pub use crate::model::ModelSpec;
+// The dataset of a workload belongs to the data layer (`data::spec`: its sources, formats and
+// checks); the `[workload.model]` table to the model families (`model::family`, each family's
+// fields in its own file). Both are imported from there, not through this module.
+use crate::data::spec::DatasetSpec;
+use crate::model::{Input, ModelSpec};
 
 /// One TOML file under `presets/`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -221,7 +221,7 @@ impl Workload {
             model: ModelSpec::Nqm(crate::model::nqm::NqmSpec::new(dim)),
             optimizer,
             target: Target {
-                metric: Metric::NqmLoss,
+                metric: Metric::ExpectedLoss,
                 value: target,
             },
             targets: Vec::new(),
@@ -235,6 +235,17 @@ impl Workload {
             divergence_factor: default_divergence_factor(),
             transfer: None,
         }
+    }
+
+    /// Whether this workload's trials are computed in closed form rather than trained: its family
+    /// reads no data (the noisy quadratic model), so there is no network, no sampling and no
+    /// compute to time. What follows from it: the closed-form runner (`sweep::runners`), no thread
+    /// layout to calibrate and nothing to fuse (`sweep::layout`), no precision, gradients, seeds,
+    /// workers or noise-scale cost (`workload::applied`), no memory limit on its batch sizes, no
+    /// compute projection in the report, and a metric that is an expected loss, not a rate
+    /// ([`Metric::ExpectedLoss`]).
+    pub fn closed_form(&self) -> bool {
+        self.model.family().input() == Input::None
     }
 
     /// The step budget of a trial at global batch size `batch` (see `max_examples`).
@@ -324,8 +335,10 @@ pub enum Metric {
     ValError,
     /// Validation cross-entropy in bits per character.
     ValBpc,
-    /// Expected loss of the noisy quadratic model.
-    NqmLoss,
+    /// The expected loss of a closed-form workload (the noisy quadratic model's), > 0 and
+    /// unbounded: not a rate. (`nqm_loss` in presets and run logs.)
+    #[serde(rename = "nqm_loss")]
+    ExpectedLoss,
     /// A language model's transfer: the held-out accuracy of a linear probe on its sentence
     /// features (`[workload.transfer]`, the `transfer` module), in [0, 1]. Maximised.
     TransferAcc,
@@ -336,7 +349,7 @@ impl Metric {
         match self {
             Metric::ValError => "val_error",
             Metric::ValBpc => "val_bpc",
-            Metric::NqmLoss => "nqm_loss",
+            Metric::ExpectedLoss => "nqm_loss",
             Metric::TransferAcc => "transfer_acc",
         }
     }
@@ -857,7 +870,7 @@ mod tests {
     use super::*;
 
     fn workload(every: u64, growth: f64, budget: u64, max_examples: Option<u64>) -> Workload {
-        let mut p = crate::sweep::plan::tests::preset();
+        let mut p = crate::core::plan::tests::preset();
         p.workload.eval_every = every;
         p.workload.eval_growth = growth;
         p.workload.step_budget = budget;

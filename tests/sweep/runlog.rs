@@ -5,7 +5,7 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use scaling_lab::core::*;
+use scaling_lab::core::record::LogLine;
 use scaling_lab::report::compare::{compare, render_compare};
 use scaling_lab::report::export::{
     export_json, metaparam_svg, points_csv, svg_for_log, trials_csv,

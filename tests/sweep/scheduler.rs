@@ -8,7 +8,10 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::time::Duration;
 
-use scaling_lab::core::*;
+use scaling_lab::core::analysis::Analysis;
+use scaling_lab::core::events::{StepStats, SweepEvent, TrialEvent};
+use scaling_lab::core::runner::TrialRunner;
+use scaling_lab::core::trial::{CancelToken, DeviceSpec, Outcome, TrialOutcome, TrialSpec};
 use scaling_lab::nqm::NqmRunner;
 use scaling_lab::runlog::read_run_log;
 use scaling_lab::sweep::{plan, start_sweep, SweepConfig};

@@ -9,7 +9,8 @@ use crate::support::*;
 use scaling_lab::core::events::{SweepEvent, TrialEvent};
 use scaling_lab::core::trial::{Outcome, TrialOutcome};
 use scaling_lab::tui::app::{update, App, Command, Confirm, Field, LiveView, Msg, Screen, FIELDS};
-use scaling_lab::tui::keymap::{footer_keys, Key, KEYS};
+use scaling_lab::tui::key::Key;
+use scaling_lab::tui::keymap::{footer_keys, KEYS};
 
 const SWEEP_LOG: &str = "runs/2026-01-01T10-00-00-digits-mlp-momentum.jsonl";
 

@@ -17,7 +17,7 @@ use scaling_lab::runlog::RunLog;
 use scaling_lab::sweep::runner_for;
 use scaling_lab::train::TrainOptions;
 use scaling_lab::tui::app::{update, update_settled, App, LiveState, LiveView, Msg, Screen};
-use scaling_lab::tui::keymap::Key;
+use scaling_lab::tui::key::Key;
 use scaling_lab::tui::theme::Theme;
 use scaling_lab::tui::{initial_app, TuiOptions};
 use scaling_lab::workload::spec::OptimizerKind;
@@ -153,7 +153,7 @@ fn every_fixture_log_reads_the_same_in_the_tui_and_the_cli() {
 /// then the end as the runtime ends it (`Msg::SweepEnded` with the joined sweep's report).
 fn fold_sweep(
     cfg: scaling_lab::sweep::SweepConfig,
-    runner: Arc<dyn scaling_lab::core::TrialRunner>,
+    runner: Arc<dyn scaling_lab::core::runner::TrialRunner>,
 ) -> (App, PathBuf) {
     let mut a = app();
     a.sweep = Some(LiveState::starting(&cfg, 0.0));
@@ -205,7 +205,7 @@ fn a_fresh_nqm_sweep_reads_the_same_in_the_tui_and_the_cli() {
 #[test]
 fn a_fresh_digits_sweep_reads_the_same_in_the_tui_and_the_cli() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, preset) = scaling_lab::workload::load::find_preset("digits-mlp-momentum").unwrap();
+    let (_, preset) = scaling_lab::workload::presets::find_preset("digits-mlp-momentum").unwrap();
     let mut cfg = common::sweep_config(preset, dir.path());
     cfg.batch_sizes = vec![16, 64, 256];
     cfg.trials_per_batch = 3;

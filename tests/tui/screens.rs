@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::support::*;
 use scaling_lab::tui::app::{update, update_settled, App, CompareRun, Msg, RunEntry, RunStatus};
-use scaling_lab::tui::keymap::Key;
+use scaling_lab::tui::key::Key;
 use scaling_lab::workload::spec::OptimizerKind;
 
 const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];

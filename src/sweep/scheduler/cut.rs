@@ -7,9 +7,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::Coordinator;
+use crate::core::runner::GroupCut;
 use crate::core::trial::TrialSpec;
 use crate::core::widen::WIDEN_ID_BASE;
-use crate::core::GroupCut;
 
 /// How many trials a group holds, and the step budget early stopping gives a search trial.
 impl Coordinator {

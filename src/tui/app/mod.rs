@@ -22,13 +22,13 @@ use std::path::PathBuf;
 
 /// A loss or metric curve: (step, value) in the engine's one bounded history (at most
 /// `HISTORY_CAP` points, halving its resolution when full).
-pub type History = crate::core::BoundedHistory<(f64, f64)>;
+pub type History = crate::core::events::BoundedHistory<(f64, f64)>;
 pub use analysis::{AnalysisFor, AnalysisInputs, AnalysisRequest, Analyzed, Rendered};
 pub use live::{regime_spans, BestCurve, Curve, LiveSource, LiveState, RunningTrial};
 pub use runs::{
     CompareAnalyzed, CompareRequest, CompareRun, CompareState, RunEntry, RunStatus, RunsState,
 };
-pub use setup::{ladder_125, Field, PresetEntry, Problem, SetupFocus, SetupState, FIELDS};
+pub use setup::{ladder_125, Field, PresetEntry, SetupFocus, SetupState, FIELDS};
 pub use target::{ladder_text, next_rung, RungCache};
 pub use update::{format_duration, update};
 

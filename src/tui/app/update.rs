@@ -3,11 +3,11 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use super::{
-    App, Charts, Command, Confirm, LiveState, LiveView, Msg, Problem, RunStatus, Screen,
-    SetupFocus, FIELDS,
-};
 use crate::core::events::SweepEvent;
+use crate::sweep::overrides::Problem;
+use crate::tui::app::{
+    App, Charts, Command, Confirm, LiveState, LiveView, Msg, RunStatus, Screen, SetupFocus, FIELDS,
+};
 use crate::tui::key::Key;
 
 /// Folds one message into the state; returns what the runtime must do.

@@ -18,7 +18,6 @@ use crate::tui::app::{format_duration, App, LiveSource, LiveState};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::log_axis::{format_pow2, format_si};
 use crate::tui::widgets::progress::progress_line;
-use crate::workload::spec::ModelSpec;
 
 pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th: &Theme) {
     let block = panel("Status", app.panel == 2, th);
@@ -174,7 +173,7 @@ fn number_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
     if let Some(p) = report.perfect_up_to {
         lines.push(kv("perfect ≤", p.to_string(), th, th.text()));
     }
-    if l.done && !matches!(l.workload().map(|w| &w.model), Some(ModelSpec::Nqm { .. })) {
+    if l.done && !l.workload().is_some_and(|w| w.closed_form()) {
         if let Some(brief) = &l.rendered.projection_brief {
             let brief = ellipsize(brief, w.saturating_sub(10));
             lines.push(kv("projected", brief, th, th.text()));

@@ -6,9 +6,11 @@ use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::{ellipsize, panel};
-use crate::tui::app::{format_duration, App, Field, Problem, SetupFocus, FIELDS};
+use crate::data::spec::DatasetSpec;
+use crate::model::ModelSpec;
+use crate::sweep::overrides::Problem;
+use crate::tui::app::{format_duration, App, Field, SetupFocus, FIELDS};
 use crate::tui::widgets::log_axis::format_pow2;
-use crate::workload::spec::{DatasetSpec, ModelSpec};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let left_w = if area.width >= 120 {
