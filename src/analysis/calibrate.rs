@@ -189,6 +189,8 @@ struct Rounds<'a> {
 #[derive(Clone, Debug)]
 struct Ladder {
     up: bool,
+    /// The settled reading at the B before `last`'s (None: `last` is the reference).
+    prev: Option<PilotReading>,
     last: PilotReading,
     moves: u32,
     end: Option<End>,
@@ -538,7 +540,7 @@ impl Rounds<'_> {
         let inp = self.inp;
         let last = &l.last;
         // a best learning rate at an end of its grid: the same B again, the grid moved
-        if inp.calibrate.search && l.moves < MAX_MOVES && last.round > 0 && last.edge() != 0 {
+        if inp.calibrate.search && l.moves < MAX_MOVES && last.edge() != 0 {
             l.moves += 1;
             return Some(self.moved(last, target));
         }
@@ -692,31 +694,34 @@ impl Rounds<'_> {
             } else {
                 l.moves = MAX_MOVES; // the move did not help: stop moving
             }
+        } else {
+            l.prev = Some(std::mem::replace(&mut l.last, reading));
+            l.moves = 0;
+        }
+        // a best learning rate at an end of its grid moves the grid first (`next_pilot`): the
+        // end is decided on the B's settled reading
+        if self.inp.calibrate.search && l.moves < MAX_MOVES && l.last.edge() != 0 {
             return;
         }
-        let doublings = (p.batch_size as f64 / l.last.batch_size as f64)
+        let Some(prev) = &l.prev else { return };
+        let doublings = (l.last.batch_size as f64 / prev.batch_size as f64)
             .log2()
             .abs();
-        let (prev, now) = (
-            l.last.steps_or_budget() as f64,
-            reading.steps_or_budget() as f64,
-        );
-        let ratio = now / prev.max(1.0);
-        let given = !self.inp.calibrate.batch_sizes;
-        let b = p.batch_size as f64;
+        let ratio = l.last.steps_or_budget() as f64 / (prev.steps_or_budget() as f64).max(1.0);
+        let b = l.last.batch_size as f64;
         let b_crit = fitted_b_crit(all);
-        let observed = reading.steps.is_none()
+        let observed = l.last.steps.is_none()
             || match (b_crit, l.up) {
                 (Some(bc), true) => b >= END_FACTOR * bc,
                 (Some(bc), false) => b <= bc / END_FACTOR,
                 (None, true) => ratio >= FLAT_PER_DOUBLING.powf(doublings),
                 (None, false) => ratio >= PERFECT_PER_HALVING.powf(doublings),
             };
-        l.moves = 0;
-        l.last = reading;
-        if observed && !given {
+        // (the moves at this B are spent: the ladder goes on from it)
+        l.moves = MAX_MOVES;
+        if observed && self.inp.calibrate.batch_sizes {
             l.end = Some(End::Observed {
-                batch_size: p.batch_size,
+                batch_size: l.last.batch_size,
                 ratio,
                 b_crit,
             });
@@ -836,6 +841,7 @@ impl Ladder {
     fn new(up: bool, last: PilotReading) -> Self {
         Ladder {
             up,
+            prev: None,
             last,
             moves: MAX_MOVES,
             end: None,
@@ -915,3 +921,6 @@ pub fn round_looser(v: f64, maximised: bool) -> f64 {
     // clean decimal representation (0.0370000001 → 0.037)
     format!("{r:.12}").parse().unwrap_or(r)
 }
+
+#[cfg(test)]
+mod tests;

@@ -51,8 +51,6 @@
 
 pub mod bootstrap;
 pub mod calibrate;
-#[cfg(test)]
-mod calibrate_tests;
 pub mod censored;
 pub mod confirm;
 pub mod confirm_rounds;

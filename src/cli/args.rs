@@ -10,7 +10,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use scaling_lab::core::trial::DeviceSpec;
 use scaling_lab::sweep::overrides::MAX_WORKERS;
 use scaling_lab::train;
-use scaling_lab::workload::spec::{Fuse, LrRule, Precision};
+use scaling_lab::workload::spec::{Fuse, LrRule, OptimizerKind, Precision};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum PrecisionArg {
@@ -25,6 +25,25 @@ impl From<PrecisionArg> for Precision {
             PrecisionArg::Fp32 => Precision::Fp32,
             PrecisionArg::Bf16 => Precision::Bf16,
             PrecisionArg::Fp16 => Precision::Fp16,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OptimizerArg {
+    Sgd,
+    Momentum,
+    Nesterov,
+    Adam,
+}
+
+impl From<OptimizerArg> for OptimizerKind {
+    fn from(o: OptimizerArg) -> Self {
+        match o {
+            OptimizerArg::Sgd => OptimizerKind::Sgd,
+            OptimizerArg::Momentum => OptimizerKind::Momentum,
+            OptimizerArg::Nesterov => OptimizerKind::Nesterov,
+            OptimizerArg::Adam => OptimizerKind::Adam,
         }
     }
 }
@@ -263,6 +282,35 @@ pub struct TrainArgs {
 pub struct SweepArgs {
     /// Preset name or path (not with --resume).
     pub preset: Option<String>,
+    /// The model: a family (mlp, cnn, resnet, char-lstm, mlstm, transformer, nqm) and its
+    /// settings, e.g. `resnet:depth=8,width=4,batch_norm=ghost,ghost_batch=16`. With --dataset
+    /// and --optimizer (no preset): a study the calibration stage completes (docs/calibration.md).
+    #[arg(long, value_name = "KIND[:KEY=VALUE,…]", conflicts_with = "resume")]
+    pub model: Option<String>,
+    /// The dataset: a named one (digits, mnist, fashion, shakespeare, reviews, cifar10,
+    /// cifar100), one of your datasets file or presets, or a file or folder (its format from
+    /// its name or --format), with settings, e.g. `mnist:downsample=2`.
+    #[arg(
+        long,
+        value_name = "NAME|PATH[:KEY=VALUE,…]",
+        conflicts_with = "resume"
+    )]
+    pub dataset: Option<String>,
+    /// The format of a --dataset path (idx, cifar10, cifar100, npy, npz, image-folder, bytes,
+    /// tokens).
+    #[arg(long, value_name = "FORMAT", requires = "dataset")]
+    pub format: Option<String>,
+    /// The optimizer of a --model/--dataset study (or replacing the preset's).
+    #[arg(long, value_enum, conflicts_with = "resume")]
+    pub optimizer: Option<OptimizerArg>,
+    /// Save the study as your preset NAME once its calibration stage chose it (or at once,
+    /// without one): a sweep of that preset re-runs the same study (`scaling-lab sweep NAME`).
+    #[arg(long, value_name = "NAME")]
+    pub save_preset: Option<String>,
+    /// Stop once the calibration stage chose the study (with --save-preset: save it); `sweep
+    /// --resume LOG` runs the study later.
+    #[arg(long)]
+    pub calibrate_only: bool,
     /// Batch sizes, e.g. 16,32,64 (default: the preset's).
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = positive(u64::MAX))]
     pub batch_sizes: Option<Vec<usize>>,

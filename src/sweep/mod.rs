@@ -60,6 +60,9 @@ pub struct SweepConfig {
     /// Fused trial groups: the trials of one batch size trained as one program, at most K at a
     /// time (`Fuse::Auto`: the calibration chooses when the sweep starts; the header records K).
     pub fuse: Fuse,
+    /// Stop once the calibration stage chose the study (`sweep --calibrate-only`): the log holds
+    /// the pilots and the calibrated study, and `--resume` runs the study.
+    pub calibrate_only: bool,
 }
 
 impl SweepConfig {
@@ -85,6 +88,7 @@ impl SweepConfig {
             max_trials: None,
             widen: 0,
             fuse: d.fuse,
+            calibrate_only: false,
         }
     }
 
@@ -105,6 +109,7 @@ impl SweepConfig {
             max_trials: header.adaptive.as_ref().and_then(|a| a.max_trials),
             widen: header.adaptive.as_ref().and_then(|a| a.widen).unwrap_or(0),
             fuse: Fuse::of_members(header.fuse),
+            calibrate_only: false,
         }
     }
 

@@ -383,6 +383,24 @@ impl SweepOverrides {
     /// against the training set and the devices, counts in range). Problems name their field.
     pub fn apply(&self, cfg: &mut SweepConfig) -> Vec<Problem> {
         let mut problems = self.apply_to_workload(&mut cfg.preset.workload);
+        // a setting given here is the study's: the calibration stage no longer chooses it
+        if let Some(c) = cfg.preset.calibrate.as_mut() {
+            if self.target.is_some() || self.targets.is_some() {
+                c.target = false;
+            }
+            if self.batch_sizes.is_some() {
+                c.batch_sizes = false;
+            }
+            if self.steps.is_some() {
+                c.budget = false;
+            }
+            if self.eval_every.is_some() {
+                c.eval = false;
+            }
+            if !c.any() {
+                cfg.preset.calibrate = None;
+            }
+        }
         if let Some(p) = self.precision {
             cfg.precision = p;
         }

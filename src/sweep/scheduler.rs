@@ -157,6 +157,8 @@ pub struct SweepResult {
     pub trials_planned: usize,
     /// Each stage's trials against its own plan, the trials a resume still owes included.
     pub counts: crate::core::stages::StageCounts,
+    /// The study the calibration stage chose (None: the sweep has none, or it did not finish).
+    pub calibrated: Option<crate::core::calibrate::Calibrated>,
     /// Trials run by this invocation.
     pub trials_run: usize,
     pub trial_errors: usize,
@@ -349,6 +351,8 @@ struct Coordinator {
     calibration: Option<crate::analysis::calibrate::Inputs>,
     /// The log already holds the calibrated study's line (a resumed sweep).
     calibrated_logged: bool,
+    /// The study the calibration stage chose, once it did.
+    calibrated: Option<crate::core::calibrate::Calibrated>,
 }
 
 impl Coordinator {
@@ -378,6 +382,7 @@ impl Coordinator {
             interrupted: HashSet::new(),
             calibration: None,
             calibrated_logged: false,
+            calibrated: None,
             errors: Vec::new(),
             cfg,
             plan,
@@ -453,7 +458,9 @@ impl Coordinator {
                 queue.extend(self.next_extra(&run.specs));
             }
             self.count(&queue, &run, &mut counted);
-            if run.groups.is_empty() && (queue.is_empty() || cancelled) {
+            // (a calibration with rounds to go waits out a pause)
+            let calibrating = self.calibration.is_some() && !cancelled;
+            if run.groups.is_empty() && (queue.is_empty() || cancelled) && !calibrating {
                 break;
             }
             let msg = match res_rx.recv_timeout(Duration::from_millis(50)) {
@@ -676,6 +683,12 @@ impl Coordinator {
                 self.cfg.trials_per_batch = c.trials_per_batch;
                 self.plan = plan(&self.cfg);
                 self.calibration = None;
+                self.calibrated = Some((*c).clone());
+                if self.cfg.calibrate_only {
+                    // the study is chosen: its trials are for `--resume`
+                    self.emit(SweepEvent::Calibrated(c));
+                    return Ok(());
+                }
                 let others = lock(&self.control.others).clone();
                 queue.extend(
                     self.plan

@@ -362,3 +362,73 @@ fn not_found(dir: &Path, name: &str) -> PresetError {
         message: format!("no such preset ({hint})"),
     }
 }
+
+/// The text of a preset file holding `p` exactly (what `--save-preset` and Setup's save write):
+/// `comment` as its header, every setting explicit — nothing left to a calibration stage — and
+/// `concurrency` left out where the scheduler chose it. Loads back to the same study (checked).
+pub fn preset_file_text(p: &Preset, comment: &str) -> Result<String, String> {
+    let mut p = p.clone();
+    let auto = p.sweep.auto_concurrency;
+    p.calibrate = None;
+    p.sweep.auto_concurrency = false;
+    let mut table = toml::Table::try_from(&p).map_err(|e| e.to_string())?;
+    if auto {
+        if let Some(sw) = table.get_mut("sweep").and_then(|v| v.as_table_mut()) {
+            sw.remove("concurrency");
+        }
+    }
+    let body = toml::to_string(&table).map_err(|e| e.to_string())?;
+    let head: String = comment
+        .lines()
+        .map(|l| format!("# {l}\n").replace("# \n", "#\n"))
+        .collect();
+    let text = format!("{head}\n{body}");
+    let back = parse_preset(Path::new(&format!("{}.toml", p.name)), &text)
+        .map_err(|e| format!("the saved preset would not load: {e}"))?;
+    let mut want = p.clone();
+    want.sweep.auto_concurrency = auto;
+    if back != want {
+        return Err(
+            "the saved preset would load as another study (a bug: please report it)".into(),
+        );
+    }
+    Ok(text)
+}
+
+/// Writes `p` as the user's preset `name` (`<user presets dir>/NAME.toml`): refused where a
+/// bundled preset or an existing file has that name. Returns the path.
+pub fn save_user_preset(name: &str, p: &Preset, comment: &str) -> Result<PathBuf, String> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        || name.starts_with('.')
+    {
+        return Err(format!(
+            "`{name}` is not a preset name: use letters, digits, '-', '_' and '.'"
+        ));
+    }
+    if EMBEDDED_PRESETS.iter().any(|(n, _)| *n == name) {
+        return Err(format!(
+            "`{name}` is a bundled preset's name: choose another"
+        ));
+    }
+    let dir = user_presets_dir()
+        .ok_or("this platform has no config directory: set SCALING_LAB_USER_PRESETS_DIR")?;
+    let path = dir.join(format!("{name}.toml"));
+    if path.symlink_metadata().is_ok() {
+        return Err(format!(
+            "{} exists already: choose another name, or delete it first",
+            path.display()
+        ));
+    }
+    let mut p = p.clone();
+    p.name = name.to_string();
+    let text = preset_file_text(&p, comment)?;
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // written whole or not at all
+    let tmp = dir.join(format!(".{name}.toml.{}", std::process::id()));
+    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}

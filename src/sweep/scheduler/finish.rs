@@ -109,6 +109,7 @@ impl Coordinator {
             trials_done: done.len(),
             trials_planned: self.plan.len(),
             counts,
+            calibrated: self.calibrated.take(),
             trials_run,
             trial_errors,
             errors: self.errors,

@@ -1,7 +1,7 @@
 //! The calibration's rules where the truth is known: the noisy quadratic model, whose steps to any
 //! target at any (B, η) are exact (`nqm::exact_steps_to_target`).
 
-use super::calibrate::*;
+use super::*;
 use crate::core::calibrate::workload_for;
 use crate::core::calibrate::{Calibrated, Facts};
 use crate::core::record::TrialRecord;
