@@ -40,6 +40,15 @@ pub fn preflight_data(w: &Workload, preset_path: &Path) -> anyhow::Result<()> {
                 preset_error_at(preset_path, &keys, format!("dataset: {message}")).to_string(),
             ))
         }
+        // a setting the data contradicts (an `image_size` no image has): the preset's, at its key
+        Err(DataError::Setting { key, message }) => Err(usage(
+            preset_error_at(
+                preset_path,
+                &key_path(&["workload", "dataset", key]),
+                message,
+            )
+            .to_string(),
+        )),
         Err(e) => Err(anyhow::anyhow!("{e}")),
     }
 }
