@@ -56,7 +56,10 @@ pub fn header_problem(h: &Header) -> Option<String> {
     // replicas of one trial (one device each with `trials_per_device`)
     let workers = crate::core::devices::trial_devices(&h.devices, h.preset.sweep.trials_per_device)
         .replicas();
-    if h.batch_sizes.is_empty() {
+    // (a study whose calibration stage chooses them has none until its calibrated line)
+    let calibrated_sizes =
+        h.calibration.is_some() && h.preset.calibrate.is_some_and(|c| c.batch_sizes);
+    if h.batch_sizes.is_empty() && !calibrated_sizes {
         return Some("header: batch_sizes is empty".into());
     }
     if h.batch_sizes.len() > l::MAX_BATCH_SIZES {

@@ -372,9 +372,24 @@ pub fn preset_file_text(p: &Preset, comment: &str) -> Result<String, String> {
     p.calibrate = None;
     p.sweep.auto_concurrency = false;
     let mut table = toml::Table::try_from(&p).map_err(|e| e.to_string())?;
-    if auto {
-        if let Some(sw) = table.get_mut("sweep").and_then(|v| v.as_table_mut()) {
+    // the settings this workload does not use (the loader refuses them in a file)
+    for (keys, _) in super::load::unused_settings(&p) {
+        let (last, tables) = keys.split_last().expect("a key path");
+        let mut t = Some(&mut table);
+        for k in tables {
+            t = t.and_then(|t| t.get_mut(*k)).and_then(|v| v.as_table_mut());
+        }
+        if let Some(t) = t {
+            t.remove(*last);
+        }
+    }
+    if let Some(sw) = table.get_mut("sweep").and_then(|v| v.as_table_mut()) {
+        if auto {
             sw.remove("concurrency");
+        }
+        // (left out, a file gets the default confirm stage)
+        if p.sweep.confirm.is_none() {
+            sw.insert("confirm".into(), toml::Value::String("off".into()));
         }
     }
     let body = toml::to_string(&table).map_err(|e| e.to_string())?;
@@ -388,9 +403,15 @@ pub fn preset_file_text(p: &Preset, comment: &str) -> Result<String, String> {
     let mut want = p.clone();
     want.sweep.auto_concurrency = auto;
     if back != want {
-        return Err(
-            "the saved preset would load as another study (a bug: please report it)".into(),
-        );
+        return Err(format!(
+            "the saved preset would load as another study ({}; a bug: please report it)",
+            first_difference(
+                &serde_json::to_value(&back).unwrap_or_default(),
+                &serde_json::to_value(&want).unwrap_or_default(),
+                ""
+            )
+            .unwrap_or_default()
+        ));
     }
     Ok(text)
 }
@@ -431,4 +452,22 @@ pub fn save_user_preset(name: &str, p: &Preset, comment: &str) -> Result<PathBuf
     std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
+}
+
+/// The first path at which two JSON values differ, with both values.
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: &str) -> Option<String> {
+    use serde_json::Value as V;
+    match (a, b) {
+        (V::Object(x), V::Object(y)) => {
+            for k in x.keys().chain(y.keys()) {
+                let (u, v) = (x.get(k).unwrap_or(&V::Null), y.get(k).unwrap_or(&V::Null));
+                if let Some(d) = first_difference(u, v, &format!("{at}.{k}")) {
+                    return Some(d);
+                }
+            }
+            None
+        }
+        _ if a == b => None,
+        _ => Some(format!("{at}: {a} loaded, {b} saved")),
+    }
 }
