@@ -295,21 +295,6 @@ fn transfer_time_text(cost_s: f64, wall_s: f64, readout: bool) -> String {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_transfer_time_says_what_each_number_holds() {
-        // transfer can take longer than the trial's clock: its step-0 encoding ran before it
-        let t = super::transfer_time_text(4.4, 2.9, true);
-        assert!(t.contains("4.4 s in all"), "{t}");
-        assert!(t.contains("before the trial's clock started"), "{t}");
-        assert!(t.contains("this readout within the trial's 2.9 s"), "{t}");
-        assert!(!t.contains("of the trial's"), "{t}");
-        let t = super::transfer_time_text(1.0, 2.0, false);
-        assert!(t.contains("the probes within"), "{t}");
-    }
-}
-
 /// The stages a scheduled trial ran, with the step of each switch and the examples to the target.
 fn stages_text(out: &TrialOutcome, metric: &str) -> String {
     let parts: Vec<String> = out
@@ -368,4 +353,19 @@ fn batch_and_lr(
             a.batch_size
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_transfer_time_says_what_each_number_holds() {
+        // transfer can take longer than the trial's clock: its step-0 encoding ran before it
+        let t = super::transfer_time_text(4.4, 2.9, true);
+        assert!(t.contains("4.4 s in all"), "{t}");
+        assert!(t.contains("before the trial's clock started"), "{t}");
+        assert!(t.contains("this readout within the trial's 2.9 s"), "{t}");
+        assert!(!t.contains("of the trial's"), "{t}");
+        let t = super::transfer_time_text(1.0, 2.0, false);
+        assert!(t.contains("the probes within"), "{t}");
+    }
 }

@@ -347,8 +347,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for (i, row) in d.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        d[0][j] = j;
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
@@ -365,10 +365,11 @@ fn edit_distance(a: &str, b: &str) -> usize {
     d[a.len()][b.len()]
 }
 
-/// The known name closest to `name` (the first in order on ties) when it is a likely typo: at
-/// most a third of its length away (and at most 3 edits).
+/// The known name closest to `name` (the first in order on ties) when it is a likely typo: one
+/// or two edits away (one for a name under 6 characters). Farther off ("mnist-cnn-lamb", 3 from
+/// "mnist-cnn-adam") it is more likely another name than a typo: no suggestion.
 pub fn did_you_mean<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
-    let limit = (name.chars().count() / 3).clamp(1, 3);
+    let limit = if name.chars().count() < 6 { 1 } else { 2 };
     known
         .iter()
         .map(|k| (edit_distance(name, k), k))
@@ -436,6 +437,9 @@ mod tests {
             Some("mnist-cnn-momentum")
         );
         assert_eq!(did_you_mean("resnet", &known), None);
+        // three edits from mnist-cnn-adam: another name, not a typo
+        assert_eq!(did_you_mean("mnist-cnn-lamb", &known), None);
+        assert_eq!(did_you_mean("nqm-sdg", &known), Some("nqm-sgd"));
         assert_eq!(did_you_mean("x", &known), None);
     }
 

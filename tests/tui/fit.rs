@@ -249,8 +249,13 @@ fn live_fits_through_a_scripted_sweep() {
     for i in 0..12 {
         let text = fits(&r, &format!("report page {i}"));
         assert!(text.contains("Report ·"), "{text}");
+        // its table is wider than 120 columns: the title says it scrolls sideways
+        assert!(text.contains("→ more to the right"), "{text}");
         key(&mut r, Key::PageDown);
     }
+    key(&mut r, Key::Right);
+    let text = fits(&r, "report scrolled sideways");
+    assert!(text.contains("←→ sideways"), "{text}");
     // a log opened over the running sweep
     let mut o = live_app(|a| a.live().is_some_and(|l| l.done_count() == 6));
     let log = log_with(&o, "runs/2025-12-24T09-00-00-digits-mlp-sgd.jsonl", 40);
@@ -329,6 +334,11 @@ fn a_confirm_stage_fits_and_its_trials_have_names() {
     // "B=64 confirm #1 seed 3", never the id "#2001000002"
     assert!(text.contains(" confirm #1 seed "), "{text}");
     assert!(!text.contains("#200"), "{text}");
+    // the running trials leave room for every row of the per-B table
+    for p in &mid.live().unwrap().chart().per_batch {
+        let row = format!("│{:>5} ", p.batch_size);
+        assert!(text.contains(&row), "{row:?} missing:\n{text}");
+    }
     let text = fits(&done, "Live, confirmed");
     assert!(text.contains("confirmed"), "{text}");
     let mut r = done.clone();

@@ -1,4 +1,4 @@
-//! Snapshot tests of every screen at 80×24 and 160×48 (ratatui TestBackend + insta), driven by a
+//! Snapshot tests of every screen at 80×24, 120×40 and 160×48 (ratatui TestBackend + insta), driven by a
 //! scripted event sequence, plus degraded sizes down to 20×5.
 
 use std::path::PathBuf;
@@ -8,7 +8,7 @@ use scaling_lab::tui::app::{update, update_settled, App, CompareRun, Msg, RunEnt
 use scaling_lab::tui::keymap::Key;
 use scaling_lab::workload::spec::OptimizerKind;
 
-const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
+const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (160, 48)];
 
 fn snap(name: &str, app: &App) {
     for (w, h) in SIZES {

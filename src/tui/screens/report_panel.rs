@@ -32,7 +32,7 @@ pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th:
     number_lines(&mut more, l, th);
     // a sentence wider than the panel wraps at its words (continuation indented)
     lines.extend(fit::wrap_lines(more, w, 2));
-    running_lines(&mut lines, l, w, th);
+    running_lines(&mut lines, l, w, height, th);
     per_batch_lines(&mut lines, l, w, height, th);
     footer_lines(&mut lines, l, w, height, th);
     let lines: Vec<Line> = lines
@@ -200,27 +200,49 @@ fn number_lines(lines: &mut Vec<Line>, l: &LiveState, th: &Theme) {
 }
 
 /// The running trials (selectable).
-fn running_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
-    if !l.running.is_empty() {
-        lines.push(Line::styled("running", th.dim()));
-        let sel = l.selected_trial();
-        for (id, r) in &l.running {
-            let (step, loss) = r
-                .last
-                .as_ref()
-                .map(|s| (s.step.to_string(), format!("{:.3}", s.loss)))
-                .unwrap_or(("0".into(), "–".into()));
-            // "B=512 confirm #2 seed 3", "#120 B=2": which trial, in words
-            let text = fit::name(
-                &format!("{} step {step} loss {loss}", trial_label(&r.spec)),
-                w,
-            );
-            let mut line = Line::styled(text, th.text());
-            if Some(*id) == sel && !l.read_only() {
-                line = line.style(th.selected());
-            }
-            lines.push(line);
+fn running_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, height: usize, th: &Theme) {
+    if l.running.is_empty() {
+        return;
+    }
+    // as many as leave room for the per-B table and the footer; the selected one always shows
+    let n = l.running.len();
+    let table = l.chart().per_batch.len() + 1;
+    let room = height.saturating_sub(lines.len() + 1 + table + 2).max(1);
+    let cap = if n <= room {
+        n
+    } else {
+        room.saturating_sub(1).max(1)
+    };
+    let sel = l.selected_trial();
+    let at = l
+        .running
+        .keys()
+        .position(|id| Some(*id) == sel)
+        .unwrap_or(0);
+    let first = (at + 1).saturating_sub(cap);
+    lines.push(Line::styled("running", th.dim()));
+    for (id, r) in l.running.iter().skip(first).take(cap) {
+        let (step, loss) = r
+            .last
+            .as_ref()
+            .map(|s| (s.step.to_string(), format!("{:.3}", s.loss)))
+            .unwrap_or(("0".into(), "–".into()));
+        // "B=512 confirm #2 seed 3", "#120 B=2": which trial, in words
+        let text = fit::name(
+            &format!("{} step {step} loss {loss}", trial_label(&r.spec)),
+            w,
+        );
+        let mut line = Line::styled(text, th.text());
+        if Some(*id) == sel && !l.read_only() {
+            line = line.style(th.selected());
         }
+        lines.push(line);
+    }
+    if cap < n {
+        lines.push(Line::styled(
+            format!("+ {} more running (↑↓ selects)", n - cap),
+            th.dim(),
+        ));
     }
 }
 

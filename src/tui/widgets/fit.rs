@@ -118,7 +118,11 @@ pub fn preview(s: &str, w: usize) -> String {
     }
     if out.is_empty() {
         // not even its first word fits: only the mark that there is more
-        let out = if w >= 1 { "…".to_string() } else { String::new() };
+        let out = if w >= 1 {
+            "…".to_string()
+        } else {
+            String::new()
+        };
         note(&out, w, Kind::Name);
         return out;
     }
