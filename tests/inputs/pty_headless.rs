@@ -243,3 +243,21 @@ fn devices_and_its_check_in_a_terminal_and_piped() {
         );
     }
 }
+
+/// The typos and out-of-range values of `corpus_flags::HINTS` in a terminal: one line that says
+/// what was meant ("did you mean digits-mlp-sgd?", clap's "a similar argument exists", "batch
+/// sizes start at 1"), exit 2, no hang.
+#[test]
+fn typos_get_a_hint_in_a_terminal() {
+    for (args, want) in crate::corpus_flags::HINTS {
+        let (text, code) = run_in_pty(args);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {text}");
+        assert!(
+            lines[0].contains(want),
+            "{args:?}: {want:?} missing: {text}"
+        );
+        assert!(!lines[0].contains("18446744073709551615"), "{text}");
+        assert_eq!(code, 2, "{args:?}: {text}");
+    }
+}
