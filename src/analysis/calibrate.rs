@@ -50,6 +50,8 @@ pub const REF_STEPS: [u64; 2] = [200, 4000];
 pub const REF_STEPS_CLOSED_FORM: u64 = 2000;
 /// The target is what the best scan curve reached by this fraction of its budget.
 pub const TARGET_AT: f64 = 1.0 / 3.0;
+/// The ladder's looser rungs: what it reached by these fractions.
+pub const RUNGS_AT: [f64; 2] = [1.0 / 6.0, 1.0 / 12.0];
 /// Learning rates of a ladder pilot, spaced by `LADDER_SPACING`.
 pub const LADDER_GRID: usize = 4;
 pub const LADDER_SPACING: f64 = 2.5;
@@ -488,12 +490,22 @@ impl Rounds<'_> {
                         scan.budget
                     )));
                 }
+                let value = round_looser(v, metric.maximised());
+                let mut rungs: Vec<f64> = RUNGS_AT
+                    .iter()
+                    .map(|f| ((scan.budget as f64 * f).floor() as u64).max(1))
+                    .map(|step| round_looser(best_by(step), metric.maximised()))
+                    .filter(|r| r.is_finite() && *r > value && *r < start)
+                    .collect();
+                rungs.sort_by(|a, b| b.total_cmp(a));
+                rungs.dedup();
                 Some(TargetChoice {
-                    value: round_looser(v, metric.maximised()),
+                    value,
                     batch_size: scan.batch_size,
                     at_step: at,
                     budget: scan.budget,
                     best_value: best,
+                    rungs,
                 })
             }
         };
@@ -773,6 +785,7 @@ impl Rounds<'_> {
         let w = &mut preset.workload;
         if inp.calibrate.target {
             w.target.value = target;
+            w.targets = choice.as_ref().map(|c| c.rungs.clone()).unwrap_or_default();
         }
         let s_est = |b: usize| interp_loglog(&steps_pts, b as f64);
         if inp.calibrate.budget {
