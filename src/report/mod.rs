@@ -11,9 +11,10 @@
 //! sweep that just ended in this process ([`of_sweep`]: the CLI, the cluster front end, the TUI;
 //! nothing re-reads the log it just wrote) or from the TUI's live state. The renderers live here
 //! too: `text` (the plain-text report), `json` (`--json`, `docs/report-schema.json`), `notes` (the
-//! wording of the analysis's typed notes), `export` (CSV, the export JSON and the SVG charts),
-//! `compare`, `projection` (the projection table and brief), `headless` (the progress view of a
-//! headless sweep), `format` (numbers and outcomes in words).
+//! wording of the analysis's typed notes), `export` (CSV, the export JSON, the metaparameter
+//! picture), `chart` (the exported S(B) chart: legend below the plot, labels placed clear of each
+//! other), `compare`, `projection` (the projection table and brief), `headless` (the progress
+//! view of a headless sweep), `format` (numbers and outcomes in words, values with intervals).
 //!
 //! Layering: `report` imports `core`, `workload`, `transfer`, `analysis`, `runlog` and `sweep`; `cluster`,
 //! `cli` and `tui` import it.
