@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::format::{steps_with_interval, with_interval};
+use super::format::{fit_with_intervals, steps_with_interval, with_interval};
 use super::notes::withheld_text;
 use super::text::regimes_line;
 use super::{maximal_from, perfect_scaling_extent, regime_at, study_of, Run};
@@ -156,11 +156,11 @@ fn table(rows: &[Vec<String>], right: &[bool]) -> String {
 /// The fit's S_min and B_crit with their 95 % intervals, R², or "-" each.
 fn fit_cells(a: &Analysis) -> [String; 3] {
     match &a.fit {
-        Some(f) => [
-            with_interval(f.s_min, f.s_min_ci),
-            with_interval(f.b_crit, f.b_crit_ci),
-            format!("{:.3}{}", f.r2, if f.uncertain { " uncertain" } else { "" }),
-        ],
+        Some(f) => {
+            let [s_min, b_crit] = fit_with_intervals(f);
+            let r2 = format!("{:.3}{}", f.r2, if f.uncertain { " uncertain" } else { "" });
+            [s_min, b_crit, r2]
+        }
         None => ["-".into(), "-".into(), "-".into()],
     }
 }

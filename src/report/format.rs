@@ -34,6 +34,15 @@ pub fn with_interval(x: f64, ci: Option<[f64; 2]>) -> String {
     }
 }
 
+/// A fit's S_min and B_crit with their 95 % intervals: ["68.3 [64.7–71.9]", "27.1 [24.8–30.0]"]
+/// (what `compare` shows, and any view that puts one run's fit beside another's).
+pub fn fit_with_intervals(f: &crate::core::analysis::Fit) -> [String; 2] {
+    [
+        with_interval(f.s_min, f.s_min_ci),
+        with_interval(f.b_crit, f.b_crit_ci),
+    ]
+}
+
 /// Steps with their 95 % interval: "933 [850–1040]" ("[850–∞)" unbounded above).
 pub fn steps_with_interval(x: u64, ci: Option<[Option<u64>; 2]>) -> String {
     match ci {

@@ -49,8 +49,8 @@ use crate::runlog::RunLog;
 use crate::sweep::SweepResult;
 
 pub use format::{
-    band, num, opt_num, outcome_text, steps_with_interval, thousands, unbounded_band_reason,
-    with_interval,
+    band, fit_with_intervals, num, opt_num, outcome_text, steps_with_interval, thousands,
+    unbounded_band_reason, with_interval,
 };
 
 /// Version of the JSON shape of [`Report`] (`docs/report-schema.json`). Version 2: one
@@ -702,6 +702,12 @@ impl Report {
         }
         self.projection_backend = Some(projection_backend(run));
         self.projections = Some(ps);
+    }
+
+    /// S_min and B_crit with their 95 % intervals ("68.3 [64.7–71.9]", "27.1 [24.8–30.0]"), as
+    /// `compare` shows them; None without a fit (or withheld: `evidence.text` says why).
+    pub fn fit_with_intervals(&self) -> Option<[String; 2]> {
+        self.analysis.fit.as_ref().map(format::fit_with_intervals)
     }
 
     /// Fit values as the TUI and the CLI show them: ("S_min", "B_crit", "R²").
