@@ -272,7 +272,7 @@ fn legend(series: &[ChartSeries]) -> Vec<Entry> {
                 ),
             });
         }
-        if a.withheld() && !a.evidence.curve.is_empty() {
+        if a.withheld() && !(a.evidence.curve.is_empty() && a.evidence.thin.is_empty()) {
             v.push(Entry {
                 glyph: Glyph::None,
                 text: format!(

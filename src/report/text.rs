@@ -338,7 +338,8 @@ pub fn until_lines(a: &Analysis) -> String {
 /// 16 [11–23], 256 [128–512]", then what the data cannot support.
 pub fn regimes_line(a: &Analysis) -> String {
     let mut out = String::new();
-    if a.withheld() && !a.evidence.curve.is_empty() {
+    let measured = !(a.evidence.curve.is_empty() && a.evidence.thin.is_empty());
+    if a.withheld() && measured {
         out.push_str("withheld (too little evidence)");
     } else if a.regimes.is_empty() {
         out.push_str("not enough data");
