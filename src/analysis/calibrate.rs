@@ -479,7 +479,7 @@ impl Rounds<'_> {
                     .map(|e| e.metric)
                     .filter(|m| m.is_finite())
                     .fold(f64::NEG_INFINITY, f64::max);
-                if !v.is_finite() || !(v < start) {
+                if !v.is_finite() || v.partial_cmp(&start) != Some(std::cmp::Ordering::Less) {
                     return Err(Next::Failed(format!(
                         "the reference scan at B = {} trained no learning rate in {:.1e}–{:.1e} \
                          past its first evaluation ({} steps each): the lab cannot choose a \
@@ -515,23 +515,28 @@ impl Rounds<'_> {
         Ok((reading, choice))
     }
 
-    /// A pilot's reading at `target`: each trial's first evaluation meeting it.
+    /// A pilot's reading at `target`: each trial's first evaluation meeting it; the best η is
+    /// the fastest one's — of several that tie (the same evaluation), the middle one, so that a
+    /// flat optimum is not read as an end of the grid.
     fn read_at(&self, p: &Pilot, recs: &[Option<&TrialRecord>], target: f64) -> PilotReading {
         let t = self.metric_target(target);
-        let mut best: Option<(u64, f64)> = None;
+        let mut reached: Vec<(u64, usize)> = Vec::new();
         let mut diverged = Vec::new();
         for (j, r) in recs.iter().enumerate() {
             let Some(r) = r else { continue };
             let reach = crate::analysis::steps::first_meeting(&r.outcome.evals, &t);
             if let Some(s) = reach {
-                if best.is_none_or(|(bs, _)| s < bs) {
-                    best = Some((s, p.lrs[j]));
-                }
+                reached.push((s, j));
             }
             if matches!(r.outcome.outcome, Outcome::Diverged { .. }) && reach.is_none() {
                 diverged.push(p.lrs[j]);
             }
         }
+        let fastest = reached.iter().map(|r| r.0).min();
+        let best = fastest.map(|s| {
+            let tied: Vec<usize> = reached.iter().filter(|r| r.0 == s).map(|r| r.1).collect();
+            (s, p.lrs[tied[(tied.len() - 1) / 2]])
+        });
         PilotReading {
             round: self.round,
             batch_size: p.batch_size,
