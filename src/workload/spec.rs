@@ -31,6 +31,10 @@ pub struct Preset {
     pub calibrate: Option<Calibrate>,
 }
 
+/// Trials per batch size of a study that leaves its batch sizes or ranges to the calibration and
+/// does not say.
+pub const CALIBRATED_TRIALS_PER_BATCH: usize = 8;
+
 /// The settings a study leaves out, which the calibration stage chooses from pilot trials
 /// (docs/calibration.md).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
