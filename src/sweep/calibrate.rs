@@ -3,8 +3,8 @@
 //! ([`facts`]). The rounds' inputs are re-derived from the header by every reader
 //! (`analysis::calibrate::inputs_of_header`); the scheduler runs the rounds like any other trials.
 
-use crate::workload::spec::CALIBRATED_TRIALS_PER_BATCH;
 use crate::core::calibrate::Facts;
+use crate::workload::spec::CALIBRATED_TRIALS_PER_BATCH;
 use crate::workload::spec::{Calibrate, Workload};
 
 /// Largest batch size a calibration tries where no training set bounds it (the noisy quadratic

@@ -40,8 +40,13 @@ fn b_crit_trend(preset: &str) -> serde_json::Value {
 fn digits_b_crit_grows_as_the_target_tightens() {
     for opt in ["sgd", "momentum", "nesterov", "adam"] {
         let t = b_crit_trend(&format!("digits-mlp-{opt}"));
-        let ci = t["exponent_ci"].as_array().expect("a trend with an interval");
+        let ci = t["exponent_ci"]
+            .as_array()
+            .expect("a trend with an interval");
         let hi = ci[1].as_f64().unwrap();
-        assert!(hi < 0.0, "{opt}: B_crit ∝ target^k, k's interval reaches 0: {t}");
+        assert!(
+            hi < 0.0,
+            "{opt}: B_crit ∝ target^k, k's interval reaches 0: {t}"
+        );
     }
 }
