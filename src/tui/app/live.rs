@@ -132,6 +132,9 @@ pub struct LiveState {
     /// The trials per stage, each against its own plan: the sweep's `Counts` (a view's copy
     /// between them), or counted from a log's records. None before the sweep counted.
     pub counts: Option<StageCounts>,
+    /// What the calibration stage chose (the sweep's `Calibrated`, the log's line); None: the
+    /// study has no calibration stage, or it has not finished.
+    pub calibrated: Option<Box<crate::core::calibrate::Calibrated>>,
 }
 
 impl LiveState {
@@ -172,6 +175,7 @@ impl LiveState {
             wall_s: None,
             warnings: Vec::new(),
             counts: None,
+            calibrated: None,
         }
     }
 
@@ -234,6 +238,7 @@ impl LiveState {
         s.prior = s.finished.len();
         s.saved = s.finished.len();
         s.warnings = log.warnings.clone();
+        s.calibrated = log.calibrated.clone().map(Box::new);
         s.recount();
         s.touch();
         s
@@ -308,7 +313,7 @@ impl LiveState {
 
     /// The trials per stage counted from the records (a log read or followed: what it placed
     /// beyond them is not known here; `report` counts an unfinished round's seeds too).
-    fn recount(&mut self) {
+    pub(super) fn recount(&mut self) {
         if let Some(h) = &self.header {
             let none = std::collections::HashSet::new();
             self.counts = Some(crate::analysis::stages::stage_counts(
@@ -649,7 +654,10 @@ impl LiveState {
             SweepEvent::Trial { trial_id, event } => self.fold_trial(trial_id, event, now),
             SweepEvent::BestSoFar { .. } => {}
             // the calibrated study's header comes with the `Planned` that follows
-            SweepEvent::Calibrated(_) => self.touch(),
+            SweepEvent::Calibrated(c) => {
+                self.calibrated = Some(c);
+                self.touch();
+            }
             SweepEvent::Counts(c) => self.counts = Some(c),
             SweepEvent::Saved { trial_id } => {
                 self.saved += 1;
@@ -826,7 +834,8 @@ impl LiveState {
     /// Folds one line appended to the followed run log.
     pub(crate) fn fold_log_line(&mut self, line: LogLine, now: f64) {
         match line {
-            LogLine::Header(_) | LogLine::Calibrated(_) => {}
+            LogLine::Header(_) => {}
+            LogLine::Calibrated(c) => self.fold_calibrated(*c),
             LogLine::Trial(t) => {
                 let t = *t;
                 if !self.finished.iter().any(|f| f.trial_id == t.trial_id) {
