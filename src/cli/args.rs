@@ -407,6 +407,10 @@ pub struct CompareArgs {
     /// log's own ladder).
     #[arg(long, value_name = "LIST|auto")]
     pub targets: Option<String>,
+    /// Print the comparison as JSON: per run the fit, B_crit, the noise scale and the per-B S(B),
+    /// each with its 95 % interval, and the evidence the curve rests on.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
