@@ -25,22 +25,28 @@ pub const FAMILY_ORDER: [&str; 7] = [
 ];
 
 /// Each family at the size the bundled presets use for it (the `[workload.model]` of the first
-/// bundled preset of its kind): (kind, `kind:key=value,…`).
+/// bundled momentum preset of its kind, else the first of its kind — a momentum preset's model
+/// has no setting only another optimizer uses, such as the noisy quadratic model's Adam
+/// preconditioning): (kind, `kind:key=value,…`).
 pub fn family_defaults() -> &'static [(String, String)] {
     static DEFAULTS: OnceLock<Vec<(String, String)>> = OnceLock::new();
     DEFAULTS.get_or_init(|| {
-        let bundled: Vec<Choice> = crate::workload::presets::embedded_presets()
+        let bundled: Vec<(bool, Choice)> = crate::workload::presets::embedded_presets()
             .into_iter()
             .filter_map(|(_, p)| p.ok())
-            .map(|p| study::model_choice(&p.workload.model))
+            .map(|p| {
+                let momentum = p.workload.optimizer == crate::workload::spec::OptimizerKind::Momentum;
+                (momentum, study::model_choice(&p.workload.model))
+            })
             .collect();
         FAMILY_ORDER
             .iter()
             .map(|k| {
-                let text = bundled
-                    .iter()
-                    .find(|c| c.head == *k)
-                    .map_or_else(|| k.to_string(), Choice::text);
+                let of_kind = || bundled.iter().filter(|(_, c)| c.head == *k);
+                let text = of_kind()
+                    .find(|(m, _)| *m)
+                    .or_else(|| of_kind().next())
+                    .map_or_else(|| k.to_string(), |(_, c)| c.text());
                 (k.to_string(), text)
             })
             .collect()

@@ -114,7 +114,8 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
     }
     // what the study's calibration will choose, or that the preset chose it
     match s.calibrates() {
-        Some(c) => lines.extend(fit::wrap_line(
+        // (short: the fields say "auto (calibrated)")
+        Some(c) if tall => lines.extend(fit::wrap_line(
             Line::styled(
                 format!(
                     "calibrated: pilot trials choose {} before the search (docs/calibration.md)",
@@ -125,6 +126,7 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
             desc_w,
             2,
         )),
+        Some(_) => {}
         None if tall => lines.extend(fit::wrap_line(
             Line::styled(
                 format!(
@@ -148,7 +150,9 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
     }
     let blocked = problems.iter().any(|p| p.blocking);
     let bs = s.batch_sizes();
-    let grid = if s.auto(Field::BatchMax) {
+    let grid = if s.auto(Field::BatchMax) && !tall {
+        "chosen by the calibration".to_string()
+    } else if s.auto(Field::BatchMax) {
         "chosen by the calibration (down to perfect scaling, up to maximal data parallelism)"
             .to_string()
     } else {
@@ -162,8 +166,13 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
         desc_w,
         3,
     ));
-    lines.push(if blocked {
+    let launch = if blocked {
         Line::styled("fix the ✗ above to launch", th.error())
+    } else if s.auto(Field::BatchMax) && !tall {
+        Line::from(vec![
+            Span::styled("Enter", th.key()),
+            Span::raw(" launch: calibrate, search → Live"),
+        ])
     } else if s.auto(Field::BatchMax) {
         Line::from(vec![
             Span::styled("Enter", th.key()),
@@ -199,7 +208,8 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
                 ),
             }),
         ])
-    });
+    };
+    lines.extend(fit::wrap_line(launch, desc_w, 2));
     fit::paragraph(frame, inner, lines);
 }
 
