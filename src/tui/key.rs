@@ -134,7 +134,10 @@ mod tests {
             map_text_key(&KeyEvent::from(KeyCode::Backspace)),
             Some(Key::Backspace)
         );
-        assert_eq!(map_text_key(&KeyEvent::from(KeyCode::Left)), Some(Key::Left));
+        assert_eq!(
+            map_text_key(&KeyEvent::from(KeyCode::Left)),
+            Some(Key::Left)
+        );
         let ev = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert_eq!(map_text_key(&ev), Some(Key::Interrupt));
     }

@@ -509,7 +509,11 @@ pub fn write_user_preset(
 }
 
 /// The first path at which two JSON values differ, with both values.
-pub(crate) fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: &str) -> Option<String> {
+pub(crate) fn first_difference(
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+    at: &str,
+) -> Option<String> {
     use serde_json::Value as V;
     match (a, b) {
         (V::Object(x), V::Object(y)) => {

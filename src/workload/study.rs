@@ -266,8 +266,7 @@ fn toml_value(v: &str) -> String {
 fn setting_text(v: &toml::Value) -> String {
     if let toml::Value::String(s) = v {
         let plain = !s.is_empty()
-            && s
-                .chars()
+            && s.chars()
                 .all(|c| c.is_ascii_alphanumeric() || "-_./~".contains(c));
         if plain && toml_value(s) != *s {
             return s.clone();
@@ -306,8 +305,7 @@ pub fn dataset_choice(d: &crate::data::spec::DatasetSpec, sources: &[Source]) ->
         let spec: crate::data::spec::DatasetSpec = toml::from_str(&s.table).ok()?;
         let base = toml::Table::try_from(&spec).ok()?;
         let same = |k: &str| mine.get(k) == base.get(k);
-        if !IDENTITY_KEYS.iter().all(|k| same(k)) || base.keys().any(|k| !mine.contains_key(k))
-        {
+        if !IDENTITY_KEYS.iter().all(|k| same(k)) || base.keys().any(|k| !mine.contains_key(k)) {
             return None;
         }
         Some(Choice {

@@ -126,7 +126,10 @@ fn the_dataset_field_cycles_every_source_then_a_path() {
     assert_eq!(seen[n - 1], "");
     assert!(a.setup.dataset_value().starts_with("a path"));
     let e = problems_at(&a, Field::Dataset);
-    assert!(e.iter().any(|p| p.blocking && p.message.contains("PATH")), "{e:?}");
+    assert!(
+        e.iter().any(|p| p.blocking && p.message.contains("PATH")),
+        "{e:?}"
+    );
     assert!(a.setup.config(Path::new("runs")).is_none());
     key(&mut a, Key::Right);
     assert_eq!(a.setup.dataset, "digits:val_fraction=0.2");
@@ -168,7 +171,10 @@ fn a_pair_that_cannot_work_says_why_under_its_field_and_blocks_the_launch() {
     let p = problems_at(&a, Field::Dataset);
     assert!(p.iter().any(|p| p.blocking), "{p:?}");
     let text = render_text(&a, 120, 40);
-    assert!(text.contains("✗ model `char-lstm` is a language model"), "{text}");
+    assert!(
+        text.contains("✗ model `char-lstm` is a language model"),
+        "{text}"
+    );
     // Enter on a field edits it; from the presets it launches — not this study
     key(&mut a, Key::Tab);
     assert!(key(&mut a, Key::Enter).is_empty());
@@ -265,12 +271,20 @@ fn the_text_editor_edits_the_model_and_the_dataset_knobs() {
 fn the_fields_the_calibration_chooses_are_auto_until_edited() {
     let mut a = app();
     a.setup.set_model("mlp:hidden=[32]").unwrap();
-    for f in [Field::Target, Field::BatchMin, Field::BatchMax, Field::Budget] {
+    for f in [
+        Field::Target,
+        Field::BatchMin,
+        Field::BatchMax,
+        Field::Budget,
+    ] {
         assert!(a.setup.auto(f), "{f:?}");
     }
     assert!(!a.setup.auto(Field::Trials));
     let o = a.setup.overrides();
-    assert_eq!((o.target, o.batch_sizes.clone(), o.steps), (None, None, None));
+    assert_eq!(
+        (o.target, o.batch_sizes.clone(), o.steps),
+        (None, None, None)
+    );
     // untouched fields follow the study: 8 trials per B, the scheduler's concurrency
     assert_eq!(a.setup.trials, 8);
     assert!(a.setup.concurrency_auto);
@@ -319,7 +333,10 @@ fn save_as_preset_from_setup_writes_the_minimal_study_that_plans_the_same_study(
     assert_eq!(p.for_, PromptFor::SaveSetup);
     assert_eq!(p.input.text, "mlp-digits-momentum");
     let text = render_text(&a, 120, 40);
-    assert!(text.contains("save as preset: mlp-digits-momentum"), "{text}");
+    assert!(
+        text.contains("save as preset: mlp-digits-momentum"),
+        "{text}"
+    );
     for _ in 0..30 {
         key(&mut a, Key::Backspace);
     }
@@ -343,8 +360,7 @@ fn save_as_preset_from_setup_writes_the_minimal_study_that_plans_the_same_study(
     let text = study::study_file_text(&p, comment).unwrap();
     assert!(text.contains("trials_per_batch = 7"), "{text}");
     assert!(!text.contains("batch_sizes ="), "{text}");
-    let back =
-        scaling_lab::workload::load::parse_preset(Path::new("mine.toml"), &text).unwrap();
+    let back = scaling_lab::workload::load::parse_preset(Path::new("mine.toml"), &text).unwrap();
     assert_eq!(back, want);
     // the executor's answer: Setup lists it as yours
     let entry = scaling_lab::tui::app::PresetEntry {
@@ -392,9 +408,9 @@ fn calibrated_sweep(runs: &Path) -> (App, App) {
         t += 0.05;
         update(&mut a, Msg::Tick(t));
         update_settled(&mut a, Msg::Sweep(ev));
-        let piloting = a
-            .live()
-            .is_some_and(|l| l.calibrating() && l.running.values().any(|r| r.spec.calibrate.is_some()));
+        let piloting = a.live().is_some_and(|l| {
+            l.calibrating() && l.running.values().any(|r| r.spec.calibrate.is_some())
+        });
         if mid.is_none() && piloting {
             mid = Some(a.clone());
         }
@@ -442,7 +458,11 @@ fn live_shows_the_calibration_stage_then_what_it_chose() {
     // a pilot by its batch size and learning rate, never its id
     assert!(text.contains(" pilot η "), "{text}");
     assert!(!text.contains("#10000"), "{text}");
-    let r = l.running.values().find(|r| r.spec.calibrate.is_some()).unwrap();
+    let r = l
+        .running
+        .values()
+        .find(|r| r.spec.calibrate.is_some())
+        .unwrap();
     assert!(scaling_lab::tui::app::trial_label(&r.spec).starts_with("B="));
 
     let l = done.live().unwrap();
@@ -452,13 +472,9 @@ fn live_shows_the_calibration_stage_then_what_it_chose() {
     let summary = scaling_lab::report::calibration::summary_line(c);
     assert!(l.calibration_summary().as_deref() == Some(summary.as_str()));
     assert!(text.contains("calibrated from"), "{text}");
-    // the report screen: the calibration's lines first
-    let mut r = done.clone();
-    key(&mut r, Key::Char('r'));
-    let text = render_text(&r, 160, 48);
+    // the report screen's text (the report's): the calibration's lines
     let first = &scaling_lab::report::calibration::lines(c)[0];
-    let shown: String = first.chars().take(60).collect();
-    assert!(text.contains(&shown), "{shown:?} missing:\n{text}");
+    assert!(l.rendered.text.contains(first.as_str()), "{first:?} missing");
 
     // the same run opened from Runs: its log's calibration
     let log = crate::pty::find_log(runs.path()).expect("the sweep's log");
@@ -495,8 +511,7 @@ fn save_as_preset_on_live_writes_the_calibrated_study() {
     // every value explicit: a sweep of it runs the same search, without a calibration
     assert!(preset.calibrate.is_none());
     assert_eq!(preset.sweep.batch_sizes, batch_sizes);
-    let text =
-        scaling_lab::workload::presets::preset_file_text(preset, "").expect("a preset file");
+    let text = scaling_lab::workload::presets::preset_file_text(preset, "").expect("a preset file");
     let back = scaling_lab::workload::load::parse_preset(Path::new("x.toml"), &text).unwrap();
     assert!(back.calibrate.is_none());
     assert_eq!(back.workload.target, header.preset.workload.target);
@@ -568,7 +583,11 @@ fn setup_picks_a_model_and_a_dataset_and_saves_a_preset_that_plans_the_same_stud
     assert!(s.contains("pilot trials choose"), "{s}");
     // Save as preset, under a name of our own
     p.send("w");
-    p.wait_for("the name", |s| s.contains("save as preset: mlp-digits-nesterov"), t);
+    p.wait_for(
+        "the name",
+        |s| s.contains("save as preset: mlp-digits-nesterov"),
+        t,
+    );
     p.send(&BS.repeat(40));
     p.send("my-mlp-digits\r");
     let s = p.wait_for("saved", |s| s.contains("saved as preset my-mlp-digits"), t);

@@ -267,9 +267,11 @@ fn setup_fits_with_a_model_and_a_dataset() {
     let named = a.setup.sources.clone();
     a.setup.set_sources(
         named,
-        vec!["/home/u/.config/scaling-lab/datasets.toml: `mine` is not a table: each dataset \
+        vec![
+            "/home/u/.config/scaling-lab/datasets.toml: `mine` is not a table: each dataset \
               is a [NAME] table with the keys of [workload.dataset]"
-            .into()],
+                .into(),
+        ],
     );
     fits(&a, "Setup, a datasets file's problem");
     // Save as preset asks its name in the footer

@@ -151,7 +151,12 @@ fn cases() -> Vec<(&'static str, &'static str, App, Key)> {
         ("c", "Live", running(), Key::Char('c')),
         ("C / x", "Live", running(), Key::Char('C')),
         ("t", "Live", running(), Key::Char('t')),
-        ("w", "Live", crate::calibrate::calibrated_live(), Key::Char('w')),
+        (
+            "w",
+            "Live",
+            crate::calibrate::calibrated_live(),
+            Key::Char('w'),
+        ),
         ("[ ]", "Live", finished(), Key::Char('[')),
         ("[ ]", "Compare", compare(), Key::Char('[')),
         ("m", "Live", running(), Key::Char('m')),

@@ -17,7 +17,7 @@ impl LiveState {
             self.plan.header = Some(Box::new(h.clone()));
             self.header = Some(h);
         }
-        self.calibrated = Some(Box::new(c));
+        self.calibrated = Some(std::sync::Arc::new(c));
         self.recount();
         self.touch();
     }
@@ -46,14 +46,5 @@ impl LiveState {
         self.calibrated
             .as_deref()
             .map(crate::report::calibration::summary_line)
-    }
-
-    /// The report's calibration lines (`report::calibration::lines`): each choice with the rule
-    /// that made it. Empty without a calibration.
-    pub fn calibration_lines(&self) -> Vec<String> {
-        self.calibrated
-            .as_deref()
-            .map(crate::report::calibration::lines)
-            .unwrap_or_default()
     }
 }

@@ -132,9 +132,9 @@ pub struct LiveState {
     /// The trials per stage, each against its own plan: the sweep's `Counts` (a view's copy
     /// between them), or counted from a log's records. None before the sweep counted.
     pub counts: Option<StageCounts>,
-    /// What the calibration stage chose (the sweep's `Calibrated`, the log's line); None: the
-    /// study has no calibration stage, or it has not finished.
-    pub calibrated: Option<Box<crate::core::calibrate::Calibrated>>,
+    /// What the calibration stage chose (the sweep's `Calibrated`, the log's line; the report's
+    /// calibration section); None: the study has no calibration stage, or it has not finished.
+    pub calibrated: Option<Arc<crate::core::calibrate::Calibrated>>,
 }
 
 impl LiveState {
@@ -174,8 +174,8 @@ impl LiveState {
             selected: 0,
             wall_s: None,
             warnings: Vec::new(),
-            counts: None,
             calibrated: None,
+            counts: None,
         }
     }
 
@@ -238,7 +238,7 @@ impl LiveState {
         s.prior = s.finished.len();
         s.saved = s.finished.len();
         s.warnings = log.warnings.clone();
-        s.calibrated = log.calibrated.clone().map(Box::new);
+        s.calibrated = log.calibrated.clone().map(Arc::new);
         s.recount();
         s.touch();
         s
@@ -359,6 +359,7 @@ impl LiveState {
                 path: self.plan.run_log.as_deref().map(PathBuf::from),
                 progress: self.progress(),
                 warnings: self.warnings.clone(),
+                calibrated: self.calibrated.clone(),
             },
         })
     }
@@ -655,7 +656,7 @@ impl LiveState {
             SweepEvent::BestSoFar { .. } => {}
             // the calibrated study's header comes with the `Planned` that follows
             SweepEvent::Calibrated(c) => {
-                self.calibrated = Some(c);
+                self.calibrated = Some(Arc::new(*c));
                 self.touch();
             }
             SweepEvent::Counts(c) => self.counts = Some(c),

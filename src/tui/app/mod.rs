@@ -37,8 +37,8 @@ pub use runs::{
 };
 pub use setup::{ladder_125, Field, PresetEntry, SetupFocus, SetupState, FIELDS};
 pub use setup_study::{family_defaults, FAMILY_ORDER};
-pub use text_input::{Edit, Prompt, PromptFor, TextInput};
 pub use target::{ladder_text, next_rung, RungCache};
+pub use text_input::{Edit, Prompt, PromptFor, TextInput};
 pub use update::{format_duration, update};
 
 use crate::core::events::SweepEvent;

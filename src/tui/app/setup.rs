@@ -527,8 +527,8 @@ impl SetupState {
             }
             // (a study whose calibration chooses its batch sizes or budget has no bound yet)
             let known = !self.auto(Field::BatchMax) && !self.auto(Field::Budget);
-            let est = crate::sweep::layout::estimate_from(&cfg, &self.calibrations)
-                .filter(|_| known);
+            let est =
+                crate::sweep::layout::estimate_from(&cfg, &self.calibrations).filter(|_| known);
             gpu_scale = crate::sweep::layout::gpu_scale_warning(&cfg, est.as_ref().map(|e| &e.1))
                 // any preset: a bound of 10 min or more, from its cached calibration
                 .or_else(|| {

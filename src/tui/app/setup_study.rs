@@ -35,7 +35,8 @@ pub fn family_defaults() -> &'static [(String, String)] {
             .into_iter()
             .filter_map(|(_, p)| p.ok())
             .map(|p| {
-                let momentum = p.workload.optimizer == crate::workload::spec::OptimizerKind::Momentum;
+                let momentum =
+                    p.workload.optimizer == crate::workload::spec::OptimizerKind::Momentum;
                 (momentum, study::model_choice(&p.workload.model))
             })
             .collect();
@@ -111,7 +112,10 @@ impl SetupState {
         let Some(d) = &p.workload.dataset else {
             // a model that reads no data: the field keeps what it had
             let text = if self.dataset.is_empty() {
-                self.sources.first().map(|s| s.name.clone()).unwrap_or_default()
+                self.sources
+                    .first()
+                    .map(|s| s.name.clone())
+                    .unwrap_or_default()
             } else {
                 self.dataset.clone()
             };

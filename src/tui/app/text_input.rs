@@ -164,7 +164,10 @@ mod tests {
         t.key(Key::Right);
         assert_eq!(t.cursor, 16);
         t.key(Key::Space);
-        assert_eq!(t.parts(), ("Mlp:hidden=[128] ".into(), " ".into(), "".into()));
+        assert_eq!(
+            t.parts(),
+            ("Mlp:hidden=[128] ".into(), " ".into(), "".into())
+        );
         assert_eq!(t.key(Key::Enter), Edit::Accept);
         assert_eq!(t.key(Key::Esc), Edit::Cancel);
     }

@@ -370,7 +370,9 @@ fn save_calibrated(app: &App, name: &str, log: Option<&Path>) -> Result<Command,
     let mut p = h.preset.clone();
     // what it chose is now the study's own
     p.calibrate = None;
-    let from = log.map_or_else(String::new, |l| format!(" from the run log {}", l.display()));
+    let from = log.map_or_else(String::new, |l| {
+        format!(" from the run log {}", l.display())
+    });
     let comment = format!(
         "{name}: {}
 saved by scaling-lab{from} (its calibration stage chose the target, ranges,          batch sizes and budget: docs/calibration.md)
@@ -626,15 +628,15 @@ fn live_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
             match (&l.calibrated, &l.header) {
                 (Some(_), Some(h)) => {
                     let log = l.plan.run_log.as_deref().map(std::path::PathBuf::from);
-                    app.prompt = Some(Prompt::new(
-                        PromptFor::SaveCalibrated(log),
-                        &h.preset.name,
-                    ));
+                    app.prompt = Some(Prompt::new(PromptFor::SaveCalibrated(log), &h.preset.name));
                 }
-                _ if l.header.as_ref().is_some_and(|h| h.preset.calibrate.is_some()) => {
+                _ if l
+                    .header
+                    .as_ref()
+                    .is_some_and(|h| h.preset.calibrate.is_some()) =>
+                {
                     app.flash = Some(
-                        "the calibration has not chosen the study yet: save it once it has"
-                            .into(),
+                        "the calibration has not chosen the study yet: save it once it has".into(),
                     )
                 }
                 _ => {

@@ -58,7 +58,9 @@ fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
         fit::paragraph(
             frame,
             inner,
-            text.into_iter().map(|t| Line::styled(t, th.dim())).collect(),
+            text.into_iter()
+                .map(|t| Line::styled(t, th.dim()))
+                .collect(),
         );
         return;
     }

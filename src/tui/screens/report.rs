@@ -1,7 +1,7 @@
 //! The report screen (`r` on Live): the whole report of the run Live shows — exactly the text
 //! `scaling-lab report` prints (`Report::text` of the Live state's cached report): the per-B table
 //! with intervals and search-edge marks, the regimes, every note, the fit, the noise scale and the
-//! projection (a calibrated study's calibration first). It scrolls (↑↓ PgUp PgDn Home End, ←→ sideways: the table is wider than 80 columns).
+//! projection. It scrolls (↑↓ PgUp PgDn Home End, ←→ sideways: the table is wider than 80 columns).
 
 use ratatui::layout::Rect;
 use ratatui::text::Line;
@@ -18,19 +18,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         fit::paragraph(frame, area, vec![Line::raw("No run to report yet.")]);
         return;
     };
-    // rendered once when the report landed (`LiveState::rendered`), never per frame; a
-    // calibrated study's calibration first (what it chose and by which rule), where the report's
-    // text does not say it already
-    let cal = l.calibration_lines();
-    let mut lines: Vec<Line> = Vec::new();
-    if cal.first().is_some_and(|c| !l.rendered.text.contains(c.as_str())) {
-        lines.push(Line::raw(
-            "calibration (the pilots' choices, docs/calibration.md)",
-        ));
-        lines.extend(cal.into_iter().map(|c| Line::raw(format!("  {c}"))));
-        lines.push(Line::raw(""));
-    }
-    lines.extend(l.rendered.text.lines().map(Line::raw));
+    // rendered once when the report landed (`LiveState::rendered`), never per frame
+    let lines: Vec<Line> = l.rendered.text.lines().map(Line::raw).collect();
     let visible = area.height.saturating_sub(2) as usize;
     let max_scroll = lines.len().saturating_sub(visible);
     let (y, x) = app.report_scroll;

@@ -110,7 +110,12 @@ fn every_bundled_model_and_dataset_is_a_choice_that_makes_it_again() {
     }
     // a ResNet's words stay words, an inline table stays one setting
     let c = Choice::parse("resnet:depth=8,width=4,batch_norm=ghost,ghost_batch=16").unwrap();
-    let p = study(&c, "name = \"mnist\"\ndownsample = 2\n", OptimizerKind::Momentum).unwrap();
+    let p = study(
+        &c,
+        "name = \"mnist\"\ndownsample = 2\n",
+        OptimizerKind::Momentum,
+    )
+    .unwrap();
     assert_eq!(model_choice(&p.workload.model).text(), c.text());
     let c = Choice::parse("cifar10:augment={ crop = 4, flip = true },max_val=100").unwrap();
     assert_eq!(c.settings.len(), 2, "{c:?}");
@@ -143,7 +148,11 @@ fn a_saved_study_is_the_minimal_study_and_loads_back_to_it() {
     ] {
         assert!(!text.contains(left_out), "{left_out} in:\n{text}");
     }
-    for kept in ["optimizer = \"momentum\"", "hidden = [32]", "val_fraction = 0.2"] {
+    for kept in [
+        "optimizer = \"momentum\"",
+        "hidden = [32]",
+        "val_fraction = 0.2",
+    ] {
         assert!(text.contains(kept), "{kept} missing:\n{text}");
     }
     let back = parse_preset(Path::new("mine.toml"), &text).unwrap();
