@@ -75,7 +75,7 @@ pub const KEYS: &[Binding] = &[
     b("↑↓", "Setup", "select a preset or a field", When::Setup, Some(("↑↓", "select"))),
     b("← → / h l", "Setup", "change the selected value", When::Setup, Some(("←→", "change"))),
     b("Tab / S-Tab", "everywhere", "next / previous panel", When::Setup, Some(("Tab", "panel"))),
-    b("type ← → Home End", "editor", "edit the text (Backspace, Delete remove)", When::Editing, Some(("←→", "move"))),
+    b("← → Home End", "editor", "type; move in the text (Backspace, Delete remove)", When::Editing, Some(("←→", "move"))),
     b(
         "Enter",
         "editor",
@@ -87,8 +87,8 @@ pub const KEYS: &[Binding] = &[
     b("Enter", "Setup", "launch the sweep and go to Live", When::SetupLaunch, Some(("Enter", "launch"))),
     b(
         "Enter",
-        "Setup Model, Dataset",
-        "edit the model (kind:key=value,…: its size knobs) or the dataset (NAME or PATH[:format=…,key=value,…])",
+        "Model/Data",
+        "edit Setup's model (kind:key=value,…) or dataset (NAME or PATH[:format=…,…])",
         When::SetupText,
         Some(("Enter", "edit")),
     ),

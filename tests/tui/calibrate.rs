@@ -474,7 +474,10 @@ fn live_shows_the_calibration_stage_then_what_it_chose() {
     assert!(text.contains("calibrated from"), "{text}");
     // the report screen's text (the report's): the calibration's lines
     let first = &scaling_lab::report::calibration::lines(c)[0];
-    assert!(l.rendered.text.contains(first.as_str()), "{first:?} missing");
+    assert!(
+        l.rendered.text.contains(first.as_str()),
+        "{first:?} missing"
+    );
 
     // the same run opened from Runs: its log's calibration
     let log = crate::pty::find_log(runs.path()).expect("the sweep's log");

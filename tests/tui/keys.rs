@@ -123,16 +123,11 @@ fn cases() -> Vec<(&'static str, &'static str, App, Key)> {
         ("↑↓", "Setup", app(), Key::Down),
         ("← → / h l", "Setup", app(), Key::Right),
         ("Tab / S-Tab", "everywhere", app(), Key::Tab),
-        ("type ← → Home End", "editor", editing(), Key::Char('l')),
+        ("← → Home End", "editor", editing(), Key::Char('l')),
         ("Enter", "editor", editing(), Key::Enter),
         ("Esc", "editor", editing(), Key::Esc),
         ("Enter", "Setup", app(), Key::Enter),
-        (
-            "Enter",
-            "Setup Model, Dataset",
-            with(app(), &[Key::Tab]),
-            Key::Enter,
-        ),
+        ("Enter", "Model/Data", with(app(), &[Key::Tab]), Key::Enter),
         ("w", "Setup", app(), Key::Char('w')),
         (
             "r",

@@ -283,7 +283,7 @@ impl SetupState {
         self.touched.clear();
         self.study = None;
         self.optimizer = p.workload.optimizer;
-        self.model = crate::workload::study::model_choice(&p.workload.model).text();
+        self.model = super::setup_study::model_choice(&p).text();
         (self.dataset_idx, self.dataset) = self.dataset_of(&p);
         self.own = (self.model.clone(), self.dataset.clone());
         self.rebase();
