@@ -293,6 +293,20 @@ pub fn model_choice(m: &crate::model::ModelSpec) -> Choice {
     }
 }
 
+/// A preset's model as the choice that makes it again in the preset's study: [`model_choice`]
+/// without the settings that study does not use (the noisy quadratic model's Adam
+/// preconditioning under another optimizer), which a study made from the choice would refuse.
+pub fn preset_model_choice(p: &Preset) -> Choice {
+    let mut c = model_choice(&p.workload.model);
+    let unused = super::load::unused_settings(p);
+    c.settings.retain(|(k, _)| {
+        !unused
+            .iter()
+            .any(|(keys, _)| keys.len() == 3 && keys[..2] == ["workload", "model"] && keys[2] == k)
+    });
+    c
+}
+
 /// The keys that say which dataset a table is (the rest are settings of it).
 const IDENTITY_KEYS: [&str; 5] = ["name", "format", "dir", "train", "val"];
 
@@ -523,7 +537,9 @@ pub fn dataset_table(
         .parse()
         .map_err(|e: toml::de::Error| err(e.message().to_string()))?;
     table.extend(extra);
-    toml::to_string(&table).map_err(|e| err(e.to_string()))
+    // one line per key, a sub-table inline (`augment = { crop = 4, flip = true }`): the text
+    // goes under `[workload.dataset]` as it is, where a `[augment]` header would leave it
+    Ok(table.iter().map(|(k, v)| format!("{k} = {v}\n")).collect())
 }
 
 /// The minimal preset of a model, a dataset table and an optimizer (what a user would write),
@@ -580,7 +596,10 @@ pub fn study(
             "[workload]" => Part::Optimizer,
             _ => Part::Study,
         };
-        let part = if part == Part::Study && e.message.contains("model") {
+        // a language model on images (an image model on text) is said at the model, the
+        // choice that reads the data (the loader places it at the dataset's key)
+        let pair = part == Part::Dataset && e.message.starts_with("model `");
+        let part = if pair || (part == Part::Study && e.message.contains("model")) {
             Part::Model
         } else {
             part

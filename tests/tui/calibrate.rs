@@ -160,15 +160,14 @@ fn a_pair_that_cannot_work_says_why_under_its_field_and_blocks_the_launch() {
     let Some(Err(e)) = &a.setup.study else {
         panic!("{:?}", a.setup.study)
     };
-    // the pair's problem is the dataset's (the line under the model's), naming both and what
-    // would work
-    assert_eq!(e.part, Part::Dataset);
+    // said at the model, naming both and what would work
+    assert_eq!(e.part, Part::Model);
     assert!(
         e.message.contains("char-lstm") && e.message.contains("language model"),
         "{e:?}"
     );
     assert!(e.message.contains("shakespeare"), "{e:?}");
-    let p = problems_at(&a, Field::Dataset);
+    let p = problems_at(&a, Field::Model);
     assert!(p.iter().any(|p| p.blocking), "{p:?}");
     let text = render_text(&a, 120, 40);
     assert!(

@@ -283,7 +283,7 @@ impl SetupState {
         self.touched.clear();
         self.study = None;
         self.optimizer = p.workload.optimizer;
-        self.model = super::setup_study::model_choice(&p).text();
+        self.model = crate::workload::study::preset_model_choice(&p).text();
         (self.dataset_idx, self.dataset) = self.dataset_of(&p);
         self.own = (self.model.clone(), self.dataset.clone());
         self.rebase();

@@ -37,7 +37,7 @@ pub fn family_defaults() -> &'static [(String, String)] {
             .map(|p| {
                 let momentum =
                     p.workload.optimizer == crate::workload::spec::OptimizerKind::Momentum;
-                (momentum, model_choice(&p))
+                (momentum, study::preset_model_choice(&p))
             })
             .collect();
         FAMILY_ORDER
@@ -52,20 +52,6 @@ pub fn family_defaults() -> &'static [(String, String)] {
             })
             .collect()
     })
-}
-
-/// A preset's model as the Model field holds it: `workload::study::model_choice` without the
-/// settings the preset's study does not use (the noisy quadratic model's Adam preconditioning
-/// under another optimizer), which a study made from the text would refuse.
-pub(crate) fn model_choice(p: &Preset) -> Choice {
-    let mut c = study::model_choice(&p.workload.model);
-    let unused = crate::workload::load::unused_settings(p);
-    c.settings.retain(|(k, _)| {
-        !unused
-            .iter()
-            .any(|(keys, _)| keys.len() == 3 && keys[..2] == ["workload", "model"] && keys[2] == k)
-    });
-    c
 }
 
 /// The head of a choice's text (`resnet` of `resnet:width=4`).
