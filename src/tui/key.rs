@@ -19,6 +19,8 @@ pub enum Key {
     Tab,
     BackTab,
     Space,
+    Backspace,
+    Delete,
     /// ctrl-c (treated like `q`; a second one while confirming forces the quit).
     Interrupt,
     Char(char),
@@ -53,6 +55,35 @@ pub fn map_key(ev: &KeyEvent) -> Option<Key> {
         KeyCode::Char(' ') => Key::Space,
         KeyCode::Char(c) => Key::Char(c),
         KeyCode::F(5) => Key::Char('R'),
+        KeyCode::Backspace => Key::Backspace,
+        KeyCode::Delete => Key::Delete,
+        _ => return None,
+    })
+}
+
+/// Maps a key event while a text input is open (`App::typing`): every printable character is
+/// itself (no vi keys, no space bar), so `l`, `h` and ` ` can be typed; arrows, Home, End,
+/// Backspace, Delete, Enter and Esc edit; ctrl-c is still the interrupt.
+pub fn map_text_key(ev: &KeyEvent) -> Option<Key> {
+    if ev.kind == KeyEventKind::Release {
+        return None;
+    }
+    if ev.modifiers.contains(KeyModifiers::CONTROL) {
+        return match ev.code {
+            KeyCode::Char('c') | KeyCode::Char('C') => Some(Key::Interrupt),
+            _ => None,
+        };
+    }
+    Some(match ev.code {
+        KeyCode::Char(c) => Key::Char(c),
+        KeyCode::Left => Key::Left,
+        KeyCode::Right => Key::Right,
+        KeyCode::Home => Key::Home,
+        KeyCode::End => Key::End,
+        KeyCode::Backspace => Key::Backspace,
+        KeyCode::Delete => Key::Delete,
+        KeyCode::Enter => Key::Enter,
+        KeyCode::Esc => Key::Esc,
         _ => return None,
     })
 }
@@ -89,5 +120,25 @@ mod tests {
         let mut rel = KeyEvent::from(KeyCode::Enter);
         rel.kind = KeyEventKind::Release;
         assert_eq!(map_key(&rel), None);
+    }
+
+    #[test]
+    fn a_text_input_gets_the_letters_vi_keys_would_fold() {
+        for c in ['h', 'j', 'k', 'l', 'g', 'G', ' ', 'q', '?', '1'] {
+            assert_eq!(
+                map_text_key(&KeyEvent::from(KeyCode::Char(c))),
+                Some(Key::Char(c))
+            );
+        }
+        assert_eq!(
+            map_text_key(&KeyEvent::from(KeyCode::Backspace)),
+            Some(Key::Backspace)
+        );
+        assert_eq!(
+            map_text_key(&KeyEvent::from(KeyCode::Left)),
+            Some(Key::Left)
+        );
+        let ev = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(map_text_key(&ev), Some(Key::Interrupt));
     }
 }

@@ -9,12 +9,20 @@ pub enum When {
     /// Every screen.
     Always,
     Setup,
+    /// Setup, but not on its Model or Dataset field with the fields focused (Enter edits there).
+    SetupLaunch,
+    /// Setup's Model or Dataset field, focused.
+    SetupText,
+    /// A text input is open (Setup's Model or Dataset editor, a preset's name).
+    Editing,
     /// Live, whatever it shows.
     Live,
     /// Live showing the sweep this TUI runs, while it runs (pause/cancel apply).
     LiveControl,
     /// Live showing a finished run (a finished sweep, a log): the target moves.
     LiveFinished,
+    /// Live showing a run whose calibration stage has chosen its study.
+    LiveCalibrated,
     Runs,
     Compare,
     Help,
@@ -67,7 +75,30 @@ pub const KEYS: &[Binding] = &[
     b("↑↓", "Setup", "select a preset or a field", When::Setup, Some(("↑↓", "select"))),
     b("← → / h l", "Setup", "change the selected value", When::Setup, Some(("←→", "change"))),
     b("Tab / S-Tab", "everywhere", "next / previous panel", When::Setup, Some(("Tab", "panel"))),
-    b("Enter", "Setup", "launch the sweep and go to Live", When::Setup, Some(("Enter", "launch"))),
+    b("← → Home End", "editor", "type; move in the text (Backspace, Delete remove)", When::Editing, Some(("←→", "move"))),
+    b(
+        "Enter",
+        "editor",
+        "accept: a model or dataset is read as kind:key=value,… (and checked); a name saves",
+        When::Editing,
+        Some(("Enter", "accept")),
+    ),
+    b("Esc", "editor", "cancel the edit", When::Editing, Some(("Esc", "cancel"))),
+    b("Enter", "Setup", "launch the sweep and go to Live", When::SetupLaunch, Some(("Enter", "launch"))),
+    b(
+        "Enter",
+        "Model/Data",
+        "edit Setup's model (kind:key=value,…) or dataset (NAME or PATH[:format=…,…])",
+        When::SetupText,
+        Some(("Enter", "edit")),
+    ),
+    b(
+        "w",
+        "Setup",
+        "save the study as your preset (a calibrated one as the minimal study it is; asks a name)",
+        When::Setup,
+        Some(("w", "save preset")),
+    ),
     b("r", "Setup", "reset the values to the preset's", When::Setup, Some(("r", "reset"))),
     b("e", "Setup", "estimate the wall time (calibrate the workload, cached)", When::Setup, Some(("e", "estimate"))),
     b(
@@ -98,6 +129,13 @@ pub const KEYS: &[Binding] = &[
     ),
     b("C / x", "Live", "cancel the whole sweep (asks first)", When::LiveControl, Some(("C", "cancel sweep"))),
     b("t", "Live", "charts: both · scaling only · loss only", When::Live, Some(("t", "charts"))),
+    b(
+        "w",
+        "Live",
+        "save the calibrated study as your preset: a sweep of it re-runs the same search",
+        When::LiveCalibrated,
+        Some(("w", "save preset")),
+    ),
     b(
         "m",
         "Live",
@@ -160,11 +198,18 @@ impl When {
         if app.confirm.is_some() {
             return self == When::Dialog;
         }
+        if app.typing() {
+            return self == When::Editing;
+        }
         let live = matches!(app.screen, Screen::Live);
         match self {
             When::Always => true,
             When::Dialog => false,
             When::Setup => app.screen == Screen::Setup,
+            When::SetupLaunch => app.screen == Screen::Setup && !setup_text(app),
+            When::SetupText => app.screen == Screen::Setup && setup_text(app),
+            When::Editing => false,
+            When::LiveCalibrated => live && app.live().is_some_and(|l| l.calibrated.is_some()),
             When::Live => live,
             When::LiveControl => live && app.viewing_sweep() && app.sweep_running(),
             When::LiveFinished => live && app.live_finished(),
@@ -182,6 +227,17 @@ impl When {
             When::NotSetup => app.screen != Screen::Setup,
         }
     }
+}
+
+/// Setup's fields are focused on the Model or Dataset field (Enter edits it).
+fn setup_text(app: &App) -> bool {
+    use super::app::{Field, SetupFocus, FIELDS};
+    let s = &app.setup;
+    s.focus == SetupFocus::Fields
+        && matches!(
+            FIELDS.get(s.field),
+            Some(Field::Model) | Some(Field::Dataset)
+        )
 }
 
 /// The footer's (key, label) pairs for the app as it is, from `KEYS`, fitted into `width`

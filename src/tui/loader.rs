@@ -32,6 +32,17 @@ pub fn load_presets(dir: &Path, user_dir: Option<&Path>) -> (Vec<PresetEntry>, V
     (ok, errs)
 }
 
+/// A preset just saved in the user's presets directory, read back (Setup lists it as yours).
+pub fn saved_preset(path: &Path) -> Result<PresetEntry, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let preset = crate::workload::load::parse_preset(path, &text).map_err(|e| e.to_string())?;
+    Ok(PresetEntry {
+        preset,
+        path: Some(path.to_path_buf()),
+        user: true,
+    })
+}
+
 /// Status of a log for the Runs screen: an unfinished log is "running" when it is the sweep this
 /// TUI runs or was written to recently, otherwise interrupted (killed) and resumable.
 pub fn run_status(log: &RunLog, active: Option<&Path>, modified: Option<SystemTime>) -> RunStatus {

@@ -48,7 +48,8 @@ pub struct TuiOptions {
     /// Directory of preset TOML files.
     pub presets_dir: PathBuf,
     /// The user's presets directory (`workload::presets::user_presets_dir`), listed after the
-    /// bundled presets; None: none (tests).
+    /// bundled presets (and the user's datasets file's and presets' datasets are the Dataset
+    /// field's sources beside the named ones); None: none (tests).
     pub user_presets_dir: Option<PathBuf>,
     /// Preset selected on the Setup screen at start, by name (default `digits-mlp-momentum`).
     pub initial_preset: Option<String>,
@@ -107,6 +108,12 @@ pub fn initial_app(opts: &TuiOptions, theme: theme::Theme) -> App {
         Some(opts.initial_preset.as_deref().unwrap_or(DEFAULT_PRESET)),
         opts.gpu_labels.clone(),
     );
+    // the Dataset field's sources: the named datasets, and where the user's own presets are
+    // listed, the user's datasets file and presets too (`workload::study::dataset_sources`)
+    if opts.user_presets_dir.is_some() {
+        let (sources, problems) = crate::workload::study::dataset_sources();
+        setup.set_sources(sources, problems);
+    }
     if let Some(i) = file_index {
         setup.selected = i;
         setup.reset_from_preset();

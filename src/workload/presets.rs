@@ -463,6 +463,18 @@ pub fn preset_file_text(p: &Preset, comment: &str) -> Result<String, String> {
 /// Writes `p` as the user's preset `name` (`<user presets dir>/NAME.toml`): refused where a
 /// bundled preset or an existing file has that name. Returns the path.
 pub fn save_user_preset(name: &str, p: &Preset, comment: &str) -> Result<PathBuf, String> {
+    let mut p = p.clone();
+    p.name = name.to_string();
+    write_user_preset(name, |_| preset_file_text(&p, comment))
+}
+
+/// Writes the text `text` gives (it is asked once the name is checked) as the user's preset
+/// `name`: refused where the name is not a file name, a bundled preset has it or a file of
+/// that name exists; written whole or not at all. Returns the path.
+pub fn write_user_preset(
+    name: &str,
+    text: impl FnOnce(&str) -> Result<String, String>,
+) -> Result<PathBuf, String> {
     if name.is_empty()
         || !name
             .chars()
@@ -487,9 +499,7 @@ pub fn save_user_preset(name: &str, p: &Preset, comment: &str) -> Result<PathBuf
             path.display()
         ));
     }
-    let mut p = p.clone();
-    p.name = name.to_string();
-    let text = preset_file_text(&p, comment)?;
+    let text = text(name)?;
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // written whole or not at all
     let tmp = dir.join(format!(".{name}.toml.{}", std::process::id()));
@@ -499,7 +509,11 @@ pub fn save_user_preset(name: &str, p: &Preset, comment: &str) -> Result<PathBuf
 }
 
 /// The first path at which two JSON values differ, with both values.
-fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: &str) -> Option<String> {
+pub(crate) fn first_difference(
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+    at: &str,
+) -> Option<String> {
     use serde_json::Value as V;
     match (a, b) {
         (V::Object(x), V::Object(y)) => {

@@ -72,14 +72,7 @@ impl Source {
 /// file, the datasets of the user's presets (those with files of their own). Problems reading
 /// the datasets file come back as messages (a bad file never hides the named datasets).
 pub fn dataset_sources() -> (Vec<Source>, Vec<String>) {
-    let mut out: Vec<Source> = NAMED_DATASETS
-        .iter()
-        .map(|n| Source {
-            name: n.to_string(),
-            origin: Origin::Named,
-            table: format!("name = \"{n}\"\n"),
-        })
-        .collect();
+    let mut out = named_sources();
     let mut problems = Vec::new();
     if let Some(f) = user_datasets_file().filter(|f| f.is_file()) {
         match datasets_file_sources(&f) {
@@ -106,6 +99,18 @@ pub fn dataset_sources() -> (Vec<Source>, Vec<String>) {
         }
     }
     (out, problems)
+}
+
+/// The named datasets as sources: what every build offers, before the user's own.
+pub fn named_sources() -> Vec<Source> {
+    NAMED_DATASETS
+        .iter()
+        .map(|n| Source {
+            name: n.to_string(),
+            origin: Origin::Named,
+            table: format!("name = \"{n}\"\n"),
+        })
+        .collect()
 }
 
 /// The sources of a datasets file (its paths made absolute, relative to the file).
@@ -205,6 +210,19 @@ impl Choice {
         })
     }
 
+    /// The choice as a flag or a Setup field takes it: `head[:key=value,…]`.
+    pub fn text(&self) -> String {
+        if self.settings.is_empty() {
+            return self.head.clone();
+        }
+        let settings: Vec<String> = self
+            .settings
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!("{}:{}", self.head, settings.join(","))
+    }
+
     /// The settings as TOML lines (`k = v`; a value that is not a TOML value is a string).
     fn toml_lines(&self) -> String {
         self.settings
@@ -214,13 +232,13 @@ impl Choice {
     }
 }
 
-/// Splits at commas outside brackets.
+/// Splits at commas outside brackets and braces (arrays, inline tables).
 fn split_top(s: &str) -> Vec<&str> {
     let (mut depth, mut start, mut out) = (0i32, 0usize, Vec::new());
     for (i, c) in s.char_indices() {
         match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
+            '[' | '{' => depth += 1,
+            ']' | '}' => depth -= 1,
             ',' if depth == 0 => {
                 out.push(&s[start..i]);
                 start = i + 1;
@@ -241,6 +259,199 @@ fn toml_value(v: &str) -> String {
     } else {
         toml::Value::String(v.to_string()).to_string()
     }
+}
+
+/// A setting's value as a choice writes it: a plain word stays plain where it reads back as
+/// the same string (`batch_norm=ghost`), anything else is its TOML (`hidden=[64]`, `"a b"`).
+fn setting_text(v: &toml::Value) -> String {
+    if let toml::Value::String(s) = v {
+        let plain = !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./~".contains(c));
+        if plain && toml_value(s) != *s {
+            return s.clone();
+        }
+    }
+    v.to_string()
+}
+
+/// A model spec as the choice that names it: its kind and every key of its spec
+/// (`resnet:depth=8,width=4,batch_norm=ghost,ghost_batch=16`).
+pub fn model_choice(m: &crate::model::ModelSpec) -> Choice {
+    let table = toml::Table::try_from(m).unwrap_or_default();
+    Choice {
+        head: table
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .unwrap_or_default()
+            .to_string(),
+        settings: table
+            .iter()
+            .filter(|(k, _)| k.as_str() != "kind")
+            .map(|(k, v)| (k.clone(), setting_text(v)))
+            .collect(),
+    }
+}
+
+/// A preset's model as the choice that makes it again in the preset's study: [`model_choice`]
+/// without the settings that study does not use (the noisy quadratic model's Adam
+/// preconditioning under another optimizer), which a study made from the choice would refuse.
+pub fn preset_model_choice(p: &Preset) -> Choice {
+    let mut c = model_choice(&p.workload.model);
+    let unused = super::load::unused_settings(p);
+    c.settings.retain(|(k, _)| {
+        !unused
+            .iter()
+            .any(|(keys, _)| keys.len() == 3 && keys[..2] == ["workload", "model"] && keys[2] == k)
+    });
+    c
+}
+
+/// The keys that say which dataset a table is (the rest are settings of it).
+const IDENTITY_KEYS: [&str; 5] = ["name", "format", "dir", "train", "val"];
+
+/// A dataset spec as a choice of one of `sources`: the source whose table it extends, with the
+/// settings in which it differs from it (`mnist:downsample=2`). None where no source is its
+/// base (then it is a source of its own: its preset's).
+pub fn dataset_choice(d: &crate::data::spec::DatasetSpec, sources: &[Source]) -> Option<Choice> {
+    let mine = toml::Table::try_from(d).ok()?;
+    sources.iter().find_map(|s| {
+        let spec: crate::data::spec::DatasetSpec = toml::from_str(&s.table).ok()?;
+        let base = toml::Table::try_from(&spec).ok()?;
+        let same = |k: &str| mine.get(k) == base.get(k);
+        if !IDENTITY_KEYS.iter().all(|k| same(k)) || base.keys().any(|k| !mine.contains_key(k)) {
+            return None;
+        }
+        Some(Choice {
+            head: s.name.clone(),
+            settings: mine
+                .iter()
+                .filter(|(k, _)| !same(k))
+                .map(|(k, v)| (k.clone(), setting_text(v)))
+                .collect(),
+        })
+    })
+}
+
+/// The text of the user's preset file holding study `p` as the minimal study it is: what its
+/// calibration stage chooses (`Preset::calibrate`) left out, and every other setting only where
+/// leaving it out would load another study — so loading the file re-plans the same study
+/// (checked: it loads back to `p`). A study without a calibration stage is written whole
+/// (`presets::preset_file_text`).
+pub fn study_file_text(p: &Preset, comment: &str) -> Result<String, String> {
+    let Some(c) = p.calibrate.filter(|c| c.any()) else {
+        return super::presets::preset_file_text(p, comment);
+    };
+    let mut whole = p.clone();
+    whole.calibrate = None;
+    whole.sweep.auto_concurrency = false;
+    let mut table = toml::Table::try_from(&whole).map_err(|e| e.to_string())?;
+    let mut drop: Vec<Vec<&str>> = super::load::unused_settings(p)
+        .into_iter()
+        .map(|(keys, _)| keys)
+        .collect();
+    for (on, keys) in [
+        (c.target, vec!["workload", "target"]),
+        (c.target, vec!["workload", "targets"]),
+        (c.search, vec!["search"]),
+        (c.batch_sizes, vec!["sweep", "batch_sizes"]),
+        (c.budget, vec!["workload", "step_budget"]),
+        (c.budget, vec!["workload", "max_examples"]),
+        (c.eval, vec!["workload", "eval_every"]),
+        (c.eval, vec!["workload", "eval_growth"]),
+        (c.defaults, vec!["workload", "defaults"]),
+        (p.sweep.auto_concurrency, vec!["sweep", "concurrency"]),
+    ] {
+        if on {
+            drop.push(keys);
+        }
+    }
+    for keys in &drop {
+        remove_key(&mut table, keys);
+    }
+    if p.sweep.confirm.is_none() {
+        if let Some(sw) = table.get_mut("sweep").and_then(|v| v.as_table_mut()) {
+            sw.insert("confirm".into(), toml::Value::String("off".into()));
+        }
+    }
+    let path = PathBuf::from(format!("{}.toml", p.name));
+    let loads = |t: &toml::Table| -> Result<Preset, String> {
+        let text = toml::to_string(t).map_err(|e| e.to_string())?;
+        parse_preset(&path, &text).map_err(|e| e.to_string())
+    };
+    let back = loads(&table).map_err(|e| format!("the saved study would not load: {e}"))?;
+    if back != *p {
+        return Err(format!(
+            "the saved study would load as another study ({}; a bug: please report it)",
+            super::presets::first_difference(
+                &serde_json::to_value(&back).unwrap_or_default(),
+                &serde_json::to_value(p).unwrap_or_default(),
+                ""
+            )
+            .unwrap_or_default()
+        ));
+    }
+    // every other setting only where it makes a difference
+    for keys in leaf_keys(&table) {
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        if keys == ["workload", "optimizer"] || keys == ["workload", "model", "kind"] {
+            continue;
+        }
+        let mut t = table.clone();
+        remove_key(&mut t, &keys);
+        if loads(&t).is_ok_and(|b| b == *p) {
+            table = t;
+        }
+    }
+    let body = toml::to_string(&table).map_err(|e| e.to_string())?;
+    let head: String = comment
+        .lines()
+        .map(|l| format!("# {l}\n").replace("# \n", "#\n"))
+        .collect();
+    Ok(format!("{head}\n{body}"))
+}
+
+/// Writes study `p` as the user's preset `name` ([`study_file_text`]: a calibrated study as
+/// the minimal study it is, any other whole); refused where a bundled preset or an existing
+/// file has the name. Returns the path.
+pub fn save_user_study(name: &str, p: &Preset, comment: &str) -> Result<PathBuf, String> {
+    super::presets::write_user_preset(name, |name| {
+        let mut p = p.clone();
+        p.name = name.to_string();
+        study_file_text(&p, comment)
+    })
+}
+
+/// Removes the key at `keys` (its tables emptied by it too).
+fn remove_key(t: &mut toml::Table, keys: &[&str]) {
+    let Some((first, rest)) = keys.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        t.remove(*first);
+        return;
+    }
+    if let Some(sub) = t.get_mut(*first).and_then(|v| v.as_table_mut()) {
+        remove_key(sub, rest);
+        if sub.is_empty() {
+            t.remove(*first);
+        }
+    }
+}
+
+/// The paths of every value of `t` that is not a table.
+fn leaf_keys(t: &toml::Table) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for (k, v) in t {
+        match v.as_table() {
+            Some(sub) => out.extend(leaf_keys(sub).into_iter().map(|mut p| {
+                p.insert(0, k.clone());
+                p
+            })),
+            None => out.push(vec![k.clone()]),
+        }
+    }
+    out
 }
 
 /// Which of the study's parts a problem belongs to.
@@ -326,7 +537,9 @@ pub fn dataset_table(
         .parse()
         .map_err(|e: toml::de::Error| err(e.message().to_string()))?;
     table.extend(extra);
-    toml::to_string(&table).map_err(|e| err(e.to_string()))
+    // one line per key, a sub-table inline (`augment = { crop = 4, flip = true }`): the text
+    // goes under `[workload.dataset]` as it is, where a `[augment]` header would leave it
+    Ok(table.iter().map(|(k, v)| format!("{k} = {v}\n")).collect())
 }
 
 /// The minimal preset of a model, a dataset table and an optimizer (what a user would write),
@@ -346,7 +559,12 @@ pub fn study(
                 .or_else(|| t.get("format").and_then(|v| v.as_str().map(str::to_string)))
         })
         .unwrap_or_else(|| "data".into());
-    let name = format!("{}-{}-{}", model.head, data_name, optimizer.name());
+    // a model that reads no data is named after itself and its optimizer
+    let name = if dataset_table.trim().is_empty() {
+        format!("{}-{}", model.head, optimizer.name())
+    } else {
+        format!("{}-{}-{}", model.head, data_name, optimizer.name())
+    };
     let text = format!(
         "name = {}\n\n[workload]\noptimizer = \"{}\"\n\n[workload.dataset]\n{dataset_table}\n\
          [workload.model]\nkind = {}\n{}",
@@ -378,7 +596,10 @@ pub fn study(
             "[workload]" => Part::Optimizer,
             _ => Part::Study,
         };
-        let part = if part == Part::Study && e.message.contains("model") {
+        // a language model on images (an image model on text) is said at the model, the
+        // choice that reads the data (the loader places it at the dataset's key)
+        let pair = part == Part::Dataset && e.message.starts_with("model `");
+        let part = if pair || (part == Part::Study && e.message.contains("model")) {
             Part::Model
         } else {
             part

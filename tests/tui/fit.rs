@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use ratatui::buffer::Buffer;
 use scaling_lab::tui::app::{
-    update, update_settled, App, CompareRun, LiveState, LiveView, Msg, Screen,
+    update, update_settled, App, CompareRun, Field, LiveState, LiveView, Msg, Screen, FIELDS,
 };
 use scaling_lab::tui::key::Key;
 use scaling_lab::tui::widgets::fit::{self, Kind, Noted};
@@ -205,14 +205,101 @@ fn setup_fits_for_every_preset() {
     // a field's problem wraps under it (3 workers do not divide the batch)
     let mut a = app();
     key(&mut a, Key::Tab);
-    key(&mut a, Key::Down);
-    key(&mut a, Key::Down);
+    for _ in 0..FIELDS.iter().position(|f| *f == Field::Devices).unwrap() {
+        key(&mut a, Key::Down);
+    }
     key(&mut a, Key::Right);
     key(&mut a, Key::Right);
     let text = fits(&a, "Setup with a problem");
     assert!(text.contains("divisible"), "{text}");
     // the estimate's sentence is whole (it wraps, never "…")
     assert!(!text.contains("or…"), "{text}");
+}
+
+/// Setup's Model and Dataset fields in every state a user reaches: a calibrated study (its
+/// "auto" fields and what the calibration chooses), a pair that cannot work, the text editors
+/// (a text longer than the field scrolls), a path to type, a datasets file's problem, the model
+/// that reads no data, Save as preset's name.
+#[test]
+fn setup_fits_with_a_model_and_a_dataset() {
+    let mut a = app();
+    update(&mut a, Msg::Resize(W, H));
+    a.setup.set_model("mlp:hidden=[32]").unwrap();
+    let text = fits(&a, "Setup, a calibrated study");
+    assert!(text.contains("auto (calibrated)"), "{text}");
+    assert!(text.contains("pilot trials choose"), "{text}");
+    // every family, on the fields
+    key(&mut a, Key::Tab);
+    for i in 0..scaling_lab::tui::app::FAMILY_ORDER.len() {
+        key(&mut a, Key::Right);
+        fits(&a, &format!("Setup, family {i}: {}", a.setup.model));
+    }
+    // a language model on images
+    while !a.setup.model.starts_with("char-lstm") {
+        key(&mut a, Key::Right);
+    }
+    let text = fits(&a, "Setup, a pair that cannot work");
+    assert!(text.contains("✗"), "{text}");
+    // the model's editor, with a text longer than its room
+    key(&mut a, Key::Enter);
+    for _ in 0..8 {
+        for c in ",hidden=[256,256,256]".chars() {
+            key(&mut a, Key::Char(c));
+        }
+    }
+    let text = fits(&a, "Setup, the model's editor scrolled");
+    assert!(text.contains("kind:key=value"), "{text}");
+    key(&mut a, Key::Home);
+    fits(&a, "Setup, the model's editor at its start");
+    key(&mut a, Key::Esc);
+    // every dataset source, then a path to type, and its editor
+    key(&mut a, Key::Down);
+    for i in 0..=a.setup.sources.len() {
+        key(&mut a, Key::Right);
+        fits(&a, &format!("Setup, dataset {i}: {}", a.setup.dataset));
+    }
+    key(&mut a, Key::Left);
+    assert!(a.setup.dataset.is_empty());
+    key(&mut a, Key::Enter);
+    fits(&a, "Setup, the dataset's editor on a path");
+    key(&mut a, Key::Esc);
+    // a datasets file's problem
+    let named = a.setup.sources.clone();
+    a.setup.set_sources(
+        named,
+        vec![
+            "/home/u/.config/scaling-lab/datasets.toml: `mine` is not a table: each dataset \
+              is a [NAME] table with the keys of [workload.dataset]"
+                .into(),
+        ],
+    );
+    fits(&a, "Setup, a datasets file's problem");
+    // Save as preset asks its name in the footer
+    a.setup.set_model("mlp:hidden=[32]").unwrap();
+    key(&mut a, Key::Char('w'));
+    assert!(a.typing());
+    let text = fits(&a, "Setup, Save as preset's name");
+    assert!(text.contains("save as preset:"), "{text}");
+}
+
+/// Live while the calibration's pilots run and after it chose the study, and its report.
+#[test]
+fn live_fits_through_a_calibrated_sweep() {
+    let (mid, done, _) = crate::calibrate::sweep_once();
+    let text = fits(mid, "Live, pilots running");
+    assert!(text.contains("calibrating"), "{text}");
+    let text = fits(done, "Live, calibrated and finished");
+    assert!(text.contains("calibrated from"), "{text}");
+    let mut r = done.clone();
+    key(&mut r, Key::Char('r'));
+    for i in 0..6 {
+        fits(&r, &format!("report of a calibrated sweep, page {i}"));
+        key(&mut r, Key::PageDown);
+    }
+    let mut w = done.clone();
+    key(&mut w, Key::Char('w'));
+    let text = fits(&w, "Live, Save as preset's name");
+    assert!(text.contains("save as preset:"), "{text}");
 }
 
 #[test]

@@ -85,6 +85,13 @@ fn runs() -> App {
     a
 }
 
+/// Setup's Model field open in its text editor.
+fn editing() -> App {
+    let a = with(app(), &[Key::Tab, Key::Enter]);
+    assert!(a.typing());
+    a
+}
+
 fn with(mut a: App, keys: &[Key]) -> App {
     for k in keys {
         update(&mut a, Msg::Key(*k));
@@ -116,7 +123,12 @@ fn cases() -> Vec<(&'static str, &'static str, App, Key)> {
         ("↑↓", "Setup", app(), Key::Down),
         ("← → / h l", "Setup", app(), Key::Right),
         ("Tab / S-Tab", "everywhere", app(), Key::Tab),
+        ("← → Home End", "editor", editing(), Key::Char('l')),
+        ("Enter", "editor", editing(), Key::Enter),
+        ("Esc", "editor", editing(), Key::Esc),
         ("Enter", "Setup", app(), Key::Enter),
+        ("Enter", "Model/Data", with(app(), &[Key::Tab]), Key::Enter),
+        ("w", "Setup", app(), Key::Char('w')),
         (
             "r",
             "Setup",
@@ -134,6 +146,12 @@ fn cases() -> Vec<(&'static str, &'static str, App, Key)> {
         ("c", "Live", running(), Key::Char('c')),
         ("C / x", "Live", running(), Key::Char('C')),
         ("t", "Live", running(), Key::Char('t')),
+        (
+            "w",
+            "Live",
+            crate::calibrate::calibrated_live(),
+            Key::Char('w'),
+        ),
         ("[ ]", "Live", finished(), Key::Char('[')),
         ("[ ]", "Compare", compare(), Key::Char('[')),
         ("m", "Live", running(), Key::Char('m')),
@@ -213,7 +231,7 @@ fn keys_the_table_does_not_name_do_nothing() {
         ("dialog", with(running(), &[Key::Char('q')])),
     ];
     let named: String = KEYS.iter().map(|b| b.keys).collect();
-    let unnamed: Vec<Key> = "abdfiouvwzABDEFXYZ5689!/-+"
+    let unnamed: Vec<Key> = "abdfiouvwzABDEFIJKLMOQUVWXYZ056789!/-+=#%&*()<>;,"
         .chars()
         .filter(|c| !named.contains(*c))
         .map(Key::Char)

@@ -6,6 +6,7 @@ mod common;
 mod pty;
 mod support;
 
+mod calibrate;
 mod e2e;
 mod fit;
 mod flags;

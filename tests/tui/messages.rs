@@ -301,14 +301,20 @@ fn help_scrolls_to_its_end_at_80x24() {
 fn setup_title_follows_the_optimizer_and_concurrency_is_editable() {
     let mut a = app();
     key(&mut a, Key::Tab);
+    let opt = FIELDS.iter().position(|f| *f == Field::Optimizer).unwrap();
+    for _ in 0..opt {
+        key(&mut a, Key::Down);
+    }
     key(&mut a, Key::Right); // optimizer: momentum → nesterov
     assert_eq!(a.setup.study_name(), "digits-mlp-nesterov");
+    // another optimizer is another study: its calibration chooses what the preset tuned
+    assert!(a.setup.calibrates().is_some());
     assert!(render_text(&a, 120, 40).contains("digits-mlp-nesterov"));
     let conc = FIELDS
         .iter()
         .position(|f| *f == Field::Concurrency)
         .unwrap();
-    for _ in 0..conc {
+    for _ in opt..conc {
         key(&mut a, Key::Down);
     }
     let c0 = a.setup.concurrency;

@@ -116,8 +116,16 @@ impl Pty {
     /// Starts `scaling-lab ARGS` in a `w`×`h` pseudo-terminal (colour on, the repository root as
     /// the working directory).
     pub fn spawn(args: &[&str], w: u16, h: u16) -> Pty {
+        Pty::spawn_env(args, &[], w, h)
+    }
+
+    /// [`Pty::spawn`] with these environment variables set.
+    pub fn spawn_env(args: &[&str], env: &[(&str, &std::ffi::OsStr)], w: u16, h: u16) -> Pty {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_scaling-lab"));
         cmd.args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
         cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
         cmd.env("TERM", "xterm-256color");
         cmd.env_remove("NO_COLOR");

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 use crate::support::*;
-use scaling_lab::tui::app::{update, update_settled, App, CompareRun, Msg, RunEntry, RunStatus};
+use scaling_lab::tui::app::{
+    update, update_settled, App, CompareRun, Field, Msg, RunEntry, RunStatus, FIELDS,
+};
 use scaling_lab::tui::key::Key;
 use scaling_lab::workload::spec::OptimizerKind;
 
@@ -23,8 +25,9 @@ fn setup_screen() {
     snap("setup", &a);
     // with an inline error (3 workers)
     update(&mut a, Msg::Key(Key::Tab));
-    update(&mut a, Msg::Key(Key::Down));
-    update(&mut a, Msg::Key(Key::Down));
+    for _ in 0..FIELDS.iter().position(|f| *f == Field::Devices).unwrap() {
+        update(&mut a, Msg::Key(Key::Down));
+    }
     update(&mut a, Msg::Key(Key::Right));
     update(&mut a, Msg::Key(Key::Right));
     let text = render_text(&a, 80, 24);
@@ -33,6 +36,22 @@ fn setup_screen() {
         "{text}"
     );
     snap("setup_invalid", &a);
+}
+
+/// Setup with a study of its own: the MLP's hidden sizes edited (the calibration chooses the
+/// target, the batch sizes and the budget: "auto"), then the dataset's text editor open.
+#[test]
+fn setup_calibrated_study() {
+    let mut a = app();
+    a.setup.set_model("mlp:hidden=[32]").unwrap();
+    update(&mut a, Msg::Key(Key::Tab));
+    snap("setup_calibrated", &a);
+    update(&mut a, Msg::Key(Key::Down));
+    update(&mut a, Msg::Key(Key::Enter));
+    for c in ",downsample=2".chars() {
+        update(&mut a, Msg::Key(Key::Char(c)));
+    }
+    snap("setup_editing", &a);
 }
 
 #[test]

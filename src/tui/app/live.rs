@@ -132,7 +132,8 @@ pub struct LiveState {
     /// The trials per stage, each against its own plan: the sweep's `Counts` (a view's copy
     /// between them), or counted from a log's records. None before the sweep counted.
     pub counts: Option<StageCounts>,
-    /// The study the calibration stage chose, once it has (its report section).
+    /// What the calibration stage chose (the sweep's `Calibrated`, the log's line; the report's
+    /// calibration section); None: the study has no calibration stage, or it has not finished.
     pub calibrated: Option<Arc<crate::core::calibrate::Calibrated>>,
 }
 
@@ -312,7 +313,7 @@ impl LiveState {
 
     /// The trials per stage counted from the records (a log read or followed: what it placed
     /// beyond them is not known here; `report` counts an unfinished round's seeds too).
-    fn recount(&mut self) {
+    pub(super) fn recount(&mut self) {
         if let Some(h) = &self.header {
             let none = std::collections::HashSet::new();
             self.counts = Some(crate::analysis::stages::stage_counts(
@@ -835,7 +836,7 @@ impl LiveState {
     pub(crate) fn fold_log_line(&mut self, line: LogLine, now: f64) {
         match line {
             LogLine::Header(_) => {}
-            LogLine::Calibrated(c) => self.calibrated = Some(Arc::new(*c)),
+            LogLine::Calibrated(c) => self.fold_calibrated(*c),
             LogLine::Trial(t) => {
                 let t = *t;
                 if !self.finished.iter().any(|f| f.trial_id == t.trial_id) {

@@ -4,18 +4,25 @@
 //! file) is returned as a `Command`; the runtime executes it and reports back with a `Msg`. Every
 //! state transition is therefore unit-testable.
 //!
+//! * `calibration` — a Live state's calibration stage (what it chose, whether it runs)
 //! * `analysis` — the analysis requests and results (the analysis runs off the UI task)
 //! * `setup` — the Setup screen's editable study and its validation
+//! * `setup_study` — what the study is of (model, dataset, optimizer), the calibrated study they
+//!   make, the "auto" fields and Save as preset
+//! * `text_input` — the one-line text input (Setup's Model and Dataset editors, a preset's name)
 //! * `live` — the state of one sweep (run here or read from a log)
 //! * `target` — moving a Live state's target along its ladder (`[` `]`), the per-target cache
 //! * `runs` — the Runs and Compare screens' state
 //! * `update` — `update` and the key handlers
 
 mod analysis;
+mod calibration;
 mod live;
 mod runs;
 mod setup;
+mod setup_study;
 mod target;
+mod text_input;
 mod update;
 
 use std::path::PathBuf;
@@ -29,7 +36,9 @@ pub use runs::{
     CompareAnalyzed, CompareRequest, CompareRun, CompareState, RunEntry, RunStatus, RunsState,
 };
 pub use setup::{ladder_125, Field, PresetEntry, SetupFocus, SetupState, FIELDS};
+pub use setup_study::{family_defaults, FAMILY_ORDER};
 pub use target::{ladder_text, next_rung, RungCache};
+pub use text_input::{Edit, Prompt, PromptFor, TextInput};
 pub use update::{format_duration, update};
 
 use crate::core::events::SweepEvent;
@@ -41,10 +50,14 @@ use super::key::Key;
 use super::theme::Theme;
 
 /// A trial in words: "B=512 confirm #2 seed 3" (the confirm stage: the search's configuration
-/// of rank 2 at that B, its third fresh seed), "B=512 repeat of #31", "B=512 widened #4" (a
-/// trial of a re-centred search range), "#120 B=2" (a search trial of the plan).
+/// of rank 2 at that B, its third fresh seed), "B=64 pilot η 0.19" (a calibration pilot at its
+/// learning rate), "B=512 repeat of #31", "B=512 widened #4" (a trial of a re-centred search
+/// range), "#120 B=2" (a search trial of the plan).
 pub fn trial_label(spec: &crate::core::trial::TrialSpec) -> String {
     let b = crate::tui::widgets::log_axis::format_pow2(spec.batch_size as u64);
+    if spec.calibrate.is_some() {
+        return format!("B={b} pilot η {}", sig2(spec.metaparams.learning_rate));
+    }
     if let Some(c) = &spec.confirm {
         return format!("B={b} confirm #{} seed {}", c.rank + 1, c.seed + 1);
     }
@@ -55,6 +68,18 @@ pub fn trial_label(spec: &crate::core::trial::TrialSpec) -> String {
         return format!("B={b} widened #{}", wid.j + 1);
     }
     format!("#{} B={b}", spec.trial_id)
+}
+
+/// A learning rate with two significant digits: "0.19", "3.2", "4.0e-4".
+fn sig2(v: f64) -> String {
+    if !(v.is_finite() && v > 0.0) {
+        return format!("{v}");
+    }
+    let e = v.log10().floor() as i32;
+    if !(-3..3).contains(&e) {
+        return format!("{v:.1e}");
+    }
+    format!("{v:.*}", (1 - e).max(0) as usize)
 }
 
 /// Points kept per curve; when full, every other point is dropped and the sampling stride doubles.
@@ -106,6 +131,8 @@ pub enum Msg {
     Analyzed(Box<Analyzed>),
     /// Compare's runs read at one target (`Command::AnalyzeCompare`, on the same worker).
     CompareAnalyzed(Box<CompareAnalyzed>),
+    /// `Command::SavePreset` wrote the user's preset (read back: Setup lists it), or why not.
+    PresetSaved(Result<Box<PresetEntry>, String>),
     Error(String),
     /// The runtime is about to draw a frame: bring what the views derive from folded engine
     /// events up to date (the provisional chart points, deferred from `SweepBatch`).
@@ -142,6 +169,14 @@ pub enum Command {
     PollTail,
     /// Join the sweep whose event stream ended and build its report (`Msg::SweepEnded`).
     JoinSweep,
+    /// Write `preset` as the user's preset `name` with `comment` as its header
+    /// (`workload::study::save_user_study`: a study with a calibration stage as the minimal
+    /// study it is, any other whole) and answer with `Msg::PresetSaved`.
+    SavePreset {
+        name: String,
+        preset: Box<crate::workload::spec::Preset>,
+        comment: String,
+    },
     /// Leave the UI (the runtime stops a running sweep cleanly first).
     Quit,
 }
@@ -234,6 +269,9 @@ pub struct App {
     pub report_scroll: (u16, u16),
     /// The id of the next analysis request.
     pub next_request: u64,
+    /// An open text input (Setup's Model or Dataset editor, Save as preset's name): every key
+    /// but ctrl-c goes to it.
+    pub prompt: Option<Prompt>,
 }
 
 impl App {
@@ -263,7 +301,13 @@ impl App {
             meta_batch: 0,
             report_scroll: (0, 0),
             next_request: 0,
+            prompt: None,
         }
+    }
+
+    /// A text input is open: keys are text (the runtime maps them with `key::map_text_key`).
+    pub fn typing(&self) -> bool {
+        self.prompt.is_some()
     }
 
     /// The state Live shows (the sweep, or the opened log).

@@ -1,5 +1,8 @@
 //! The Setup screen's state: the selected preset, the edited study, and what is wrong with it.
+//! What the study is of — its model, dataset and optimizer — and the calibrated study they make
+//! when they are not the preset's own live in `super::setup_study`.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use super::RunEntry;
@@ -8,6 +11,7 @@ use crate::sweep::overrides::Problem;
 use crate::sweep::overrides::SweepOverrides;
 use crate::sweep::SweepConfig;
 use crate::workload::spec::{ConfirmPlan, Fuse, Metric, OptimizerKind, Precision, Preset};
+use crate::workload::study::{Source, StudyError};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PresetEntry {
@@ -17,8 +21,10 @@ pub struct PresetEntry {
     pub user: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Field {
+    Model,
+    Dataset,
     Optimizer,
     Precision,
     Devices,
@@ -33,7 +39,9 @@ pub enum Field {
     Confirm,
 }
 
-pub const FIELDS: [Field; 12] = [
+pub const FIELDS: [Field; 14] = [
+    Field::Model,
+    Field::Dataset,
     Field::Optimizer,
     Field::Precision,
     Field::Devices,
@@ -85,6 +93,8 @@ pub const CONFIRM_CHOICES: [Option<ConfirmPlan>; 9] = [
 impl Field {
     pub fn label(self) -> &'static str {
         match self {
+            Field::Model => "model",
+            Field::Dataset => "dataset",
             Field::Optimizer => "optimizer",
             Field::Precision => "precision",
             Field::Devices => "devices",
@@ -104,6 +114,8 @@ impl Field {
     /// CLI flags set); None: shown below the fields.
     pub fn of(problem: &Problem) -> Option<Field> {
         Some(match problem.field {
+            "model" => Field::Model,
+            "dataset" => Field::Dataset,
             "optimizer" => Field::Optimizer,
             "precision" | "loss_scale" => Field::Precision,
             "workers" | "devices" | "shards" => Field::Devices,
@@ -164,6 +176,25 @@ pub struct SetupState {
     pub calibrations: std::collections::BTreeMap<String, crate::sweep::layout::Calibration>,
     /// `e` asked for a calibration that has not come back yet.
     pub calibrating: bool,
+    /// The Model field: `kind:key=value,…` (`workload::study::Choice`).
+    pub model: String,
+    /// The Dataset field: `NAME|PATH[:key=value,…]` (empty: a path not typed yet).
+    pub dataset: String,
+    /// Which of `sources` the Dataset field is on (`sources.len()`: a path).
+    pub dataset_idx: usize,
+    /// The dataset sources the field cycles through: the named datasets, the tables of the
+    /// user's datasets file, the datasets of the user's presets (and the selected preset's own).
+    pub sources: Vec<Source>,
+    /// Problems reading the datasets file (said under the field; the named datasets stay).
+    pub source_problems: Vec<String>,
+    /// The model and dataset texts of the selected preset (what `r` returns to).
+    pub own: (String, String),
+    /// The study the model, dataset and optimizer make where they are not the preset's own (a
+    /// study with a calibration stage), or why it cannot be made; None: the preset's study.
+    pub study: Option<Result<Preset, StudyError>>,
+    /// The fields the user changed since the preset was selected (the others follow the study:
+    /// the preset's values, or what a new study leaves to its calibration and defaults).
+    pub touched: BTreeSet<Field>,
 }
 
 /// Highest value the concurrency field offers.
@@ -210,6 +241,14 @@ impl SetupState {
             confirm: Some(ConfirmPlan::DEFAULT),
             calibrations: Default::default(),
             calibrating: false,
+            model: String::new(),
+            dataset: String::new(),
+            dataset_idx: 0,
+            sources: crate::workload::study::named_sources(),
+            source_problems: Vec::new(),
+            own: Default::default(),
+            study: None,
+            touched: BTreeSet::new(),
         };
         s.reset_from_preset();
         s
@@ -235,30 +274,73 @@ impl SetupState {
         self.presets.get(self.selected)
     }
 
-    /// Loads the editable values from the selected preset.
+    /// Loads the selected preset: its model, dataset and optimizer, and every value from it
+    /// (nothing touched).
     pub fn reset_from_preset(&mut self) {
         let Some(p) = self.presets.get(self.selected).map(|e| e.preset.clone()) else {
             return;
         };
-        let w = &p.workload;
-        self.optimizer = w.optimizer;
-        self.precision = w.precision;
-        self.target = w.target.value;
-        self.budget = w.step_budget;
-        self.trials = p.sweep.trials_per_batch.max(1);
-        self.concurrency = p.sweep.concurrency.clamp(1, MAX_CONCURRENCY);
-        self.concurrency_auto = p.sweep.auto_concurrency;
-        self.widen = 0;
-        self.fuse = p.sweep.fuse;
-        self.confirm = p.sweep.confirm;
-        self.b_min = p.sweep.batch_sizes.iter().copied().min().unwrap_or(16);
-        self.b_max = p.sweep.batch_sizes.iter().copied().max().unwrap_or(1024);
-        let workers = p.sweep.workers.max(1);
-        self.device_idx = self
-            .devices
-            .iter()
-            .position(|d| *d == DeviceSpec::Cpu { workers })
-            .unwrap_or(0);
+        self.touched.clear();
+        self.study = None;
+        self.optimizer = p.workload.optimizer;
+        self.model = crate::workload::study::preset_model_choice(&p).text();
+        (self.dataset_idx, self.dataset) = self.dataset_of(&p);
+        self.own = (self.model.clone(), self.dataset.clone());
+        self.rebase();
+    }
+
+    /// Sets one untouched field from the study Setup edits (`base`: the selected `preset`, or
+    /// the study its model, dataset and optimizer make). What a calibration chooses keeps the
+    /// preset's value as the start of an edit (shown "auto" until then).
+    pub(crate) fn load_field(&mut self, f: Field, base: &Preset, preset: &Preset) {
+        let w = &base.workload;
+        let sw = &base.sweep;
+        let cal = base.calibrate.unwrap_or_default();
+        match f {
+            // what the study is of: set by the preset and the user only
+            Field::Model | Field::Dataset | Field::Optimizer => {}
+            Field::Precision => self.precision = w.precision,
+            Field::Devices => {
+                let workers = sw.workers.max(1);
+                self.device_idx = self
+                    .devices
+                    .iter()
+                    .position(|d| *d == DeviceSpec::Cpu { workers })
+                    .unwrap_or(0);
+            }
+            Field::BatchMin | Field::BatchMax => {
+                let grid = if sw.batch_sizes.is_empty() {
+                    &preset.sweep.batch_sizes
+                } else {
+                    &sw.batch_sizes
+                };
+                self.b_min = grid.iter().copied().min().unwrap_or(16);
+                self.b_max = grid.iter().copied().max().unwrap_or(1024);
+            }
+            Field::Trials => self.trials = sw.trials_per_batch.max(1),
+            Field::Concurrency => {
+                self.concurrency = sw.concurrency.clamp(1, MAX_CONCURRENCY);
+                self.concurrency_auto = sw.auto_concurrency;
+            }
+            Field::Target => {
+                let same = preset.workload.target.metric == w.target.metric;
+                self.target = if cal.target && same {
+                    preset.workload.target.value
+                } else {
+                    w.target.value
+                };
+            }
+            Field::Budget => {
+                self.budget = if cal.budget {
+                    preset.workload.step_budget
+                } else {
+                    w.step_budget
+                }
+            }
+            Field::Widen => self.widen = 0,
+            Field::Fuse => self.fuse = sw.fuse,
+            Field::Confirm => self.confirm = sw.confirm,
+        }
     }
 
     pub fn device(&self) -> DeviceSpec {
@@ -267,9 +349,13 @@ impl SetupState {
 
     /// The batch sizes of the sweep: the preset's own grid when the range is unchanged, otherwise
     /// powers of two from `b_min` to `b_max`.
+    /// Empty while the calibration chooses them.
     pub fn batch_sizes(&self) -> Vec<usize> {
-        if let Some(p) = self.preset() {
-            let grid = &p.preset.sweep.batch_sizes;
+        if self.auto(Field::BatchMax) {
+            return Vec::new();
+        }
+        if let Some(p) = self.base() {
+            let grid = &p.sweep.batch_sizes;
             let lo = grid.iter().copied().min().unwrap_or(0);
             let hi = grid.iter().copied().max().unwrap_or(0);
             if lo == self.b_min && hi == self.b_max {
@@ -283,11 +369,17 @@ impl SetupState {
 
     /// The name the edited study runs under: the preset's, with its optimizer suffix replaced
     /// when the optimizer was changed ("digits-mlp-momentum" → "digits-mlp-adam"), or
-    /// "name+optimizer" when the name does not end with the optimizer.
+    /// "name+optimizer" when the name does not end with the optimizer; a study of another model
+    /// or dataset is named after them ("mlp-digits-momentum").
     pub fn study_name(&self) -> String {
         let Some(p) = self.preset() else {
             return String::new();
         };
+        if let Some(Ok(s)) = &self.study {
+            if (&self.model, &self.dataset) != (&self.own.0, &self.own.1) {
+                return s.name.clone();
+            }
+        }
         let name = &p.preset.name;
         let old = p.preset.workload.optimizer;
         if self.optimizer == old {
@@ -335,24 +427,25 @@ impl SetupState {
     /// whose confirmed interval is wider; None without a confirm stage.
     pub fn confirm_until(&self) -> Option<f64> {
         self.confirm?;
-        self.preset()?.preset.sweep.confirm_until
+        self.base()?.sweep.confirm_until
     }
 
     /// The edited study as settings over the preset: what `sweep` would get from the same values
     /// as flags. The step budget is only an override once it was changed (an edited budget
     /// replaces the preset's example budget too, as `--steps` does).
+    /// What the calibration chooses ("auto" fields) is no override: given, it is the study's.
     pub fn overrides(&self) -> SweepOverrides {
-        let budget_changed = self
-            .preset()
-            .is_some_and(|p| p.preset.workload.step_budget != self.budget);
+        let budget_given = self.base().is_some_and(|p| {
+            p.workload.step_budget != self.budget || p.calibrate.is_some_and(|c| c.budget)
+        });
         SweepOverrides {
-            batch_sizes: Some(self.batch_sizes()),
+            batch_sizes: (!self.auto(Field::BatchMax)).then(|| self.batch_sizes()),
             trials: Some(self.trials),
             devices: Some(self.device()),
             concurrency: (!self.auto_layout()).then(|| self.effective_concurrency()),
             precision: Some(self.precision),
-            target: Some(self.target),
-            steps: budget_changed.then_some(self.budget),
+            target: (!self.auto(Field::Target)).then_some(self.target),
+            steps: (budget_given && !self.auto(Field::Budget)).then_some(self.budget),
             confirm: Some(self.confirm),
             ..Default::default()
         }
@@ -361,10 +454,12 @@ impl SetupState {
     /// The preset renamed for the edited study with the edited optimizer and sweep defaults (the
     /// workload settings come from [`Self::overrides`]).
     pub fn edited_preset(&self) -> Option<Preset> {
-        let mut p = self.preset()?.preset.clone();
+        let mut p = self.base()?.clone();
         p.name = self.study_name();
         p.workload.optimizer = self.optimizer;
-        p.sweep.batch_sizes = self.batch_sizes();
+        if !self.auto(Field::BatchMax) {
+            p.sweep.batch_sizes = self.batch_sizes();
+        }
         p.sweep.trials_per_batch = self.trials;
         p.sweep.concurrency = self.effective_concurrency();
         p.sweep.auto_concurrency = self.auto_layout();
@@ -380,7 +475,9 @@ impl SetupState {
     fn checked_config(&self, runs_dir: &std::path::Path) -> Option<(SweepConfig, Vec<Problem>)> {
         let entry = self.preset()?;
         let preset = self.edited_preset()?;
-        let mut cfg = SweepConfig::from_preset(preset, entry.path.clone(), runs_dir.to_path_buf());
+        // a study of another model, dataset or optimizer is no file's
+        let path = self.study.is_none().then(|| entry.path.clone()).flatten();
+        let mut cfg = SweepConfig::from_preset(preset, path, runs_dir.to_path_buf());
         let problems = self.overrides().apply(&mut cfg);
         cfg.widen = self.widen;
         Some((cfg, problems))
@@ -394,7 +491,11 @@ impl SetupState {
 
     /// The wall-time bound of the edited study from the cached calibration of its workload (no
     /// IO, no measurement), with the concurrency it assumes.
+    /// None for a study whose calibration chooses its batch sizes or budget (not known yet).
     pub fn calibrated_estimate(&self) -> Option<crate::sweep::layout::WallEstimate> {
+        if self.auto(Field::BatchMax) || self.auto(Field::Budget) {
+            return None;
+        }
         let (cfg, _) = self.checked_config(std::path::Path::new("."))?;
         crate::sweep::layout::estimate_from(&cfg, &self.calibrations).map(|(_, e)| e)
     }
@@ -406,22 +507,28 @@ impl SetupState {
     /// Everything wrong or noteworthy about the current combination: the problems of the shared
     /// override check, then Setup's own notes (`Field::of` places each under its field).
     pub fn problems(&self) -> Vec<Problem> {
-        let Some(entry) = self.preset() else {
+        if self.preset().is_none() {
             return vec![Problem::error(
                 "preset",
                 "no presets found: put preset TOML files in the presets directory",
             )];
         };
         let mut out = Vec::new();
+        if let Some(Err(e)) = &self.study {
+            out.push(Problem::error(part_field(e.part), e.message.clone()));
+        }
         let mut gpu_scale = None;
         if let Some((cfg, problems)) = self.checked_config(std::path::Path::new(".")) {
-            out = problems;
+            out.extend(problems);
             if out.iter().all(|p| !p.blocking) {
                 if let Err(e) = cfg.validate() {
                     out.push(Problem::error("preset", format!("{e:#}")));
                 }
             }
-            let est = crate::sweep::layout::estimate_from(&cfg, &self.calibrations);
+            // (a study whose calibration chooses its batch sizes or budget has no bound yet)
+            let known = !self.auto(Field::BatchMax) && !self.auto(Field::Budget);
+            let est =
+                crate::sweep::layout::estimate_from(&cfg, &self.calibrations).filter(|_| known);
             gpu_scale = crate::sweep::layout::gpu_scale_warning(&cfg, est.as_ref().map(|e| &e.1))
                 // any preset: a bound of 10 min or more, from its cached calibration
                 .or_else(|| {
@@ -436,7 +543,14 @@ impl SetupState {
                 "bf16 on wgpu: its WGSL shaders have no bf16 type; use fp16 (loss-scaled) or fp32",
             ));
         }
-        out.extend(self.notes(&entry.preset));
+        if let Some(base) = self.base() {
+            out.extend(self.notes(base));
+        }
+        out.extend(
+            self.source_problems
+                .iter()
+                .map(|m| Problem::warning("dataset", m.clone())),
+        );
         out.extend(gpu_scale.map(|w| Problem::warning("devices", w)));
         out
     }
@@ -445,19 +559,6 @@ impl SetupState {
     fn notes(&self, p: &Preset) -> Vec<Problem> {
         let mut out = Vec::new();
         let w = &p.workload;
-        if self.optimizer != w.optimizer {
-            let lr = p.search.learning_rate;
-            out.push(Problem::warning(
-                "optimizer",
-                format!(
-                    "the η search range [{}, {}] was set for {}; {} may want another range",
-                    lr[0],
-                    lr[1],
-                    w.optimizer.name(),
-                    self.optimizer.name()
-                ),
-            ));
-        }
         let precision_note = match (self.precision, &self.device(), w.closed_form()) {
             (Precision::Fp32, _, _) => None,
             (_, _, true) => {
@@ -492,10 +593,9 @@ impl SetupState {
     }
 
     pub(crate) fn adjust(&mut self, field: Field, up: bool) {
-        let Some(w) = self.preset().map(|p| p.preset.workload.clone()) else {
-            return;
-        };
         match field {
+            Field::Model => return self.cycle_model(up),
+            Field::Dataset => return self.cycle_dataset(up),
             Field::Optimizer => {
                 const ALL: [OptimizerKind; 4] = [
                     OptimizerKind::Sgd,
@@ -505,7 +605,16 @@ impl SetupState {
                 ];
                 let i = ALL.iter().position(|o| *o == self.optimizer).unwrap_or(0);
                 self.optimizer = ALL[cycle(i, ALL.len(), up)];
+                return self.restudy();
             }
+            _ => {}
+        }
+        let Some(w) = self.base().map(|p| p.workload.clone()) else {
+            return;
+        };
+        self.touched.insert(field);
+        match field {
+            Field::Model | Field::Dataset | Field::Optimizer => {}
             Field::Precision => {
                 const ALL: [Precision; 3] = [Precision::Fp32, Precision::Bf16, Precision::Fp16];
                 let i = ALL.iter().position(|o| *o == self.precision).unwrap_or(0);
@@ -603,7 +712,18 @@ impl SetupState {
     }
 }
 
-fn cycle(i: usize, n: usize, up: bool) -> usize {
+/// The Setup field a problem of a study's part is shown under.
+fn part_field(p: crate::workload::study::Part) -> &'static str {
+    use crate::workload::study::Part;
+    match p {
+        Part::Model => "model",
+        Part::Dataset => "dataset",
+        Part::Optimizer => "optimizer",
+        Part::Study => "preset",
+    }
+}
+
+pub(crate) fn cycle(i: usize, n: usize, up: bool) -> usize {
     if up {
         (i + 1) % n
     } else {

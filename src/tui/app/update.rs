@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use crate::core::events::SweepEvent;
 use crate::sweep::overrides::Problem;
 use crate::tui::app::{
-    App, Charts, Command, Confirm, LiveState, LiveView, Msg, RunStatus, Screen, SetupFocus, FIELDS,
+    App, Charts, Command, Confirm, Edit, Field, LiveState, LiveView, Msg, Prompt, PromptFor,
+    RunStatus, Screen, SetupFocus, FIELDS,
 };
 use crate::tui::key::Key;
 
@@ -128,6 +129,23 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
                 return cmds;
             }
         }
+        Msg::PresetSaved(r) => match r {
+            Ok(e) => {
+                let path = e.path.clone().unwrap_or_default();
+                app.flash = Some(format!(
+                    "saved as preset {}: {} (`scaling-lab sweep {}`)",
+                    e.preset.name,
+                    path.display(),
+                    e.preset.name
+                ));
+                // Setup lists it as yours from now on
+                let presets = &mut app.setup.presets;
+                if !presets.iter().any(|p| p.path == e.path) {
+                    presets.push(*e);
+                }
+            }
+            Err(e) => app.flash = Some(format!("not saved: {e}")),
+        },
         Msg::Error(e) => app.flash = Some(e),
         Msg::Frame => {}
         Msg::Terminate => {
@@ -207,6 +225,11 @@ fn on_log_opened(
 
 fn on_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
     app.flash = None;
+    // An open text input takes every key but ctrl-c.
+    if app.prompt.is_some() && k != Key::Interrupt {
+        prompt_key(app, k, cmds);
+        return;
+    }
     // A confirmation dialog captures every key.
     if let Some(c) = app.confirm {
         match k {
@@ -293,6 +316,74 @@ fn on_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
         },
         Screen::Help => help_key(app, k),
     }
+}
+
+/// A key for the open text input: edits it, or gives its text (Enter) to what it is for.
+fn prompt_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
+    let Some(mut p) = app.prompt.take() else {
+        return;
+    };
+    match p.input.key(k) {
+        Edit::Editing => {
+            p.error = None;
+            app.prompt = Some(p);
+        }
+        Edit::Cancel => {}
+        Edit::Accept => {
+            let text = p.input.text.trim().to_string();
+            let refused = match &p.for_ {
+                PromptFor::Model => app.setup.set_model(&text).err(),
+                PromptFor::Dataset => app.setup.set_dataset(&text).err(),
+                PromptFor::SaveSetup => {
+                    match app.setup.save_command(&text, &app.runs_dir) {
+                        Ok(c) => cmds.push(c),
+                        Err(e) => app.flash = Some(format!("not saved: {e}")),
+                    }
+                    None
+                }
+                PromptFor::SaveCalibrated(log) => {
+                    match save_calibrated(app, &text, log.as_deref()) {
+                        Ok(c) => cmds.push(c),
+                        Err(e) => app.flash = Some(format!("not saved: {e}")),
+                    }
+                    None
+                }
+            };
+            // a text that is no choice stays open to be corrected
+            if let Some(e) = refused {
+                p.error = Some(e);
+                app.prompt = Some(p);
+            }
+        }
+    }
+}
+
+/// Save as preset on Live: the calibrated study (the header after the calibration), every value
+/// explicit — a sweep of it re-runs the same search without the calibration.
+fn save_calibrated(app: &App, name: &str, log: Option<&Path>) -> Result<Command, String> {
+    let l = app.live().ok_or("no run in Live")?;
+    let h = l
+        .header
+        .as_ref()
+        .filter(|_| l.calibrated.is_some())
+        .ok_or("the calibration has not chosen the study yet")?;
+    let mut p = h.preset.clone();
+    // what it chose is now the study's own
+    p.calibrate = None;
+    let from = log.map_or_else(String::new, |l| {
+        format!(" from the run log {}", l.display())
+    });
+    let comment = format!(
+        "{name}: {}
+saved by scaling-lab{from} (its calibration stage chose the target, ranges,          batch sizes and budget: docs/calibration.md)
+a sweep of this preset re-runs the same          study (`scaling-lab sweep {name}`)",
+        p.description
+    );
+    Ok(Command::SavePreset {
+        name: name.to_string(),
+        preset: Box::new(p),
+        comment,
+    })
 }
 
 fn help_key(app: &mut App, k: Key) {
@@ -383,10 +474,31 @@ fn setup_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
             }
         }
         Key::Char('r') => s.reset_from_preset(),
+        Key::Enter
+            if s.focus == SetupFocus::Fields
+                && matches!(FIELDS[s.field], Field::Model | Field::Dataset) =>
+        {
+            // the inline editor on the model (`kind:key=value,…`) or the dataset
+            app.prompt = Some(if FIELDS[s.field] == Field::Model {
+                Prompt::new(PromptFor::Model, &s.model)
+            } else {
+                Prompt::new(PromptFor::Dataset, &s.dataset)
+            });
+        }
+        Key::Char('w') => match s.problems().into_iter().find(|p| p.blocking) {
+            Some(p) => app.flash = Some(format!("cannot save: {}", p.message)),
+            None => app.prompt = Some(Prompt::new(PromptFor::SaveSetup, &s.study_name())),
+        },
         Key::Char('e') => {
             if running {
                 app.flash = Some(
                     "not while a sweep runs: the calibration would share its cores and time both wrongly"
+                        .into(),
+                );
+            } else if s.auto(Field::BatchMax) || s.auto(Field::Budget) {
+                app.flash = Some(
+                    "this study's calibration chooses its batch sizes and budget: its duration is \
+                     known once it has (Live)"
                         .into(),
                 );
             } else if !s.calibrating {
@@ -511,6 +623,31 @@ fn live_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
             }
         }
         Key::Char('C') | Key::Char('x') if running => app.confirm = Some(Confirm::CancelSweep),
+        Key::Char('w') => {
+            let Some(l) = app.live() else { return };
+            match (&l.calibrated, &l.header) {
+                (Some(_), Some(h)) => {
+                    let log = l.plan.run_log.as_deref().map(std::path::PathBuf::from);
+                    app.prompt = Some(Prompt::new(PromptFor::SaveCalibrated(log), &h.preset.name));
+                }
+                _ if l
+                    .header
+                    .as_ref()
+                    .is_some_and(|h| h.preset.calibrate.is_some()) =>
+                {
+                    app.flash = Some(
+                        "the calibration has not chosen the study yet: save it once it has".into(),
+                    )
+                }
+                _ => {
+                    app.flash = Some(
+                        "this run's study has no calibration stage: its preset is the study \
+                         (Setup's w saves an edited one)"
+                            .into(),
+                    )
+                }
+            }
+        }
         Key::Char('p') | Key::Char('c') | Key::Char('C') | Key::Char('x') => {
             app.flash = Some("the sweep is not running".into());
         }

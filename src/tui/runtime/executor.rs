@@ -203,6 +203,18 @@ impl Executor {
             }
             Command::PollTail => self.follower.poll(&self.tx),
             Command::JoinSweep => self.reap(),
+            Command::SavePreset {
+                name,
+                preset,
+                comment,
+            } => {
+                let tx = self.tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let r = crate::workload::study::save_user_study(&name, &preset, &comment)
+                        .and_then(|path| loader::saved_preset(&path).map(Box::new));
+                    let _ = tx.send(Msg::PresetSaved(r));
+                });
+            }
             Command::Quit => {}
         }
         Ok(())

@@ -31,7 +31,7 @@ use ratatui::Terminal;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::app::{update, App, Msg};
-use super::key::map_key;
+use super::key::{map_key, map_text_key};
 
 /// Minimum time between two frames (15 fps) when a key or a resize changed the screen.
 pub const FRAME: Duration = Duration::from_millis(1000 / 15);
@@ -91,6 +91,8 @@ where
             // input first: a key is answered before queued engine messages
             biased;
             ev = input.next() => match ev {
+                // an open text input takes letters as text (no vi keys)
+                Some(Ok(Event::Key(k))) if app.typing() => map_text_key(&k).map(Msg::Key),
                 Some(Ok(Event::Key(k))) => map_key(&k).map(Msg::Key),
                 Some(Ok(Event::Resize(w, h))) => {
                     // ratatui resizes its buffers on the next draw

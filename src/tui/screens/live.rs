@@ -49,6 +49,21 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
 
 fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
     let th = app.theme;
+    if l.calibrating() {
+        // no search trial has a target to reach yet: say what the pilots do
+        let block = panel("steps to target vs batch size", app.panel == 0, &th);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let text = fit::wrap(l.calibrating_text(), inner.width as usize);
+        fit::paragraph(
+            frame,
+            inner,
+            text.into_iter()
+                .map(|t| Line::styled(t, th.dim()))
+                .collect(),
+        );
+        return;
+    }
     // the raw points of the current data at once; intervals, fit and regimes of the last analysis
     // until the next one lands (a quiet mark meanwhile)
     let a = l.chart();

@@ -15,7 +15,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::app::{App, Confirm, Screen};
+use super::app::{App, Confirm, PromptFor, Screen};
 use super::theme::Theme;
 use super::widgets::fit;
 
@@ -146,6 +146,23 @@ fn header(frame: &mut Frame, area: Rect, app: &App) {
 
 fn footer(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
+    // Save as preset asks its name here (Setup's Model and Dataset editors are in their field)
+    if let Some(p) = app
+        .prompt
+        .as_ref()
+        .filter(|p| matches!(p.for_, PromptFor::SaveSetup | PromptFor::SaveCalibrated(_)))
+    {
+        let keys = "  Enter save · Esc cancel";
+        let label = format!(" {}: ", p.label());
+        let room = (area.width as usize).saturating_sub(label.chars().count() + keys.len() + 1);
+        let mut spans = vec![Span::styled(label, th.accent())];
+        spans.extend(setup::input_spans(&p.input, room, th));
+        spans.push(Span::styled(keys, th.dim()));
+        let line = Line::from(spans);
+        fit::note_line(&line, area.width);
+        frame.render_widget(line, area);
+        return;
+    }
     if let Some(f) = &app.flash {
         // one row: a message longer than the terminal ends at a word, with " …"
         let f = fit::preview(f, (area.width as usize).saturating_sub(1));

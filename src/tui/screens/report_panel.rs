@@ -69,6 +69,10 @@ fn progress_lines(lines: &mut Vec<Line>, app: &App, l: &LiveState, width: u16, t
         // each stage against its own plan
         lines.push(Line::styled(stages, th.text()));
     }
+    // what the calibration stage chose (the study the search runs)
+    if let Some(c) = l.calibration_summary() {
+        lines.push(Line::styled(c, th.accent()));
+    }
     lines.push(progress_line(
         l.done_count(),
         l.running.len(),

@@ -5,10 +5,8 @@ use ratatui::text::{Line, Span};
 use ratatui::Frame;
 
 use super::panel;
-use crate::data::spec::DatasetSpec;
-use crate::model::ModelSpec;
 use crate::sweep::overrides::Problem;
-use crate::tui::app::{format_duration, App, Field, SetupFocus, FIELDS};
+use crate::tui::app::{format_duration, App, Field, PromptFor, SetupFocus, TextInput, FIELDS};
 use crate::tui::widgets::fit::{self, wrap};
 use crate::tui::widgets::log_axis::format_pow2;
 
@@ -86,7 +84,8 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
         fit::paragraph(frame, inner, text.into_iter().map(Line::raw).collect());
         return;
     };
-    let p = &entry.preset;
+    // the study Setup edits: the preset's, or the one its model, dataset and optimizer make
+    let p = s.base().unwrap_or(&entry.preset);
     let w = &p.workload;
     // the study's name follows the edits (optimizer), with the estimated wall time
     let est = estimate_text(app);
@@ -113,37 +112,79 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
             th.text(),
         ));
     }
-    lines.extend(fit::wrap_line(
-        Line::styled(
-            format!(
-                "model {} · data {} · eval every {}",
-                model_text(&w.model),
-                dataset_text(w.dataset.as_ref()),
-                w.eval_every
+    // what the study's calibration will choose, or that the preset chose it
+    match s.calibrates() {
+        // (short: the fields say "auto (calibrated)")
+        Some(c) if tall => lines.extend(fit::wrap_line(
+            Line::styled(
+                format!(
+                    "calibrated: pilot trials choose {} before the search (docs/calibration.md)",
+                    calibrated_words(&c)
+                ),
+                th.accent(),
             ),
-            th.dim(),
-        ),
-        desc_w,
-        2,
-    ));
-    lines.push(Line::raw(""));
+            desc_w,
+            2,
+        )),
+        Some(_) => {}
+        None if tall => lines.extend(fit::wrap_line(
+            Line::styled(
+                format!(
+                    "the preset's own target, ranges and batch sizes · eval every {}",
+                    w.eval_every
+                ),
+                th.dim(),
+            ),
+            desc_w,
+            2,
+        )),
+        None => {}
+    }
+    if tall {
+        lines.push(Line::raw(""));
+    }
     let problems = s.problems();
     field_lines(&mut lines, app, &problems, desc_w);
-    lines.push(Line::raw(""));
+    if tall {
+        lines.push(Line::raw(""));
+    }
     let blocked = problems.iter().any(|p| p.blocking);
     let bs = s.batch_sizes();
-    let grid = bs
-        .iter()
-        .map(|b| format_pow2(*b as u64))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let grid = if s.auto(Field::BatchMax) && !tall {
+        "chosen by the calibration".to_string()
+    } else if s.auto(Field::BatchMax) {
+        "chosen by the calibration (down to perfect scaling, up to maximal data parallelism)"
+            .to_string()
+    } else {
+        bs.iter()
+            .map(|b| format_pow2(*b as u64))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     lines.extend(fit::wrap_line(
         Line::styled(format!("B: {grid}"), th.dim()),
         desc_w,
         3,
     ));
-    lines.push(if blocked {
+    let launch = if blocked {
         Line::styled("fix the ✗ above to launch", th.error())
+    } else if s.auto(Field::BatchMax) && !tall {
+        Line::from(vec![
+            Span::styled("Enter", th.key()),
+            Span::raw(" launch: calibrate, search → Live"),
+        ])
+    } else if s.auto(Field::BatchMax) {
+        Line::from(vec![
+            Span::styled("Enter", th.key()),
+            Span::raw(format!(
+                " launch: the calibration, then {} trials per B{} → Live",
+                s.trials,
+                match s.confirm {
+                    Some(c) => format!(" + confirm {}×{}", c.configs, c.seeds),
+                    None => String::new(),
+                }
+            )),
+        ])
     } else {
         Line::from(vec![
             Span::styled("Enter", th.key()),
@@ -167,7 +208,8 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
                 ),
             }),
         ])
-    });
+    };
+    lines.extend(fit::wrap_line(launch, desc_w, 2));
     fit::paragraph(frame, inner, lines);
 }
 
@@ -185,7 +227,9 @@ fn estimate_text(app: &App) -> String {
             })
         })
         .unwrap_or_else(|| {
-            if s.calibrating {
+            if s.auto(Field::BatchMax) || s.auto(Field::Budget) {
+                "  duration: known once the calibration chose the batch sizes and budget".into()
+            } else if s.calibrating {
                 "  duration: calibrating…".into()
             } else {
                 "  duration: press e to estimate (no earlier run or calibration)".into()
@@ -201,15 +245,28 @@ fn field_lines(lines: &mut Vec<Line>, app: &App, problems: &[Problem], desc_w: u
     let fields_focus = s.focus == SetupFocus::Fields;
     for (i, f) in FIELDS.iter().enumerate() {
         let sel = fields_focus && i == s.field;
-        let value = field_value(app, *f);
+        let editing = app.prompt.as_ref().filter(|p| {
+            matches!(
+                (&p.for_, f),
+                (PromptFor::Model, Field::Model) | (PromptFor::Dataset, Field::Dataset)
+            )
+        });
+        if let Some(p) = editing {
+            editor_lines(lines, app, f.label(), &p.input, p.error.as_deref(), desc_w);
+            continue;
+        }
+        let auto_b = s.auto(Field::BatchMax);
         let extra = match f {
-            Field::BatchMax => {
+            Field::BatchMax if !auto_b => {
                 let n = s.batch_sizes().len();
                 format!("  {n} size{}", if n == 1 { "" } else { "s" })
             }
-            Field::Trials => format!("  {} trials", s.total_trials()),
+            Field::Trials if !auto_b => format!("  {} trials", s.total_trials()),
             _ => String::new(),
         };
+        // a value as long as a model's knobs is a name shortened to its room
+        let room = desc_w.saturating_sub(18 + 2 + extra.chars().count());
+        let value = fit::name(&field_value(app, *f), room);
         let l = Line::from(vec![
             Span::styled(format!("{:<16}", f.label()), th.dim()),
             Span::styled(if sel { "◀ " } else { "  " }, th.key()),
@@ -247,12 +304,109 @@ fn field_lines(lines: &mut Vec<Line>, app: &App, problems: &[Problem], desc_w: u
     }
 }
 
+/// The inline text editor of a field: its label, the text with the cursor (the part around the
+/// cursor where the text is longer than the room), what it takes and why the last Enter was
+/// refused.
+fn editor_lines(
+    lines: &mut Vec<Line>,
+    app: &App,
+    label: &str,
+    input: &TextInput,
+    error: Option<&str>,
+    desc_w: usize,
+) {
+    let th = &app.theme;
+    let room = desc_w.saturating_sub(18 + 1);
+    let mut spans = vec![
+        Span::styled(format!("{label:<16}"), th.dim()),
+        Span::styled("▸ ", th.key()),
+    ];
+    spans.extend(input_spans(input, room, th));
+    lines.push(Line::from(spans));
+    let hint = if label == "model" {
+        "kind:key=value,… (its size knobs) · Enter accept · Esc cancel"
+    } else {
+        "NAME or PATH[:format=…,key=value,…] · Enter accept · Esc cancel"
+    };
+    lines.extend(fit::wrap_line(
+        Line::styled(format!("  {hint}"), th.dim()),
+        desc_w,
+        4,
+    ));
+    if let Some(e) = error {
+        for chunk in wrap(&format!("✗ {e}"), desc_w.saturating_sub(2)) {
+            lines.push(Line::styled(format!("  {chunk}"), th.error()));
+        }
+    }
+}
+
+/// A text input in at most `room` columns: the cursor's character reversed, the text around it
+/// (its start marked "…" where it scrolled out, its end shortened as a name).
+pub fn input_spans(
+    input: &TextInput,
+    room: usize,
+    th: &crate::tui::theme::Theme,
+) -> Vec<Span<'static>> {
+    let (before, under, after) = input.parts();
+    let room = room.max(4);
+    let n_before = before.chars().count();
+    // the cursor stays in view: the start scrolls out first
+    let keep = room.saturating_sub(2).min(n_before);
+    let before = if keep < n_before {
+        let tail: String = before.chars().skip(n_before - keep + 1).collect();
+        format!("…{tail}")
+    } else {
+        before
+    };
+    let left = room.saturating_sub(before.chars().count() + 1);
+    let after = if after.chars().count() > left {
+        fit::name(&after, left)
+    } else {
+        after
+    };
+    vec![
+        Span::styled(before, th.title()),
+        Span::styled(under, th.selected().patch(th.title())),
+        Span::styled(after, th.title()),
+    ]
+}
+
+/// The settings a calibration chooses, in words ("the target, the η ranges and the batch sizes").
+fn calibrated_words(c: &crate::workload::spec::Calibrate) -> String {
+    let words: Vec<&str> = c
+        .keys()
+        .iter()
+        .map(|k| match *k {
+            "target" => "the target",
+            "search" => "the η ranges",
+            "batch_sizes" => "the batch sizes",
+            "step_budget" => "the step budget",
+            "eval_every" => "the evaluation spacing",
+            _ => "the default metaparameters",
+        })
+        .collect();
+    match words.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => words.concat(),
+    }
+}
+
 fn field_value(app: &App, f: Field) -> String {
     let s = &app.setup;
-    let Some(p) = s.preset() else {
-        return String::new();
+    let Some(p) = s.base() else {
+        return match f {
+            Field::Model => s.model.clone(),
+            Field::Dataset => s.dataset_value(),
+            Field::Optimizer => s.optimizer.name().to_string(),
+            _ => "–".into(),
+        };
     };
+    if s.auto(f) {
+        return "auto (calibrated)".into();
+    }
     match f {
+        Field::Model => s.model.clone(),
+        Field::Dataset => s.dataset_value(),
         Field::Optimizer => s.optimizer.name().to_string(),
         Field::Precision => s.precision.name().to_string(),
         Field::Devices => {
@@ -296,7 +450,7 @@ fn field_value(app: &App, f: Field) -> String {
             None => "auto (calibrated at launch)".into(),
         },
         Field::Concurrency => s.effective_concurrency().to_string(),
-        Field::Target => format!("{} ≤ {}", p.preset.workload.target.metric.name(), s.target),
+        Field::Target => format!("{} ≤ {}", p.workload.target.metric.name(), s.target),
         Field::Budget => format!("{} steps", s.budget),
         Field::Fuse => match s.fuse {
             crate::workload::spec::Fuse::Auto => "auto (measured)".into(),
@@ -320,16 +474,5 @@ fn field_value(app: &App, f: Field) -> String {
                 rel * 100.0
             ),
         },
-    }
-}
-
-pub fn model_text(m: &ModelSpec) -> String {
-    m.family().label()
-}
-
-pub fn dataset_text(d: Option<&DatasetSpec>) -> String {
-    match d {
-        Some(d) => d.label(),
-        None => "none (closed form)".into(),
     }
 }

@@ -88,3 +88,89 @@ fn a_path_gets_its_format_from_its_name_or_the_flag() {
     .unwrap();
     assert!(t.contains("format = \"bytes\""), "{t}");
 }
+
+#[test]
+fn every_bundled_model_and_dataset_is_a_choice_that_makes_it_again() {
+    for (path, p) in crate::workload::presets::embedded_presets() {
+        let p = p.unwrap();
+        let w = &p.workload;
+        let model = preset_model_choice(&p);
+        assert_eq!(Choice::parse(&model.text()).unwrap(), model, "{path:?}");
+        let table = match &w.dataset {
+            None => String::new(),
+            Some(d) => {
+                let c = dataset_choice(d, &named()).expect("a named dataset");
+                assert_eq!(Choice::parse(&c.text()).unwrap(), c, "{path:?}");
+                dataset_table(&c, None, &named()).unwrap()
+            }
+        };
+        let s = study(&model, &table, w.optimizer).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        assert_eq!(s.workload.model, w.model, "{path:?}");
+        assert_eq!(s.workload.dataset, w.dataset, "{path:?}");
+    }
+    // a ResNet's words stay words, an inline table stays one setting
+    let c = Choice::parse("resnet:depth=8,width=4,batch_norm=ghost,ghost_batch=16").unwrap();
+    let p = study(
+        &c,
+        "name = \"mnist\"\ndownsample = 2\n",
+        OptimizerKind::Momentum,
+    )
+    .unwrap();
+    // (its keys in the order the TOML table holds them)
+    assert_eq!(
+        model_choice(&p.workload.model).text(),
+        "resnet:batch_norm=ghost,depth=8,ghost_batch=16,width=4"
+    );
+    let c = Choice::parse("cifar10:augment={ crop = 4, flip = true },max_val=100").unwrap();
+    assert_eq!(c.settings.len(), 2, "{c:?}");
+}
+
+#[test]
+fn a_saved_study_is_the_minimal_study_and_loads_back_to_it() {
+    let d = dataset_table(
+        &Choice::parse("digits:val_fraction=0.2").unwrap(),
+        None,
+        &named(),
+    )
+    .unwrap();
+    let mut p = study(
+        &Choice::parse("mlp:hidden=[32]").unwrap(),
+        &d,
+        OptimizerKind::Momentum,
+    )
+    .unwrap();
+    p.name = "mine".into();
+    let text = study_file_text(&p, "mine: a test").unwrap();
+    assert!(text.starts_with("# mine: a test\n"), "{text}");
+    for left_out in [
+        "target",
+        "search",
+        "batch_sizes",
+        "step_budget",
+        "eval_every",
+        "name = \"mine\"",
+    ] {
+        assert!(!text.contains(left_out), "{left_out} in:\n{text}");
+    }
+    for kept in [
+        "optimizer = \"momentum\"",
+        "hidden = [32]",
+        "val_fraction = 0.2",
+    ] {
+        assert!(text.contains(kept), "{kept} missing:\n{text}");
+    }
+    let back = parse_preset(Path::new("mine.toml"), &text).unwrap();
+    assert_eq!(back, p);
+    // a setting given is kept (and no longer calibrated): 12 trials per B, a 500-step budget
+    p.sweep.trials_per_batch = 12;
+    p.workload.step_budget = 500;
+    p.calibrate.as_mut().unwrap().budget = false;
+    let text = study_file_text(&p, "").unwrap();
+    assert!(text.contains("trials_per_batch = 12"), "{text}");
+    assert!(text.contains("step_budget = 500"), "{text}");
+    assert_eq!(parse_preset(Path::new("mine.toml"), &text).unwrap(), p);
+    // a study without a calibration stage is written whole
+    let (_, bundled) = crate::workload::presets::find_preset("digits-mlp-sgd").unwrap();
+    let text = study_file_text(&bundled, "").unwrap();
+    assert!(text.contains("batch_sizes"), "{text}");
+}
