@@ -32,9 +32,7 @@ use crate::core::calibrate::{
 use crate::core::plan::trial_seed;
 use crate::core::record::{Header, TrialRecord};
 use crate::core::trial::{DeviceSpec, Outcome, TrialSpec};
-use crate::workload::spec::{
-    Calibrate, LrRule, Metaparams, OptimizerKind, Precision, Preset, SearchSpace, Target,
-};
+use crate::workload::spec::{Calibrate, Metaparams, OptimizerKind, Precision, Preset, Target};
 
 /// The reference batch size, if the workload allows it (else the allowed power of two nearest).
 pub const REF_BATCH: usize = 64;
@@ -742,114 +740,6 @@ impl Rounds<'_> {
             });
         }
     }
-
-    fn assemble(
-        &self,
-        target: f64,
-        choice: Option<TargetChoice>,
-        pilots: Vec<PilotReading>,
-        low: End,
-        high: End,
-    ) -> Calibrated {
-        let inp = self.inp;
-        let (lo, hi) = (low.batch_size(), high.batch_size());
-        let batch_sizes: Vec<usize> = if inp.calibrate.batch_sizes {
-            inp.facts
-                .allowed
-                .iter()
-                .copied()
-                .filter(|&b| b >= lo && b <= hi)
-                .collect()
-        } else {
-            inp.batch_sizes.clone()
-        };
-        // per-B readings: the faster of the pilots at the same B
-        let mut at: Vec<&PilotReading> = Vec::new();
-        for p in &pilots {
-            match at.iter_mut().find(|q| q.batch_size == p.batch_size) {
-                Some(q) => {
-                    if p.steps.unwrap_or(u64::MAX) < q.steps.unwrap_or(u64::MAX) {
-                        *q = p;
-                    }
-                }
-                None => at.push(p),
-            }
-        }
-        at.sort_by_key(|p| p.batch_size);
-        let lr_pts: Vec<(f64, f64)> = at
-            .iter()
-            .filter_map(|p| p.best_lr.map(|l| (p.batch_size as f64, l)))
-            .collect();
-        let steps_pts: Vec<(f64, f64)> = at
-            .iter()
-            .map(|p| (p.batch_size as f64, p.steps_or_budget() as f64))
-            .collect();
-        let mut preset = inp.preset.clone();
-        let w = &mut preset.workload;
-        if inp.calibrate.target {
-            w.target.value = target;
-            w.targets = choice.as_ref().map(|c| c.rungs.clone()).unwrap_or_default();
-        }
-        let s_est = |b: usize| interp_loglog(&steps_pts, b as f64);
-        if inp.calibrate.budget {
-            let steps = batch_sizes.iter().map(|&b| s_est(b)).fold(0.0, f64::max);
-            let examples = batch_sizes
-                .iter()
-                .map(|&b| s_est(b) * b as f64)
-                .fold(0.0, f64::max);
-            w.step_budget = (BUDGET_FACTOR * steps).ceil() as u64;
-            w.max_examples = Some((BUDGET_FACTOR * examples).ceil() as u64);
-        }
-        if inp.calibrate.eval {
-            let fastest = batch_sizes
-                .iter()
-                .map(|&b| s_est(b))
-                .fold(f64::INFINITY, f64::min);
-            w.eval_every = ((fastest / EVALS_BEFORE_TARGET as f64).floor() as u64).max(1);
-            w.eval_growth = 0.05;
-        }
-        let momentum = w.optimizer.uses_momentum();
-        let factor = if momentum { 1.0 - PILOT_MOMENTUM } else { 1.0 };
-        if inp.calibrate.search {
-            let ranges: Vec<[f64; 3]> = batch_sizes
-                .iter()
-                .map(|&b| {
-                    // the pilots' best η, as an effective rate for the momentum optimizers
-                    let c = interp_loglog(&lr_pts, b as f64) / factor;
-                    [b as f64, c / LR_HALF_SPAN, c * LR_HALF_SPAN]
-                })
-                .collect();
-            let base = batch_sizes.first().copied().unwrap_or(1);
-            preset.search = SearchSpace {
-                learning_rate: [ranges[0][1], ranges[0][2]],
-                one_minus_momentum: momentum.then_some(ONE_MINUS_MOMENTUM),
-                decay_alpha: None,
-                decay_fraction: None,
-                warmup_fraction: 0.0,
-                lr_rule: LrRule::None,
-                base_batch: base,
-                learning_rate_at: ranges,
-                effective_lr: momentum,
-            };
-        }
-        if inp.calibrate.defaults {
-            let reference = &pilots[0];
-            preset.workload.defaults.learning_rate = reference
-                .best_lr
-                .unwrap_or(reference.lrs[reference.lrs.len() / 2]);
-            preset.workload.defaults.momentum = PILOT_MOMENTUM;
-        }
-        preset.sweep.batch_sizes = batch_sizes.clone();
-        Calibrated {
-            preset,
-            batch_sizes,
-            trials_per_batch: inp.trials_per_batch,
-            target: choice,
-            pilots,
-            low,
-            high,
-        }
-    }
 }
 
 impl Ladder {
@@ -937,6 +827,8 @@ pub fn round_looser(v: f64, maximised: bool) -> f64 {
     // clean decimal representation (0.0370000001 → 0.037)
     format!("{r:.12}").parse().unwrap_or(r)
 }
+
+mod study;
 
 #[cfg(test)]
 mod tests;
