@@ -923,4 +923,4 @@ pub fn round_looser(v: f64, maximised: bool) -> f64 {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -9,7 +9,7 @@ use super::{ellipsize, panel};
 use crate::data::spec::DatasetSpec;
 use crate::model::ModelSpec;
 use crate::sweep::overrides::Problem;
-use crate::tui::app::{format_duration, App, Field, SetupFocus, FIELDS};
+use crate::tui::app::{App, Field, SetupFocus, FIELDS};
 use crate::tui::widgets::log_axis::format_pow2;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
@@ -171,16 +171,8 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
 /// The estimated wall time: from earlier runs, else calibrated, else how to get one.
 fn estimate_text(app: &App) -> String {
     let s = &app.setup;
-    s.estimate_s(&app.runs.entries)
-        .map(|t| format!("  ≈ {} (from earlier runs)", format_duration(t)))
-        .or_else(|| {
-            s.calibrated_estimate().map(|e| {
-                format!(
-                    "  ≤ {} (calibrated, every trial to its budget)",
-                    format_duration(e.upper_s)
-                )
-            })
-        })
+    s.estimate_summary(&app.runs.entries)
+        .map(|t| format!("  {t}"))
         .unwrap_or_else(|| {
             if s.calibrating {
                 "  duration: calibrating…".into()
