@@ -50,6 +50,8 @@ pub const REF_STEPS: [u64; 2] = [200, 4000];
 pub const REF_STEPS_CLOSED_FORM: u64 = 2000;
 /// The target is what the best scan curve reached by this fraction of its budget.
 pub const TARGET_AT: f64 = 1.0 / 3.0;
+/// The ladder's looser rungs: what it reached by these fractions.
+pub const RUNGS_AT: [f64; 2] = [1.0 / 6.0, 1.0 / 12.0];
 /// Learning rates of a ladder pilot, spaced by `LADDER_SPACING`.
 pub const LADDER_GRID: usize = 4;
 pub const LADDER_SPACING: f64 = 2.5;
@@ -477,7 +479,7 @@ impl Rounds<'_> {
                     .map(|e| e.metric)
                     .filter(|m| m.is_finite())
                     .fold(f64::NEG_INFINITY, f64::max);
-                if !v.is_finite() || !(v < start) {
+                if !v.is_finite() || v.partial_cmp(&start) != Some(std::cmp::Ordering::Less) {
                     return Err(Next::Failed(format!(
                         "the reference scan at B = {} trained no learning rate in {:.1e}–{:.1e} \
                          past its first evaluation ({} steps each): the lab cannot choose a \
@@ -488,12 +490,22 @@ impl Rounds<'_> {
                         scan.budget
                     )));
                 }
+                let value = round_looser(v, metric.maximised());
+                let mut rungs: Vec<f64> = RUNGS_AT
+                    .iter()
+                    .map(|f| ((scan.budget as f64 * f).floor() as u64).max(1))
+                    .map(|step| round_looser(best_by(step), metric.maximised()))
+                    .filter(|r| r.is_finite() && *r > value && *r < start)
+                    .collect();
+                rungs.sort_by(|a, b| b.total_cmp(a));
+                rungs.dedup();
                 Some(TargetChoice {
-                    value: round_looser(v, metric.maximised()),
+                    value,
                     batch_size: scan.batch_size,
                     at_step: at,
                     budget: scan.budget,
                     best_value: best,
+                    rungs,
                 })
             }
         };
@@ -503,23 +515,28 @@ impl Rounds<'_> {
         Ok((reading, choice))
     }
 
-    /// A pilot's reading at `target`: each trial's first evaluation meeting it.
+    /// A pilot's reading at `target`: each trial's first evaluation meeting it; the best η is
+    /// the fastest one's — of several that tie (the same evaluation), the middle one, so that a
+    /// flat optimum is not read as an end of the grid.
     fn read_at(&self, p: &Pilot, recs: &[Option<&TrialRecord>], target: f64) -> PilotReading {
         let t = self.metric_target(target);
-        let mut best: Option<(u64, f64)> = None;
+        let mut reached: Vec<(u64, usize)> = Vec::new();
         let mut diverged = Vec::new();
         for (j, r) in recs.iter().enumerate() {
             let Some(r) = r else { continue };
             let reach = crate::analysis::steps::first_meeting(&r.outcome.evals, &t);
             if let Some(s) = reach {
-                if best.is_none_or(|(bs, _)| s < bs) {
-                    best = Some((s, p.lrs[j]));
-                }
+                reached.push((s, j));
             }
             if matches!(r.outcome.outcome, Outcome::Diverged { .. }) && reach.is_none() {
                 diverged.push(p.lrs[j]);
             }
         }
+        let fastest = reached.iter().map(|r| r.0).min();
+        let best = fastest.map(|s| {
+            let tied: Vec<usize> = reached.iter().filter(|r| r.0 == s).map(|r| r.1).collect();
+            (s, p.lrs[tied[(tied.len() - 1) / 2]])
+        });
         PilotReading {
             round: self.round,
             batch_size: p.batch_size,
@@ -773,6 +790,7 @@ impl Rounds<'_> {
         let w = &mut preset.workload;
         if inp.calibrate.target {
             w.target.value = target;
+            w.targets = choice.as_ref().map(|c| c.rungs.clone()).unwrap_or_default();
         }
         let s_est = |b: usize| interp_loglog(&steps_pts, b as f64);
         if inp.calibrate.budget {

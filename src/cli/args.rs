@@ -69,6 +69,21 @@ fn positive(max: u64) -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::<usize>::new().range(1..=max)
 }
 
+/// A batch size: a whole number from 1 ("0" says that batch sizes start at 1, not which range of
+/// integers the parser takes).
+fn batch_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    match t.parse::<u64>() {
+        Ok(0) => Err("batch sizes start at 1".into()),
+        Ok(b) => usize::try_from(b).map_err(|_| format!("{b} is too large for a batch size")),
+        Err(_) if t.parse::<i64>().is_ok() => Err("batch sizes start at 1".into()),
+        Err(_) if t.chars().all(|c| c.is_ascii_digit()) && !t.is_empty() => {
+            Err(format!("{t} is too large for a batch size"))
+        }
+        Err(_) => Err(format!("`{s}` is not a batch size (a whole number from 1)")),
+    }
+}
+
 /// `--batch-schedule`: "auto", or the explicit form (checked by `core::schedule::parse`).
 #[derive(Clone, Debug)]
 pub enum ScheduleArg {
@@ -217,7 +232,7 @@ pub struct TrainArgs {
     /// Preset name (e.g. mnist-cnn-momentum) or path.
     #[arg(long, default_value = "digits-mlp-momentum")]
     pub preset: String,
-    #[arg(long, default_value_t = 128, allow_negative_numbers = true, value_parser = positive(u64::MAX))]
+    #[arg(long, default_value_t = 128, allow_negative_numbers = true, value_parser = batch_size)]
     pub batch_size: usize,
     #[command(flatten)]
     pub devices: DeviceArgs,
@@ -231,7 +246,7 @@ pub struct TrainArgs {
     #[arg(long, value_enum)]
     pub lr_rule: Option<LrRuleArg>,
     /// The batch size --lr-rule scales from (default: the preset's `search.base_batch`).
-    #[arg(long, allow_negative_numbers = true, value_parser = positive(u64::MAX))]
+    #[arg(long, allow_negative_numbers = true, value_parser = batch_size)]
     pub base_batch: Option<usize>,
     #[arg(long, value_enum)]
     pub precision: Option<PrecisionArg>,
@@ -312,7 +327,7 @@ pub struct SweepArgs {
     #[arg(long)]
     pub calibrate_only: bool,
     /// Batch sizes, e.g. 16,32,64 (default: the preset's).
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = positive(u64::MAX))]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = batch_size)]
     pub batch_sizes: Option<Vec<usize>>,
     /// Trials per batch size (default: the preset's).
     #[arg(long, allow_negative_numbers = true, value_parser = positive(scaling_lab::sweep::overrides::MAX_TRIALS as u64))]
@@ -392,6 +407,10 @@ pub struct CompareArgs {
     /// log's own ladder).
     #[arg(long, value_name = "LIST|auto")]
     pub targets: Option<String>,
+    /// Print the comparison as JSON: per run the fit, B_crit, the noise scale and the per-B S(B),
+    /// each with its 95 % interval, and the evidence the curve rests on.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -490,7 +509,7 @@ pub struct BenchArgs {
     #[arg(long, requires = "sweep_peer", default_value_t = 8, value_parser = positive(scaling_lab::sweep::overrides::MAX_TRIALS as u64))]
     pub sweep_trials: usize,
     /// With --sweep-peer: batch sizes (default: the preset's first 8).
-    #[arg(long, requires = "sweep_peer", value_delimiter = ',', value_parser = positive(u64::MAX))]
+    #[arg(long, requires = "sweep_peer", value_delimiter = ',', value_parser = batch_size)]
     pub sweep_batch_sizes: Option<Vec<usize>>,
 }
 

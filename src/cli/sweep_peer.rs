@@ -263,7 +263,8 @@ fn run_ours(a: &SweepPeerArgs, bs: &[usize], runs: &Path) -> anyhow::Result<(f64
         .map(|r| {
             (
                 r["batch_size"].as_u64().unwrap_or(0) as usize,
-                r["steps"].as_u64(),
+                // the best trial, as the peers read S(B)
+                r["best_trial_steps"].as_u64(),
             )
         })
         .collect();

@@ -323,11 +323,23 @@ fn transfer_text(
             s.push_str("transfer: no end-of-trial readout (the trial diverged or was stopped)\n")
         }
     }
-    s.push_str(&format!(
-        "  (transfer took {:.1} s of the trial's {:.1} s)",
-        t.cost_s, out.wall_s
+    s.push_str(&transfer_time_text(
+        t.cost_s,
+        out.wall_s,
+        t.readout.is_some(),
     ));
     s
+}
+
+/// What transfer cost, in a true sentence: `cost_s` (`TransferRecord::cost_s`) adds the step-0
+/// encoding of the probe's sentences, done before the trial's clock starts, to the probes and the
+/// readout, which run inside the trial's `wall_s` — so it can exceed `wall_s`.
+fn transfer_time_text(cost_s: f64, wall_s: f64, readout: bool) -> String {
+    format!(
+        "  transfer: {cost_s:.1} s in all — the step-0 encoding of the probe's sentences before \
+         the trial's clock started, then the probes{} within the trial's {wall_s:.1} s",
+        if readout { " and this readout" } else { "" }
+    )
 }
 
 /// The stages a scheduled trial ran, with the step of each switch and the examples to the target.
@@ -388,4 +400,19 @@ fn batch_and_lr(
             a.batch_size
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_transfer_time_says_what_each_number_holds() {
+        // transfer can take longer than the trial's clock: its step-0 encoding ran before it
+        let t = super::transfer_time_text(4.4, 2.9, true);
+        assert!(t.contains("4.4 s in all"), "{t}");
+        assert!(t.contains("before the trial's clock started"), "{t}");
+        assert!(t.contains("this readout within the trial's 2.9 s"), "{t}");
+        assert!(!t.contains("of the trial's"), "{t}");
+        let t = super::transfer_time_text(1.0, 2.0, false);
+        assert!(t.contains("the probes within"), "{t}");
+    }
 }

@@ -188,6 +188,11 @@ pub struct TargetChoice {
     pub budget: u64,
     /// The best value any scan curve reached in its budget.
     pub best_value: f64,
+    /// Looser rungs (what the best curve had reached by a sixth and a twelfth of the budget):
+    /// the study's ladder, read exactly from the same trials where the goal is not reached at
+    /// enough batch sizes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rungs: Vec<f64>,
 }
 
 /// The calibrated study: what the sweep runs, and how each value was chosen.

@@ -41,6 +41,14 @@ pub enum RunLogError {
         found: String,
         supported: u32,
     },
+    #[error("{path}: {what}, not a run log: {hint}")]
+    NotARunLog {
+        path: PathBuf,
+        /// What the file is ("a JSON export (`scaling-lab export --json`)").
+        what: String,
+        /// What to do instead.
+        hint: String,
+    },
     #[error("{path}:{line}: {message}")]
     Malformed {
         path: PathBuf,
@@ -264,8 +272,59 @@ fn accept_header(
     Ok((LogValidator::new(&h), *h))
 }
 
+/// A whole file that is one JSON document rather than JSON lines: the lab's own JSON export,
+/// a `report --json` output or another JSON file (None: not one JSON document, or a one-line
+/// document that is a log line). Only asked once the first line failed to parse.
+fn json_document(path: &Path, bytes: &[u8]) -> Option<RunLogError> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let o = v.as_object()?;
+    let from = |key: &str| {
+        o.get(key)
+            .and_then(|p| p.as_str())
+            .map(|p| format!(" (this one names {p})"))
+            .unwrap_or_default()
+    };
+    let (what, hint) = if o.contains_key("report_version") {
+        (
+            "a report (`scaling-lab report --json`)".to_string(),
+            format!("give the run log it was made from{}", from("log")),
+        )
+    } else if o.contains_key("header") && o.contains_key("trials") {
+        (
+            "a JSON export (`scaling-lab export --json`)".to_string(),
+            format!(
+                "report, compare and export read the run log it was exported from{}",
+                from("path")
+            ),
+        )
+    } else if o.contains_key("type") {
+        return None;
+    } else {
+        (
+            "a JSON document".to_string(),
+            "a run log is JSON lines: a header line, one line per trial, a summary (docs/runlog-schema.json)"
+                .to_string(),
+        )
+    };
+    Some(RunLogError::NotARunLog {
+        path: path.to_path_buf(),
+        what,
+        hint,
+    })
+}
+
 /// Parses run-log bytes (the file's content); `path` is used in messages.
 pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
+    match parse_lines(path, bytes) {
+        Err(e @ RunLogError::Malformed { line: 1, .. }) => {
+            Err(json_document(path, bytes).unwrap_or(e))
+        }
+        r => r,
+    }
+}
+
+/// [`parse_run_log`] line by line.
+fn parse_lines(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
     let mut log = LogParser::new(path);
     let (mut pos, mut line_no, mut valid_len) = (0usize, 0usize, 0u64);
     while pos < bytes.len() {

@@ -73,6 +73,8 @@ pub fn run_entry(log: &RunLog, active: Option<&Path>, modified: Option<SystemTim
         planned: log.stage_counts().planned().max(log.trials.len()),
         s_min: a.fit.as_ref().map(|f| f.s_min),
         b_crit: a.fit.as_ref().map(|f| f.b_crit),
+        s_min_ci: a.fit.as_ref().and_then(|f| f.s_min_ci),
+        b_crit_ci: a.fit.as_ref().and_then(|f| f.b_crit_ci),
         error: None,
         precision: h.preset.workload.precision.name().to_string(),
         devices: h.devices.label(),

@@ -352,9 +352,18 @@ fn default_note(root: &DeTable<'_>, preset: &Preset, path: &[KeySeg]) -> String 
 /// The first key in the file that the workload does not use (its optimizer, model or dataset
 /// has no such setting): (offset of the key, message naming it and why).
 fn unused_key(root: &DeTable<'_>, p: &Preset) -> Option<(usize, String)> {
+    unused_settings(p)
+        .into_iter()
+        .find_map(|(keys, message)| key_offset(root, &keys).map(|offset| (offset, message)))
+}
+
+/// Every key this preset's workload does not use (its optimizer, model or dataset has no such
+/// setting), with the message a file that sets it gets: what `unused_key` looks for in a file,
+/// and what a preset written from a study leaves out (`presets::preset_file_text`).
+pub fn unused_settings(p: &Preset) -> Vec<(Vec<&'static str>, String)> {
     use super::applied::{unused, Setting};
     let w = &p.workload;
-    let keyed: [(&[&str], Setting, bool); 9] = [
+    let keyed: [(&[&'static str], Setting, bool); 9] = [
         (
             &["workload", "precision"],
             Setting::LowPrecision,
@@ -385,37 +394,36 @@ fn unused_key(root: &DeTable<'_>, p: &Preset) -> Option<(usize, String)> {
             true,
         ),
     ];
+    let mut out = Vec::new();
     for (keys, setting, given) in keyed {
-        let Some(offset) = key_offset(root, keys).filter(|_| given) else {
+        if !given {
             continue;
-        };
+        }
         if let Some(why) = unused(w, setting) {
             let name = keys[keys.len() - 1];
-            return Some((
-                offset,
+            out.push((
+                keys.to_vec(),
                 format!("{name} has no effect here: {why}; remove it"),
             ));
         }
     }
     if let Some(d) = &w.dataset {
         for (name, why) in d.unused_keys() {
-            if let Some(offset) = key_offset(root, &["workload", "dataset", name]) {
-                return Some((
-                    offset,
-                    format!("{name} has no effect here: {why}; remove it"),
-                ));
-            }
+            out.push((
+                vec!["workload", "dataset", name],
+                format!("{name} has no effect here: {why}; remove it"),
+            ));
         }
     }
-    let fraction = key_offset(root, &["search", "decay_fraction"]);
-    if let (Some(offset), None) = (fraction, p.search.decay_alpha) {
-        return Some((
-            offset,
-            "decay_fraction has no effect without decay_alpha (the decay's length is drawn only              when its factor is): add decay_alpha or remove it"
+    if p.search.decay_alpha.is_none() {
+        out.push((
+            vec!["search", "decay_fraction"],
+            "decay_fraction has no effect without decay_alpha (the decay's length is drawn only \
+             when its factor is): add decay_alpha or remove it"
                 .into(),
         ));
     }
-    None
+    out
 }
 
 /// A problem with a loaded preset found later (against its data, or by a sweep's checks),

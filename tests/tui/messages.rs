@@ -292,12 +292,12 @@ fn help_scrolls_to_its_end_at_80x24() {
     key(&mut a, Key::Char('?'));
     let first = render_text(&a, 80, 24);
     assert!(first.contains("PgDn"), "{first}");
-    assert!(!first.contains("B_crit/B);"));
+    assert!(!first.contains("B_crit/B) to S(B);"));
     for _ in 0..10 {
         key(&mut a, Key::PageDown);
     }
     let last = render_text(&a, 80, 24);
-    assert!(last.contains("B_crit/B);"), "{last}");
+    assert!(last.contains("B_crit/B) to S(B);"), "{last}");
     assert!(last.contains("feasible"), "{last}");
     key(&mut a, Key::Home);
     assert_eq!(render_text(&a, 80, 24), first);

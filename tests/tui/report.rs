@@ -89,7 +89,8 @@ fn assert_tui_reads_like_the_cli(app: &App, l: &LiveState, log: &Path) {
     a.screen = Screen::Live;
     let panel = rows(&a, 160, 60).join("\n");
     for (row, bp) in l.report.per_batch.iter().zip(&l.report.analysis.per_batch) {
-        if let Some(s) = row.steps {
+        // the panel's first steps column is the best trial's
+        if let Some(s) = row.best_trial_steps {
             let mark = if bp.at_search_edge { "†" } else { "" };
             assert!(
                 panel.contains(&format!(" {s}{mark} ")),

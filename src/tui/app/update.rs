@@ -504,8 +504,13 @@ fn live_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
                 Some(id) => {
                     l.user_cancelled.insert(id);
                     cmds.push(Command::CancelTrial(id));
+                    let name = l
+                        .running
+                        .get(&id)
+                        .map(|r| super::trial_label(&r.spec))
+                        .unwrap_or_else(|| format!("#{id}"));
                     app.flash = Some(format!(
-                        "cancelling trial #{id} (recorded as cancelled, never counted)"
+                        "cancelling trial {name} (recorded as cancelled, never counted)"
                     ));
                 }
                 None => app.flash = Some("no running trial to cancel".into()),
