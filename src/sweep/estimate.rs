@@ -67,6 +67,10 @@ pub struct Estimate {
     pub study_known: bool,
     /// Seconds at most, every stage counted (None while the study is not known).
     pub at_most_s: Option<f64>,
+    /// Seconds at most of what the plan is sure to run (the optional `--until` rounds and
+    /// `--widen` groups left out): what the warning weighs where nothing measured gives an
+    /// expectation.
+    pub sure_at_most_s: Option<f64>,
     /// Expected seconds, low and high (None: nothing measured to expect from).
     pub expected_s: Option<(f64, f64)>,
     /// What the expectation is from ("12 finished trials", "2 earlier runs").
@@ -157,6 +161,11 @@ impl Estimate {
             .map(cost)
             .fold(0.0, f64::max);
         let at_most_s = work.study_known.then(|| side + waved);
+        let sure: Vec<Job> = work.side.iter().filter(|j| !j.optional).copied().collect();
+        let sure_waved: f64 = work.waved.iter().filter(|j| !j.optional).map(cost).sum();
+        let sure_at_most_s = work
+            .study_known
+            .then(|| list_bound(&sure, &cost, slots) + sure_waved);
         let expected_s = at_most_s.and_then(|most| {
             expectation(work, model, measured).map(|(lo, hi)| (lo.min(most), hi.min(most)))
         });
@@ -165,6 +174,7 @@ impl Estimate {
             pilots,
             study_known: work.study_known,
             at_most_s,
+            sure_at_most_s,
             expected_s,
             basis: measured.basis.clone(),
             concurrency: slots,
@@ -302,9 +312,11 @@ impl Estimate {
     }
 
     /// One trial or the whole sweep may take long ([`LONG_TRIAL_S`], [`LONG_SWEEP_S`]): the
-    /// expected time's high end where measured trials give one, else the bound.
+    /// expected time's high end where measured trials give one, else the bound of what the
+    /// plan is sure to run (the `--until` rounds it may add are not weighed: a sweep whose
+    /// rounds could run for hours but stops in seconds is not called long).
     pub fn is_long(&self) -> bool {
-        let whole = match (self.expected_s, self.at_most_s) {
+        let whole = match (self.expected_s, self.sure_at_most_s) {
             (Some((_, hi)), _) => hi,
             (None, Some(most)) => most,
             (None, None) => self.pilots.as_ref().map_or(0.0, |p| p.at_most_s),
@@ -384,12 +396,13 @@ pub fn human_s(s: f64) -> String {
     }
 }
 
-/// "4m 10s", "42s", "2h 1m" (the live panel's width).
+/// "4m 10s", "42s", "27m" (from 10 min on, whole minutes), "2h 1m" (the live panel's width).
 pub fn short_s(s: f64) -> String {
     let s = s.max(0.0).round() as u64;
     match s {
         0..=59 => format!("{s}s"),
-        60..=3599 => format!("{}m {}s", s / 60, s % 60),
+        60..=599 => format!("{}m {}s", s / 60, s % 60),
+        600..=3599 => format!("{}m", s / 60),
         _ => format!("{}h {}m", s / 3600, (s % 3600) / 60),
     }
 }
@@ -403,8 +416,8 @@ pub fn model_for(cfg: &SweepConfig, cal: &Calibration) -> CostModel {
     } else {
         cfg.concurrency
     };
-    let threads = layout::threads_per_trial(&cfg.devices, slots, layout::cores())
-        .unwrap_or(layout::cores());
+    let threads =
+        layout::threads_per_trial(&cfg.devices, slots, layout::cores()).unwrap_or(layout::cores());
     let fuse = match cfg.fuse.members() {
         Some(k) => k,
         None => layout::cached_fuse(cfg, cal, threads),
@@ -426,7 +439,8 @@ pub fn calibrating(cfg: &SweepConfig) -> Option<crate::analysis::calibrate::Inpu
         return None;
     }
     let mut h = super::scheduler::make_header(cfg, "");
-    h.calibration = super::calibrate::facts(&cfg.preset.workload, cfg.trial_devices().replicas()).ok();
+    h.calibration =
+        super::calibrate::facts(&cfg.preset.workload, cfg.trial_devices().replicas()).ok();
     crate::analysis::calibrate::inputs_of_header(&h)
 }
 

@@ -66,7 +66,11 @@ fn every_stage_is_counted() {
     cfg.repeats = 1;
     let w = Work::of(&cfg, 1, None, &[], &[]);
     assert_eq!(trials(&w, Stage::Search), (12, 12));
-    assert_eq!(trials(&w, Stage::Confirm), (30, 30), "3 configs × 5 seeds × 2 B");
+    assert_eq!(
+        trials(&w, Stage::Confirm),
+        (30, 30),
+        "3 configs × 5 seeds × 2 B"
+    );
     assert_eq!(w.most_trials(), 42);
     // a confirm stage that asks for more configurations than the search ran: as many as ran
     cfg.trials_per_batch = 2;
@@ -203,7 +207,10 @@ fn the_bound_holds_for_every_schedule_the_model_allows() {
                 let wave: Vec<(Job, f64)> = waved.drain(..k.min(waved.len())).collect();
                 t += simulate(&wave, slots, &mut next);
             }
-            assert!(t <= bound + 1e-9, "{slots} slots, fuse {fuse}: {t} > {bound}");
+            assert!(
+                t <= bound + 1e-9,
+                "{slots} slots, fuse {fuse}: {t} > {bound}"
+            );
         }
         // and it is no looser than every job to its budget one after another
         let serial: f64 = w.side.iter().chain(&w.waved).map(full).sum();
@@ -278,7 +285,11 @@ fn the_expectation_comes_from_measured_trials_only() {
     let w = Work::of(&cfg, 1, None, &[], &[]);
     let e = Estimate::of(&w, &m, &Measured::default());
     assert_eq!(e.expected_s, None, "the model alone gives only the bound");
-    assert!(e.line().contains("expected: known once trials finish"), "{}", e.line());
+    assert!(
+        e.line().contains("expected: known once trials finish"),
+        "{}",
+        e.line()
+    );
     // search trials measured at both B (1 s each at 16, 2 s at 64); the confirm trials run as
     // long as the longest search trial at their B
     let timed = |id: u64, b: usize, wall: f64| {
@@ -287,7 +298,11 @@ fn the_expectation_comes_from_measured_trials_only() {
         r.outcome.steps = 10;
         r
     };
-    let recs = vec![timed(100, 16, 1.0), timed(101, 64, 2.0), timed(102, 16, 3.0)];
+    let recs = vec![
+        timed(100, 16, 1.0),
+        timed(101, 64, 2.0),
+        timed(102, 16, 3.0),
+    ];
     let measured = Measured::of(&recs, &cfg.preset.workload);
     let e = Estimate::of(&w, &m, &measured);
     // search: 4 × 2 s at 16, 4 × 2 s at 64; confirm: 2 × 3 s at 16, 2 × 2 s at 64
@@ -335,7 +350,10 @@ fn cached_and_fresh_calibrations_agree_and_count_evaluations() {
     let steps = fresh.at_most_s.unwrap();
     assert!(fresh.is_long(), "3000 steps × 0.5 s: {steps}");
     let w = long_sweep_warning(&cfg, &fresh).unwrap();
-    assert!(w.contains("at most 25 min") && w.contains("one trial alone up to 25 min"), "{w}");
+    assert!(
+        w.contains("at most 25 min") && w.contains("one trial alone up to 25 min"),
+        "{w}"
+    );
     // evaluations: 1000 validation examples, 31 evaluations, at half a step per example
     let mut with_val = c.clone();
     with_val.n_val = 1000;
@@ -347,7 +365,10 @@ fn cached_and_fresh_calibrations_agree_and_count_evaluations() {
     cfg.preset.sweep.gpu_scale = true;
     assert_eq!(long_sweep_warning(&cfg, &fresh), None);
     let g = gpu_scale_warning(&cfg, Some(&fresh)).unwrap();
-    assert!(g.contains("GPU-scale") && g.contains("estimated at most"), "{g}");
+    assert!(
+        g.contains("GPU-scale") && g.contains("estimated at most"),
+        "{g}"
+    );
     assert!(gpu_scale_warning(&cfg, None).unwrap().contains("--dry-run"));
     cfg.devices = DeviceSpec::Cuda { devices: vec![0] };
     assert_eq!(gpu_scale_warning(&cfg, None), None);
@@ -360,7 +381,8 @@ fn cached_and_fresh_calibrations_agree_and_count_evaluations() {
 /// are exact).
 #[test]
 fn the_calibration_stage_is_counted_and_its_rounds_bounded() {
-    let inp = crate::analysis::calibrate::tests::nqm_inputs(crate::workload::spec::OptimizerKind::Sgd);
+    let inp =
+        crate::analysis::calibrate::tests::nqm_inputs(crate::workload::spec::OptimizerKind::Sgd);
     let mut cfg = digits();
     cfg.preset = inp.preset.clone();
     cfg.batch_sizes = Vec::new();
@@ -397,7 +419,12 @@ fn the_calibration_stage_is_counted_and_its_rounds_bounded() {
         .sum();
     let bound = e.pilots.as_ref().unwrap().at_most_s;
     assert!(ran / 2.0 <= bound, "{ran} s over 2 slots > {bound}");
-    assert!(recs.len() <= e.most_trials(), "{} > {}", recs.len(), e.most_trials());
+    assert!(
+        recs.len() <= e.most_trials(),
+        "{} > {}",
+        recs.len(),
+        e.most_trials()
+    );
     // once chosen: the calibrated study's stages
     let w = Work::of(&cfg, 4, Some(&inp), &recs, &[]);
     assert!(w.study_known && w.pilots.is_none());
@@ -419,6 +446,7 @@ fn times_in_words() {
         pilots: None,
         study_known: true,
         at_most_s: Some(600.0),
+        sure_at_most_s: Some(600.0),
         expected_s: Some((100.0, 150.0)),
         basis: "3 finished trials".into(),
         concurrency: 2,
@@ -430,5 +458,59 @@ fn times_in_words() {
         expected_s: None,
         ..e
     };
-    assert_eq!(bound_only.eta_text(), "≤ 10m 0s");
+    assert_eq!(bound_only.eta_text(), "≤ 10m");
+    assert_eq!(short_s(1641.0), "27m");
+}
+
+/// The warning weighs what is expected where measured trials say, else the bound of what the
+/// plan is sure to run: `--until` rounds that may add hours do not make a sweep "long" by
+/// themselves; one trial of 10 minutes does.
+#[test]
+fn a_sweep_is_long_by_its_expectation_or_its_sure_work() {
+    let mut cfg = digits();
+    cfg.batch_sizes = vec![8, 64];
+    cfg.trials_per_batch = 3;
+    cfg.preset.sweep.confirm = None;
+    cfg.until = Some(0.15);
+    let m = ms_per_example(1, 1);
+    let e = Estimate::of(&Work::of(&cfg, 1, None, &[], &[]), &m, &Measured::default());
+    let (sure, most) = (e.sure_at_most_s.unwrap(), e.at_most_s.unwrap());
+    assert!(
+        sure < most,
+        "the --until rounds are in the bound only: {sure} vs {most}"
+    );
+    cfg.until = None;
+    let e = Estimate::of(&Work::of(&cfg, 1, None, &[], &[]), &m, &Measured::default());
+    assert_eq!(e.sure_at_most_s, e.at_most_s);
+    let base = Estimate {
+        trials: Vec::new(),
+        pilots: None,
+        study_known: true,
+        at_most_s: Some(5.0 * 3600.0),
+        sure_at_most_s: Some(1800.0),
+        expected_s: None,
+        basis: String::new(),
+        concurrency: 2,
+        fuse: 1,
+        longest_trial_s: 60.0,
+    };
+    assert!(!base.is_long(), "5 h only if every --until round runs");
+    let sure_long = Estimate {
+        sure_at_most_s: Some(2.0 * 3600.0),
+        ..base.clone()
+    };
+    assert!(sure_long.is_long());
+    let expected_short = Estimate {
+        expected_s: Some((100.0, 200.0)),
+        ..sure_long.clone()
+    };
+    assert!(
+        !expected_short.is_long(),
+        "measured trials say 200 s at most"
+    );
+    let one_long_trial = Estimate {
+        longest_trial_s: LONG_TRIAL_S,
+        ..base
+    };
+    assert!(one_long_trial.is_long());
 }

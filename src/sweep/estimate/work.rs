@@ -141,7 +141,12 @@ fn groups(n: usize, room: usize) -> Vec<usize> {
 
 /// The study's work: search, confirm stage (first blocks, `--until` rounds up to the trial
 /// budget), `--until` search trials, `--widen` groups and repeats, less what is done or running.
-fn study(cfg: &SweepConfig, fuse: usize, done: &[TrialRecord], running: &[(TrialSpec, f64)]) -> Work {
+fn study(
+    cfg: &SweepConfig,
+    fuse: usize,
+    done: &[TrialRecord],
+    running: &[(TrialSpec, f64)],
+) -> Work {
     let w = &cfg.preset.workload;
     let sweep = &cfg.preset.sweep;
     let n = cfg.batch_sizes.len();
@@ -177,14 +182,16 @@ fn study(cfg: &SweepConfig, fuse: usize, done: &[TrialRecord], running: &[(Trial
         batch_sizes: cfg.batch_sizes.clone(),
         ..Work::default()
     };
-    let mut count = |stage: Stage, sure: usize, most: usize| {
-        match out.trials.iter_mut().find(|t| t.stage == stage) {
-            Some(t) => {
-                t.sure += sure;
-                t.most += most;
-            }
-            None => out.trials.push(StageTrials { stage, sure, most }),
+    let mut count = |stage: Stage, sure: usize, most: usize| match out
+        .trials
+        .iter_mut()
+        .find(|t| t.stage == stage)
+    {
+        Some(t) => {
+            t.sure += sure;
+            t.most += most;
         }
+        None => out.trials.push(StageTrials { stage, sure, most }),
     };
     let mut side = Vec::new();
     let mut waved = Vec::new();
@@ -249,7 +256,10 @@ fn study(cfg: &SweepConfig, fuse: usize, done: &[TrialRecord], running: &[(Trial
     if cfg.until.is_some() && n > 0 {
         let (stage, used) = match sweep.confirm {
             Some(_) => (Stage::Confirm, plan + first_total + confirm_beyond),
-            None => (Stage::Search, plan + have.iter().map(|h| h[1]).sum::<usize>()),
+            None => (
+                Stage::Search,
+                plan + have.iter().map(|h| h[1]).sum::<usize>(),
+            ),
         };
         let extra = cfg.search_budget().saturating_sub(used);
         count(stage, 0, extra);
@@ -299,7 +309,10 @@ fn pilots(
     let base = &inp.preset.workload;
     let logged: std::collections::HashSet<u64> = done.iter().map(|r| r.trial_id).collect();
     let ran: HashMap<u64, f64> = running.iter().map(|(s, t)| (s.trial_id, *t)).collect();
-    let r = round.first().and_then(|s| s.calibrate).map_or(0, |m| m.round);
+    let r = round
+        .first()
+        .and_then(|s| s.calibrate)
+        .map_or(0, |m| m.round);
     let mut now = Vec::new();
     let mut left = 0;
     // the pilots of this round in groups of `fuse` (`scheduler::cut::chunk_of`)

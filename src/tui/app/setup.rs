@@ -445,7 +445,10 @@ impl SetupState {
     }
 
     /// The cached layout calibration of `cfg`'s workload on this machine (no IO).
-    pub fn layout_calibration(&self, cfg: &SweepConfig) -> Option<crate::sweep::layout::Calibration> {
+    pub fn layout_calibration(
+        &self,
+        cfg: &SweepConfig,
+    ) -> Option<crate::sweep::layout::Calibration> {
         let key = crate::sweep::layout::calibration_key(
             &cfg.preset.workload,
             cfg.precision,
