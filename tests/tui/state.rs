@@ -542,7 +542,10 @@ fn setup_auto_layout_widen_and_the_gpu_scale_warning() {
     update(&mut a, Msg::Calibrated(Ok(Box::new(cal))));
     assert!(a.setup.calibrated_estimate().is_some());
     assert!(
-        a.flash.as_deref().unwrap().starts_with("calibrated: at most"),
+        a.flash
+            .as_deref()
+            .unwrap()
+            .starts_with("calibrated: at most"),
         "{:?}",
         a.flash
     );
