@@ -161,7 +161,7 @@ pub fn sweep_warnings(
             cfg.preset.name
         );
     }
-    let est = sweep::estimate::sweep_estimate(cfg, runner, cfg.fuse.members())
+    let est = sweep::estimate::sweep_estimate(cfg, runner, cfg.fuse.members(), &[])
         .ok()
         .and_then(|(_, e)| e);
     let mut out = Vec::new();

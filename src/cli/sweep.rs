@@ -614,7 +614,12 @@ fn dry_run(
     } else {
         outln(&format!("{} (the log's)", fuse_line(cfg.fuse)));
     }
-    let est = sweep::estimate::sweep_estimate(&cfg, runner, cfg.fuse.members())?.1;
+    // a resumed sweep: what is left of it
+    let done = match resume {
+        Some(p) => scaling_lab::runlog::read_run_log(p)?.trials,
+        None => Vec::new(),
+    };
+    let est = sweep::estimate::sweep_estimate(&cfg, runner, cfg.fuse.members(), &done)?.1;
     match &est {
         Some(e) => {
             for l in estimate_lines(e) {

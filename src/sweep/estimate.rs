@@ -160,7 +160,7 @@ impl Estimate {
             .chain(work.pilots.iter().flat_map(|p| p.rounds.iter().flatten()))
             .map(cost)
             .fold(0.0, f64::max);
-        let at_most_s = work.study_known.then(|| side + waved);
+        let at_most_s = work.study_known.then_some(side + waved);
         let sure: Vec<Job> = work.side.iter().filter(|j| !j.optional).copied().collect();
         let sure_waved: f64 = work.waved.iter().filter(|j| !j.optional).map(cost).sum();
         let sure_at_most_s = work
@@ -444,13 +444,23 @@ pub fn calibrating(cfg: &SweepConfig) -> Option<crate::analysis::calibrate::Inpu
     crate::analysis::calibrate::inputs_of_header(&h)
 }
 
-/// The estimate of `cfg` before it runs, from its workload's calibration `cal`, with the
-/// expectation of the earlier complete runs' wall times `earlier`.
-pub fn before_run(cfg: &SweepConfig, cal: &Calibration, earlier: &[f64]) -> Estimate {
+/// The estimate of `cfg` before it runs, from its workload's calibration `cal`, after the
+/// trials `done` (a resumed log's; empty for a new sweep): its expectation from those trials
+/// where there are some, else from the earlier complete runs' wall times `earlier`.
+pub fn before_run(
+    cfg: &SweepConfig,
+    cal: &Calibration,
+    earlier: &[f64],
+    done: &[TrialRecord],
+) -> Estimate {
     let model = model_for(cfg, cal);
     let inputs = calibrating(cfg);
-    let work = Work::of(cfg, model.fuse, inputs.as_ref(), &[], &[]);
-    Estimate::of(&work, &model, &Measured::default()).with_earlier(earlier)
+    let work = Work::of(cfg, model.fuse, inputs.as_ref(), done, &[]);
+    if done.is_empty() {
+        Estimate::of(&work, &model, &Measured::default()).with_earlier(earlier)
+    } else {
+        Estimate::of(&work, &model, &Measured::of(done, &cfg.preset.workload))
+    }
 }
 
 /// What is left of a sweep of `cfg` after `done` with `running` (trial, seconds it ran):
@@ -479,13 +489,15 @@ pub fn remaining(
 }
 
 /// For `sweep --dry-run`: the layout the scheduler would choose and the sweep's estimate
-/// (`fuse`: the fused group size it resolved), with the expectation of earlier complete runs of
-/// the same study in the runs directory. May calibrate (a few seconds, once per workload; then
+/// (`fuse`: the fused group size it resolved; `done`: a resumed log's trials, not counted
+/// again), with the expectation of earlier complete runs of the same study in the runs
+/// directory (of `done` when resuming). May calibrate (a few seconds, once per workload; then
 /// cached). A CPU sweep only: None for NQM and GPU sweeps (no calibration exists for them).
 pub fn sweep_estimate(
     cfg: &SweepConfig,
     runner: &dyn TrialRunner,
     fuse: Option<usize>,
+    done: &[TrialRecord],
 ) -> anyhow::Result<(Layout, Option<Estimate>)> {
     let layout = layout::resolve(cfg, runner)?;
     if !cfg.devices.is_cpu() || cfg.preset.workload.closed_form() {
@@ -499,7 +511,7 @@ pub fn sweep_estimate(
         cfg.fuse = crate::workload::spec::Fuse::of_members(k);
     }
     let earlier = earlier_walls(&cfg);
-    Ok((layout, Some(before_run(&cfg, &cal, &earlier))))
+    Ok((layout, Some(before_run(&cfg, &cal, &earlier, done))))
 }
 
 /// The estimate of `cfg` from already-read calibrations (`layout::read_cache`) and the earlier
@@ -515,7 +527,7 @@ pub fn estimate_from(
     }
     let key = layout::calibration_key(&cfg.preset.workload, cfg.precision, layout::cores());
     let cal = cals.get(&key)?;
-    Some(before_run(cfg, cal, earlier))
+    Some(before_run(cfg, cal, earlier, &[]))
 }
 
 /// The wall times of the earlier complete runs of `cfg`'s study in its runs directory: the

@@ -345,7 +345,7 @@ fn cached_and_fresh_calibrations_agree_and_count_evaluations() {
     c.key = calibration_key(&cfg.preset.workload, cfg.precision, cores());
     let mut cals = BTreeMap::new();
     cals.insert(c.key.clone(), c.clone());
-    let fresh = before_run(&cfg, &c, &[]);
+    let fresh = before_run(&cfg, &c, &[], &[]);
     assert_eq!(estimate_from(&cfg, &cals, &[]), Some(fresh.clone()));
     let steps = fresh.at_most_s.unwrap();
     assert!(fresh.is_long(), "3000 steps × 0.5 s: {steps}");
@@ -357,7 +357,7 @@ fn cached_and_fresh_calibrations_agree_and_count_evaluations() {
     // evaluations: 1000 validation examples, 31 evaluations, at half a step per example
     let mut with_val = c.clone();
     with_val.n_val = 1000;
-    let e = before_run(&cfg, &with_val, &[]);
+    let e = before_run(&cfg, &with_val, &[], &[]);
     let evals = 31.0 * 1000.0 * (0.5 / 8.0) * 0.5;
     let d = e.at_most_s.unwrap() - steps;
     assert!((d - evals).abs() < 1e-6 * evals, "{d} vs {evals}");

@@ -133,7 +133,7 @@ pub fn evals_within(w: &Workload, steps: u64) -> u64 {
 fn groups(n: usize, room: usize) -> Vec<usize> {
     let room = room.max(1);
     let mut v = vec![room; n / room];
-    if n % room > 0 {
+    if !n.is_multiple_of(room) {
         v.push(n % room);
     }
     v
@@ -195,16 +195,8 @@ fn study(
     };
     let mut side = Vec::new();
     let mut waved = Vec::new();
-    let job = |stage: Stage, b: usize, members: usize, chain: usize, serial: bool| Job {
-        stage,
-        batch_size: Some(b),
-        members,
-        steps: w.budget_for(b),
-        evals: evals_within(w, w.budget_for(b)),
-        chain: chain as u64,
-        serial,
-        optional: false,
-        ran_s: 0.0,
+    let job = |stage: Stage, b: usize, members: usize, chain: usize, serial: bool| {
+        full_job(w, stage, b, members, chain, serial)
     };
     // a confirm group holds whole blocks of r seeds where fused (`scheduler::cut::group_room`)
     let confirm_room = match sweep.confirm {
@@ -272,21 +264,7 @@ fn study(
             });
         }
     }
-    for (spec, ran) in running {
-        let b = spec.batch_size;
-        let stage = Stage::of(spec.trial_id);
-        let bi = bi_of.get(&b).copied().unwrap_or(0);
-        side.push(Job {
-            ran_s: *ran,
-            ..job(
-                stage,
-                b,
-                1,
-                bi,
-                stage == Stage::Search && sweep.early_stopping,
-            )
-        });
-    }
+    side.extend(running_jobs(cfg, &bi_of, running));
     out.side = side;
     out.waved = waved;
     out.budgets = cfg
@@ -295,6 +273,52 @@ fn study(
         .map(|&b| (b, w.budget_for(b), evals_within(w, w.budget_for(b))))
         .collect();
     out
+}
+
+/// A job of `members` trials of `stage` at `b`, each to its full step budget with its
+/// evaluations.
+fn full_job(
+    w: &Workload,
+    stage: Stage,
+    b: usize,
+    members: usize,
+    chain: usize,
+    serial: bool,
+) -> Job {
+    Job {
+        stage,
+        batch_size: Some(b),
+        members,
+        steps: w.budget_for(b),
+        evals: evals_within(w, w.budget_for(b)),
+        chain: chain as u64,
+        serial,
+        optional: false,
+        ran_s: 0.0,
+    }
+}
+
+/// The running trials (trial, seconds it ran) as jobs of their own, less what they ran; a
+/// search trial under early stopping in its batch size's chain (`bi_of`: B → its index).
+fn running_jobs(
+    cfg: &SweepConfig,
+    bi_of: &HashMap<usize, usize>,
+    running: &[(TrialSpec, f64)],
+) -> Vec<Job> {
+    let w = &cfg.preset.workload;
+    let early = cfg.preset.sweep.early_stopping;
+    running
+        .iter()
+        .map(|(spec, ran)| {
+            let b = spec.batch_size;
+            let stage = Stage::of(spec.trial_id);
+            let bi = bi_of.get(&b).copied().unwrap_or(0);
+            Job {
+                ran_s: *ran,
+                ..full_job(w, stage, b, 1, bi, stage == Stage::Search && early)
+            }
+        })
+        .collect()
 }
 
 /// The calibration stage's work: what its current round still runs (`round`: its pilot trials,
@@ -445,8 +469,7 @@ fn ladder(inp: &Inputs, b_ref: usize, s0: u64, moves: bool, fuse: usize) -> Vec<
                 cands
                     .iter()
                     .copied()
-                    .filter(|&x| x > b && x <= b.saturating_mul(rules::LADDER_STEP))
-                    .last()
+                    .rfind(|&x| x > b && x <= b.saturating_mul(rules::LADDER_STEP))
             } else {
                 cands
                     .iter()
