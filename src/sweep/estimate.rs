@@ -166,9 +166,22 @@ impl Estimate {
         let sure_at_most_s = work
             .study_known
             .then(|| list_bound(&sure, &cost, slots) + sure_waved);
-        let expected_s = at_most_s.and_then(|most| {
-            expectation(work, model, measured).map(|(lo, hi)| (lo.min(most), hi.min(most)))
-        });
+        let raw = at_most_s.and_then(|_| expectation(work, model, measured));
+        let expected_s = raw
+            .zip(at_most_s)
+            .map(|((lo, hi), most)| (lo.min(most), hi.min(most)));
+        let mut basis = measured.basis.clone();
+        if let Some(((lo, _), most)) = raw.zip(at_most_s).filter(|((lo, _), most)| lo > most) {
+            // measured trials slower than the model: the machine is busier than when its
+            // calibration was measured, and the bound does not hold
+            basis.push_str(&format!(
+                "; they ran slower than the layout calibration says ({} at least against the bound's {}): \
+                 the machine is busier than when it was measured (delete \
+                 <runs-dir>/layout-calibration.json to measure it again)",
+                human_s(lo),
+                human_s(most)
+            ));
+        }
         Estimate {
             trials: work.trials.clone(),
             pilots,
@@ -176,7 +189,7 @@ impl Estimate {
             at_most_s,
             sure_at_most_s,
             expected_s,
-            basis: measured.basis.clone(),
+            basis,
             concurrency: slots,
             fuse: model.fuse,
             longest_trial_s,
@@ -247,15 +260,16 @@ impl Estimate {
         format!("{} at once{fused}", self.concurrency)
     }
 
-    /// "expected 1 min 40 s – 2 min 30 s (from 2 earlier runs)".
+    /// "expected 1 min 40 s – 2 min 30 s (from 2 earlier runs)", "expected ≈ 42 s (…)" where
+    /// both ends round alike.
     pub fn expected_text(&self) -> Option<String> {
         self.expected_s.map(|(lo, hi)| {
-            format!(
-                "expected {} – {} (from {})",
-                human_s(lo),
-                human_s(hi),
-                self.basis
-            )
+            let range = if human_s(lo) == human_s(hi) {
+                format!("≈ {}", human_s(hi))
+            } else {
+                format!("{} – {}", human_s(lo), human_s(hi))
+            };
+            format!("expected {range} (from {})", self.basis)
         })
     }
 

@@ -311,6 +311,18 @@ fn the_expectation_comes_from_measured_trials_only() {
     assert!((lo - EXPECTED_LOW * sum).abs() < 1e-9, "{lo}");
     assert!((hi - (EXPECTED_HIGH * sum + 3.0)).abs() < 1e-9, "{hi}");
     assert!(hi <= e.at_most_s.unwrap());
+    assert_eq!(e.basis, "3 finished trials");
+    // trials that ran slower than the model allows (a busier machine than the calibration's):
+    // the estimate says so instead of a range that contradicts the bound
+    let slow = vec![timed(100, 16, 1e4), timed(101, 64, 1e4)];
+    let e = Estimate::of(&w, &m, &Measured::of(&slow, &cfg.preset.workload));
+    let most = e.at_most_s.unwrap();
+    assert_eq!(e.expected_s, Some((most, most)));
+    let text = e.expected_text().unwrap();
+    assert!(
+        text.starts_with("expected ≈ ") && text.contains("ran slower than the layout calibration"),
+        "{text}"
+    );
     // a fused group's trials share its slot: 4 trials of a group that took 8 s cost 2 s each
     let mut g: Vec<TrialRecord> = (0..4).map(|i| timed(200 + i, 16, 8.0)).collect();
     for r in &mut g {
