@@ -831,4 +831,4 @@ pub fn round_looser(v: f64, maximised: bool) -> f64 {
 mod study;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

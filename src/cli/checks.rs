@@ -141,46 +141,34 @@ pub fn refuse_unused_flags(w: &Workload, flags: &[(bool, &str, Setting)]) -> any
     Ok(())
 }
 
-/// The warning for a CPU sweep one of whose trials may take 10 min or more, or the whole sweep
-/// an hour (`sweep::layout::WallEstimate::is_long`), whatever its preset; None for shorter
-/// sweeps, the NQM,
-/// CUDA, GPU-scale presets (they have their own warning) and when no step could be timed. The
-/// bound is `--dry-run`'s, from the workload's calibration (cached in the runs directory; the
-/// one GPU-scale presets use); without a cached one, 2 training steps at the smallest B first
-/// bound it from above (step time ∝ B), and only a sweep that may be long is calibrated (a few
-/// steps, announced on stderr, then cached).
-pub fn long_sweep_warning(
+/// The warnings before a CPU sweep starts, from its estimate (`sweep::estimate`, what `--dry-run`
+/// prints): a GPU-scale preset's, with its estimate, and any other sweep's whose trial may take
+/// 10 min or more or the whole sweep an hour (`Estimate::is_long`). The estimate is made from
+/// the workload's layout calibration, cached in the runs directory or measured now (announced
+/// on stderr, then cached) — the same one either way, so a cached and an uncached sweep say the
+/// same. Nothing for the NQM and GPU sweeps, and when no step could be timed.
+pub fn sweep_warnings(
     cfg: &SweepConfig,
     runner: &dyn scaling_lab::core::runner::TrialRunner,
-) -> Option<String> {
+) -> Vec<String> {
     let w = &cfg.preset.workload;
-    if !cfg.devices.is_cpu() || w.closed_form() || cfg.preset.sweep.gpu_scale {
-        return None;
+    if !cfg.devices.is_cpu() || w.closed_form() {
+        return Vec::new();
     }
-    let concurrency = |cal: &sweep::layout::Calibration| {
-        if cfg.preset.sweep.auto_concurrency {
-            cal.concurrency
-        } else {
-            cfg.concurrency
-        }
-    };
-    let cal = match sweep::layout::cached_calibration(cfg) {
-        Some(c) => c,
-        None => {
-            let quick =
-                sweep::layout::quick_calibration(runner, w, cfg.precision, &cfg.batch_sizes)
-                    .ok()?;
-            let upper = sweep::layout::estimate_wall_time(cfg, &quick, 1, 0);
-            if !upper.is_long() {
-                return None;
-            }
-            eprintln!(
-                "{}: estimating the sweep's wall time (a few training steps per batch size, then cached)…",
-                cfg.preset.name
-            );
-            sweep::layout::calibration(cfg, runner).ok()?.0
-        }
-    };
-    let est = sweep::layout::estimate_wall_time(cfg, &cal, concurrency(&cal), cal.n_val);
-    sweep::layout::long_sweep_warning(cfg, &est)
+    if sweep::layout::cached_calibration(cfg).is_none() && !cfg.preset.sweep.gpu_scale {
+        eprintln!(
+            "{}: estimating the sweep's wall time (a few training steps per batch size, then cached)…",
+            cfg.preset.name
+        );
+    }
+    let est = sweep::estimate::sweep_estimate(cfg, runner, cfg.fuse.members(), &[])
+        .ok()
+        .and_then(|(_, e)| e);
+    let mut out = Vec::new();
+    out.extend(sweep::estimate::gpu_scale_warning(cfg, est.as_ref()));
+    out.extend(
+        est.as_ref()
+            .and_then(|e| sweep::estimate::long_sweep_warning(cfg, e)),
+    );
+    out
 }

@@ -435,20 +435,8 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
     if a.slurm.dry_run {
         return dry_run(&cfg, runner.as_ref(), resume.as_deref());
     }
-    if resume.is_none() && cfg.preset.sweep.gpu_scale && cfg.devices.is_cpu() {
-        announce_gpu_calibration(&cfg);
-        let est = sweep::layout::sweep_estimate(&cfg, runner.as_ref())
-            .ok()
-            .and_then(|(_, e)| e);
-        if let Some(w) = sweep::layout::gpu_scale_warning(&cfg, est.as_ref()) {
-            eprintln!("warning: {w}");
-        }
-    }
     if resume.is_none() {
-        // say the bound before a sweep that long starts
-        if let Some(w) = super::checks::long_sweep_warning(&cfg, runner.as_ref()) {
-            eprintln!("warning: {w}");
-        }
+        announce_gpu_calibration(&cfg);
     }
     if resume.is_none() && cfg.preset.sweep.auto_concurrency {
         let l = sweep::layout::resolve(&cfg, runner.as_ref())?;
@@ -468,6 +456,10 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
         let (fuse, why) = sweep::layout::resolve_fuse(&cfg, runner.as_ref())?;
         fuse_note = Some(format!("{} ({why})", fuse_line(fuse)));
         cfg.fuse = fuse;
+        // how long it may take, before a sweep that long starts (`--dry-run`'s estimate)
+        for w in super::checks::sweep_warnings(&cfg, runner.as_ref()) {
+            eprintln!("warning: {w}");
+        }
     }
     if a.calibrate_only {
         if !cfg.preset.calibrate.is_some_and(|c| c.any()) {
@@ -582,9 +574,6 @@ fn announce_gpu_calibration(cfg: &SweepConfig) {
     }
 }
 
-/// `sweep --dry-run` (without --slurm): the plan, the thread layout the scheduler would use and
-/// the wall-time bound; runs no trial of the sweep (the layout calibration may run, once per
-/// workload, and is cached in the runs directory).
 /// "fused groups: up to 6 trials of a batch size as one program" / "fused groups: off".
 fn fuse_line(f: scaling_lab::workload::spec::Fuse) -> String {
     match f.members() {
@@ -595,6 +584,9 @@ fn fuse_line(f: scaling_lab::workload::spec::Fuse) -> String {
     }
 }
 
+/// `sweep --dry-run` (without --slurm): the plan, the thread layout the scheduler would use and
+/// its wall-time estimate (`sweep::estimate`); runs no trial of the sweep (the layout calibration may run, once per
+/// workload, and is cached in the runs directory).
 fn dry_run(
     cfg: &SweepConfig,
     runner: &dyn scaling_lab::core::runner::TrialRunner,
@@ -614,7 +606,7 @@ fn dry_run(
         outln("resume: the log's recorded concurrency is kept");
     }
     announce_gpu_calibration(cfg);
-    let (layout, est) = sweep::layout::sweep_estimate(cfg, runner)?;
+    let layout = sweep::layout::resolve(cfg, runner)?;
     outln(&format!(
         "layout: {} trial(s) at once{} ({})",
         layout.concurrency,
@@ -623,20 +615,72 @@ fn dry_run(
             .map_or(String::new(), |t| format!(", {t} thread(s) each")),
         layout.why
     ));
+    let mut cfg = cfg.clone();
+    cfg.concurrency = layout.concurrency;
     if resume.is_none() {
-        let mut cfg = cfg.clone();
-        cfg.concurrency = layout.concurrency;
         let (fuse, why) = sweep::layout::resolve_fuse(&cfg, runner)?;
         outln(&format!("{} ({why})", fuse_line(fuse)));
+        cfg.fuse = fuse;
     } else {
         outln(&format!("{} (the log's)", fuse_line(cfg.fuse)));
     }
-    match &est {
-        Some(e) => outln(&format!("estimated wall time: {}", e.line())),
-        None => outln("estimated wall time: not available for this device/workload"),
+    // a resumed sweep: what is left of it
+    let done = match resume {
+        Some(p) => scaling_lab::runlog::read_run_log(p)?.trials,
+        None => Vec::new(),
     };
-    if let Some(w) = sweep::layout::gpu_scale_warning(cfg, est.as_ref()) {
+    let est = sweep::estimate::sweep_estimate(&cfg, runner, cfg.fuse.members(), &done)?.1;
+    match &est {
+        Some(e) => {
+            for l in estimate_lines(e) {
+                outln(&l);
+            }
+        }
+        None => {
+            outln("estimated wall time: not available for this device/workload");
+        }
+    }
+    if let Some(w) = sweep::estimate::gpu_scale_warning(&cfg, est.as_ref()) {
         eprintln!("warning: {w}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--dry-run`'s estimate: the bound and the expectation, then the trials of each stage.
+fn estimate_lines(e: &sweep::estimate::Estimate) -> Vec<String> {
+    use sweep::estimate::human_s;
+    if let Some(p) = e.pilots_text() {
+        return vec![format!("estimated wall time: {p}")];
+    }
+    let Some(most) = e.at_most_s else {
+        return vec![
+            "estimated wall time: not known (the calibration stage did not choose a study)".into(),
+        ];
+    };
+    let expected = e.expected_text().unwrap_or_else(|| {
+        "expected: known once trials finish (they stop at the target or early, so most take far \
+         less; the live ETA and later dry-runs use them)"
+            .into()
+    });
+    vec![
+        format!(
+            "estimated wall time: at most {} (every trial to its full budget); {expected}",
+            human_s(most)
+        ),
+        format!(
+            "  trials: {} ({} in all at most), {} at once{}",
+            e.trials_text(),
+            e.most_trials(),
+            e.concurrency,
+            if e.fuse > 1 {
+                format!(", fused groups of up to {}", e.fuse)
+            } else {
+                String::new()
+            }
+        ),
+        format!(
+            "  the longest single trial or group: at most {}",
+            human_s(e.longest_trial_s)
+        ),
+    ]
 }

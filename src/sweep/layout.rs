@@ -1,4 +1,4 @@
-//! The thread layout of a CPU sweep and its wall-time estimate.
+//! The thread layout of a CPU sweep, measured by a calibration (cached per workload).
 //!
 //! On C cores a sweep either runs one trial at a time on all C threads or C trials at once on one
 //! thread each (each trial's replica in its own rayon pool, see `core::runner::with_thread_budget`). Which
@@ -15,10 +15,9 @@
 //! Trials with several data-parallel workers, CUDA trials and the closed-form NQM follow rules
 //! (stated in `Layout::why`) instead.
 //!
-//! The same calibration fits a step time t(B) = overhead + per_example·B, from which
-//! `estimate_wall_time` bounds a sweep's wall time (every trial running its full step budget, plus
-//! its evaluations); `sweep --dry-run` prints it and the TUI's Setup can call `sweep_estimate`
-//! (or the non-blocking `cached_sweep_estimate`).
+//! The same calibration fits a step time t(B) = overhead + per_example·B and measures a trial's
+//! fixed cost, from which `sweep::estimate` (the one wall-time estimate: `--dry-run`, the
+//! warnings, Setup, the live ETA) costs a sweep.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,6 +60,10 @@ pub struct Calibration {
     /// `members` trials on `threads` threads (empty in caches from before fused groups).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fused: Vec<FusedPoint>,
+    /// Seconds a calibration trial took besides its timed steps (building the model, the first
+    /// step's allocations), the most of any (0 in caches written before it was recorded).
+    #[serde(default)]
+    pub trial_overhead_s: f64,
 }
 
 /// The throughput of one fused group size (`Calibration::fused`).
@@ -76,26 +79,7 @@ impl Calibration {
     /// Seconds per step of one trial on all threads at batch `b`: the least-squares line
     /// overhead + per_example·b through the measured points (overhead, slope ≥ 0).
     pub fn step_s(&self, b: usize) -> f64 {
-        let pts = &self.one_trial;
-        match pts.len() {
-            0 => 0.0,
-            1 => pts[0].1 * b as f64 / pts[0].0.max(1) as f64,
-            _ => {
-                let n = pts.len() as f64;
-                let mx = pts.iter().map(|p| p.0 as f64).sum::<f64>() / n;
-                let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
-                let sxx: f64 = pts.iter().map(|p| (p.0 as f64 - mx).powi(2)).sum();
-                let sxy: f64 = pts.iter().map(|p| (p.0 as f64 - mx) * (p.1 - my)).sum();
-                let slope = if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 };
-                let overhead = my - slope * mx;
-                if overhead >= 0.0 {
-                    overhead + slope * b as f64
-                } else {
-                    // no fixed cost visible: proportional through the mean point
-                    my / mx * b as f64
-                }
-            }
-        }
+        line_at(&self.one_trial, b)
     }
 
     /// Total examples/s of `concurrency` trials relative to one trial (1 for concurrency 1).
@@ -104,6 +88,30 @@ impl Calibration {
             1.0
         } else {
             (self.many_trials_examples_per_s / self.one_trial_examples_per_s).max(1e-3)
+        }
+    }
+}
+
+/// The least-squares line overhead + slope·b through `pts` (overhead, slope ≥ 0) at `b`: one
+/// point gives a time proportional to b; no fixed cost visible, proportional through the mean
+/// point.
+pub fn line_at(pts: &[(usize, f64)], b: usize) -> f64 {
+    match pts.len() {
+        0 => 0.0,
+        1 => pts[0].1 * b as f64 / pts[0].0.max(1) as f64,
+        _ => {
+            let n = pts.len() as f64;
+            let mx = pts.iter().map(|p| p.0 as f64).sum::<f64>() / n;
+            let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+            let sxx: f64 = pts.iter().map(|p| (p.0 as f64 - mx).powi(2)).sum();
+            let sxy: f64 = pts.iter().map(|p| (p.0 as f64 - mx) * (p.1 - my)).sum();
+            let slope = if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 };
+            let overhead = my - slope * mx;
+            if overhead >= 0.0 {
+                overhead + slope * b as f64
+            } else {
+                my / mx * b as f64
+            }
         }
     }
 }
@@ -182,7 +190,8 @@ fn spec(w: &Workload, b: usize, precision: Precision) -> TrialSpec {
     }
 }
 
-/// Mean seconds per step of `steps` steps of one trial at `b`, on `threads` (None: all).
+/// Mean seconds per step of `steps` steps of one trial at `b`, on `threads` (None: all), and
+/// the seconds the trial took besides those steps.
 fn step_time(
     runner: &dyn TrialRunner,
     w: &Workload,
@@ -190,7 +199,7 @@ fn step_time(
     steps: u64,
     precision: Precision,
     threads: Option<usize>,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<(f64, f64)> {
     let w = short(w, steps);
     let o = crate::core::runner::in_thread_budget(threads, || {
         runner.run(
@@ -205,7 +214,8 @@ fn step_time(
         s.is_finite() && s > 0.0,
         "calibration at B = {b}: no step time measured"
     );
-    Ok(s)
+    let n = (o.steps + o.skipped_steps) as f64;
+    Ok((s, (o.wall_s - n * s).max(0.0)))
 }
 
 /// Runs the calibration of `w` for batch sizes `batches` (the sweep's) on `cores` cores.
@@ -223,7 +233,7 @@ pub fn calibrate(
     bs.sort_unstable();
     let (lo, mid, hi) = (bs[0], bs[bs.len() / 2], bs[bs.len() - 1]);
     // a 2-step probe at the largest B sizes the measurements
-    let probe = step_time(runner, w, hi, 2, precision, None)?;
+    let (probe, mut overhead) = step_time(runner, w, hi, 2, precision, None)?;
     let steps_at = |b: usize| -> u64 {
         let t = probe * (b as f64 / hi as f64).max(0.05);
         ((budget_s / t).ceil() as u64).clamp(3, 400)
@@ -233,7 +243,9 @@ pub fn calibrate(
         if one_trial.iter().any(|p: &(usize, f64)| p.0 == b) {
             continue;
         }
-        one_trial.push((b, step_time(runner, w, b, steps_at(b), precision, None)?));
+        let (t, o) = step_time(runner, w, b, steps_at(b), precision, None)?;
+        overhead = overhead.max(o);
+        one_trial.push((b, t));
     }
     let t_mid = one_trial
         .iter()
@@ -243,7 +255,7 @@ pub fn calibrate(
     let one = mid as f64 / t_mid;
     let many = if cores > 1 {
         let n = steps_at(mid);
-        let times: Vec<anyhow::Result<f64>> = std::thread::scope(|s| {
+        let times: Vec<anyhow::Result<(f64, f64)>> = std::thread::scope(|s| {
             let hs: Vec<_> = (0..cores)
                 .map(|_| s.spawn(|| step_time(runner, w, mid, n, precision, Some(1))))
                 .collect();
@@ -256,7 +268,7 @@ pub fn calibrate(
         });
         let mut total = 0.0;
         for t in times {
-            total += mid as f64 / t?;
+            total += mid as f64 / t?.0;
         }
         total
     } else {
@@ -277,6 +289,7 @@ pub fn calibrate(
         measured: chrono::Local::now().to_rfc3339(),
         n_val: 0,
         fused: Vec::new(),
+        trial_overhead_s: overhead,
     })
 }
 
@@ -296,7 +309,7 @@ pub fn quick_calibration(
         .min()
         .context("no batch sizes to calibrate")?;
     let cores = cores();
-    let t = step_time(runner, w, lo, 2, precision, None)?;
+    let (t, overhead) = step_time(runner, w, lo, 2, precision, None)?;
     Ok(Calibration {
         key: calibration_key(w, precision, cores),
         cores,
@@ -311,6 +324,7 @@ pub fn quick_calibration(
         ),
         n_val: 0,
         fused: Vec::new(),
+        trial_overhead_s: overhead,
     })
 }
 
@@ -377,7 +391,7 @@ pub fn calibration(
 }
 
 /// Whether this configuration's layout is chosen by calibration (else: a rule or the user).
-fn calibrated(cfg: &SweepConfig) -> bool {
+pub fn calibrated(cfg: &SweepConfig) -> bool {
     matches!(cfg.devices, DeviceSpec::Cpu { workers: 1 })
         && !cfg.preset.workload.closed_form()
         && cores() > 1
@@ -491,6 +505,54 @@ fn group_step_time(
     Ok(s)
 }
 
+/// The group size chosen from measured group sizes `points` (one thread count): the largest
+/// within [`FUSE_NEAR_BEST`] of the best throughput, if that gains [`MIN_GAIN`] over one trial
+/// at a time; else 1 (off).
+pub fn fuse_choice(points: &[FusedPoint]) -> usize {
+    let solo = points
+        .iter()
+        .find(|p| p.members == 1)
+        .map_or(0.0, |p| p.examples_per_s);
+    let best = points.iter().map(|p| p.examples_per_s).fold(0.0, f64::max);
+    let chosen = points
+        .iter()
+        .filter(|p| p.examples_per_s >= FUSE_NEAR_BEST * best)
+        .map(|p| p.members)
+        .max()
+        .unwrap_or(1);
+    if chosen <= 1 || best < MIN_GAIN * solo {
+        1
+    } else {
+        chosen
+    }
+}
+
+/// The fused group size an automatic `fuse` of `cfg` gets from the calibration `cal` as cached
+/// (its group sizes measured on `threads` threads): `resolve_fuse`'s rules without measuring;
+/// 1 where nothing is cached yet.
+pub fn cached_fuse(cfg: &SweepConfig, cal: &Calibration, threads: usize) -> usize {
+    let kmax = cfg
+        .trials_per_batch
+        .min(16)
+        .min(crate::train::runner::MAX_GROUP);
+    if kmax <= 1
+        || cfg.preset.workload.closed_form()
+        || (cfg.preset.sweep.gpu_scale && cfg.devices.is_cpu())
+    {
+        return 1;
+    }
+    let points: Vec<FusedPoint> = cal
+        .fused
+        .iter()
+        .filter(|p| p.threads == threads && p.members <= kmax)
+        .cloned()
+        .collect();
+    if points.iter().all(|p| p.members != 1) {
+        return 1;
+    }
+    fuse_choice(&points)
+}
+
 /// A larger group must give this share of the best measured throughput to be chosen over a
 /// smaller one (larger groups also stop together at the first reach, which the throughput does
 /// not show).
@@ -577,17 +639,7 @@ pub fn resolve_fuse(cfg: &SweepConfig, runner: &dyn TrialRunner) -> anyhow::Resu
     if fresh {
         let _ = write_cache(&cfg.runs_dir, &cal);
     }
-    let solo = points
-        .iter()
-        .find(|p| p.members == 1)
-        .map_or(0.0, |p| p.examples_per_s);
-    let best = points.iter().map(|p| p.examples_per_s).fold(0.0, f64::max);
-    let chosen = points
-        .iter()
-        .filter(|p| p.examples_per_s >= FUSE_NEAR_BEST * best)
-        .map(|p| p.members)
-        .max()
-        .unwrap_or(1);
+    let chosen = fuse_choice(&points);
     let table = points
         .iter()
         .map(|p| format!("{} × {:.0}", p.members, p.examples_per_s))
@@ -598,7 +650,7 @@ pub fn resolve_fuse(cfg: &SweepConfig, runner: &dyn TrialRunner) -> anyhow::Resu
     } else {
         "calibrated (cached)"
     };
-    if chosen <= 1 || best < MIN_GAIN * solo {
+    if chosen <= 1 {
         return Ok((
             Fuse::Off,
             format!("{how} at B = {b} on {threads} thread(s): trials × ex/s {table}; fusing gains < 5 %"),
@@ -608,84 +660,6 @@ pub fn resolve_fuse(cfg: &SweepConfig, runner: &dyn TrialRunner) -> anyhow::Resu
         Fuse::Members(chosen),
         format!("{how} at B = {b} on {threads} thread(s): trials × ex/s {table}"),
     ))
-}
-
-/// A bound on a sweep's wall time.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct WallEstimate {
-    /// Seconds if every trial runs its full step budget (trials that reach the target or are
-    /// stopped early end sooner).
-    pub upper_s: f64,
-    pub trials: usize,
-    pub train_steps: u64,
-    pub evals: u64,
-    pub concurrency: usize,
-    /// Seconds of the longest single trial at this concurrency (its full budget): how long the
-    /// first results may wait.
-    pub longest_trial_s: f64,
-}
-
-impl WallEstimate {
-    /// "≤ 4 min 10 s (240 trials, 2 at once; every trial to its full budget)".
-    pub fn line(&self) -> String {
-        format!(
-            "≤ {} ({} trial{}, {} at once; every trial to its full budget, trials that reach the target or stop early end sooner)",
-            human_s(self.upper_s),
-            self.trials,
-            if self.trials == 1 { "" } else { "s" },
-            self.concurrency
-        )
-    }
-}
-
-pub fn human_s(s: f64) -> String {
-    let s = s.max(0.0).round() as u64;
-    match s {
-        0..=59 => format!("{s} s"),
-        60..=3599 => format!("{} min {} s", s / 60, s % 60),
-        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
-    }
-}
-
-/// The wall-time bound of `cfg` run with `concurrency` trials at once, from a calibration:
-/// Σ over planned trials of (budget·t(B) + evaluations·n_val·t_example/3) / speedup, where t(B)
-/// is the calibrated step time, an evaluation is a forward pass (≈ a third of a training step per
-/// example) over the `n_val` validation examples, and speedup is the measured total-throughput
-/// gain of running `concurrency` trials at once.
-pub fn estimate_wall_time(
-    cfg: &SweepConfig,
-    cal: &Calibration,
-    concurrency: usize,
-    n_val: usize,
-) -> WallEstimate {
-    let w = &cfg.preset.workload;
-    let (mut secs, mut steps, mut evals, mut longest) = (0.0, 0u64, 0u64, 0.0f64);
-    for &b in &cfg.batch_sizes {
-        let budget = w.budget_for(b);
-        let mut n_eval = 0u64;
-        let mut at = w.next_eval(0);
-        while at <= budget && n_eval < 100_000 {
-            n_eval += 1;
-            at = w.next_eval(at);
-        }
-        let t = cal.step_s(b);
-        let per_example = t / b.max(1) as f64;
-        let trial = budget as f64 * t + n_eval as f64 * n_val as f64 * per_example / 3.0;
-        longest = longest.max(trial);
-        secs += trial * cfg.trials_per_batch as f64;
-        steps += budget * cfg.trials_per_batch as u64;
-        evals += n_eval * cfg.trials_per_batch as u64;
-    }
-    let trials = cfg.batch_sizes.len() * cfg.trials_per_batch * cfg.repeats.max(1);
-    WallEstimate {
-        upper_s: secs * cfg.repeats.max(1) as f64 / cal.speedup(concurrency),
-        trials,
-        train_steps: steps * cfg.repeats.max(1) as u64,
-        evals: evals * cfg.repeats.max(1) as u64,
-        concurrency,
-        // `concurrency` trials share the cores: each runs at speedup/concurrency of one alone
-        longest_trial_s: longest * concurrency.max(1) as f64 / cal.speedup(concurrency),
-    }
 }
 
 fn n_val(cfg: &SweepConfig) -> usize {
@@ -702,107 +676,6 @@ fn n_val(cfg: &SweepConfig) -> usize {
                 t.max_val.map_or(n, |m| n.min(m))
             }
         })
-}
-
-/// For `sweep --dry-run` and the TUI's Setup: the layout the scheduler would choose and the
-/// sweep's wall-time bound. May calibrate (a few seconds, once per workload; then cached). A
-/// CPU sweep only: None for NQM and CUDA sweeps (no calibration exists for them).
-pub fn sweep_estimate(
-    cfg: &SweepConfig,
-    runner: &dyn TrialRunner,
-) -> anyhow::Result<(Layout, Option<WallEstimate>)> {
-    let layout = resolve(cfg, runner)?;
-    if !calibrated(cfg) && !matches!(cfg.devices, DeviceSpec::Cpu { .. }) {
-        return Ok((layout, None));
-    }
-    if cfg.preset.workload.closed_form() {
-        return Ok((layout, None));
-    }
-    let (cal, _) = calibration(cfg, runner)?;
-    let est = estimate_wall_time(cfg, &cal, layout.concurrency, n_val(cfg));
-    Ok((layout, Some(est)))
-}
-
-/// `sweep_estimate` without measuring: None when the workload has no cached calibration yet (a
-/// UI can call this on every redraw, and `sweep_estimate` in the background once).
-pub fn cached_sweep_estimate(cfg: &SweepConfig) -> Option<(Layout, WallEstimate)> {
-    estimate_from(cfg, &read_cache(&cfg.runs_dir))
-}
-
-/// The layout and wall-time bound of `cfg` from already-read calibrations (`read_cache`): no
-/// IO, no measurement (the Setup screen's estimate). None without a calibration of its workload
-/// on this machine, and for NQM and CUDA sweeps.
-pub fn estimate_from(
-    cfg: &SweepConfig,
-    cals: &BTreeMap<String, Calibration>,
-) -> Option<(Layout, WallEstimate)> {
-    if !cfg.devices.is_cpu() || cfg.preset.workload.closed_form() {
-        return None;
-    }
-    let key = calibration_key(&cfg.preset.workload, cfg.precision, cores());
-    let cal = cals.get(&key)?;
-    let concurrency = if cfg.preset.sweep.auto_concurrency && calibrated(cfg) {
-        cal.concurrency
-    } else {
-        cfg.concurrency
-    };
-    let layout = Layout {
-        concurrency,
-        threads_per_trial: threads_per_trial(&cfg.devices, concurrency, cores()),
-        why: "cached calibration".into(),
-    };
-    let est = estimate_wall_time(cfg, cal, concurrency, cal.n_val);
-    Some((layout, est))
-}
-
-/// A CPU sweep says so before it starts, whatever its preset (GPU-scale presets say more:
-/// [`gpu_scale_warning`]), when one of its trials may take this long (its first results wait
-/// that long)…
-pub const LONG_TRIAL_S: f64 = 600.0;
-/// … or the whole sweep this long. (The sweep's bound counts every trial to its full budget:
-/// the digits presets' 6-second sweeps are bounded by 12–25 min, so the bound alone would cry
-/// wolf at 10 minutes.)
-pub const LONG_SWEEP_S: f64 = 3600.0;
-
-impl WallEstimate {
-    /// One trial or the whole sweep may take long ([`LONG_TRIAL_S`], [`LONG_SWEEP_S`]).
-    pub fn is_long(&self) -> bool {
-        self.longest_trial_s >= LONG_TRIAL_S || self.upper_s >= LONG_SWEEP_S
-    }
-}
-
-/// The warning for a CPU sweep whose bound `est` is long ([`WallEstimate::is_long`]); None for
-/// shorter sweeps, GPU-scale presets (they have their own warning) and other devices.
-pub fn long_sweep_warning(cfg: &SweepConfig, est: &WallEstimate) -> Option<String> {
-    if cfg.preset.sweep.gpu_scale || !cfg.devices.is_cpu() || !est.is_long() {
-        return None;
-    }
-    Some(format!(
-        "this sweep may take long: {}; one trial alone up to {} (`--dry-run` shows the plan; \
-         fewer --trials or --batch-sizes, or a smaller step_budget or model, shorten it; ctrl-c \
-         stops it keeping every finished trial)",
-        est.line(),
-        human_s(est.longest_trial_s)
-    ))
-}
-
-/// The warning for a GPU-scale preset (`[sweep] gpu_scale`) swept on the CPU, with its
-/// estimated wall time when one is known; None for other presets and for CUDA sweeps.
-pub fn gpu_scale_warning(cfg: &SweepConfig, est: Option<&WallEstimate>) -> Option<String> {
-    if !cfg.preset.sweep.gpu_scale || !cfg.devices.is_cpu() {
-        return None;
-    }
-    let time = match est {
-        Some(e) => format!("estimated {}", e.line()),
-        None => format!(
-            "no estimate yet (`scaling-lab sweep {} --dry-run` calibrates it, once)",
-            cfg.preset.name
-        ),
-    };
-    Some(format!(
-        "{} is a GPU-scale preset running on the CPU: {time}; build with --features cuda and pass --devices cuda:0 to run it at its scale",
-        cfg.preset.name
-    ))
 }
 
 #[cfg(test)]

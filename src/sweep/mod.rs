@@ -1,6 +1,7 @@
 //! The batch-size study of Shallue et al.: the plan (`core::plan`: quasi-random metaparameters per batch size),
 //! scheduler (runs trials through a `TrialRunner`, writes the run log, returns a `SweepResult`
-//! with everything the report needs), the thread layout (`layout`), device slots (`devices`), the
+//! with everything the report needs), the thread layout (`layout`), the one wall-time estimate
+//! (`estimate`), device slots (`devices`), the
 //! one override path for flags and Setup fields (`overrides`) and the runner factory (`runners`:
 //! the Burn trainer or the NQM). The analysis lives in `crate::analysis`, the report and the
 //! headless view in `crate::report`.
@@ -10,6 +11,7 @@
 
 pub mod calibrate;
 pub mod devices;
+pub mod estimate;
 pub mod layout;
 pub mod overrides;
 

@@ -493,7 +493,8 @@ fn a_long_sweep_says_its_bound_before_it_starts() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(
-        warning.starts_with("warning: this sweep may take long: ≤ ") && warning.contains(" h "),
+        warning.starts_with("warning: this sweep may take long: at most ")
+            && warning.contains(" h "),
         "{warning}"
     );
     // A short sweep runs without it.
@@ -521,7 +522,10 @@ fn a_sweep_whose_trial_takes_25_minutes_says_so_before_it_starts() {
     let preset = tmp.path().join("slow.toml");
     std::fs::write(
         &preset,
-        digits_preset(3000).replace("eval_every = 5", "eval_every = 1000"),
+        // (no confirm stage: one trial, so the trial's length, not the sweep's, warns)
+        digits_preset(3000)
+            .replace("eval_every = 5", "eval_every = 1000")
+            .replace("[sweep]\n", "[sweep]\nconfirm = \"off\"\n"),
     )
     .unwrap();
     let runs = tmp.path().join("runs");
@@ -559,8 +563,8 @@ fn a_sweep_whose_trial_takes_25_minutes_says_so_before_it_starts() {
     // 3000 steps × 0.5 s + 3 evaluations: 25 min 22 s, one trial, well under an hour
     let w = first.unwrap_or_default();
     assert!(
-        w.starts_with("warning: this sweep may take long: ≤ 25 min ")
-            && w.contains("(1 trial, 1 at once;")
+        w.starts_with("warning: this sweep may take long: at most 25 min ")
+            && w.contains("(1 trial: search 1; 1 at once;")
             && w.contains("one trial alone up to 25 min "),
         "{w}"
     );

@@ -207,10 +207,10 @@ fn dry_run_of_a_gpu_scale_preset_warns_with_its_estimate() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("estimated wall time: ≤"), "{stdout}");
+    assert!(stdout.contains("estimated wall time: at most "), "{stdout}");
     assert!(
         stderr.contains(
-            "warning: digits-gpu-sgd is a GPU-scale preset running on the CPU: estimated ≤"
+            "warning: digits-gpu-sgd is a GPU-scale preset running on the CPU: estimated at most "
         ),
         "{stderr}"
     );
@@ -224,7 +224,7 @@ fn dry_run_of_a_gpu_scale_preset_warns_with_its_estimate() {
     let text = text_until_eof(&mut s, "the dry run ends");
     assert_eq!(exit_code(&s), 0, "{text}");
     assert!(
-        text.contains("GPU-scale preset running on the CPU: estimated ≤"),
+        text.contains("GPU-scale preset running on the CPU: estimated at most "),
         "{text}"
     );
 }

@@ -506,15 +506,16 @@ fn setup_auto_layout_widen_and_the_gpu_scale_warning() {
             measured: String::new(),
             n_val: 360,
             fused: Vec::new(),
+            trial_overhead_s: 0.0,
         },
     );
     let e = a
         .setup
         .calibrated_estimate()
         .expect("estimate from the cache");
-    assert!(e.upper_s > 0.0);
+    assert!(e.at_most_s.is_some_and(|s| s > 0.0));
     let w = gpu_warning(&a).unwrap();
-    assert!(w.message.contains("estimated ≤"), "{}", w.message);
+    assert!(w.message.contains("estimated at most"), "{}", w.message);
     assert!(a.setup.problems().iter().all(|p| !p.blocking));
     let cal = a.setup.calibrations.values().next().unwrap().clone();
 
@@ -541,7 +542,10 @@ fn setup_auto_layout_widen_and_the_gpu_scale_warning() {
     update(&mut a, Msg::Calibrated(Ok(Box::new(cal))));
     assert!(a.setup.calibrated_estimate().is_some());
     assert!(
-        a.flash.as_deref().unwrap().starts_with("calibrated: ≤"),
+        a.flash
+            .as_deref()
+            .unwrap()
+            .starts_with("calibrated: at most"),
         "{:?}",
         a.flash
     );
@@ -577,6 +581,7 @@ fn setup_warns_of_a_long_trial_of_any_preset_from_the_cached_calibration() {
                 // evaluations cost nothing here: the bound is the steps'
                 n_val: 0,
                 fused: Vec::new(),
+                trial_overhead_s: 0.0,
             },
         );
         let w = long(&a);

@@ -12,7 +12,7 @@ use crate::workload::spec::{Calibrate, OptimizerKind, Precision, Preset, Workloa
 
 const DIM: usize = 1000;
 
-fn nqm_inputs(opt: OptimizerKind) -> Inputs {
+pub(crate) fn nqm_inputs(opt: OptimizerKind) -> Inputs {
     let mut preset = Preset {
         name: "nqm-calibrated".into(),
         description: String::new(),

@@ -135,6 +135,11 @@ pub struct LiveState {
     /// What the calibration stage chose (the sweep's `Calibrated`, the log's line; the report's
     /// calibration section); None: the study has no calibration stage, or it has not finished.
     pub calibrated: Option<Arc<crate::core::calibrate::Calibrated>>,
+    /// The layout calibration of the sweep's workload when one was cached at its start: the
+    /// ETA's model until finished trials replace it (`eta`).
+    pub layout: Option<crate::sweep::layout::Calibration>,
+    /// The calibration stage's inputs while it chooses the study (None: none, or it chose).
+    pub calibrating: Option<crate::analysis::calibrate::Inputs>,
 }
 
 impl LiveState {
@@ -176,6 +181,8 @@ impl LiveState {
             warnings: Vec::new(),
             calibrated: None,
             counts: None,
+            layout: None,
+            calibrating: None,
         }
     }
 
@@ -239,6 +246,9 @@ impl LiveState {
         s.saved = s.finished.len();
         s.warnings = log.warnings.clone();
         s.calibrated = log.calibrated.clone().map(Arc::new);
+        if log.calibrated.is_none() {
+            s.calibrating = crate::analysis::calibrate::inputs_of_header(h);
+        }
         s.recount();
         s.touch();
         s
@@ -499,45 +509,46 @@ impl LiveState {
         (end - self.started_at - self.paused_total).max(0.0)
     }
 
-    /// Seconds left, extrapolated from this session's finished trials over the time spent
-    /// running (paused time excluded, so the ETA stands still while paused). None before the
-    /// first finished trial.
-    /// Each stage's trials left count at that stage's own pace (its trials' mean wall time over
-    /// the sweep's mean, where this session finished some; a confirm trial is never cut, so it
-    /// takes longer than a search trial), so the ETA covers the stage that runs and those after.
-    pub fn eta(&self, now: f64) -> Option<f64> {
-        let n = self.finished.len().saturating_sub(self.prior);
-        if n == 0 || self.done || self.read_only() {
+    /// What is left of the sweep (`sweep::estimate`, the estimate `--dry-run` prints): every
+    /// stage still to run, the calibration stage's rounds while it chooses the study, costed by
+    /// the layout calibration cached at the start and, as they finish, by this session's
+    /// trials (their measured seconds per trial at each B and stage replace the model). None for
+    /// a log, a finished sweep, and before anything can be costed.
+    pub fn eta(&self, now: f64) -> Option<crate::sweep::estimate::Estimate> {
+        if self.done || self.read_only() {
             return None;
         }
-        let per = self.active_s(now) / n as f64;
-        let Some(counts) = self.counts else {
-            let left = self.plan.total_trials.saturating_sub(self.done_count());
-            return Some(per * left as f64);
-        };
+        let h = self.header.as_ref()?;
+        let cfg = SweepConfig::from_header(h, PathBuf::new());
+        let model = self
+            .layout
+            .as_ref()
+            .map(|c| crate::sweep::estimate::model_for(&cfg, c));
         let session = &self.finished[self.prior.min(self.finished.len())..];
-        let mean = |stage: Option<Stage>| {
-            let w: Vec<f64> = session
-                .iter()
-                .filter(|t| stage.is_none_or(|s| Stage::of(t.trial_id) == s))
-                .map(|t| t.outcome.wall_s)
-                .filter(|w| w.is_finite() && *w > 0.0)
-                .collect();
-            (!w.is_empty()).then(|| w.iter().sum::<f64>() / w.len() as f64)
-        };
-        let all = mean(None);
-        let left: f64 = counts
-            .stages()
-            .iter()
-            .map(|(stage, c)| {
-                let pace = match (mean(Some(*stage)), all) {
-                    (Some(m), Some(a)) if a > 0.0 => m / a,
-                    _ => 1.0,
-                };
-                c.left() as f64 * pace
-            })
-            .sum();
-        Some(per * left)
+        let running: Vec<(TrialSpec, f64)> = self
+            .running
+            .values()
+            .map(|r| (r.spec.clone(), (now - r.started_at).max(0.0)))
+            .collect();
+        crate::sweep::estimate::remaining(
+            &cfg,
+            model.as_ref(),
+            self.calibrating.as_ref(),
+            &self.finished,
+            session,
+            &running,
+        )
+    }
+
+    /// The ETA in words: "paused" while paused (it counts again once resumed), the expected
+    /// range, the bound where nothing measured says what to expect, "–" before anything.
+    pub fn eta_text(&self, now: f64) -> String {
+        if self.paused {
+            return "paused".into();
+        }
+        self.eta(now)
+            .map(|e| e.eta_text())
+            .unwrap_or_else(|| "–".into())
     }
 
     /// Examples per second of the running trials (each at its last measured rate); between
@@ -641,6 +652,10 @@ impl LiveState {
         match ev {
             SweepEvent::Planned(plan) => {
                 if let Some(h) = &plan.header {
+                    // the given study's calibration stage, until it chose the study
+                    if self.header.is_none() {
+                        self.calibrating = crate::analysis::calibrate::inputs_of_header(h);
+                    }
                     self.header = Some((**h).clone());
                 }
                 self.plan = plan;
@@ -657,6 +672,7 @@ impl LiveState {
             // the calibrated study's header comes with the `Planned` that follows
             SweepEvent::Calibrated(c) => {
                 self.calibrated = Some(Arc::new(*c));
+                self.calibrating = None;
                 self.touch();
             }
             SweepEvent::Counts(c) => self.counts = Some(c),

@@ -391,27 +391,79 @@ impl SetupState {
         }
     }
 
-    /// Estimated wall time of the study from earlier runs of the same study in `runs`: their mean
-    /// seconds per trial × trials / concurrency. None when no earlier run has finished trials.
-    pub fn estimate_s(&self, runs: &[RunEntry]) -> Option<f64> {
+    /// The wall times of the earlier complete runs of the edited study in `runs` (the same
+    /// study name or preset, batch range, precision and devices): what the estimate expects
+    /// from (`sweep::estimate::Estimate::with_earlier`).
+    pub fn earlier_walls(&self, runs: &[RunEntry]) -> Vec<f64> {
         let names = [
             self.study_name(),
             self.preset()
                 .map(|p| p.preset.name.clone())
                 .unwrap_or_default(),
         ];
-        let per: Vec<f64> = names
+        let bs = self.batch_sizes();
+        let range = bs.iter().min().zip(bs.iter().max()).map(|(a, b)| (*a, *b));
+        let devices = self.device().label();
+        names
             .iter()
             .map(|n| {
                 runs.iter()
-                    .filter(|r| &r.preset == n)
-                    .filter_map(|r| r.seconds_per_trial())
+                    .filter(|r| {
+                        &r.preset == n
+                            && r.status == super::RunStatus::Complete
+                            && r.b_range == range
+                            && r.precision == self.precision.name()
+                            && r.devices == devices
+                    })
+                    .filter_map(|r| r.duration_s)
                     .collect::<Vec<f64>>()
             })
-            .find(|v| !v.is_empty())?;
-        let spt = per.iter().sum::<f64>() / per.len() as f64;
-        let at_once = self.effective_concurrency().max(1) as f64;
-        Some(spt * self.total_trials() as f64 / at_once)
+            .find(|v| !v.is_empty())
+            .unwrap_or_default()
+    }
+
+    /// The estimate of the edited study (`sweep::estimate`, what `sweep --dry-run` prints): its
+    /// bound from the cached calibration of its workload (no IO, no measurement), its
+    /// expectation from the earlier complete runs in `runs`. None without a calibration.
+    pub fn estimate(&self, runs: &[RunEntry]) -> Option<crate::sweep::estimate::Estimate> {
+        let (cfg, _) = self.checked_config(std::path::Path::new("."))?;
+        crate::sweep::estimate::estimate_from(&cfg, &self.calibrations, &self.earlier_walls(runs))
+    }
+
+    /// Setup's estimate in a few words: "≤ 9m 12s · expected 1m 40s–2m 30s (2 earlier runs)",
+    /// the expectation alone where earlier runs give one and nothing is calibrated yet; None
+    /// with neither.
+    pub fn estimate_summary(&self, runs: &[RunEntry]) -> Option<String> {
+        use crate::sweep::estimate::short_s;
+        let range = |(lo, hi): (f64, f64)| format!("{}–{}", short_s(lo), short_s(hi));
+        if let Some(e) = self.estimate(runs) {
+            let most = match (e.at_most_s, e.pilots.as_ref()) {
+                (Some(m), _) => format!("≤ {} (calibrated, every trial to its budget)", short_s(m)),
+                (None, Some(p)) => format!(
+                    "calibration ≤ {}, then the study it chooses",
+                    short_s(p.at_most_s)
+                ),
+                (None, None) => "not known".into(),
+            };
+            return Some(match e.expected_s {
+                Some(r) => format!("{most} · expected {} ({})", range(r), e.basis),
+                None => most,
+            });
+        }
+        let walls = self.earlier_walls(runs);
+        let lo = walls.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = walls.iter().copied().fold(0.0, f64::max);
+        (!walls.is_empty()).then(|| {
+            format!(
+                "expected {} ({} earlier run{}; e for a bound)",
+                range((
+                    lo * crate::sweep::estimate::EXPECTED_LOW,
+                    hi * crate::sweep::estimate::EXPECTED_HIGH
+                )),
+                walls.len(),
+                if walls.len() == 1 { "" } else { "s" }
+            )
+        })
     }
 
     /// Concurrency as launched (GPU sweeps run one trial at a time).
@@ -489,15 +541,27 @@ impl SetupState {
         self.concurrency_auto && self.device().is_cpu()
     }
 
-    /// The wall-time bound of the edited study from the cached calibration of its workload (no
+    /// The cached layout calibration of `cfg`'s workload on this machine (no IO).
+    pub fn layout_calibration(
+        &self,
+        cfg: &SweepConfig,
+    ) -> Option<crate::sweep::layout::Calibration> {
+        let key = crate::sweep::layout::calibration_key(
+            &cfg.preset.workload,
+            cfg.precision,
+            crate::sweep::layout::cores(),
+        );
+        self.calibrations.get(&key).cloned()
+    }
+
+    /// The estimate of the edited study from the cached calibration of its workload alone (no
     /// IO, no measurement), with the concurrency it assumes.
     /// None for a study whose calibration chooses its batch sizes or budget (not known yet).
-    pub fn calibrated_estimate(&self) -> Option<crate::sweep::layout::WallEstimate> {
+    pub fn calibrated_estimate(&self) -> Option<crate::sweep::estimate::Estimate> {
         if self.auto(Field::BatchMax) || self.auto(Field::Budget) {
             return None;
         }
-        let (cfg, _) = self.checked_config(std::path::Path::new("."))?;
-        crate::sweep::layout::estimate_from(&cfg, &self.calibrations).map(|(_, e)| e)
+        self.estimate(&[])
     }
 
     pub fn config(&self, runs_dir: &std::path::Path) -> Option<SweepConfig> {
@@ -527,13 +591,13 @@ impl SetupState {
             }
             // (a study whose calibration chooses its batch sizes or budget has no bound yet)
             let known = !self.auto(Field::BatchMax) && !self.auto(Field::Budget);
-            let est =
-                crate::sweep::layout::estimate_from(&cfg, &self.calibrations).filter(|_| known);
-            gpu_scale = crate::sweep::layout::gpu_scale_warning(&cfg, est.as_ref().map(|e| &e.1))
-                // any preset: a bound of 10 min or more, from its cached calibration
+            let est = crate::sweep::estimate::estimate_from(&cfg, &self.calibrations, &[])
+                .filter(|_| known);
+            gpu_scale = crate::sweep::estimate::gpu_scale_warning(&cfg, est.as_ref())
+                // any preset: a trial of 10 min or a sweep of an hour, from its cached calibration
                 .or_else(|| {
                     est.as_ref()
-                        .and_then(|(_, e)| crate::sweep::layout::long_sweep_warning(&cfg, e))
+                        .and_then(|e| crate::sweep::estimate::long_sweep_warning(&cfg, e))
                 });
         }
         if self.precision == Precision::Bf16 && matches!(self.device(), DeviceSpec::Wgpu { .. }) {

@@ -57,7 +57,10 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             app.flash = Some(e);
         }
         Msg::Resuming(log) => {
-            app.sweep = Some(LiveState::resuming(&log, app.now));
+            let mut live = LiveState::resuming(&log, app.now);
+            let cfg = crate::sweep::SweepConfig::from_header(&log.header, app.runs_dir.clone());
+            live.layout = app.setup.layout_calibration(&cfg);
+            app.sweep = Some(live);
             app.view = LiveView::Sweep;
             app.goto(Screen::Live);
             app.back = Screen::Runs;
@@ -533,7 +536,10 @@ fn setup_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
                 return;
             }
             if let Some(cfg) = s.config(&app.runs_dir) {
-                app.sweep = Some(LiveState::starting(&cfg, app.now));
+                let mut live = LiveState::starting(&cfg, app.now);
+                // the ETA's model until finished trials replace it
+                live.layout = s.layout_calibration(&cfg);
+                app.sweep = Some(live);
                 app.view = LiveView::Sweep;
                 app.meta_batch = 0;
                 app.goto(Screen::Live);

@@ -86,10 +86,7 @@ fn progress_lines(lines: &mut Vec<Line>, app: &App, l: &LiveState, width: u16, t
     ));
     if !l.read_only() && !l.done {
         let elapsed = l.ended_at.unwrap_or(app.now) - l.started_at;
-        let eta = l
-            .eta(app.now)
-            .map(format_duration)
-            .unwrap_or_else(|| "–".into());
+        let eta = l.eta_text(app.now);
         lines.push(kv(
             "elapsed",
             format!("{} · ETA {eta}", format_duration(elapsed)),

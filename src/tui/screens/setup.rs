@@ -6,7 +6,7 @@ use ratatui::Frame;
 
 use super::panel;
 use crate::sweep::overrides::Problem;
-use crate::tui::app::{format_duration, App, Field, PromptFor, SetupFocus, TextInput, FIELDS};
+use crate::tui::app::{App, Field, PromptFor, SetupFocus, TextInput, FIELDS};
 use crate::tui::widgets::fit::{self, wrap};
 use crate::tui::widgets::log_axis::format_pow2;
 
@@ -216,16 +216,8 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
 /// The estimated wall time: from earlier runs, else calibrated, else how to get one.
 fn estimate_text(app: &App) -> String {
     let s = &app.setup;
-    s.estimate_s(&app.runs.entries)
-        .map(|t| format!("  ≈ {} (from earlier runs)", format_duration(t)))
-        .or_else(|| {
-            s.calibrated_estimate().map(|e| {
-                format!(
-                    "  ≤ {} (calibrated, every trial to its budget)",
-                    format_duration(e.upper_s)
-                )
-            })
-        })
+    s.estimate_summary(&app.runs.entries)
+        .map(|t| format!("  {t}"))
         .unwrap_or_else(|| {
             if s.auto(Field::BatchMax) || s.auto(Field::Budget) {
                 "  duration: known once the calibration chose the batch sizes and budget".into()
