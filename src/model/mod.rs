@@ -2,23 +2,28 @@
 //! the forward pass runs in the compute precision of `Ctx` and returns fp32 logits.
 //!
 //! **A model family is one file** (`mlp`, `cnn`, `char_lstm`, `mlstm`, `transformer`,
-//! `resnet`, `nqm`):
-//! its spec fields and their validation, the network it builds on the member axis, its label, its
-//! peer description; `family` registers them (the preset's `ModelSpec` and the network `Net`)
-//! and counts parameters and FLOPs on the module a family builds. Shared pieces: `layers` (dense,
-//! conv block, norms, the parameter initialiser `Init`), `conv_bn` (the residual networks'
-//! convolution and batch normalisation), `lm` (the LSTM cell and its unrolling),
-//! `kernels` (the CPU's ops of our own).
+//! `resnet`, `nqm`): its registration (kind, name, what it reads, its default spec and its
+//! smallest one), its spec fields, their validation and its size knobs, the network it builds on
+//! the member axis, the state that network does not train, its probe encoder if it is a language
+//! model, its label, its peer description and the specs `bench` times; `family` registers them
+//! (the list `FAMILIES`, the preset's `ModelSpec` and the network `Net`) and counts parameters
+//! and FLOPs on the module a family builds. Shared pieces: `layers` (dense, conv block, norms,
+//! the parameter initialiser `Init`), `conv_bn` (the residual networks' convolution and batch
+//! normalisation), `lm` (the LSTM cell, its unrolling, the recurrent families' probe
+//! recurrence), `encoder` (what a transfer probe reads of a language model), `knob` (a size
+//! knob and its text readers), `kernels` (the CPU's ops of our own).
 //!
 //! Layering: imports `data` only (the preset types in `workload` hold a `ModelSpec`).
 
 pub mod char_lstm;
 pub mod cnn;
 pub mod conv_bn;
+pub mod encoder;
 pub mod family;
 #[cfg(test)]
 mod family_tests;
 pub mod kernels;
+pub mod knob;
 pub mod layers;
 mod lm;
 pub mod mlp;
@@ -32,7 +37,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{activation, Device, Int, Tensor, TensorData};
 
 pub use char_lstm::CharLstm;
-pub use family::{Family, Forward, Input, ModelSpec, Net, Network};
+pub use family::{Family, Forward, Input, ModelSpec, Net, Network, Registration, FAMILIES};
 pub use layers::Ctx;
 pub use lm::{lstm_cell, lstm_cell_ops};
 pub use mlp::Mlp;

@@ -5,6 +5,9 @@ use serde::{Deserialize, Serialize};
 
 /// The dataset of a workload belongs to the data layer (its sources, formats and checks).
 pub use crate::data::spec::{Augment, CifarLabel, DatasetSpec, Format, Layout, Part, TokenType};
+/// The state a transfer probe's feature is read from: defined where the language models read
+/// it (`crate::model::encoder`).
+pub use crate::model::encoder::TransferFeature;
 /// The `[workload.model]` table: defined by the model families (`crate::model::family`), each
 /// family's fields in its own file.
 pub use crate::model::ModelSpec;
@@ -91,30 +94,6 @@ pub struct TransferSpec {
     /// states over the untrained control's small ones.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub standardize: bool,
-}
-
-/// The state a sentence's feature is read from.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum TransferFeature {
-    /// The last layer's cell state c at the sentence's last byte (the reference's choice; a
-    /// Transformer, which has none, gives its final hidden state there).
-    #[default]
-    Cell,
-    /// The hidden state h at the last byte.
-    Hidden,
-    /// The hidden states averaged over the sentence's bytes.
-    Mean,
-}
-
-impl TransferFeature {
-    pub fn name(self) -> &'static str {
-        match self {
-            TransferFeature::Cell => "cell",
-            TransferFeature::Hidden => "hidden",
-            TransferFeature::Mean => "mean",
-        }
-    }
 }
 
 fn default_divergence_factor() -> f64 {
