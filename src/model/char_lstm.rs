@@ -142,6 +142,17 @@ impl<B: Backend> Network<B> for CharLstm<B> {
     fn encoder(&self) -> Option<&dyn Encoder<B>> {
         Some(self)
     }
+
+    /// `benches/peers/char_lstm.py`'s names.
+    fn peer_params(&self) -> Option<serde_json::Value> {
+        use super::layers::member0_values as v;
+        Some(serde_json::json!({
+            "embed": v(&self.embed),
+            "wx": v(&self.wx.w), "bx": v(&self.wx.b),
+            "wh": v(&self.wh.w),
+            "wo": v(&self.out.w), "bo": v(&self.out.b),
+        }))
+    }
 }
 
 /// The LSTM's recurrence from zero states: `cell` is c at a sentence's last byte (the reference's

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::encoder::Encoder;
 use super::family::{Family, Forward, Input, ModelSpec, Network, Registration};
 use super::knob::{self, Knob};
-use super::layers::{ConvPool, Ctx, Dense, Init};
+use super::layers::{self, ConvPool, Ctx, Dense, Init};
 use super::{Batch, InputShape};
 
 pub static FAMILY: Registration = Registration {
@@ -184,5 +184,16 @@ impl<B: Backend> Network<B> for Cnn<B> {
 
     fn encoder(&self) -> Option<&dyn Encoder<B>> {
         None
+    }
+
+    /// `benches/peers/small_cnn.py`'s names.
+    fn peer_params(&self) -> Option<serde_json::Value> {
+        use layers::member0_values as v;
+        Some(serde_json::json!({
+            "c1": v(&self.conv1.w), "b1": v(&self.conv1.b),
+            "c2": v(&self.conv2.w), "b2": v(&self.conv2.b),
+            "w3": v(&self.fc.w), "b3": v(&self.fc.b),
+            "w4": v(&self.out.w), "b4": v(&self.out.b),
+        }))
     }
 }

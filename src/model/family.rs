@@ -67,6 +67,16 @@ pub struct Registration {
     pub(super) tiny: fn() -> (ModelSpec, InputShape),
 }
 
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("kind", &self.kind)
+            .field("label", &self.label)
+            .field("input", &self.input)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Registration {
     /// The spec a study of this family starts from on a dataset that holds `data` of `shape`
     /// (images: channels, side and classes; text: vocabulary and window; without a dataset,
@@ -81,7 +91,8 @@ impl Registration {
                     "model `{kind}` reads no dataset (it is computed in closed form): choose it without one"
                 ),
                 (wants, Input::None) => {
-                    format!("model `{kind}` reads {}: choose a dataset of them", wants.noun())
+                    let n = wants.noun();
+                    format!("model `{kind}` reads {n}: choose a dataset of {n}")
                 }
                 (wants, has) => format!(
                     "model `{kind}` reads {}, and this dataset holds {}",
@@ -339,6 +350,12 @@ pub trait Network<B: Backend> {
     /// What a transfer probe reads of a language model's states (`None`: not a language model;
     /// every family that reads text has one, a test holds them to it).
     fn encoder(&self) -> Option<&dyn Encoder<B>>;
+    /// The parameters of member 0 by the names its JAX peer model gives them
+    /// (`benches/peers/check_models.py`, through `cargo bench --bench peer_models`); `None`: no
+    /// peer model for this family.
+    fn peer_params(&self) -> Option<serde_json::Value> {
+        None
+    }
     /// Whether [`Network::correct_shared`] serves here.
     fn shares_eval_rows(&self, c: &Ctx) -> bool {
         let _ = c;

@@ -342,7 +342,7 @@ fn defaults_for_data_that_suits_the_family_and_why_not_for_data_that_does_not() 
         .contains("reads no dataset"));
     assert_eq!(
         of("mlp", Input::None, &mnist14),
-        Err("model `mlp` reads images: choose a dataset of them".into())
+        Err("model `mlp` reads images: choose a dataset of images".into())
     );
     let tiny = InputShape::images(1, 3, 3, 10);
     assert!(of("cnn", Input::Images, &tiny)
@@ -520,4 +520,27 @@ fn every_familys_loss_and_gradients_on_the_cpu_kernels_are_burns_ops() {
             }
         }
     }
+}
+
+/// A family's peer parameters (what its JAX peer model reads) are its network's: every trained
+/// value of member 0, once.
+#[test]
+fn the_peer_parameters_are_every_trained_value_of_member_zero() {
+    let dev = Default::default();
+    let mut peers = 0;
+    for (spec, shape) in every_family() {
+        let net = Net::<Flex>::init_group(&spec, shape, &[1, 2], &dev).unwrap();
+        let Some(params) = net.network().peer_params() else {
+            continue;
+        };
+        peers += 1;
+        let values: usize = params
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_array().unwrap().len())
+            .sum();
+        assert_eq!(values as f64, spec.param_count(shape).unwrap(), "{spec:?}");
+    }
+    assert!(peers >= 2, "the small CNN's and the char-LSTM's peers");
 }

@@ -223,9 +223,7 @@ fn our_adam_is_burns_adam() {
 /// what moves them, to the values the training forward computed.
 #[test]
 fn running_statistics_are_untouched_by_every_gradient_path() {
-    use crate::model::conv_bn::BnMode;
-    use crate::model::resnet::ResNetSpec;
-    use crate::model::{Batch, Ctx, InputShape, ModelSpec, Net};
+    use crate::model::{Batch, Ctx, InputShape, Net};
     use burn::module::{Module, ModuleVisitor};
     use burn::tensor::Int;
     use std::collections::HashSet;
@@ -253,12 +251,8 @@ fn running_statistics_are_untouched_by_every_gradient_path() {
     }
 
     let dev = Default::default();
-    let spec = ModelSpec::Resnet(ResNetSpec {
-        depth: 8,
-        width: 3,
-        batch_norm: BnMode::Ghost,
-        ghost_batch: Some(2),
-    });
+    // the ResNet's smallest spec: ResNet-8 of width 3, ghost batches of 2
+    let (spec, _) = crate::model::resnet::FAMILY.tiny();
     let shape = InputShape::images(1, 6, 6, 3);
     let k = 2;
     let n = 4;

@@ -22,8 +22,20 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
 /// skipped with a loud line on stderr, so `cargo test --release --features wgpu` passes on a
 /// machine without Vulkan — unless `SCALING_LAB_REQUIRE_WGPU=1` (what `.ci/run` sets once it has
 /// installed lavapipe), where a missing adapter fails the test.
+///
+/// The tier runs at CubeCL's minimal autotune level unless `CUBECL_AUTOTUNE_LEVEL` says
+/// otherwise: on lavapipe the default level benchmarks every kernel variant on first use, which
+/// cost every family's first steps minutes of CPU (measured: 8.5 min of CPU time for the
+/// families' test at the default level, 3.6 min at minimal, from cold caches). Set once, before
+/// the first probe reads CubeCL's configuration; the binaries the tier starts inherit it.
 #[cfg(feature = "wgpu")]
 pub fn wgpu_or_skip(test: &str) -> bool {
+    static LEVEL: std::sync::Once = std::sync::Once::new();
+    LEVEL.call_once(|| {
+        if std::env::var_os("CUBECL_AUTOTUNE_LEVEL").is_none() {
+            std::env::set_var("CUBECL_AUTOTUNE_LEVEL", "minimal");
+        }
+    });
     let why = match scaling_lab::train::wgpu::probe() {
         Ok(found) if !found.is_empty() => return true,
         Ok(_) => "the probe found none".to_string(),

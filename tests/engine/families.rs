@@ -2,8 +2,9 @@
 //! size on bundled data of its kind (`common::family_workload`), through the runner a sweep takes
 //! for it (the Burn trainer, or the closed-form noisy quadratic model):
 //! * saved and resumed: a sweep cut after its first trial record (as a kill leaves it) resumes
-//!   to the uninterrupted sweep's trials, bit for bit, and its model reads back from the log's
-//!   header as the one it was written with;
+//!   to the uninterrupted sweep's trials, bit for bit, its model reads back from the log's header
+//!   as the one it was written with, and every line of both logs is valid against the documented
+//!   schema (`docs/runlog-schema.json`);
 //! * its 2-core default (what Setup and `--model` start from) is the model of a bundled preset
 //!   of that family, on that preset's data.
 //!
@@ -68,6 +69,24 @@ fn by_id(records: &[TrialRecord]) -> Vec<(u64, String)> {
     v
 }
 
+/// Every line of the log at `path` against `docs/runlog-schema.json`.
+fn assert_schema_valid(kind: &str, path: &Path) {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(common::root().join("docs/runlog-schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let text = std::fs::read_to_string(path).unwrap();
+    for (i, line) in text.lines().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&v)
+            .map(|e| format!("at {}: {}", e.instance_path, e))
+            .collect();
+        assert!(errors.is_empty(), "{kind}: line {}: {errors:?}", i + 1);
+    }
+}
+
 #[test]
 fn every_family_resumes_a_cut_sweep_to_the_uninterrupted_one() {
     for family in FAMILIES {
@@ -98,6 +117,8 @@ fn every_family_resumes_a_cut_sweep_to_the_uninterrupted_one() {
             "{kind}: the three trials after the cut"
         );
         let resumed_log = read_run_log(&cut).unwrap();
+        assert_schema_valid(kind, &full.log_path);
+        assert_schema_valid(kind, &cut);
         assert_eq!(
             by_id(&resumed_log.trials),
             by_id(&full_log.trials),
