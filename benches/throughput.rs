@@ -13,13 +13,14 @@ fn main() {
         rounds: env("SCALING_LAB_BENCH_ROUNDS")
             .and_then(|v| v.parse().ok())
             .unwrap_or(3),
-        peer: scaling_lab::train::bench::peer_python().is_some(),
+        peer: scaling_lab::train::bench_peer::peer_python().is_some(),
         json: env("SCALING_LAB_BENCH_JSON").is_some_and(|v| v == "1"),
         concurrency: env("SCALING_LAB_BENCH_CONCURRENCY").is_some_and(|v| v == "1"),
         no_presets: env("SCALING_LAB_BENCH_NO_PRESETS").is_some_and(|v| v == "1"),
         ..Default::default()
     };
-    match scaling_lab::train::bench::bench_main(&args) {
+    let r = scaling_lab::train::bench::run_bench(&args);
+    match scaling_lab::report::bench::render(&r, args.json) {
         Ok(text) => print!("{text}"),
         Err(e) => {
             eprintln!("bench failed: {e:#}");

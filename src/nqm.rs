@@ -26,9 +26,10 @@ use std::time::Instant;
 
 use crate::core::events::TrialEvent;
 use crate::core::meter::{MeterOptions, StepSample, TrialMeter};
+use crate::core::runner::TrialRunner;
 use crate::core::trial::{CancelToken, TrialOutcome, TrialSpec};
-use crate::core::TrialRunner;
-use crate::workload::spec::{Decay, ModelSpec, OptimizerKind, Workload};
+use crate::model::ModelSpec;
+use crate::workload::spec::{Decay, OptimizerKind, Workload};
 
 /// Closed-form NQM runner.
 #[derive(Clone, Copy, Debug, Default)]
@@ -495,7 +496,7 @@ mod tests {
         assert_eq!(out.outcome, Outcome::Cancelled { step: 0 });
         // A non-NQM workload is a set-up error.
         let mut w3 = w.clone();
-        w3.model = ModelSpec::Mlp(crate::model::mlp::MlpSpec { hidden: vec![8] });
+        w3.model = crate::model::mlp::hidden(vec![8]);
         assert!(NqmRunner
             .run(&w3, &spec(64, 0.5, 0.0), &mut |_| {}, &CancelToken::new())
             .is_err());

@@ -205,5 +205,4 @@ pub fn rel_half_width(obs: &[TailObs], draws: usize, seed: u64) -> Option<f64> {
 }
 
 #[cfg(test)]
-#[path = "censored_tests.rs"]
 mod tests;

@@ -34,7 +34,7 @@
 //! pooled rate p̄ = (F + ½)/(N + 1) of all the B's confirm seeds. Each Monte Carlo draw simulates every configuration's n_c seeds, its
 //! sample median and its true median (with failures: σ·Φ⁻¹(½/(1−p))), so failures widen the
 //! interval and can leave its upper end unbounded. The width scales as σ/√r. Deterministic: the
-//! draws are seeded per B. Coverage on synthetic trials: `confirm_tests.rs`, docs/intervals.md.
+//! draws are seeded per B. Coverage on synthetic trials: `confirm/tests.rs`, docs/intervals.md.
 
 use std::collections::BTreeMap;
 
@@ -360,7 +360,7 @@ fn rank(t: &TrialRecord) -> Option<Rank> {
         return Some(Rank::Reached(s));
     }
     match t.outcome.outcome {
-        crate::core::Outcome::NotReached {
+        crate::core::trial::Outcome::NotReached {
             early_stopped: true,
             ..
         } => t
@@ -680,7 +680,7 @@ pub fn outlook(p: &BatchPoint, trials: &[TrialRecord], seeds: usize) -> Option<C
             after: None,
         });
     }
-    // a seed round: the interval narrows as 1/√r (`confirm_tests::narrows_as_one_over_root_r`),
+    // a seed round: the interval narrows as 1/√r (`tests::narrows_as_one_over_root_r`),
     // so one more seed per configuration is expected to take it to √(r/(r+1)) of its width; an
     // unbounded one may become bounded
     seed_sd(&configs)?;
@@ -850,11 +850,9 @@ pub fn inverse_normal(p: f64) -> f64 {
     }
 }
 
-#[path = "confirm_censor.rs"]
 mod censor;
 use censor::config_seeds;
 pub use censor::seed_sd;
 
 #[cfg(test)]
-#[path = "confirm_tests.rs"]
 mod tests;

@@ -37,6 +37,10 @@
 //!   the data cannot support. Boundaries get 95 % intervals from the bootstrap refits and are
 //!   cross-checked against the fit, whose slope −B_crit/(B + B_crit) crosses −0.75 at B_crit/3 and
 //!   −0.25 at 3·B_crit (a disagreement is a note, never a second set of regimes).
+//! * `evidence` — **the least evidence a curve is read from**: a batch size is on the curve
+//!   (the anchor, segments, fit and regimes read it) only where its S(B) rests on at least
+//!   `MIN_TRIALS_PER_POINT` finished trials, and the curve needs `MIN_CURVE_POINTS` of them;
+//!   below that the fit and the regimes are empty and `Analysis::evidence` says what is missing.
 //! * `search` — **search-space edges**: a best trial whose η or 1−γ lies in the outer 10 % of the
 //!   explored range (log scale) is flagged: S(B) there is an upper bound; `widen_step` picks the
 //!   re-centred group `--widen` runs next.
@@ -50,9 +54,11 @@
 //! `cluster` and the views.
 
 pub mod bootstrap;
+pub mod calibrate;
 pub mod censored;
 pub mod confirm;
 pub mod confirm_rounds;
+pub mod evidence;
 pub mod fit;
 pub mod ladder;
 pub mod lr;
@@ -70,7 +76,7 @@ pub(crate) mod tests;
 
 use crate::core::analysis::{Analysis, BatchPoint, Note, Readout, Study};
 use crate::core::record::TrialRecord;
-use crate::core::NoiseInterval;
+use crate::core::trial::NoiseInterval;
 use crate::workload::spec::{OptimizerKind, Preset};
 
 pub use bootstrap::{BOOTSTRAP_DRAWS, FIT_BOOTSTRAP};
@@ -105,23 +111,34 @@ pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
         })
         .map(|p| p.batch_size)
         .collect();
+    // too little evidence: the curve's readings are withheld, and a batch size whose S(B)
+    // rests on too few trials is off the curve (`evidence`)
+    let evidence = evidence::evidence(&per_batch, readout);
     // A curve with holes is not fitted: where S(B) is not measured its value is only bounded.
-    let measured: Vec<(usize, u64)> = if unmeasured.is_empty() {
+    let measured: Vec<(usize, u64)> = if unmeasured.is_empty() && !evidence.withheld {
         per_batch
             .iter()
+            .filter(|p| evidence.on_curve(p.batch_size))
             .filter_map(|p| p.readout_steps(readout).map(|s| (p.batch_size, s)))
             .collect()
     } else {
         Vec::new()
     };
-    // the refits' draws of ln S, one vector per measured B (in `measured` order)
-    let draws: Vec<Vec<f64>> = match readout {
-        Readout::BestTrial => best_draws,
-        Readout::Confirmed => measured
-            .iter()
-            .filter_map(|(b, _)| confirm_draws.get(b).cloned())
-            .collect(),
-    };
+    // the refits' draws of ln S, one vector per measured B (in `measured` order); the best
+    // trials' come one per B with a best trial
+    let best_draws: std::collections::BTreeMap<usize, Vec<f64>> = per_batch
+        .iter()
+        .filter(|p| p.steps.is_some())
+        .map(|p| p.batch_size)
+        .zip(best_draws)
+        .collect();
+    let draws: Vec<Vec<f64>> = measured
+        .iter()
+        .filter_map(|(b, _)| match readout {
+            Readout::BestTrial => best_draws.get(b).cloned(),
+            Readout::Confirmed => confirm_draws.get(b).cloned(),
+        })
+        .collect();
     let perfect_anchor = measured.first().copied();
     let segments = fit::segments(&measured);
     let pts: Vec<(f64, f64)> = measured
@@ -136,7 +153,7 @@ pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
         });
     }
     let regimes = match &mut fit {
-        _ if !unmeasured.is_empty() => Vec::new(),
+        _ if !unmeasured.is_empty() || evidence.withheld => Vec::new(),
         Some(f) => {
             let boot = bootstrap::bootstrap_fits(&pts, &draws);
             bootstrap::attach_fit_intervals(f, &boot);
@@ -160,7 +177,8 @@ pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
     let lr_rules = lr::lr_rules(&readout_points(&per_batch, readout));
     if let Some(s) = &study.search {
         search::mark_search_edges(&mut per_batch, trials, s, optimizer, &mut notes);
-        if let Some(note) = lr::lr_rule_note(s, &lr_rules) {
+        // the note is about the fitted η exponent, withheld with the curve
+        if let Some(note) = lr::lr_rule_note(s, &lr_rules).filter(|_| !evidence.withheld) {
             notes.push(note);
         }
     }
@@ -177,6 +195,7 @@ pub fn analyze(study: &Study, trials: &[TrialRecord]) -> Analysis {
         regimes,
         notes,
         readout,
+        evidence,
     }
 }
 

@@ -30,6 +30,20 @@ fn edge_of(range: [f64; 2], v: f64) -> Option<bool> {
     }
 }
 
+/// The learning rate the search drew for a trial with (η, γ): η/(1−γ) where the search space
+/// draws effective rates (`SearchSpace::effective_lr`, momentum optimizers), else η.
+pub fn searched_lr(
+    search: &SearchSpace,
+    optimizer: OptimizerKind,
+    lr: f64,
+    momentum: Option<f64>,
+) -> f64 {
+    match momentum {
+        Some(g) if search.effective_lr && optimizer.uses_momentum() => lr / (1.0 - g).max(1e-12),
+        _ => lr,
+    }
+}
+
 /// The edges of the search space at which a best trial with (η, γ) at batch size `b` sits
 /// (the preset's ranges at `b`; see `explored_ranges` for a sweep that re-centred them).
 pub fn search_edges(
@@ -43,7 +57,7 @@ pub fn search_edges(
         search.lr_range_at(b),
         search.one_minus_momentum,
         optimizer,
-        lr,
+        searched_lr(search, optimizer, lr, momentum),
         momentum,
     )
 }
@@ -120,7 +134,8 @@ pub fn widen_step(
     let (lr_r, omm_r) = explored_ranges(search, b, shifts.iter().copied());
     let m = &best.spec.metaparams;
     let momentum = optimizer_momentum(optimizer, m.momentum);
-    let edges = edges_in(lr_r, omm_r, optimizer, m.learning_rate, momentum);
+    let lr = searched_lr(search, optimizer, m.learning_rate, momentum);
+    let edges = edges_in(lr_r, omm_r, optimizer, lr, momentum);
     let own = RangeShift::of_trial(best.trial_id);
     let mut next = own;
     let lo_hi = |f: fn(&RangeShift) -> i32| {
@@ -183,6 +198,7 @@ pub(crate) fn mark_search_edges(
             }
         }
         let Some(lr) = p.best_lr else { continue };
+        let lr = searched_lr(search, optimizer, lr, p.best_momentum);
         p.search_edges = edges_in(lr_r, omm_r, optimizer, lr, p.best_momentum);
         p.at_search_edge = !p.search_edges.is_empty();
         if p.at_search_edge {

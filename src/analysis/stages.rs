@@ -21,6 +21,8 @@ pub struct StagePlan {
     pub trials_per_batch: usize,
     pub confirm: Option<ConfirmPlan>,
     pub repeats: usize,
+    /// The study has a calibration stage (its pilots count on their own).
+    pub calibrate: bool,
 }
 
 impl StagePlan {
@@ -31,6 +33,7 @@ impl StagePlan {
             trials_per_batch: h.trials_per_batch,
             confirm: h.preset.sweep.confirm,
             repeats: h.adaptive.as_ref().map_or(1, |a| a.repeats),
+            calibrate: h.calibration.is_some(),
         }
     }
 }
@@ -110,7 +113,12 @@ pub fn counts_of(h: &StagePlan, records: &[TrialRecord], placed: &HashSet<u64>) 
             planned: expected.max(count(Stage::Repeats, &known)),
         }
     });
+    let calibrate = h.calibrate.then(|| Count {
+        done: count(Stage::Calibrate, &done),
+        planned: count(Stage::Calibrate, &known),
+    });
     StageCounts {
+        calibrate,
         search,
         confirm,
         repeats,
@@ -159,6 +167,7 @@ mod tests {
             trials_per_batch: 3,
             confirm,
             repeats,
+            calibrate: false,
         }
     }
 

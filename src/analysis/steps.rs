@@ -203,6 +203,10 @@ impl<'a> Observed<'a> {
         let mut repeats: BTreeMap<u64, Vec<(&TrialRecord, Observation)>> = BTreeMap::new();
         let mut confirm: BTreeMap<usize, Vec<(&TrialRecord, Observation)>> = BTreeMap::new();
         for t in super::per_batch::dedup_trials(trials) {
+            if t.spec.calibrate.is_some() {
+                // a pilot of the calibration stage chose the study: never part of its S(B)
+                continue;
+            }
             let o = observe(t, reading);
             if t.spec.confirm.is_some() {
                 confirm.entry(t.spec.batch_size).or_default().push((t, o));

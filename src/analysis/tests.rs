@@ -116,8 +116,19 @@ fn steps_to_target_is_earliest_eval_over_trials() {
     assert_eq!(a.per_batch[1].best_trial, Some(6));
     let p = &a.per_batch[2];
     assert_eq!((p.steps, p.counts.diverged, p.counts.trials), (None, 1, 1));
-    assert_eq!(a.perfect_anchor, Some((32, 200)));
-    assert_eq!(a.segments.len(), 1);
+    // B = 32 rests on 4 finished trials (the cancelled one says nothing), B = 64 on 2: one
+    // batch size on the curve, too few for one — no anchor, no segments, no fit
+    assert_eq!(a.evidence.curve, [32]);
+    assert_eq!(
+        a.evidence.thin,
+        [ThinPoint {
+            batch_size: 64,
+            trials: 2
+        }]
+    );
+    assert!(a.withheld());
+    assert_eq!(a.perfect_anchor, None);
+    assert!(a.segments.is_empty());
     assert_eq!(a.noise_prediction, Some(80.0));
     assert_eq!(a.lr_rules.len(), 2);
     assert!((a.lr_rules[1].linear_rule - 0.4).abs() < 1e-12);
@@ -291,19 +302,27 @@ fn partition_with_noise_is_ordered_and_unique() {
 
 #[test]
 fn partition_says_what_the_data_cannot_support() {
-    // Two measured batch sizes: no regimes, a note.
+    // Two measured batch sizes: no regimes, withheld with the fit.
     let t = curve_records(&[16, 32], 4, |b| 1000.0 / b as f64);
     let a = analyze(&Study::bare(target(), OptimizerKind::Sgd), &t);
-    assert!(a.regimes.is_empty());
-    assert!(
-        texts(&a).iter().any(|n| n.contains("at least 3")),
-        "{:?}",
-        texts(&a)
-    );
+    assert!(a.regimes.is_empty() && a.fit.is_none() && a.withheld());
     assert_eq!(
         crate::report::text::regimes_line(&a),
-        "regimes: not enough data"
+        "withheld (too little evidence)"
     );
+    let w = crate::report::notes::withheld_text(&a.evidence).unwrap();
+    assert!(
+        w.contains("≥ 3 batch sizes from ≥ 3 finished trials each; this run has 2 (B = 16, 32)"),
+        "{w}"
+    );
+    // Two trials a batch size: nothing on the curve, whatever the number of batch sizes; a
+    // third makes it a curve.
+    let t = curve_records(&pow2(3, 10), 2, |b| 20000.0 / b as f64);
+    let a = analyze(&Study::bare(target(), OptimizerKind::Sgd), &t);
+    assert!(a.evidence.curve.is_empty() && a.evidence.thin.len() == 8);
+    assert!(a.regimes.is_empty() && a.fit.is_none() && a.perfect_anchor.is_none());
+    let t = curve_records(&pow2(3, 10), 3, |b| 20000.0 / b as f64);
+    assert!(!analyze(&Study::bare(target(), OptimizerKind::Sgd), &t).withheld());
     // Pure perfect scaling over 8…1024: perfect only, maximal "not reached below 1024".
     let t = curve_records(&pow2(3, 10), 4, |b| 20000.0 / b as f64);
     let a = analyze(&Study::bare(target(), OptimizerKind::Sgd), &t);
@@ -501,7 +520,7 @@ fn widen_step_moves_past_the_explored_edge_one_half_width_at_a_time() {
     t.push(rec(wid(2, 1), 64, 0.3, Outcome::Reached { step: 20 }, None));
     let v = at(&t);
     assert_eq!(widen_step(&s, o, 64, &refs(&v), 3), None);
-    let mut preset = crate::sweep::plan::tests::preset();
+    let mut preset = crate::core::plan::tests::preset();
     preset.search = s.clone();
     let a = analyze_preset(&preset, &t);
     let p64 = a.per_batch.iter().find(|p| p.batch_size == 64).unwrap();
@@ -575,12 +594,25 @@ fn search_edge_check() {
     );
     assert!(search_edges(&s, OptimizerKind::Sgd, 64, 0.03, Some(1.0 - 0.0011)).is_empty());
     // Through the analysis: flags, a note, and the LR-rule caveat.
-    let mut preset = crate::sweep::plan::tests::preset();
+    let mut preset = crate::core::plan::tests::preset();
     preset.search = s.clone();
+    let slow = |id, b, lr| {
+        let o = Outcome::NotReached {
+            budget: 1000,
+            early_stopped: false,
+        };
+        rec(id, b, lr, o, None)
+    };
     let t = vec![
         rec(0, 64, 0.95, Outcome::Reached { step: 100 }, None),
         rec(1, 64, 0.01, Outcome::Reached { step: 300 }, None),
-        rec(2, 128, 0.06, Outcome::Reached { step: 60 }, None),
+        slow(2, 64, 0.02),
+        rec(3, 128, 0.06, Outcome::Reached { step: 60 }, None),
+        slow(4, 128, 0.05),
+        slow(5, 128, 0.07),
+        rec(6, 256, 0.1, Outcome::Reached { step: 40 }, None),
+        slow(7, 256, 0.09),
+        slow(8, 256, 0.11),
     ];
     let a = analyze_preset(&preset, &t);
     assert!(a.per_batch[0].at_search_edge);

@@ -14,7 +14,7 @@
 use super::bootstrap::Rng;
 use super::censored::{TailFit, TailObs};
 use crate::core::analysis::{BatchPoint, UntilStatus};
-use crate::core::TrialRecord;
+use crate::core::record::TrialRecord;
 use crate::workload::spec::{OptimizerKind, Preset};
 
 /// The smallest window of trials beyond the plan over which the narrowing is judged.
@@ -255,7 +255,7 @@ pub fn stall_reason(p: &BatchPoint, trials: &[TrialRecord], rel: f64) -> String 
 pub fn search_trials(trials: &[TrialRecord]) -> usize {
     let ids: std::collections::HashSet<u64> = trials
         .iter()
-        .filter(|t| t.spec.is_search() && t.trial_id < crate::core::WIDEN_ID_BASE)
+        .filter(|t| t.spec.is_search() && t.trial_id < crate::core::widen::WIDEN_ID_BASE)
         .map(|t| t.trial_id)
         .collect();
     ids.len()

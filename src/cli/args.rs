@@ -7,10 +7,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use scaling_lab::core::DeviceSpec;
+use scaling_lab::core::trial::DeviceSpec;
 use scaling_lab::sweep::overrides::MAX_WORKERS;
 use scaling_lab::train;
-use scaling_lab::workload::spec::{Fuse, LrRule, Precision};
+use scaling_lab::workload::spec::{Fuse, LrRule, OptimizerKind, Precision};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum PrecisionArg {
@@ -25,6 +25,25 @@ impl From<PrecisionArg> for Precision {
             PrecisionArg::Fp32 => Precision::Fp32,
             PrecisionArg::Bf16 => Precision::Bf16,
             PrecisionArg::Fp16 => Precision::Fp16,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OptimizerArg {
+    Sgd,
+    Momentum,
+    Nesterov,
+    Adam,
+}
+
+impl From<OptimizerArg> for OptimizerKind {
+    fn from(o: OptimizerArg) -> Self {
+        match o {
+            OptimizerArg::Sgd => OptimizerKind::Sgd,
+            OptimizerArg::Momentum => OptimizerKind::Momentum,
+            OptimizerArg::Nesterov => OptimizerKind::Nesterov,
+            OptimizerArg::Adam => OptimizerKind::Adam,
         }
     }
 }
@@ -48,6 +67,21 @@ impl From<LrRuleArg> for LrRule {
 
 fn positive(max: u64) -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::<usize>::new().range(1..=max)
+}
+
+/// A batch size: a whole number from 1 ("0" says that batch sizes start at 1, not which range of
+/// integers the parser takes).
+fn batch_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    match t.parse::<u64>() {
+        Ok(0) => Err("batch sizes start at 1".into()),
+        Ok(b) => usize::try_from(b).map_err(|_| format!("{b} is too large for a batch size")),
+        Err(_) if t.parse::<i64>().is_ok() => Err("batch sizes start at 1".into()),
+        Err(_) if t.chars().all(|c| c.is_ascii_digit()) && !t.is_empty() => {
+            Err(format!("{t} is too large for a batch size"))
+        }
+        Err(_) => Err(format!("`{s}` is not a batch size (a whole number from 1)")),
+    }
 }
 
 /// `--batch-schedule`: "auto", or the explicit form (checked by `core::schedule::parse`).
@@ -198,7 +232,7 @@ pub struct TrainArgs {
     /// Preset name (e.g. mnist-cnn-momentum) or path.
     #[arg(long, default_value = "digits-mlp-momentum")]
     pub preset: String,
-    #[arg(long, default_value_t = 128, allow_negative_numbers = true, value_parser = positive(u64::MAX))]
+    #[arg(long, default_value_t = 128, allow_negative_numbers = true, value_parser = batch_size)]
     pub batch_size: usize,
     #[command(flatten)]
     pub devices: DeviceArgs,
@@ -212,7 +246,7 @@ pub struct TrainArgs {
     #[arg(long, value_enum)]
     pub lr_rule: Option<LrRuleArg>,
     /// The batch size --lr-rule scales from (default: the preset's `search.base_batch`).
-    #[arg(long, allow_negative_numbers = true, value_parser = positive(u64::MAX))]
+    #[arg(long, allow_negative_numbers = true, value_parser = batch_size)]
     pub base_batch: Option<usize>,
     #[arg(long, value_enum)]
     pub precision: Option<PrecisionArg>,
@@ -263,8 +297,37 @@ pub struct TrainArgs {
 pub struct SweepArgs {
     /// Preset name or path (not with --resume).
     pub preset: Option<String>,
+    /// The model: a family (mlp, cnn, resnet, char-lstm, mlstm, transformer, nqm) and its
+    /// settings, e.g. `resnet:depth=8,width=4,batch_norm=ghost,ghost_batch=16`. With --dataset
+    /// and --optimizer (no preset): a study the calibration stage completes (docs/calibration.md).
+    #[arg(long, value_name = "KIND[:KEY=VALUE,…]", conflicts_with = "resume")]
+    pub model: Option<String>,
+    /// The dataset: a named one (digits, mnist, fashion, shakespeare, reviews, cifar10,
+    /// cifar100), one of your datasets file or presets, or a file or folder (its format from
+    /// its name or --format), with settings, e.g. `mnist:downsample=2`.
+    #[arg(
+        long,
+        value_name = "NAME|PATH[:KEY=VALUE,…]",
+        conflicts_with = "resume"
+    )]
+    pub dataset: Option<String>,
+    /// The format of a --dataset path (idx, cifar10, cifar100, npy, npz, image-folder, bytes,
+    /// tokens).
+    #[arg(long, value_name = "FORMAT", requires = "dataset")]
+    pub format: Option<String>,
+    /// The optimizer of a --model/--dataset study (or replacing the preset's).
+    #[arg(long, value_enum, conflicts_with = "resume")]
+    pub optimizer: Option<OptimizerArg>,
+    /// Save the study as your preset NAME once its calibration stage chose it (or at once,
+    /// without one): a sweep of that preset re-runs the same study (`scaling-lab sweep NAME`).
+    #[arg(long, value_name = "NAME")]
+    pub save_preset: Option<String>,
+    /// Stop once the calibration stage chose the study (with --save-preset: save it); `sweep
+    /// --resume LOG` runs the study later.
+    #[arg(long)]
+    pub calibrate_only: bool,
     /// Batch sizes, e.g. 16,32,64 (default: the preset's).
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = positive(u64::MAX))]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = batch_size)]
     pub batch_sizes: Option<Vec<usize>>,
     /// Trials per batch size (default: the preset's).
     #[arg(long, allow_negative_numbers = true, value_parser = positive(scaling_lab::sweep::overrides::MAX_TRIALS as u64))]
@@ -344,6 +407,10 @@ pub struct CompareArgs {
     /// log's own ladder).
     #[arg(long, value_name = "LIST|auto")]
     pub targets: Option<String>,
+    /// Print the comparison as JSON: per run the fit, B_crit, the noise scale and the per-B S(B),
+    /// each with its 95 % interval, and the evidence the curve rests on.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -442,7 +509,7 @@ pub struct BenchArgs {
     #[arg(long, requires = "sweep_peer", default_value_t = 8, value_parser = positive(scaling_lab::sweep::overrides::MAX_TRIALS as u64))]
     pub sweep_trials: usize,
     /// With --sweep-peer: batch sizes (default: the preset's first 8).
-    #[arg(long, requires = "sweep_peer", value_delimiter = ',', value_parser = positive(u64::MAX))]
+    #[arg(long, requires = "sweep_peer", value_delimiter = ',', value_parser = batch_size)]
     pub sweep_batch_sizes: Option<Vec<usize>>,
 }
 

@@ -9,7 +9,8 @@ use scaling_lab::data::DataError;
 use scaling_lab::sweep::overrides::Problem;
 use scaling_lab::sweep::{self, SweepConfig};
 use scaling_lab::workload::applied::{unused, Setting};
-use scaling_lab::workload::load::{key_path, preset_error_at, sets_key, KeySeg};
+use scaling_lab::workload::check::KeySeg;
+use scaling_lab::workload::load::{key_path, preset_error_at, sets_key};
 use scaling_lab::workload::spec::Workload;
 
 use super::usage;
@@ -39,6 +40,15 @@ pub fn preflight_data(w: &Workload, preset_path: &Path) -> anyhow::Result<()> {
                 preset_error_at(preset_path, &keys, format!("dataset: {message}")).to_string(),
             ))
         }
+        // a setting the data contradicts (an `image_size` no image has): the preset's, at its key
+        Err(DataError::Setting { key, message }) => Err(usage(
+            preset_error_at(
+                preset_path,
+                &key_path(&["workload", "dataset", key]),
+                message,
+            )
+            .to_string(),
+        )),
         Err(e) => Err(anyhow::anyhow!("{e}")),
     }
 }
@@ -141,13 +151,10 @@ pub fn refuse_unused_flags(w: &Workload, flags: &[(bool, &str, Setting)]) -> any
 /// steps, announced on stderr, then cached).
 pub fn long_sweep_warning(
     cfg: &SweepConfig,
-    runner: &dyn scaling_lab::core::TrialRunner,
+    runner: &dyn scaling_lab::core::runner::TrialRunner,
 ) -> Option<String> {
     let w = &cfg.preset.workload;
-    if !cfg.devices.is_cpu()
-        || scaling_lab::workload::applied::is_nqm(w)
-        || cfg.preset.sweep.gpu_scale
-    {
+    if !cfg.devices.is_cpu() || w.closed_form() || cfg.preset.sweep.gpu_scale {
         return None;
     }
     let concurrency = |cal: &sweep::layout::Calibration| {

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use scaling_lab::core::RunnerFactory;
+use scaling_lab::core::runner::RunnerFactory;
 use scaling_lab::train::{self, TrainOptions};
-use scaling_lab::workload::load::{list_all_presets, presets_dir};
+use scaling_lab::workload::presets::{list_all_presets, presets_dir};
 
 use super::args::{BenchArgs, DataCmd, ScreenshotArgs};
 use super::{check_regular_file, out, outln, usage, CmdResult};
@@ -46,9 +46,9 @@ pub fn cmd_tui(preset: Option<String>, open: Option<PathBuf>, runs_dir: PathBuf)
     // never Setup on another preset.
     let preset_file = match &preset {
         Some(name) => {
-            let (path, p) = scaling_lab::workload::load::find_preset_in(&presets_dir(), name)
+            let (path, p) = scaling_lab::workload::presets::find_preset_in(&presets_dir(), name)
                 .map_err(|e| usage(format!("--preset: {e}")))?;
-            let user = scaling_lab::workload::load::user_presets_dir()
+            let user = scaling_lab::workload::presets::user_presets_dir()
                 .is_some_and(|d| path.starts_with(d));
             Some(scaling_lab::tui::app::PresetEntry {
                 preset: p,
@@ -79,7 +79,7 @@ pub fn cmd_tui(preset: Option<String>, open: Option<PathBuf>, runs_dir: PathBuf)
         }
     }
     let mut opts = scaling_lab::tui::TuiOptions::new(runs_dir, presets_dir());
-    opts.user_presets_dir = scaling_lab::workload::load::user_presets_dir();
+    opts.user_presets_dir = scaling_lab::workload::presets::user_presets_dir();
     opts.initial_preset = preset_file.as_ref().map(|e| e.preset.name.clone());
     opts.preset_file = preset_file;
     opts.open_log = open;
@@ -94,7 +94,7 @@ pub fn cmd_tui(preset: Option<String>, open: Option<PathBuf>, runs_dir: PathBuf)
 
 /// `presets`: the bundled presets, then the user's (marked "(yours)").
 pub fn cmd_presets() -> CmdResult {
-    let user_dir = scaling_lab::workload::load::user_presets_dir();
+    let user_dir = scaling_lab::workload::presets::user_presets_dir();
     for l in list_all_presets(&presets_dir(), user_dir.as_deref()) {
         let line = match (l.preset, l.user) {
             (Ok(p), false) => format!("{:<32} {}", p.name, p.description),
@@ -183,7 +183,8 @@ pub fn cmd_bench(a: BenchArgs, runs_dir: PathBuf) -> CmdResult {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    out(&scaling_lab::train::bench::bench_main(&a.bench)?);
+    let r = scaling_lab::train::bench::run_bench(&a.bench);
+    out(&scaling_lab::report::bench::render(&r, a.bench.json)?);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -68,7 +68,7 @@ fn one_line(s: &str) -> String {
 }
 
 /// A clap parse error: `--help`/`--version` print in full (exit 0); a usage error prints its first
-/// line only (it names the flag) and exits 2.
+/// line (it names the flag) with clap's tips ("a similar argument exists") and exits 2.
 pub fn clap_error(e: clap::Error) -> ExitCode {
     if !e.use_stderr() {
         let _ = e.print();
@@ -88,6 +88,14 @@ pub fn clap_error(e: clap::Error) -> ExitCode {
         {
             line = format!("{line} {}", args.join(", "));
         }
+    }
+    // clap's "tip: a similar argument exists: '--trials'" (and the subcommand's) on the same line
+    for tip in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("tip:"))
+    {
+        line = format!("{line}; {tip}");
     }
     eprintln!("{line}");
     ExitCode::from(2)

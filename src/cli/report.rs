@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use scaling_lab::report::compare::{compare_at, render_compare};
+use scaling_lab::report::compare::{compare_at, compare_json, render_compare};
 use scaling_lab::report::targets::{self, render_compare_targets};
 use scaling_lab::report::{Report, Run};
 use scaling_lab::runlog::link_table::find_link_table;
@@ -39,11 +39,11 @@ pub fn parse_targets(text: &str, logs: &[&RunLog]) -> anyhow::Result<Vec<f64>> {
         check_value("--targets", x, logs)?;
         v.push(x);
     }
-    if v.len() > scaling_lab::workload::load::MAX_TARGETS + 1 {
+    if v.len() > scaling_lab::workload::check::MAX_TARGETS + 1 {
         return Err(usage(format!(
             "--targets: {} values, at most {}",
             v.len(),
-            scaling_lab::workload::load::MAX_TARGETS + 1
+            scaling_lab::workload::check::MAX_TARGETS + 1
         )));
     }
     Ok(v)
@@ -88,9 +88,24 @@ pub fn cmd_compare(a: CompareArgs) -> CmdResult {
     }
     if let Some(text) = &a.targets {
         let values = parse_targets(text, &refs)?;
-        out(&render_compare_targets(&logs, &values));
+        if a.json {
+            let runs: Vec<serde_json::Value> = logs
+                .iter()
+                .map(|l| targets::build(&Run::of_log(l), &values).to_json())
+                .collect();
+            outln(&serde_json::to_string_pretty(
+                &serde_json::json!({ "runs": runs }),
+            )?);
+        } else {
+            out(&render_compare_targets(&logs, &values));
+        }
         return Ok(ExitCode::SUCCESS);
     }
-    out(&render_compare(&compare_at(&logs, a.target)));
+    let c = compare_at(&logs, a.target);
+    if a.json {
+        outln(&serde_json::to_string_pretty(&compare_json(&c))?);
+    } else {
+        out(&render_compare(&c));
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -18,7 +18,8 @@ use scaling_lab::runlog::link_table::find_link_table;
 use scaling_lab::sweep::overrides::{check_config, SweepOverrides};
 use scaling_lab::sweep::{self, SweepConfig, SweepControl};
 use scaling_lab::workload::applied::Setting;
-use scaling_lab::workload::load::find_preset;
+use scaling_lab::workload::presets::find_preset;
+use scaling_lab::workload::spec::Preset;
 
 use super::args::SweepArgs;
 use super::{
@@ -229,11 +230,7 @@ pub fn sweep_config(
         }
         return Ok((cfg, Some(log_path.clone())));
     }
-    let name = a
-        .preset
-        .clone()
-        .ok_or_else(|| usage("give a preset (e.g. digits-mlp-momentum) or --resume LOG"))?;
-    let (path, preset) = find_preset(&name).map_err(|e| usage(format!("preset: {e}")))?;
+    let (path, preset) = study_of_args(a)?;
     let many = a.devices.workers.is_some_and(|n| n > 1);
     super::checks::refuse_unused_flags(&preset.workload, &[(many, "--workers", Setting::Workers)])?;
     super::checks::preflight_data(&preset.workload, &path)?;
@@ -312,6 +309,93 @@ pub fn sweep_config(
     Ok((cfg, None))
 }
 
+/// The study the arguments name: a preset, or a model and a dataset (and an optimizer) alone —
+/// a minimal study the calibration stage completes (`workload::study`); with a preset, the
+/// model, dataset or optimizer given replace its own, and the settings it tuned for them are
+/// left to the calibration stage.
+fn study_of_args(a: &SweepArgs) -> Result<(PathBuf, Preset), anyhow::Error> {
+    use scaling_lab::model::family::registration;
+    use scaling_lab::model::Input;
+    use scaling_lab::workload::study::{self, Choice};
+    let picked = a.model.is_some() || a.dataset.is_some() || a.optimizer.is_some();
+    let Some(name) = a.preset.clone().or_else(|| (!picked).then(String::new)) else {
+        // no preset: a model, a dataset and an optimizer
+        let model = a
+            .model
+            .as_deref()
+            .ok_or_else(|| usage("--model: give the model too (e.g. --model cnn), or a preset"))?;
+        let opt = a.optimizer.ok_or_else(|| {
+            usage(
+                "--optimizer: give the optimizer too (sgd, momentum, nesterov, adam), or a preset",
+            )
+        })?;
+        let model = Choice::parse(model).map_err(|m| usage(format!("--model: {m}")))?;
+        let table = match a.dataset.as_deref() {
+            Some(d) => {
+                let choice = Choice::parse(d).map_err(|m| usage(format!("--dataset: {m}")))?;
+                let (sources, _) = study::dataset_sources();
+                study::dataset_table(&choice, a.format.as_deref(), &sources)
+                    .map_err(|e| usage(e.to_string()))?
+            }
+            None if registration(&model.head).is_ok_and(|f| f.input == Input::None) => {
+                String::new()
+            }
+            None => {
+                return Err(usage(
+                    "--dataset: give the dataset too (e.g. --dataset mnist), or a preset",
+                ))
+            }
+        };
+        let p = study::study(&model, &table, opt.into()).map_err(|e| usage(e.to_string()))?;
+        return Ok((PathBuf::from(format!("{}.toml", p.name)), p));
+    };
+    if name.is_empty() {
+        return Err(usage(
+            "give a preset (e.g. digits-mlp-momentum), --model/--dataset/--optimizer, or --resume LOG",
+        ));
+    }
+    let (path, preset) = find_preset(&name).map_err(|e| usage(format!("preset: {e}")))?;
+    if !picked {
+        return Ok((path, preset));
+    }
+    // the preset's workload with the parts given replaced: a new study to calibrate
+    let w = &preset.workload;
+    let model = match a.model.as_deref() {
+        Some(m) => Choice::parse(m).map_err(|m| usage(format!("--model: {m}")))?,
+        None => {
+            let t = toml::to_string(&w.model).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let table: toml::Table = t.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
+            Choice {
+                head: table
+                    .get("kind")
+                    .and_then(|k| k.as_str())
+                    .unwrap_or("")
+                    .to_string(),
+                settings: table
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != "kind")
+                    .map(|(k, v)| (k.clone(), v.to_string()))
+                    .collect(),
+            }
+        }
+    };
+    let table = match a.dataset.as_deref() {
+        Some(d) => {
+            let choice = Choice::parse(d).map_err(|m| usage(format!("--dataset: {m}")))?;
+            let (sources, _) = study::dataset_sources();
+            study::dataset_table(&choice, a.format.as_deref(), &sources)
+                .map_err(|e| usage(e.to_string()))?
+        }
+        None => match &w.dataset {
+            Some(d) => toml::to_string(d).map_err(|e| anyhow::anyhow!("{e}"))?,
+            None => String::new(),
+        },
+    };
+    let opt = a.optimizer.map_or(w.optimizer, Into::into);
+    let p = study::study(&model, &table, opt).map_err(|e| usage(e.to_string()))?;
+    Ok((PathBuf::from(format!("{}.toml", p.name)), p))
+}
+
 pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
     // how long a stop may wait on a step: checked before anything runs
     let grace = super::stop_grace()?;
@@ -379,6 +463,15 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
         fuse_note = Some(format!("{} ({why})", fuse_line(fuse)));
         cfg.fuse = fuse;
     }
+    if a.calibrate_only {
+        if !cfg.preset.calibrate.is_some_and(|c| c.any()) {
+            return Err(usage(
+                "--calibrate-only: this study sets everything a calibration would choose (leave \
+                 the target, [search], batch_sizes or step_budget out of the preset)",
+            ));
+        }
+        cfg.calibrate_only = true;
+    }
     let (tx, rx) = std::sync::mpsc::sync_channel(4096);
     let control = SweepControl::new();
     {
@@ -403,6 +496,9 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
     headless::run_headless(rx, sink.as_mut());
     drop(sink);
     let result = handle.join()?;
+    if let Some(name) = &a.save_preset {
+        save_preset(name, &result, &log_path);
+    }
     // The way every sweep ends: the report of the sweep's own records (the log is not read back).
     let table = find_link_table(&log_path).0;
     let report = scaling_lab::report::of_sweep(
@@ -438,6 +534,34 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--save-preset NAME`: the study as run (a calibrated study once its calibration stage chose
+/// it) as the user's preset; a calibration that did not finish saves nothing and says so.
+fn save_preset(name: &str, result: &sweep::SweepResult, log: &std::path::Path) {
+    let p = &result.header.preset;
+    if p.calibrate.is_some() && result.calibrated.is_none() {
+        eprintln!(
+            "--save-preset {name}: not saved: the calibration stage did not finish (resume the \
+             sweep with --save-preset to save it)"
+        );
+        return;
+    }
+    let comment = format!(
+        "{name}: {}\nsaved by scaling-lab from the run log {}{}\na sweep of this preset re-runs \
+         the same study (`scaling-lab sweep {name}`)",
+        p.description,
+        log.display(),
+        if result.calibrated.is_some() {
+            " (its calibration stage chose the target, ranges, batch sizes and budget: docs/calibration.md)"
+        } else {
+            ""
+        }
+    );
+    match scaling_lab::workload::presets::save_user_preset(name, p, &comment) {
+        Ok(path) => eprintln!("saved the study as preset {name}: {}", path.display()),
+        Err(m) => eprintln!("--save-preset {name}: not saved: {m}"),
+    }
+}
+
 /// Says why a GPU-scale preset on the CPU pauses before it starts: its calibration (when none is
 /// cached yet), 2 training steps at the smallest B, which can take a minute there.
 fn announce_gpu_calibration(cfg: &SweepConfig) {
@@ -467,7 +591,7 @@ fn fuse_line(f: scaling_lab::workload::spec::Fuse) -> String {
 
 fn dry_run(
     cfg: &SweepConfig,
-    runner: &dyn scaling_lab::core::TrialRunner,
+    runner: &dyn scaling_lab::core::runner::TrialRunner,
     resume: Option<&std::path::Path>,
 ) -> CmdResult {
     let trials = cfg.batch_sizes.len() * cfg.trials_per_batch;

@@ -16,11 +16,11 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context};
 use serde::Serialize;
 
-use scaling_lab::core::DeviceSpec;
+use scaling_lab::core::plan::plan_trials;
+use scaling_lab::core::trial::DeviceSpec;
 use scaling_lab::data::Dataset;
-use scaling_lab::sweep::plan::plan_trials;
-use scaling_lab::train::bench::{peer_python, peers_dir, PEER_PYTHON_HINT};
-use scaling_lab::workload::load::find_preset;
+use scaling_lab::train::bench_peer::{peer_python, peers_dir, PEER_PYTHON_HINT};
+use scaling_lab::workload::presets::find_preset;
 use scaling_lab::workload::spec::{Decay, OptimizerKind, Preset};
 
 /// What `bench --sweep-peer` measures.
@@ -263,7 +263,8 @@ fn run_ours(a: &SweepPeerArgs, bs: &[usize], runs: &Path) -> anyhow::Result<(f64
         .map(|r| {
             (
                 r["batch_size"].as_u64().unwrap_or(0) as usize,
-                r["steps"].as_u64(),
+                // the best trial, as the peers read S(B)
+                r["best_trial_steps"].as_u64(),
             )
         })
         .collect();

@@ -3,16 +3,19 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
+use scaling_lab::cluster::NodeSession;
+use scaling_lab::core::events::TrialEvent;
+use scaling_lab::core::runner::TrialRunner;
 use scaling_lab::core::schedule::examples_to;
-use scaling_lab::core::{CancelToken, DeviceSpec, Outcome, TrialEvent, TrialOutcome, TrialSpec};
+use scaling_lab::core::trial::{CancelToken, DeviceSpec, Outcome, TrialOutcome, TrialSpec};
 use scaling_lab::report::{band, outcome_text, thousands};
 use scaling_lab::sweep::overrides::{
     check_batch_size, check_shards, training_set_size, SweepOverrides,
 };
 use scaling_lab::train::{self, TrainOptions};
 use scaling_lab::workload::applied::Setting;
-use scaling_lab::workload::load::find_preset;
-use scaling_lab::workload::spec::{LrRule, Workload};
+use scaling_lab::workload::presets::find_preset;
+use scaling_lab::workload::spec::{LrRule, Preset, Workload};
 
 use super::args::TrainArgs;
 use super::train_schedule;
@@ -22,8 +25,55 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
     // how long a stop may wait on a step: checked before anything runs
     let grace = super::stop_grace()?;
     let (path, preset) = find_preset(&a.preset).map_err(|e| usage(format!("--preset: {e}")))?;
+    let mut w = workload_with_flags(&a, &preset)?;
+    let devices = a.devices.spec()?.unwrap_or(DeviceSpec::Cpu { workers: 1 });
+    super::checks::preflight_data(&w, &path)?;
+    let n_train = training_set_size(&w).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let plan = match &a.batch_schedule {
+        Some(arg) => Some(train_schedule::plan(
+            &a, arg, &preset, &mut w, &devices, n_train,
+        )?),
+        None => None,
+    };
+    let spec = trial_spec(&a, &preset, &w, plan.as_ref(), n_train, &devices)?;
+    // One node of a multi-node trial (src/cluster).
+    let node = scaling_lab::cluster::node_session(&a.nodes)?;
+    let options = train_options(&a, plan.as_ref(), node.as_ref());
+    let cancel = CancelToken::new();
+    {
+        let c = cancel.clone();
+        on_interrupt(grace, move || c.cancel());
+    }
+    if let Some(p) = plan.as_ref().filter(|p| p.log.is_some()) {
+        if node.is_some() {
+            return Err(usage(
+                "--from: the comparison runs on one node; drop --nodes",
+            ));
+        }
+        return train_schedule::compare(&a, p, &preset.name, &w, &spec, &options, &cancel);
+    }
+    let runner = scaling_lab::sweep::runner_for(&w, &options)?;
+    let tty = std::io::stderr().is_terminal();
+    let out = run_with_step_line(runner.as_ref(), &w, &spec, &cancel, tty)?;
+    if let Some(n) = &node {
+        end_node(n, &out);
+    }
+    if tty {
+        let _ = writeln!(std::io::stderr());
+    }
+    let backend = runner.backend_on(&spec.devices);
+    print_outcome(a.json, &preset.name, &backend, &spec, &w, &out)?;
+    Ok(match out.outcome {
+        Outcome::Cancelled { .. } => ExitCode::from(130),
+        _ if super::interrupted() => ExitCode::from(130),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// The preset's workload with the flags applied: a flag the workload does not use is an error,
+/// never recorded as if it had run; the others are range-checked (`SweepOverrides`).
+fn workload_with_flags(a: &TrainArgs, preset: &Preset) -> anyhow::Result<Workload> {
     let mut w = preset.workload.clone();
-    // A flag the workload does not use is an error, never recorded as if it had run.
     let many = a.devices.workers.is_some_and(|n| n > 1)
         || a.devices.gpus.is_some_and(|n| n > 1)
         || a.devices.devices.as_ref().is_some_and(|d| d.contains(','));
@@ -52,20 +102,23 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         ..Default::default()
     };
     check_problems(&overrides.apply_to_workload(&mut w))?;
-    let devices = a.devices.spec()?.unwrap_or(DeviceSpec::Cpu { workers: 1 });
-    super::checks::preflight_data(&w, &path)?;
-    let n_train = training_set_size(&w).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let plan = match &a.batch_schedule {
-        Some(arg) => Some(train_schedule::plan(
-            &a, arg, &preset, &mut w, &devices, n_train,
-        )?),
-        None => None,
-    };
+    Ok(w)
+}
+
+/// The one trial `train` runs: its first batch size and η (`batch_and_lr`), the metaparameters
+/// as the optimizer applies them (no γ for SGD, …: the record states only what ran), the seed.
+fn trial_spec(
+    a: &TrainArgs,
+    preset: &Preset,
+    w: &Workload,
+    plan: Option<&train_schedule::Plan>,
+    n_train: Option<usize>,
+    devices: &DeviceSpec,
+) -> anyhow::Result<TrialSpec> {
     let mut mp = w.defaults.clone();
-    let batch_size = batch_and_lr(&a, &preset, plan.as_ref(), &mut mp, n_train, &devices)?;
-    // What the optimizer applies (no γ for SGD, …): the record states only what ran.
-    let mp = scaling_lab::workload::applied::as_applied(&w, &mp);
-    let spec = TrialSpec {
+    let batch_size = batch_and_lr(a, preset, plan, &mut mp, n_train, devices)?;
+    let mp = scaling_lab::workload::applied::as_applied(w, &mp);
+    Ok(TrialSpec {
         trial_id: 0,
         batch_size,
         devices: devices.clone(),
@@ -74,7 +127,17 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         seed: a.seed.unwrap_or(0),
         repeat_of: None,
         confirm: None,
-    };
+        calibrate: None,
+    })
+}
+
+/// The trainer's options from the flags: the noise scale, the fp16 loss scale, the batch-size
+/// schedule and, on one node of a multi-node trial, the cluster.
+fn train_options(
+    a: &TrainArgs,
+    plan: Option<&train_schedule::Plan>,
+    node: Option<&NodeSession>,
+) -> TrainOptions {
     let mut options = TrainOptions {
         noise_scale: !a.no_noise_scale,
         ..Default::default()
@@ -87,25 +150,20 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         c.init_scale = s;
         options.scaler = Some(c);
     }
-    options.batch_schedule = plan.as_ref().map(|p| p.planned.schedule.clone());
-    // One node of a multi-node trial (src/cluster).
-    let node = scaling_lab::cluster::node_session(&a.nodes)?;
-    options.cluster = node.as_ref().map(|n| n.spec.clone());
-    let cancel = CancelToken::new();
-    {
-        let c = cancel.clone();
-        on_interrupt(grace, move || c.cancel());
-    }
-    if let Some(p) = plan.as_ref().filter(|p| p.log.is_some()) {
-        if node.is_some() {
-            return Err(usage(
-                "--from: the comparison runs on one node; drop --nodes",
-            ));
-        }
-        return train_schedule::compare(&a, p, &preset.name, &w, &spec, &options, &cancel);
-    }
-    let runner = scaling_lab::sweep::runner_for(&w, &options)?;
-    let tty = std::io::stderr().is_terminal();
+    options.batch_schedule = plan.map(|p| p.planned.schedule.clone());
+    options.cluster = node.map(|n| n.spec.clone());
+    options
+}
+
+/// Runs the trial with a live step line on stderr: redrawn in place on a terminal, every tenth
+/// evaluation interval's step when piped.
+fn run_with_step_line(
+    runner: &dyn TrialRunner,
+    w: &Workload,
+    spec: &TrialSpec,
+    cancel: &CancelToken,
+    tty: bool,
+) -> anyhow::Result<TrialOutcome> {
     let metric = w.target.metric.name();
     let mut last_metric = f64::NAN;
     let mut noise = None;
@@ -133,29 +191,18 @@ pub fn cmd_train(a: TrainArgs) -> CmdResult {
         }
         _ => {}
     };
-    let out = runner.run(&w, &spec, &mut emit, &cancel)?;
-    if let Some(n) = &node {
-        // A goodbye tells the other nodes this one finished its part; an interrupted node must
-        // not say it (they would go on waiting for its gradients): it loses the group instead.
-        if matches!(out.outcome, Outcome::Cancelled { .. }) {
-            scaling_lab::cluster::multinode::lose(format!(
-                "node {} was interrupted",
-                n.spec.node_rank
-            ));
-        } else {
-            n.goodbye();
-        }
+    runner.run(w, spec, &mut emit, cancel)
+}
+
+/// This node's part of a multi-node trial is over: a goodbye tells the other nodes it finished;
+/// an interrupted node must not say it (they would go on waiting for its gradients): it loses the
+/// group instead.
+fn end_node(n: &NodeSession, out: &TrialOutcome) {
+    if matches!(out.outcome, Outcome::Cancelled { .. }) {
+        scaling_lab::train::multinode::lose(format!("node {} was interrupted", n.spec.node_rank));
+    } else {
+        n.goodbye();
     }
-    if tty {
-        let _ = writeln!(std::io::stderr());
-    }
-    let backend = runner.backend_on(&spec.devices);
-    print_outcome(a.json, &preset.name, &backend, &spec, &w, &out)?;
-    Ok(match out.outcome {
-        Outcome::Cancelled { .. } => ExitCode::from(130),
-        _ if super::interrupted() => ExitCode::from(130),
-        _ => ExitCode::SUCCESS,
-    })
 }
 
 /// The trial's outcome on stdout: one JSON object, or the outcome line and the step's make-up.
@@ -276,11 +323,23 @@ fn transfer_text(
             s.push_str("transfer: no end-of-trial readout (the trial diverged or was stopped)\n")
         }
     }
-    s.push_str(&format!(
-        "  (transfer took {:.1} s of the trial's {:.1} s)",
-        t.cost_s, out.wall_s
+    s.push_str(&transfer_time_text(
+        t.cost_s,
+        out.wall_s,
+        t.readout.is_some(),
     ));
     s
+}
+
+/// What transfer cost, in a true sentence: `cost_s` (`TransferRecord::cost_s`) adds the step-0
+/// encoding of the probe's sentences, done before the trial's clock starts, to the probes and the
+/// readout, which run inside the trial's `wall_s` — so it can exceed `wall_s`.
+fn transfer_time_text(cost_s: f64, wall_s: f64, readout: bool) -> String {
+    format!(
+        "  transfer: {cost_s:.1} s in all — the step-0 encoding of the probe's sentences before \
+         the trial's clock started, then the probes{} within the trial's {wall_s:.1} s",
+        if readout { " and this readout" } else { "" }
+    )
 }
 
 /// The stages a scheduled trial ran, with the step of each switch and the examples to the target.
@@ -312,7 +371,7 @@ fn stages_text(out: &TrialOutcome, metric: &str) -> String {
 /// `--batch-size` with `--lr-rule` applied (checked against the data and the replicas).
 fn batch_and_lr(
     a: &TrainArgs,
-    preset: &scaling_lab::workload::spec::Preset,
+    preset: &Preset,
     plan: Option<&train_schedule::Plan>,
     mp: &mut scaling_lab::workload::spec::Metaparams,
     n_train: Option<usize>,
@@ -341,4 +400,19 @@ fn batch_and_lr(
             a.batch_size
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_transfer_time_says_what_each_number_holds() {
+        // transfer can take longer than the trial's clock: its step-0 encoding ran before it
+        let t = super::transfer_time_text(4.4, 2.9, true);
+        assert!(t.contains("4.4 s in all"), "{t}");
+        assert!(t.contains("before the trial's clock started"), "{t}");
+        assert!(t.contains("this readout within the trial's 2.9 s"), "{t}");
+        assert!(!t.contains("of the trial's"), "{t}");
+        let t = super::transfer_time_text(1.0, 2.0, false);
+        assert!(t.contains("the probes within"), "{t}");
+    }
 }

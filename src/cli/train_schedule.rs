@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use scaling_lab::core::schedule::{BatchSchedule, BatchStage};
-use scaling_lab::core::{CancelToken, DeviceSpec, Outcome, TrialSpec};
+use scaling_lab::core::trial::{CancelToken, DeviceSpec, Outcome, TrialSpec};
 use scaling_lab::report::schedule::{self as sched, Comparison, Planned, Side, SideRun};
 use scaling_lab::report::targets::fmt_target;
 use scaling_lab::report::Run;

@@ -23,7 +23,7 @@ pub mod sweepdir;
 
 use std::str::FromStr;
 
-pub use multinode::ClusterSpec;
+use crate::train::multinode::ClusterSpec;
 pub use run::{node_session, sweep_hook, wants_sweep, ClusterOutput, NodeSession};
 pub use sweepdir::{is_sweep_dir, open_log_or_dir, read_sweep_dir};
 
@@ -116,6 +116,6 @@ pub struct NodeArgs {
 impl NodeArgs {
     /// The multi-node set-up these flags (and the Slurm environment) ask for; `None` for one node.
     pub fn spec(&self) -> anyhow::Result<Option<ClusterSpec>> {
-        multinode::ClusterSpec::from_args_env(self, &|k| std::env::var(k).ok())
+        ClusterSpec::from_args_env(self, &|k| std::env::var(k).ok())
     }
 }

@@ -26,10 +26,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::NodeArgs;
-use crate::train::multinode::{add_link, for_each_link};
-pub use crate::train::multinode::{
-    collective_config, lose, lost, on_loss, trial_failed, ClusterSpec,
-};
+use crate::train::multinode::{add_link, for_each_link, lose, lost, ClusterSpec};
 use anyhow::{bail, Context};
 
 /// A silent or closed link to another node ends the trial after this long (≤ 30 s).

@@ -7,15 +7,16 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use super::multinode::{ensure_orchestrator, ClusterSpec, Liveness};
 use super::sweepdir::{self, ClusterInfo};
 use super::{slurm, NodeArgs, Shard, SlurmArgs};
-use crate::core::TrialRunner;
+use crate::cluster::multinode::{ensure_orchestrator, Liveness};
+use crate::core::runner::TrialRunner;
 use crate::report::headless::HeadlessSink;
 use crate::report::{ClusterRun, Report, ReportOptions};
 use crate::sweep::runner_for;
 use crate::sweep::scheduler::{make_header, start_sweep_with, PeerRecords, SweepControl};
 use crate::sweep::SweepConfig;
+use crate::train::multinode::ClusterSpec;
 use crate::train::TrainOptions;
 
 /// Largest device count of the projection in a cluster sweep's report.
@@ -482,8 +483,8 @@ fn end_session(session: Option<&NodeSession>, r: &anyhow::Result<ExitCode>) {
     match r {
         Ok(c) if *c == ExitCode::SUCCESS => s.goodbye(),
         Ok(_) | Err(_) => {
-            if super::multinode::lost().is_none() {
-                super::multinode::lose(format!("node {} stopped", s.spec.node_rank));
+            if crate::train::multinode::lost().is_none() {
+                crate::train::multinode::lose(format!("node {} stopped", s.spec.node_rank));
             }
         }
     }
@@ -588,7 +589,7 @@ fn run_sweep(
         // collective calls are aborted): it is not cancelled, so that it is reported as failed
         // with the reason; the sweep is cancelled once it has ended (or after 10 s at most).
         let c = control.clone();
-        super::multinode::on_loss(move || {
+        crate::train::multinode::on_loss(move || {
             c.pause();
             let c = c.clone();
             let _ = std::thread::Builder::new()
@@ -617,7 +618,7 @@ fn run_sweep(
         crate::report::headless::run_headless(rx, sink);
     }
     let result = handle.join()?;
-    let lost = spec.as_ref().and(super::multinode::lost());
+    let lost = spec.as_ref().and(crate::train::multinode::lost());
     if rank0 {
         // the sweep's own records: the log is not read back
         let mut report = crate::report::of_sweep(

@@ -210,6 +210,8 @@ pub fn read_sweep_dir(dir: &Path) -> anyhow::Result<RunLog> {
         warnings,
         off_plan,
         valid_len: 0,
+        given: None,
+        calibrated: None,
     };
     if complete || all_shards_ended && !done.is_empty() {
         log.summary = Some(Summary {

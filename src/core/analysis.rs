@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::NoiseInterval;
+use crate::core::trial::NoiseInterval;
 use crate::workload::spec::{ConfirmPlan, LrRule, OptimizerKind, Preset, SearchSpace, Target};
 
 /// What a sweep's trials are read against: the target, the optimizer (which metaparameters exist)
@@ -538,6 +538,36 @@ pub enum Note {
     ConfirmNotReached { batch_sizes: Vec<usize> },
 }
 
+/// A measured S(B) left off the curve: it rests on fewer finished trials than
+/// `analysis::evidence::MIN_TRIALS_PER_POINT`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThinPoint {
+    pub batch_size: usize,
+    /// The finished trials its S(B) rests on.
+    pub trials: usize,
+}
+
+/// How much evidence the curve rests on (`analysis::evidence`): the batch sizes on it, the
+/// measured ones left off it, and whether what is read from the curve is withheld.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Evidence {
+    /// Batch sizes on the curve: a measured S(B) from enough finished trials.
+    pub curve: Vec<usize>,
+    /// Measured batch sizes whose S(B) rests on fewer trials: in the per-B table, off the curve.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thin: Vec<ThinPoint>,
+    /// Fewer batch sizes on the curve than `analysis::evidence::MIN_CURVE_POINTS`: the fit,
+    /// B_crit, the regimes, the η exponent and the time-to-target projection are withheld.
+    pub withheld: bool,
+}
+
+impl Evidence {
+    /// `b` is on the curve.
+    pub fn on_curve(&self, b: usize) -> bool {
+        self.curve.contains(&b)
+    }
+}
+
 /// The analysis of a sweep's trials (`analysis::analyze`): numbers and enums only.
 #[derive(Serialize, Clone, Debug, PartialEq, Default)]
 pub struct Analysis {
@@ -572,12 +602,28 @@ pub struct Analysis {
     /// stage, else the best trial.
     #[serde(default)]
     pub readout: Readout,
+    /// The evidence the curve rests on: below the minimum (`analysis::evidence`) the fit and the
+    /// regimes are empty and the report withholds what it reads from the curve.
+    pub evidence: Evidence,
 }
 
 impl Analysis {
     /// S(B) as the curve reads it at `p` (the readout's value).
     pub fn curve_steps(&self, p: &BatchPoint) -> Option<u64> {
         p.readout_steps(self.readout)
+    }
+
+    /// S(B) at `p` where it is on the curve (enough trials behind it): what ×ideal and the
+    /// regime of a batch size are read from.
+    pub fn on_curve_steps(&self, p: &BatchPoint) -> Option<u64> {
+        self.curve_steps(p)
+            .filter(|_| self.evidence.on_curve(p.batch_size))
+    }
+
+    /// What is read from the curve (the fit, B_crit, the regimes, the η exponent, the
+    /// projection) is withheld: too little evidence.
+    pub fn withheld(&self) -> bool {
+        self.evidence.withheld
     }
 }
 

@@ -6,7 +6,7 @@
 //!
 //! Id layout: `CONFIRM_ID_BASE + bi · 10⁶ + rank · 10³ + seed` for batch index `bi`, rank < 1000
 //! and seed < 1000: far above every search (< 5·10⁸), re-centred (< 10⁹) and repeat id. A trial's
-//! seed is `sweep::plan::trial_seed(sweep seed, id)`, a bijection of the id for a given sweep seed
+//! seed is `core::plan::trial_seed(sweep seed, id)`, a bijection of the id for a given sweep seed
 //! (SplitMix64 steps, an xor and an addition, each invertible), so a confirm seed can never be the
 //! seed of a search trial: their ids differ.
 

@@ -83,6 +83,9 @@ pub enum SweepEvent {
     Paused {
         paused: bool,
     },
+    /// The calibration stage chose the study (`analysis::calibrate`): a `Planned` with the
+    /// calibrated header follows.
+    Calibrated(Box<crate::core::calibrate::Calibrated>),
     /// The sweep's trials per stage, each against its own plan, whenever they change (a trial
     /// saved, trials placed beyond the plan): what every view counts progress with.
     Counts(crate::core::stages::StageCounts),
@@ -175,7 +178,7 @@ impl<T: Clone + PartialEq> Default for BoundedHistory<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::BoundedHistory;
+    use crate::core::events::BoundedHistory;
 
     #[test]
     fn bounded_history_stays_bounded_evenly_spaced_and_keeps_the_latest() {

@@ -3,7 +3,7 @@
 //! A `TrialMeter` owns the step budget, the evaluation cadence (`eval_every`, `eval_growth`, and
 //! always the last step of the budget), divergence, the skipped-step limit, the target check, event
 //! throttling, the noise-scale trajectory, throughput sums and the assembly of the `TrialOutcome`.
-//! The Burn trainer (`trainer::coordinate`) and the closed-form NQM (`nqm::NqmRunner`) both drive
+//! The Burn trainer (`trainer::coordinate`) and the closed-form runner (`crate::nqm`) both drive
 //! it, so both stop, evaluate and report by the same rules:
 //!
 //! ```text
@@ -27,9 +27,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::core::{
-    BoundedHistory, CancelToken, EvalPoint, GroupRun, NoiseInterval, NoiseSummary, Outcome,
-    StepStats, Throughput, TrialEvent, TrialOutcome, TrialSpec,
+use crate::core::events::{BoundedHistory, StepStats, TrialEvent};
+use crate::core::trial::{
+    CancelToken, EvalPoint, GroupRun, NoiseInterval, NoiseSummary, Outcome, Throughput,
+    TrialOutcome, TrialSpec,
 };
 use crate::workload::spec::Workload;
 
@@ -485,7 +486,7 @@ impl<'w> TrialMeter<'w> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::DeviceSpec;
+    use crate::core::trial::DeviceSpec;
     use crate::workload::spec::{OptimizerKind, Precision};
 
     fn spec(b: usize) -> TrialSpec {
@@ -499,6 +500,7 @@ mod tests {
             seed: 0,
             repeat_of: None,
             confirm: None,
+            calibrate: None,
         }
     }
 

@@ -9,6 +9,7 @@
 //! Layering: imports `data`, `model` and `workload` only.
 
 pub mod analysis;
+pub mod calibrate;
 pub mod confirm;
 pub mod devices;
 pub mod events;
@@ -22,13 +23,6 @@ pub mod stages;
 pub mod transfer;
 pub mod trial;
 pub mod widen;
-
-pub use analysis::*;
-pub use events::*;
-pub use record::*;
-pub use runner::*;
-pub use trial::*;
-pub use widen::{RangeShift, WidenId, WIDEN_ID_BASE};
 
 /// SplitMix64 (Steele et al.): a fixed, portable mixing function.
 pub fn splitmix64(x: u64) -> u64 {

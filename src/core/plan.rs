@@ -11,9 +11,11 @@
 //! plan is a pure function of (preset, batch sizes, K, devices, precision, seed): resume re-derives
 //! it, and raising K keeps the ids and metaparameters of the trials already run.
 
+use crate::core::confirm::ConfirmId;
 use crate::core::record::Header;
+use crate::core::splitmix64;
 use crate::core::trial::{DeviceSpec, TrialSpec};
-use crate::core::widen::{shift_range, WidenId};
+use crate::core::widen::{shift_range, WidenId, REPEAT_ID_BASE};
 use crate::workload::spec::{Decay, Metaparams, Precision, Preset, Schedule};
 
 /// The full plan in execution order; `trial_id` = index.
@@ -66,6 +68,7 @@ pub fn trial_at(
         seed: trial_seed(seed, trial_id),
         repeat_of: None,
         confirm: None,
+        calibrate: None,
     }
 }
 
@@ -86,6 +89,10 @@ pub fn widen_trial(
     let mut shifted = preset.clone();
     let s = &mut shifted.search;
     s.learning_rate = shift_range(s.learning_rate, w.shift.lr);
+    for row in &mut s.learning_rate_at {
+        let [lo, hi] = shift_range([row[1], row[2]], w.shift.lr);
+        (row[1], row[2]) = (lo, hi);
+    }
     s.one_minus_momentum = s.one_minus_momentum.map(|r| shift_range(r, w.shift.omm));
     let group = id - w.j;
     let u = halton_point(w.j as usize, &rotation(seed ^ splitmix64(group)));
@@ -98,10 +105,9 @@ pub fn widen_trial(
         seed: trial_seed(seed, id),
         repeat_of: None,
         confirm: None,
+        calibrate: None,
     })
 }
-
-pub use crate::core::widen::REPEAT_ID_BASE;
 
 /// Repeat `id` of a search trial: the same batch size and metaparameters, the seed of `id`.
 pub fn repeat_of(base: &TrialSpec, id: u64, sweep_seed: u64) -> TrialSpec {
@@ -113,8 +119,6 @@ pub fn repeat_of(base: &TrialSpec, id: u64, sweep_seed: u64) -> TrialSpec {
         ..base.clone()
     }
 }
-
-pub use crate::core::confirm::{ConfirmId, CONFIRM_ID_BASE};
 
 /// Confirm trial `id` (`crate::core::confirm`) of search trial `base`, the configuration
 /// of rank `rank` at its B: the same batch size and metaparameters, the fresh seed of `id` (never a
@@ -162,8 +166,6 @@ pub fn trial_seed(sweep_seed: u64, trial_id: u64) -> u64 {
     splitmix64(sweep_seed ^ splitmix64(trial_id.wrapping_add(0x9e37_79b9)))
 }
 
-pub use crate::core::splitmix64;
-
 fn log_uniform(range: [f64; 2], u: f64) -> f64 {
     let (lo, hi) = (range[0].ln(), range[1].ln());
     (lo + u * (hi - lo)).exp()
@@ -174,11 +176,15 @@ pub fn metaparams_at(preset: &Preset, b: usize, u: [f64; 4]) -> Metaparams {
     let s = &preset.search;
     let w = &preset.workload;
     let d = &w.defaults;
-    let learning_rate = log_uniform(s.lr_range_at(b), u[0]);
     let momentum = match s.one_minus_momentum {
         Some(r) => 1.0 - log_uniform(r, u[1]),
         None => d.momentum,
     };
+    let mut learning_rate = log_uniform(s.lr_range_at(b), u[0]);
+    if s.effective_lr && w.optimizer.uses_momentum() {
+        // the drawn rate is η/(1−γ)
+        learning_rate *= 1.0 - momentum;
+    }
     // Decay length and warmup fractions are of the trial's own budget at this B:
     // min(step_budget, max_examples/B) — with max_examples = one pass over the data this is Puri
     // et al.'s "decay to zero over the epoch" at every batch size.
@@ -452,8 +458,11 @@ pub(crate) mod tests {
                 warmup_fraction: 0.05,
                 lr_rule: LrRule::None,
                 base_batch: 64,
+                learning_rate_at: Vec::new(),
+                effective_lr: false,
             },
             sweep: SweepDefaults::default(),
+            calibrate: None,
         }
     }
 

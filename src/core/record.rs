@@ -5,9 +5,22 @@ use serde::{Deserialize, Serialize};
 use super::trial::{TrialOutcome, TrialSpec};
 use crate::workload::spec::Preset;
 
-/// The run-log schema this build writes. Version 2: the header's preset may carry a
-/// ladder of targets (`workload.targets`); trials are unchanged.
-pub const SCHEMA_VERSION: u32 = 2;
+/// The newest run-log schema this build writes. Version 3: a study with a calibration stage
+/// (`Header::calibration`, pilot trials with a `calibrate` mark, a `calibrated` line); a log
+/// without one is written as version 2 ([`schema_of`]), which older builds read.
+/// Version 2: the header's preset may carry a ladder of targets (`workload.targets`).
+pub const SCHEMA_VERSION: u32 = 3;
+/// The schema of a log without a calibration stage.
+pub const SCHEMA_WITHOUT_CALIBRATION: u32 = 2;
+
+/// The schema a header is written with: 3 with a calibration stage, else 2.
+pub fn schema_of(h: &Header) -> u32 {
+    if h.calibration.is_some() {
+        SCHEMA_VERSION
+    } else {
+        SCHEMA_WITHOUT_CALIBRATION
+    }
+}
 /// The oldest schema this build still reads (version 1: no ladder; read as a single target).
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
@@ -21,6 +34,9 @@ pub fn reads_schema(v: u64) -> bool {
 pub enum LogLine {
     Header(Box<Header>),
     Trial(Box<TrialRecord>),
+    /// The calibration stage's result (`analysis::calibrate`), written once its last pilot
+    /// trial is: the study the search then runs. Re-derived and checked by every reader.
+    Calibrated(Box<crate::core::calibrate::Calibrated>),
     Summary(Box<Summary>),
 }
 
@@ -62,6 +78,12 @@ pub struct Header {
     /// (`runlog::validate`). Absent in logs from before it was recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub data_files: Vec<crate::data::DataFileRecord>,
+    /// A study with a calibration stage (`preset.calibrate`): what its workload allows (the
+    /// batch sizes it can train, the training set's size, a training example's FLOPs), measured
+    /// when the sweep started, so that every reader re-derives the same pilot rounds. Absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<crate::core::calibrate::Facts>,
 }
 
 /// Trials a sweep adds beyond its plan (`SweepConfig::{repeats, until, max_trials, widen}`).

@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use crate::core::calibrate::CALIBRATE_ID_BASE;
 use crate::core::confirm::CONFIRM_ID_BASE;
 use crate::core::widen::REPEAT_ID_BASE;
 
@@ -26,6 +27,8 @@ impl Count {
 /// The stages a trial belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Stage {
+    /// The calibration's pilot trials (`core::calibrate`), before the search.
+    Calibrate,
     Search,
     Confirm,
     Repeats,
@@ -34,7 +37,9 @@ pub enum Stage {
 impl Stage {
     /// The stage of a trial id (the id layouts of `core::widen` and `core::confirm`).
     pub fn of(trial_id: u64) -> Stage {
-        if trial_id >= CONFIRM_ID_BASE {
+        if trial_id >= CALIBRATE_ID_BASE {
+            Stage::Calibrate
+        } else if trial_id >= CONFIRM_ID_BASE {
             Stage::Confirm
         } else if trial_id >= REPEAT_ID_BASE {
             Stage::Repeats
@@ -45,6 +50,7 @@ impl Stage {
 
     pub fn name(self) -> &'static str {
         match self {
+            Stage::Calibrate => "calibrate",
             Stage::Search => "search",
             Stage::Confirm => "confirm",
             Stage::Repeats => "repeats",
@@ -55,6 +61,8 @@ impl Stage {
 /// Finished and planned trials per stage (a stage the sweep has not: None).
 #[derive(Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StageCounts {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibrate: Option<Count>,
     pub search: Count,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirm: Option<Count>,
@@ -65,7 +73,12 @@ pub struct StageCounts {
 impl StageCounts {
     /// The stages the sweep has, in order.
     pub fn stages(&self) -> Vec<(Stage, Count)> {
-        let mut v = vec![(Stage::Search, self.search)];
+        let mut v: Vec<(Stage, Count)> = self
+            .calibrate
+            .map(|c| (Stage::Calibrate, c))
+            .into_iter()
+            .collect();
+        v.push((Stage::Search, self.search));
         v.extend(self.confirm.map(|c| (Stage::Confirm, c)));
         v.extend(self.repeats.map(|c| (Stage::Repeats, c)));
         v
@@ -73,6 +86,7 @@ impl StageCounts {
 
     pub fn get(&self, stage: Stage) -> Option<Count> {
         match stage {
+            Stage::Calibrate => self.calibrate,
             Stage::Search => Some(self.search),
             Stage::Confirm => self.confirm,
             Stage::Repeats => self.repeats,
@@ -92,6 +106,7 @@ impl StageCounts {
     /// One more trial of `stage` saved (a view's copy, until the sweep counts again).
     pub fn saved(&mut self, stage: Stage) {
         let c = match stage {
+            Stage::Calibrate => self.calibrate.as_mut(),
             Stage::Search => Some(&mut self.search),
             Stage::Confirm => self.confirm.as_mut(),
             Stage::Repeats => self.repeats.as_mut(),
@@ -104,7 +119,7 @@ impl StageCounts {
 
     /// Whether the sweep has a stage besides the search.
     pub fn staged(&self) -> bool {
-        self.confirm.is_some() || self.repeats.is_some()
+        self.calibrate.is_some() || self.confirm.is_some() || self.repeats.is_some()
     }
 
     /// "search 240/240 · confirm 90/190" (each stage against its own plan).

@@ -134,6 +134,10 @@ pub struct TrialSpec {
     /// best-of-K minimum; they give the confirmed S(B).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm: Option<crate::core::confirm::ConfirmMark>,
+    /// The calibration stage: a pilot trial, with its own budget, evaluation spacing and target
+    /// (`core::calibrate`). Pilot trials never enter S(B); they choose the study.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibrate: Option<crate::core::calibrate::CalibrateMark>,
 }
 
 impl TrialSpec {
@@ -162,13 +166,15 @@ impl TrialSpec {
             seed: 0,
             repeat_of: None,
             confirm: None,
+            calibrate: None,
         }
     }
 
-    /// A search trial: neither a repeat (`--repeats`) nor a confirm trial. Only search trials
-    /// are cut by early stopping, count in S(B)'s best of K and in the search's counts.
+    /// A search trial: neither a repeat (`--repeats`), a confirm trial nor a pilot trial of the
+    /// calibration. Only search trials are cut by early stopping, count in S(B)'s best of K and
+    /// in the search's counts.
     pub fn is_search(&self) -> bool {
-        self.repeat_of.is_none() && self.confirm.is_none()
+        self.repeat_of.is_none() && self.confirm.is_none() && self.calibrate.is_none()
     }
 }
 

@@ -72,6 +72,14 @@ pub enum DataError {
         searched_places()
     )]
     Missing { path: PathBuf },
+    /// A file of the user's own dataset that is not there, and the key of `[workload.dataset]`
+    /// that names it.
+    #[error(
+        "dataset file {} is missing: `{key}` under [workload.dataset] names it (relative names \
+         are in the preset's folder, or in `dir` when it is given)",
+        path.display()
+    )]
+    MissingFile { path: PathBuf, key: String },
     #[error(
         "dataset file {} is corrupt or modified: its sha256 is {actual}, expected {expected}; \
          restore it with `git checkout -- data/`",
@@ -88,6 +96,10 @@ pub enum DataError {
     Format { path: PathBuf, message: String },
     #[error("invalid dataset settings: {0}")]
     Spec(String),
+    /// A setting of `[workload.dataset]` that the data contradicts (an `image_size` no image
+    /// has): the preset is at fault, at `key`; the message starts with the key and its value.
+    #[error("{message}")]
+    Setting { key: &'static str, message: String },
     /// A named dataset whose files are nowhere it looked (which, where, where they come from).
     #[error("{0}")]
     NotFound(String),

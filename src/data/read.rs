@@ -1,11 +1,12 @@
 //! The one loader path: a [`Source`] (a registry entry or a preset's files) is located, its
 //! files read (bundled ones checked against their pinned SHA-256, every one recorded with its
-//! path, size and digest for the run log), `.gz` files decompressed, and decoded by its format.
+//! path, size and digest for the run log), `.gz` files decompressed, and decoded by its format
+//! ([`Decoder::read`]: nothing here names a format).
 
 use std::path::{Path, PathBuf};
 
 use super::digest::DataFileRecord;
-use super::formats::{self, RawImages, RawSource};
+use super::formats::{Decoded, Files, PartData, RawSource};
 use super::registry::Entry;
 use super::spec::{Decoder, Part, Source};
 use super::{data_dir, data_search_path, files, searched_places, DataError, DATA_DIR_ENV};
@@ -25,10 +26,94 @@ pub fn available_memory() -> Option<u64> {
     Some(kb.saturating_mul(1024))
 }
 
-/// The most bytes one file may hold or decompress to: the memory available (64 GiB when that is
-/// unknown). A larger file is an error, never an allocation that fails.
-pub fn read_cap() -> u64 {
-    available_memory().unwrap_or(64 << 30)
+/// The most bytes one file may hold or decompress to, and what sets that limit: the memory
+/// available, or less when the process may use less (a cgroup's memory limit, `ulimit -v`).
+/// A larger file is an error, never an allocation that fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadCap {
+    pub bytes: u64,
+    /// What sets it, for messages ("the memory available").
+    pub what: &'static str,
+}
+
+impl ReadCap {
+    /// Why `read` bytes (and more to come) are too many: past the cap, or memory ran out first.
+    pub fn past(&self, read: usize) -> String {
+        let limit = format!("{}, {}", size(self.bytes), self.what);
+        if read as u64 > self.bytes {
+            format!("more than the limit of {limit}")
+        } else {
+            format!(
+                "memory ran out after {}; the limit is {limit}",
+                size(read as u64)
+            )
+        }
+    }
+}
+
+/// `b` bytes for messages: in GiB or MiB, with the exact count.
+fn size(b: u64) -> String {
+    let (unit, name) = match b {
+        b if b >= 1 << 30 => (1u64 << 30, "GiB"),
+        b if b >= 1 << 20 => (1 << 20, "MiB"),
+        _ => return format!("{b} bytes"),
+    };
+    format!("{:.1} {name} ({b} bytes)", b as f64 / unit as f64)
+}
+
+/// The cap on what one file may hold or decompress to ([`ReadCap`]; 64 GiB when the memory
+/// available is unknown).
+pub fn read_cap() -> ReadCap {
+    let mut cap = match available_memory() {
+        Some(bytes) => ReadCap {
+            bytes,
+            what: "the memory available",
+        },
+        None => ReadCap {
+            bytes: 64 << 30,
+            what: "64 GiB when the memory available is unknown",
+        },
+    };
+    let limits = [
+        (
+            cgroup_memory_left(),
+            "what the cgroup's memory limit leaves",
+        ),
+        (address_space_limit(), "the address-space limit (ulimit -v)"),
+    ];
+    for (bytes, what) in limits {
+        if let Some(bytes) = bytes.filter(|&b| b < cap.bytes) {
+            cap = ReadCap { bytes, what };
+        }
+    }
+    cap
+}
+
+/// What the cgroup (v2) memory limit of this process leaves (`memory.max` − `memory.current`);
+/// None when there is no limit or no cgroup v2.
+fn cgroup_memory_left() -> Option<u64> {
+    let read = |name: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{name}")).ok();
+    let max: u64 = read("memory.max")?.trim().parse().ok()?;
+    let current: u64 = read("memory.current")?.trim().parse().ok()?;
+    Some(max.saturating_sub(current))
+}
+
+/// The soft address-space limit (`ulimit -v`), when there is one.
+fn address_space_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut l = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the struct it is given and nothing else.
+        let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut l) } == 0;
+        (ok && l.rlim_cur != libc::RLIM_INFINITY).then_some(l.rlim_cur)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
 }
 
 /// Reads and decodes `src`; `dir` is the folder its relative names are in (see [`locate`]).
@@ -40,9 +125,9 @@ pub fn read_source(src: &Source) -> Result<Raw, DataError> {
         explicit_dir: src.dir.is_some(),
         files: vec![],
     };
-    let train = r.part(src.decoder, &src.train, None)?;
+    let train = r.part("train", src.decoder, &src.train, None)?;
     let val = match &src.val {
-        Some(v) => Some(r.part(src.decoder, v, train.class_names.as_deref())?),
+        Some(v) => Some(r.part("val", src.decoder, v, train.class_names.as_deref())?),
         None => None,
     };
     let source = match (train.data, val.map(|v| v.data)) {
@@ -140,18 +225,6 @@ struct Reader {
     files: Vec<DataFileRecord>,
 }
 
-enum Decoded {
-    Images(RawImages),
-    Text(Vec<u32>, usize),
-    Sentences(Vec<u8>, Vec<String>),
-}
-
-struct PartData {
-    data: Decoded,
-    /// image-folder: the class folders' names.
-    class_names: Option<Vec<String>>,
-}
-
 impl Reader {
     /// Reads one file (named relative to the source's folder): verified against its pin for a
     /// bundled entry, recorded, decompressed when its name ends in `.gz`.
@@ -200,106 +273,60 @@ impl Reader {
             && std::env::var_os(DATA_DIR_ENV).is_none_or(|d| d.is_empty())
     }
 
+    /// Reads part `key` (`train` or `val`). A missing file of the user's own is named with the
+    /// key that names it; a missing file of a named dataset that does not ship says where its
+    /// files come from.
     fn part(
         &mut self,
+        key: &'static str,
         decoder: Decoder,
         part: &Part,
         train_classes: Option<&[String]>,
     ) -> Result<PartData, DataError> {
-        let plain = |data| PartData {
-            data,
-            class_names: None,
-        };
-        let names: Vec<String> = match part {
-            Part::Files(v) => v.clone(),
-            Part::Pair { images, labels } => vec![images.clone(), labels.clone()],
-            Part::Archive { file, .. } => vec![file.clone()],
-        };
-        Ok(match decoder {
-            Decoder::DigitsCsv => {
-                let (p, b) = self.file(&names[0])?;
-                plain(Decoded::Images(formats::bundled::parse_digits_csv(&p, &b)?))
+        decoder
+            .read(part, self, train_classes)
+            .map_err(|e| match e {
+                DataError::Missing { path } => self.missing(path, key, part),
+                e => e,
+            })
+    }
+
+    fn missing(&self, path: PathBuf, key: &str, part: &Part) -> DataError {
+        match self.entry {
+            Some(e) if e.is_bundled() => DataError::Missing { path },
+            Some(e) => DataError::NotFound(format!(
+                "dataset {}: its file {} is missing{}",
+                e.name,
+                path.display(),
+                e.source_hint.map_or(String::new(), |u| {
+                    format!(
+                        " ({} holds some of its files but not this one); they come from {u} \
+                         (extract all of it)",
+                        self.dir.display()
+                    )
+                })
+            )),
+            None => {
+                let key = part
+                    .keyed(key)
+                    .into_iter()
+                    .find(|(_, name)| self.dir.join(name) == path)
+                    .map_or(key.to_string(), |(k, _)| k);
+                DataError::MissingFile { path, key }
             }
-            Decoder::ReviewsTsv => {
-                let (p, b) = self.file(&names[0])?;
-                let (l, s) = formats::bundled::parse_reviews_tsv(&p, &b)?;
-                plain(Decoded::Sentences(l, s))
-            }
-            Decoder::Idx { classes } => {
-                let (pi, bi) = self.file(&names[0])?;
-                let (pl, bl) = self.file(&names[1])?;
-                plain(Decoded::Images(formats::idx::parse_idx_pair(
-                    &pi, &bi, &pl, &bl, classes,
-                )?))
-            }
-            Decoder::Cifar { label } => {
-                let mut all: Option<RawImages> = None;
-                for n in &names {
-                    let (p, b) = self.file(n)?;
-                    let im = formats::cifar::parse(&p, &b, label)?;
-                    match all.as_mut() {
-                        Some(a) => a.append(im, &p)?,
-                        None => all = Some(im),
-                    }
-                }
-                plain(Decoded::Images(all.expect("at least one file")))
-            }
-            Decoder::Npy { layout, classes } => {
-                let (pi, bi) = self.file(&names[0])?;
-                let (pl, bl) = self.file(&names[1])?;
-                let im =
-                    formats::numpy::images(&pi, &formats::numpy::parse_npy(&pi, &bi)?, layout)?;
-                drop(bi);
-                let l =
-                    formats::numpy::labels(&pl, &formats::numpy::parse_npy(&pl, &bl)?, classes)?;
-                plain(Decoded::Images(formats::numpy::pair(
-                    &pi, im, &pl, l, classes,
-                )?))
-            }
-            Decoder::Npz { layout, classes } => {
-                let Part::Archive { images, labels, .. } = part else {
-                    unreachable!("checked by the spec")
-                };
-                let (p, b) = self.file(&names[0])?;
-                let cap = read_cap();
-                let xi = formats::numpy::npz_member(&p, &b, images, cap)?;
-                let xl = formats::numpy::npz_member(&p, &b, labels, cap)?;
-                let (ni, nl) = (p.join(images), p.join(labels));
-                let im =
-                    formats::numpy::images(&ni, &formats::numpy::parse_npy(&ni, &xi)?, layout)?;
-                let l =
-                    formats::numpy::labels(&nl, &formats::numpy::parse_npy(&nl, &xl)?, classes)?;
-                plain(Decoded::Images(formats::numpy::pair(
-                    &ni, im, &nl, l, classes,
-                )?))
-            }
-            Decoder::ImageFolder { size, channels } => {
-                let dir = self.dir.join(&names[0]);
-                let (im, names, rec) = formats::folder::read(&dir, size, channels, train_classes)?;
-                self.files.push(rec);
-                PartData {
-                    data: Decoded::Images(im),
-                    class_names: Some(names),
-                }
-            }
-            Decoder::Bytes | Decoder::Tokens { .. } => {
-                let mut all = vec![];
-                for n in &names {
-                    let (p, b) = self.file(n)?;
-                    all.extend(match decoder {
-                        Decoder::Tokens { dtype, vocab } => {
-                            formats::text::tokens(&p, &b, dtype, vocab)?
-                        }
-                        _ => formats::text::bytes(&p, &b)?,
-                    });
-                }
-                let vocab = match decoder {
-                    Decoder::Tokens { vocab, .. } => vocab,
-                    _ => super::BYTE_VOCAB,
-                };
-                plain(Decoded::Text(all, vocab))
-            }
-        })
+        }
+    }
+}
+
+impl Files for Reader {
+    fn read(&mut self, name: &str) -> Result<(PathBuf, Vec<u8>), DataError> {
+        self.file(name)
+    }
+    fn folder(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+    fn record(&mut self, record: DataFileRecord) {
+        self.files.push(record);
     }
 }
 
@@ -309,15 +336,15 @@ fn read_checked(path: &Path) -> Result<Vec<u8>, DataError> {
     let f = files::open_regular(path).map_err(io)?;
     let len = f.metadata().map_err(io)?.len();
     let cap = read_cap();
-    if len > cap {
+    if len > cap.bytes {
         return Err(DataError::Format {
             path: path.to_path_buf(),
-            message: format!("{len} bytes: more than the {cap} bytes of memory available"),
+            message: format!("{len} bytes: too large to read, {}", cap.past(len as usize)),
         });
     }
     let mut out = Vec::with_capacity(len as usize);
     use std::io::Read;
-    f.take(cap + 1).read_to_end(&mut out).map_err(io)?;
+    f.take(cap.bytes + 1).read_to_end(&mut out).map_err(io)?;
     if out.is_empty() {
         return Err(DataError::Format {
             path: path.to_path_buf(),
@@ -327,29 +354,37 @@ fn read_checked(path: &Path) -> Result<Vec<u8>, DataError> {
     Ok(out)
 }
 
-/// Gunzips `bytes`, refusing output larger than [`read_cap`] (a gzip bomb is an error).
+/// Gunzips `bytes`, refusing output larger than [`read_cap`] (a gzip bomb is an error, and so
+/// is memory running out before the cap).
 fn gunzip_capped(path: &Path, bytes: &[u8]) -> Result<Vec<u8>, DataError> {
+    gunzip_within(path, bytes, read_cap())
+}
+
+/// Gunzips `bytes`, refusing output larger than `cap`.
+pub(crate) fn gunzip_within(path: &Path, bytes: &[u8], cap: ReadCap) -> Result<Vec<u8>, DataError> {
     use std::io::Read;
+    let err = |message: String| DataError::Format {
+        path: path.to_path_buf(),
+        message,
+    };
     if bytes.len() < 2 || bytes[..2] != [0x1f, 0x8b] {
-        return Err(DataError::Format {
-            path: path.to_path_buf(),
-            message: "named .gz but not gzip-compressed (no gzip magic 1f 8b)".into(),
-        });
+        return Err(err(
+            "named .gz but not gzip-compressed (no gzip magic 1f 8b)".into(),
+        ));
     }
-    let cap = read_cap();
     let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(bytes)
-        .take(cap + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| DataError::Format {
-            path: path.to_path_buf(),
-            message: format!("not a valid gzip stream: {e}"),
-        })?;
-    if out.len() as u64 > cap {
-        return Err(DataError::Format {
-            path: path.to_path_buf(),
-            message: format!("decompresses to more than the {cap} bytes of memory available"),
-        });
+    let read = flate2::read::MultiGzDecoder::new(bytes)
+        .take(cap.bytes + 1)
+        .read_to_end(&mut out);
+    let out_of_memory = read
+        .as_ref()
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::OutOfMemory);
+    if out_of_memory || out.len() as u64 > cap.bytes {
+        return Err(err(format!(
+            "too large when decompressed: {}",
+            cap.past(out.len())
+        )));
     }
+    read.map_err(|e| err(format!("not a valid gzip stream: {e}")))?;
     Ok(out)
 }

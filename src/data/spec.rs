@@ -6,12 +6,18 @@
 //!
 //! The serde type is flat (every key of every format) so that `toml` locates unknown keys and
 //! wrong types; [`DatasetSpec::source`] then checks which keys the source takes, each problem
-//! with the key it is about ([`SpecProblem`]), for the preset loader to locate.
+//! with the key it is about ([`SpecProblem`]), for the preset loader to locate. What each
+//! format takes and how its keys are checked is its file's (`super::formats`): nothing here
+//! names a format.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::formats::problem;
+pub use super::formats::{
+    cifar::CifarLabel, numpy::Layout, text::TokenType, Decoder, Examples, Format,
+};
 use super::registry::{self, Entry};
 
 /// A dataset in a preset (`[workload.dataset]`).
@@ -93,93 +99,6 @@ fn default_seq_len() -> usize {
     64
 }
 
-/// The on-disk formats a preset can name.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "kebab-case")]
-pub enum Format {
-    /// The MNIST family's IDX files (raw or .gz): `{ images, labels }`.
-    Idx,
-    /// CIFAR-10 binary batches: 1 label byte + 3,072 pixel bytes per record.
-    Cifar10,
-    /// CIFAR-100 binary files: coarse + fine label bytes + 3,072 pixel bytes per record.
-    Cifar100,
-    /// NumPy arrays: `{ images = "x.npy", labels = "y.npy" }`.
-    Npy,
-    /// A NumPy archive: `{ file = "d.npz", images = "x_train", labels = "y_train" }`.
-    Npz,
-    /// A folder per class of PNG/JPEG images.
-    ImageFolder,
-    /// Any file of bytes: byte-level text.
-    Bytes,
-    /// Token ids, little-endian u16 or u32 (nanoGPT's train.bin/val.bin).
-    Tokens,
-}
-
-impl Format {
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Idx => "idx",
-            Format::Cifar10 => "cifar10",
-            Format::Cifar100 => "cifar100",
-            Format::Npy => "npy",
-            Format::Npz => "npz",
-            Format::ImageFolder => "image-folder",
-            Format::Bytes => "bytes",
-            Format::Tokens => "tokens",
-        }
-    }
-    /// Every format, for messages.
-    pub const ALL: [Format; 8] = [
-        Format::Idx,
-        Format::Cifar10,
-        Format::Cifar100,
-        Format::Npy,
-        Format::Npz,
-        Format::ImageFolder,
-        Format::Bytes,
-        Format::Tokens,
-    ];
-}
-
-/// CIFAR-100's two label bytes.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "kebab-case")]
-pub enum CifarLabel {
-    /// 20 superclasses (the first label byte).
-    Coarse,
-    /// 100 classes (the second label byte).
-    Fine,
-}
-
-/// The axes of a NumPy image array.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "kebab-case")]
-pub enum Layout {
-    /// (N, H, W, C): TensorFlow/Keras.
-    Nhwc,
-    /// (N, C, H, W): PyTorch.
-    Nchw,
-    /// (N, H, W): one channel.
-    Nhw,
-}
-
-/// The width of a token id.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "kebab-case")]
-pub enum TokenType {
-    U16,
-    U32,
-}
-
-impl TokenType {
-    pub fn bytes(self) -> usize {
-        match self {
-            TokenType::U16 => 2,
-            TokenType::U32 => 4,
-        }
-    }
-}
-
 /// Data augmentation of training images (Shallue et al.'s CIFAR-10 pipeline: `crop = 4`,
 /// `flip = true`). Seeded by the trial's seed and the step (`super::augment`).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -222,6 +141,23 @@ impl Part {
             Part::Files(v) => v.iter_mut().collect(),
             Part::Pair { images, labels } => vec![images, labels],
             Part::Archive { file, .. } => vec![file],
+        }
+    }
+    /// The paths this part names with the key that names each, below `key` (`train`,
+    /// `train[1]`, `train.images`, `train.file`).
+    pub fn keyed(&self, key: &str) -> Vec<(String, &String)> {
+        match self {
+            Part::Files(v) if v.len() == 1 => vec![(key.to_string(), &v[0])],
+            Part::Files(v) => v
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (format!("{key}[{i}]"), p))
+                .collect(),
+            Part::Pair { images, labels } => vec![
+                (format!("{key}.images"), images),
+                (format!("{key}.labels"), labels),
+            ],
+            Part::Archive { file, .. } => vec![(format!("{key}.file"), file)],
         }
     }
     fn shape(&self) -> &'static str {
@@ -313,56 +249,6 @@ pub struct SpecProblem {
     pub message: String,
 }
 
-fn problem(key: &'static str, message: impl Into<String>) -> SpecProblem {
-    SpecProblem {
-        key: vec![key],
-        message: message.into(),
-    }
-}
-
-/// How the examples of a source are decoded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Decoder {
-    /// The UCI digits CSV (bundled `digits`).
-    DigitsCsv,
-    /// `label<TAB>sentence` lines (bundled `reviews`).
-    ReviewsTsv,
-    Idx {
-        classes: usize,
-    },
-    /// `None`: CIFAR-10 (one label byte); `Some`: CIFAR-100 and the label byte used.
-    Cifar {
-        label: Option<CifarLabel>,
-    },
-    Npy {
-        layout: Layout,
-        classes: usize,
-    },
-    Npz {
-        layout: Layout,
-        classes: usize,
-    },
-    ImageFolder {
-        size: Option<[usize; 2]>,
-        channels: Option<usize>,
-    },
-    Bytes,
-    Tokens {
-        dtype: TokenType,
-        vocab: usize,
-    },
-}
-
-impl Decoder {
-    /// Whether the examples are images (else text).
-    pub fn is_images(self) -> bool {
-        !matches!(
-            self,
-            Decoder::ReviewsTsv | Decoder::Bytes | Decoder::Tokens { .. }
-        )
-    }
-}
-
 /// A resolved source: what the loader reads.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Source {
@@ -448,10 +334,10 @@ impl DatasetSpec {
 
     /// The token vocabulary of a text source (256 for byte-level text), None for images.
     pub fn vocab_size(&self) -> Option<usize> {
-        match self.source().ok()?.decoder {
-            Decoder::Tokens { vocab, .. } => Some(vocab),
-            d if !d.is_images() => Some(super::BYTE_VOCAB),
-            _ => None,
+        match self.source().ok()?.decoder.examples() {
+            Examples::Images => None,
+            Examples::Bytes => Some(super::BYTE_VOCAB),
+            Examples::Tokens { vocab } => Some(vocab),
         }
     }
 
@@ -469,12 +355,26 @@ impl DatasetSpec {
                 format!(
                     "a dataset needs `name` (one of {}) or `format` (one of {}) with its files",
                     registry::names().join(", "),
-                    format_names()
+                    Format::names()
                 ),
             )),
             (Some(name), None) => self.entry_source(name),
             (_, Some(format)) => self.file_source(format),
         }
+    }
+
+    /// The keys of the formats (each format takes some: its `FormatDef::keys`), and whether
+    /// this spec gives each.
+    fn format_keys(&self) -> [(&'static str, bool); 7] {
+        [
+            ("classes", self.classes.is_some()),
+            ("label", self.label.is_some()),
+            ("layout", self.layout.is_some()),
+            ("image_size", self.image_size.is_some()),
+            ("channels", self.channels.is_some()),
+            ("dtype", self.dtype.is_some()),
+            ("vocab", self.vocab.is_some()),
+        ]
     }
 
     fn entry_source(&self, name: &str) -> Result<Source, SpecProblem> {
@@ -485,20 +385,15 @@ impl DatasetSpec {
                     "unknown dataset `{name}`: the named datasets are {}; for your own files give \
                      format = one of {} and train = …",
                     registry::names().join(", "),
-                    format_names()
+                    Format::names()
                 ),
             )
         })?;
-        for (key, given) in [
-            ("train", self.train.is_some()),
-            ("val", self.val.is_some()),
-            ("classes", self.classes.is_some()),
-            ("layout", self.layout.is_some()),
-            ("image_size", self.image_size.is_some()),
-            ("channels", self.channels.is_some()),
-            ("dtype", self.dtype.is_some()),
-            ("vocab", self.vocab.is_some()),
-        ] {
+        let given = [("train", self.train.is_some()), ("val", self.val.is_some())]
+            .into_iter()
+            .chain(self.format_keys())
+            .filter(|&(key, _)| key != "label");
+        for (key, given) in given {
             if given {
                 return Err(problem(
                     key,
@@ -510,22 +405,11 @@ impl DatasetSpec {
             }
         }
         let decoder = match entry.decoder {
-            Decoder::Cifar { label: Some(_) } => Decoder::Cifar {
-                label: Some(self.label.ok_or_else(|| {
-                    problem(
-                        "label",
-                        "cifar100 has two labels: say which is the class, label = \"fine\" (100 \
-                         classes) or \"coarse\" (20)",
-                    )
-                })?),
+            Decoder::Cifar { label } => Decoder::Cifar {
+                label: super::formats::cifar::entry_label(name, label.is_some(), self.label)?,
             },
             d => {
-                if self.label.is_some() {
-                    return Err(problem(
-                        "label",
-                        format!("label has no effect on `{name}`: it picks CIFAR-100's label byte"),
-                    ));
-                }
+                super::formats::cifar::entry_label(name, false, self.label)?;
                 d
             }
         };
@@ -540,13 +424,15 @@ impl DatasetSpec {
     }
 
     fn file_source(&self, format: Format) -> Result<Source, SpecProblem> {
+        let def = format.def();
         let train = self.train.clone().ok_or_else(|| {
             problem(
                 "train",
                 format!(
-                    "format = \"{}\" needs train = {} (the training files)",
-                    format.name(),
-                    part_example(format)
+                    "format = \"{}\" needs train = {} ({})",
+                    def.name,
+                    def.train,
+                    def.part.holds()
                 ),
             )
         })?;
@@ -554,7 +440,18 @@ impl DatasetSpec {
         if let Some(v) = &self.val {
             check_part(format, "val", v)?;
         }
-        let decoder = self.decoder_of(format)?;
+        for (key, given) in self.format_keys() {
+            if given && !def.keys.contains(&key) {
+                return Err(problem(
+                    key,
+                    format!(
+                        "{key} has no effect on format = \"{}\": remove it",
+                        def.name
+                    ),
+                ));
+            }
+        }
+        let decoder = (def.decoder)(self)?;
         let dir = self.dir.as_ref().map(PathBuf::from);
         Ok(Source {
             entry: None,
@@ -563,125 +460,6 @@ impl DatasetSpec {
             train,
             val: self.val.clone(),
             dir,
-        })
-    }
-
-    /// The decoder of `format` from its keys; a key another format takes is an error.
-    fn decoder_of(&self, format: Format) -> Result<Decoder, SpecProblem> {
-        let f = format.name();
-        let takes: &[&str] = match format {
-            Format::Idx => &["classes"],
-            Format::Cifar10 => &[],
-            Format::Cifar100 => &["label"],
-            Format::Npy | Format::Npz => &["classes", "layout"],
-            Format::ImageFolder => &["image_size", "channels"],
-            Format::Bytes => &[],
-            Format::Tokens => &["dtype", "vocab"],
-        };
-        for (key, given) in [
-            ("classes", self.classes.is_some()),
-            ("label", self.label.is_some()),
-            ("layout", self.layout.is_some()),
-            ("image_size", self.image_size.is_some()),
-            ("channels", self.channels.is_some()),
-            ("dtype", self.dtype.is_some()),
-            ("vocab", self.vocab.is_some()),
-        ] {
-            if given && !takes.contains(&key) {
-                return Err(problem(
-                    key,
-                    format!("{key} has no effect on format = \"{f}\": remove it"),
-                ));
-            }
-        }
-        let need = |key: &'static str, what: &str| {
-            problem(key, format!("format = \"{f}\" needs {key} = {what}"))
-        };
-        let classes = || -> Result<usize, SpecProblem> {
-            let c = self
-                .classes
-                .ok_or_else(|| need("classes", "the number of classes (labels 0 … classes − 1)"))?;
-            if !(2..=MAX_CLASSES).contains(&c) {
-                return Err(problem(
-                    "classes",
-                    format!("classes = {c}: a classifier needs 2 to {MAX_CLASSES} classes"),
-                ));
-            }
-            Ok(c)
-        };
-        let layout = || {
-            self.layout.ok_or_else(|| {
-                need(
-                    "layout",
-                    "\"nhwc\", \"nchw\" or \"nhw\" (the image array's axes)",
-                )
-            })
-        };
-        Ok(match format {
-            Format::Idx => Decoder::Idx {
-                classes: classes()?,
-            },
-            Format::Cifar10 => Decoder::Cifar { label: None },
-            Format::Cifar100 => Decoder::Cifar {
-                label: Some(self.label.ok_or_else(|| {
-                    need(
-                        "label",
-                        "\"fine\" (100 classes) or \"coarse\" (20): the class label byte",
-                    )
-                })?),
-            },
-            Format::Npy => Decoder::Npy {
-                layout: layout()?,
-                classes: classes()?,
-            },
-            Format::Npz => Decoder::Npz {
-                layout: layout()?,
-                classes: classes()?,
-            },
-            Format::ImageFolder => {
-                if let Some([h, w]) = self.image_size {
-                    if h == 0 || w == 0 || h > 1 << 14 || w > 1 << 14 {
-                        return Err(problem(
-                            "image_size",
-                            format!("image_size [{h}, {w}]: each side must be 1 to 16384 pixels"),
-                        ));
-                    }
-                }
-                if let Some(c) = self.channels.filter(|c| ![1, 3].contains(c)) {
-                    return Err(problem(
-                        "channels",
-                        format!("channels = {c}: images are read as 1 (grey) or 3 (RGB) channels"),
-                    ));
-                }
-                Decoder::ImageFolder {
-                    size: self.image_size,
-                    channels: self.channels,
-                }
-            }
-            Format::Bytes => Decoder::Bytes,
-            Format::Tokens => {
-                let dtype = self
-                    .dtype
-                    .ok_or_else(|| need("dtype", "\"u16\" or \"u32\" (the width of a token id)"))?;
-                let vocab = self
-                    .vocab
-                    .ok_or_else(|| need("vocab", "the vocabulary size (every id is below it)"))?;
-                let max = if dtype == TokenType::U16 {
-                    1 << 16
-                } else {
-                    MAX_VOCAB
-                };
-                if !(2..=max).contains(&vocab) {
-                    return Err(problem(
-                        "vocab",
-                        format!(
-                            "vocab = {vocab}: give 2 to {max} for {} ids",
-                            f_dtype(dtype)
-                        ),
-                    ));
-                }
-                Decoder::Tokens { dtype, vocab }
-            }
         })
     }
 
@@ -710,7 +488,7 @@ impl DatasetSpec {
             let why = "applies to image datasets only".to_string();
             out.push(("augment", why.clone()));
             out.push(("downsample", why));
-            if matches!(s.decoder, Decoder::Tokens { .. }) {
+            if matches!(s.decoder.examples(), Examples::Tokens { .. }) {
                 out.push((
                     "max_bytes",
                     "applies to byte-level text: token files are used whole".to_string(),
@@ -747,55 +525,16 @@ impl DatasetSpec {
     }
 }
 
-fn f_dtype(t: TokenType) -> &'static str {
-    match t {
-        TokenType::U16 => "u16",
-        TokenType::U32 => "u32",
-    }
-}
-
-fn format_names() -> String {
-    Format::ALL
-        .iter()
-        .map(|f| f.name())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// What `train` looks like for a format.
-fn part_example(format: Format) -> &'static str {
-    match format {
-        Format::Idx => {
-            "{ images = \"train-images-idx3-ubyte.gz\", labels = \"train-labels-idx1-ubyte.gz\" }"
-        }
-        Format::Npy => "{ images = \"x_train.npy\", labels = \"y_train.npy\" }",
-        Format::Npz => "{ file = \"data.npz\", images = \"x_train\", labels = \"y_train\" }",
-        Format::Cifar10 => "[\"data_batch_1.bin\", …, \"data_batch_5.bin\"]",
-        Format::Cifar100 => "\"train.bin\"",
-        Format::ImageFolder => "\"train/\" (a folder holding a folder of images per class)",
-        Format::Bytes => "\"input.txt\"",
-        Format::Tokens => "\"train.bin\"",
-    }
-}
-
 /// The shape of `train`/`val` a format takes.
 fn check_part(format: Format, key: &'static str, part: &Part) -> Result<(), SpecProblem> {
-    let ok = match (format, part) {
-        (Format::Idx | Format::Npy, Part::Pair { .. }) => true,
-        (Format::Npz, Part::Archive { .. }) => true,
-        (Format::ImageFolder, Part::Files(v)) => v.len() == 1,
-        (Format::Cifar10 | Format::Cifar100 | Format::Bytes | Format::Tokens, Part::Files(v)) => {
-            !v.is_empty()
-        }
-        _ => false,
-    };
-    if !ok {
+    let def = format.def();
+    if !def.part.fits(part) {
         return Err(problem(
             key,
             format!(
                 "format = \"{}\" takes {key} = {}, not {}",
-                format.name(),
-                part_example(format),
+                def.name,
+                def.train,
                 part.shape()
             ),
         ));

@@ -49,6 +49,11 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     p
 }
 
+/// The format named `name` (as a preset names it).
+fn fmt(name: &str) -> Format {
+    Format::named(name).expect(name)
+}
+
 fn files_spec(format: Format, train: Part, dir: &Path) -> DatasetSpec {
     DatasetSpec {
         dir: Some(dir.display().to_string()),
@@ -89,7 +94,7 @@ fn a_cifar10_file_loads_to_its_labels_and_pixels() {
         &cifar_records(12, |i| vec![(i % 3) as u8]),
     );
     let mut s = files_spec(
-        Format::Cifar10,
+        fmt("cifar10"),
         Part::Files(vec!["b1.bin".into(), "b2.bin".into()]),
         dir.path(),
     );
@@ -133,7 +138,7 @@ fn a_cifar10_file_loads_to_its_labels_and_pixels() {
         "bad.bin",
         &cifar_records(3, |i| vec![8 + i as u8]),
     );
-    let e = load(&files_spec(Format::Cifar10, one("bad.bin"), dir.path())).unwrap_err();
+    let e = load(&files_spec(fmt("cifar10"), one("bad.bin"), dir.path())).unwrap_err();
     assert!(
         e.to_string()
             .contains("label 10 of example 2 is outside the 10 classes"),
@@ -142,7 +147,7 @@ fn a_cifar10_file_loads_to_its_labels_and_pixels() {
     let mut short = cifar_records(3, |_| vec![1]);
     short.pop();
     write(dir.path(), "short.bin", &short);
-    let e = load(&files_spec(Format::Cifar10, one("short.bin"), dir.path())).unwrap_err();
+    let e = load(&files_spec(fmt("cifar10"), one("short.bin"), dir.path())).unwrap_err();
     assert!(
         e.to_string().contains("short.bin")
             && e.to_string()
@@ -159,7 +164,7 @@ fn a_cifar100_file_gives_the_fine_or_the_coarse_label() {
         "train.bin",
         &cifar_records(40, |i| vec![(i % 20) as u8, (i * 2 % 100) as u8]),
     );
-    let mut s = files_spec(Format::Cifar100, one("train.bin"), dir.path());
+    let mut s = files_spec(fmt("cifar100"), one("train.bin"), dir.path());
     for (label, classes, want) in [
         (
             CifarLabel::Fine,
@@ -193,7 +198,7 @@ fn a_cifar100_file_gives_the_fine_or_the_coarse_label() {
     // a CIFAR-10 file read as CIFAR-100 is not a whole number of records
     write(dir.path(), "c10.bin", &cifar_records(3, |_| vec![1]));
     let e =
-        load(&files_spec(Format::Cifar100, one("c10.bin"), dir.path()).with_label()).unwrap_err();
+        load(&files_spec(fmt("cifar100"), one("c10.bin"), dir.path()).with_label()).unwrap_err();
     assert!(
         e.to_string().contains("not a whole number of CIFAR-100"),
         "{e}"
@@ -259,7 +264,7 @@ fn npy_nhwc_and_nchw_give_the_same_tensors() {
     write(dir.path(), "f32.npy", &npy("<f4", &[6, 4, 5, 3], &floats));
     let load_as = |images: &str, layout: Layout| {
         let mut s = files_spec(
-            Format::Npy,
+            fmt("npy"),
             Part::Pair {
                 images: images.into(),
                 labels: "y.npy".into(),
@@ -321,7 +326,7 @@ fn npz_archives_load_as_their_arrays() {
         ]),
     );
     let mut s = files_spec(
-        Format::Npz,
+        fmt("npz"),
         Part::Archive {
             file: "d.npz".into(),
             images: "x_train".into(),
@@ -379,7 +384,7 @@ fn an_image_folder_of_pngs_loads_with_its_classes() {
         }
     }
     write(&dir.path().join("train"), "README.txt", b"not an image");
-    let s = files_spec(Format::ImageFolder, one("train"), dir.path());
+    let s = files_spec(fmt("image-folder"), one("train"), dir.path());
     let d = load(&DatasetSpec {
         val_fraction: 0.2,
         ..s.clone()
@@ -411,7 +416,11 @@ fn an_image_folder_of_pngs_loads_with_its_classes() {
     );
     let e = load(&s).unwrap_err().to_string();
     assert!(
-        e.contains("big.png") && e.contains("every image must have the same size"),
+        e.contains("big.png")
+            && e.contains(
+                "the image is 3×5 (height × width), but every image must be 3×4, the \
+                           size of most images: 9 of the 10 are (the first: ant/0.png), 1 differs"
+            ),
         "{e}"
     );
     write(
@@ -421,12 +430,13 @@ fn an_image_folder_of_pngs_loads_with_its_classes() {
     );
     let e = load(&s).unwrap_err().to_string();
     assert!(
-        e.contains("big.png") && e.contains("1 channel(s), the others 3"),
+        e.contains("big.png")
+            && e.contains("has 1 channel(s), but every image must have 3, as most images have"),
         "{e}"
     );
     std::fs::create_dir_all(dir.path().join("flat")).unwrap();
     write(&dir.path().join("flat"), "a.png", &png(4, 3, false, 0));
-    let e = load(&files_spec(Format::ImageFolder, one("flat"), dir.path()))
+    let e = load(&files_spec(fmt("image-folder"), one("flat"), dir.path()))
         .unwrap_err()
         .to_string();
     assert!(e.contains("flat") && e.contains("no class folders"), "{e}");
@@ -439,7 +449,7 @@ fn token_files_and_byte_files_are_token_streams() {
     let b: Vec<u8> = ids.iter().flat_map(|t| t.to_le_bytes()).collect();
     write(dir.path(), "train.bin", &b);
     write(dir.path(), "val.bin", &b[..200]);
-    let mut s = files_spec(Format::Tokens, one("train.bin"), dir.path());
+    let mut s = files_spec(fmt("tokens"), one("train.bin"), dir.path());
     s.val = Some(one("val.bin"));
     s.dtype = Some(TokenType::U16);
     s.vocab = Some(1000);
@@ -461,7 +471,7 @@ fn token_files_and_byte_files_are_token_streams() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::Write::write_all(&mut gz, &text).unwrap();
     write(dir.path(), "t.txt.gz", &gz.finish().unwrap());
-    let mut s = files_spec(Format::Bytes, one("t.txt.gz"), dir.path());
+    let mut s = files_spec(fmt("bytes"), one("t.txt.gz"), dir.path());
     s.seq_len = 8;
     let d = load(&s).unwrap();
     let t = d.as_text().unwrap();
@@ -499,4 +509,97 @@ fn a_data_file_record_says_what_changed() {
     assert_eq!(digest::changed(&b), None);
     b.sha256 = "0".repeat(64);
     assert!(digest::changed(&b).unwrap().contains("this build's is"));
+}
+
+/// A `.gz` or a `.npz` array that inflates past the cap is "too large when decompressed" with
+/// the limit and what sets it; within the cap it reads (the binary's corpus runs the case where
+/// memory runs out first, under `ulimit -v`).
+#[test]
+fn inflating_past_the_cap_says_too_large_with_the_limit() {
+    use std::io::Write;
+    let cap = |bytes| read::ReadCap {
+        bytes,
+        what: "the test's limit",
+    };
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(&[7u8; 5000]).unwrap();
+    let gz = e.finish().unwrap();
+    let p = Path::new("/d/x.bin.gz");
+    assert_eq!(read::gunzip_within(p, &gz, cap(5000)).unwrap(), [7u8; 5000]);
+    let e = read::gunzip_within(p, &gz, cap(4999))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "dataset file /d/x.bin.gz: too large when decompressed: more than the limit of 4999 \
+         bytes, the test's limit"
+    );
+    let e = read::gunzip_within(p, b"not gzip", cap(4999))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not gzip-compressed"), "{e}");
+    // an .npz member: the archive's path and the array's name
+    let x = formats::numpy::npy_file("|u1", &[5000], &[1; 5000]);
+    let npz = formats::numpy::npz_file(&[("x", x.clone())]);
+    let p = Path::new("/d/d.npz");
+    assert_eq!(
+        formats::numpy::npz_member(p, &npz, "x", cap(1 << 20)).unwrap(),
+        x
+    );
+    let e = formats::numpy::npz_member(p, &npz, "x", cap(3072))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "dataset file /d/d.npz: array `x` is too large when decompressed: more than the limit of \
+         3072 bytes, the test's limit"
+    );
+}
+
+/// A missing file of one's own dataset is named with the key that names it, not with the
+/// bundled files' advice; a bundled one keeps that advice.
+#[test]
+fn a_missing_file_of_ones_own_is_named_with_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", &[b'a'; 500]);
+    let s = files_spec(
+        fmt("bytes"),
+        Part::Files(vec!["a.txt".into(), "b.txt".into()]),
+        dir.path(),
+    );
+    let e = load(&s).unwrap_err();
+    let path = dir.path().join("b.txt");
+    assert_eq!(
+        e,
+        DataError::MissingFile {
+            path: path.clone(),
+            key: "train[1]".into()
+        }
+    );
+    let e = e.to_string();
+    assert!(
+        e.starts_with(&format!(
+            "dataset file {} is missing: `train[1]` under [workload.dataset] names it",
+            path.display()
+        )) && !e.contains("data install"),
+        "{e}"
+    );
+    let mut s = files_spec(
+        fmt("idx"),
+        Part::Pair {
+            images: "i".into(),
+            labels: "l".into(),
+        },
+        dir.path(),
+    );
+    s.classes = Some(10);
+    s.val = Some(Part::Pair {
+        images: "vi".into(),
+        labels: "vl".into(),
+    });
+    let e = load(&s).unwrap_err();
+    assert!(
+        matches!(&e, DataError::MissingFile { key, .. } if key == "train.images"),
+        "{e:?}"
+    );
 }

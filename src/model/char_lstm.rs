@@ -18,7 +18,8 @@ pub static FAMILY: Registration = Registration {
     kind: "char-lstm",
     label: "char-LSTM (byte-level LSTM language model)",
     input: Input::Text,
-    default: |_| Ok(small()),
+    default: small,
+    fits: |_| Ok(()),
     tiny: || {
         let spec = CharLstmSpec {
             embed: 5,

@@ -15,14 +15,15 @@ pub static FAMILY: Registration = Registration {
     kind: "cnn",
     label: "CNN (Shallue et al.'s simple CNN)",
     input: Input::Images,
-    default: |shape| {
+    default: small,
+    fits: |shape| {
         if shape.height < 4 || shape.width < 4 {
             return Err(format!(
                 "the CNN pools twice by 2: it needs images of at least 4×4, and these are {}×{}",
                 shape.height, shape.width
             ));
         }
-        Ok(small())
+        Ok(())
     },
     tiny: || {
         let spec = CnnSpec {

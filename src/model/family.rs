@@ -61,8 +61,11 @@ pub struct Registration {
     pub label: &'static str,
     /// What it reads.
     pub input: Input,
-    /// The spec a study starts from on data of a shape (the shape's kind already matched).
-    pub(super) default: fn(&InputShape) -> Result<ModelSpec, String>,
+    /// The spec a study starts from, sized for a 2-core CPU (what `--model KIND` and Setup's
+    /// Model list give when no size is set).
+    pub(super) default: fn() -> ModelSpec,
+    /// Why data of a shape (its kind already matched) is too small for the family's layers.
+    pub(super) fits: fn(&InputShape) -> Result<(), String>,
     /// The smallest spec that has every layer of the family, and the input it is built for.
     pub(super) tiny: fn() -> (ModelSpec, InputShape),
 }
@@ -101,7 +104,14 @@ impl Registration {
                 ),
             });
         }
-        (self.default)(shape)
+        (self.fits)(shape)?;
+        Ok((self.default)())
+    }
+
+    /// The spec a study of this family starts from, whatever its data (sized for a 2-core CPU;
+    /// [`Registration::default_for`] also says whether the data suits the family).
+    pub fn default_spec(&self) -> ModelSpec {
+        (self.default)()
     }
 
     /// The smallest spec that has every layer of the family and the input it is built for: the

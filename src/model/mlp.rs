@@ -15,7 +15,8 @@ pub static FAMILY: Registration = Registration {
     kind: "mlp",
     label: "MLP (fully connected, ReLU)",
     input: Input::Images,
-    default: |_| Ok(hidden(vec![64])),
+    default: || hidden(vec![64]),
+    fits: |_| Ok(()),
     tiny: || (hidden(vec![16, 8]), InputShape::images(1, 8, 8, 5)),
 };
 

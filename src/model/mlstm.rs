@@ -17,7 +17,8 @@ pub static FAMILY: Registration = Registration {
     kind: "mlstm",
     label: "mLSTM (multiplicative LSTM language model)",
     input: Input::Text,
-    default: |_| Ok(small()),
+    default: small,
+    fits: |_| Ok(()),
     tiny: || {
         let spec = MlstmSpec {
             embed: 5,

@@ -11,7 +11,8 @@ pub static FAMILY: Registration = Registration {
     kind: "nqm",
     label: "noisy quadratic model (Zhang et al., closed form)",
     input: Input::None,
-    default: |_| Ok(ModelSpec::Nqm(NqmSpec::new(1000))),
+    default: || ModelSpec::Nqm(NqmSpec::new(1000)),
+    fits: |_| Ok(()),
     tiny: || {
         let no_data = InputShape::images(0, 0, 0, 0);
         (ModelSpec::Nqm(NqmSpec::new(10)), no_data)

@@ -25,7 +25,8 @@ pub static FAMILY: Registration = Registration {
     kind: "resnet",
     label: "ResNet (He et al.'s CIFAR ResNet, batch norm)",
     input: Input::Images,
-    default: |_| Ok(small()),
+    default: small,
+    fits: |_| Ok(()),
     tiny: || {
         let spec = ResNetSpec {
             depth: 8,

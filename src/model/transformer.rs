@@ -16,7 +16,8 @@ pub static FAMILY: Registration = Registration {
     kind: "transformer",
     label: "Transformer (small causal language model)",
     input: Input::Text,
-    default: |_| Ok(small()),
+    default: small,
+    fits: |_| Ok(()),
     tiny: || {
         let spec = TransformerSpec {
             d_model: 8,

@@ -1,12 +1,10 @@
-//! Export renderers: CSV of the per-B points and of the trials, the export JSON, and the SVG
-//! charts (plotters) — the log-log chart of steps-to-target (measured best points, error bars,
-//! perfect-scaling line, fitted curve, batch sizes without a result, the ordered regimes) and the
-//! metaparameter picture. They render an analysis already made; writing the files is
-//! `runlog::export`.
+//! Export renderers: CSV of the per-B points and of the trials, the export JSON, and the
+//! metaparameter picture (plotters); the log-log chart of steps-to-target is `chart` (re-exported
+//! here). They render an analysis already made; writing the files is `runlog::export`.
 
 use std::fmt::Write;
 
-use plotters::coord::{combinators::LogCoord, Shift};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::core::analysis::{target_text, Analysis, BatchPoint, Readout};
@@ -30,17 +28,22 @@ fn interval_fields(i: Option<NoiseInterval>) -> (String, String) {
     }
 }
 
-/// One row per batch size.
+/// The columns of [`points_csv`], in order. `steps` is S(B) as the fit, the regimes and the
+/// chart read it (`readout`: the confirmed S(B) once the confirm stage has finished, else the
+/// best trial), `steps_lo`/`steps_hi` its 95 % interval; the best trial is `best_trial_steps`
+/// beside it, with its own interval; `on_curve`: enough trials behind `steps` for the curve.
+pub const POINTS_COLUMNS: &str = "batch_size,steps,steps_lo,steps_hi,readout,on_curve,best_trial_steps,best_trial_lo,best_trial_hi,best_trial,trials,reached,diverged,not_reached,cancelled,best_lr,best_momentum,best_effective_lr,b_simple,b_simple_lo,b_simple_hi,perfect_scaling_steps,fitted_steps,regime,at_search_edge,search_edges,repeat_runs,repeat_median,repeat_min,repeat_max,confirmed_steps,confirmed_lo,confirmed_hi,confirmed_trial,confirm_runs,seed_sd";
+
+/// One row per batch size (columns: [`POINTS_COLUMNS`]).
 pub fn points_csv(a: &Analysis) -> String {
-    let mut s = String::from(
-        "batch_size,steps,best_trial,trials,reached,diverged,not_reached,cancelled,best_lr,best_momentum,best_effective_lr,b_simple,perfect_scaling_steps,fitted_steps,steps_ci_lo,steps_ci_hi,at_search_edge,search_edges,repeat_runs,repeat_median,repeat_min,repeat_max,regime,b_simple_lo,b_simple_hi,confirmed_steps,confirmed_lo,confirmed_hi,confirmed_trial,confirm_runs,seed_sd,readout\n",
-    );
+    let mut s = format!("{POINTS_COLUMNS}\n");
+    let u = |x: Option<u64>| x.map(|x| x.to_string()).unwrap_or_default();
     for p in &a.per_batch {
+        let on_curve = a.on_curve_steps(p).is_some();
         let perfect = a
             .perfect_anchor
             .map(|anchor| crate::analysis::perfect_scaling_steps(anchor, p.batch_size as f64));
         let fitted = a.fit.as_ref().map(|f| f.steps_at(p.batch_size as f64));
-        let ci = |i: usize| p.steps_ci.map(|c| c[i].to_string()).unwrap_or_default();
         let edges: Vec<String> = p
             .search_edges
             .iter()
@@ -52,61 +55,69 @@ pub fn points_csv(a: &Analysis) -> String {
             })
             .collect();
         let r = p.repeat_steps.as_ref();
-        let b = p.batch_size as f64;
         let regime = a
-            .regimes
-            .iter()
-            .find(|s| b >= s.b_lo / 1.0001 && b <= s.b_hi * 1.0001)
-            .map(|s| s.regime.short())
+            .on_curve_steps(p)
+            .and_then(|_| super::regime_at(a, p.batch_size))
+            .map(|r| r.short())
             .unwrap_or_default();
         let (b_lo, b_hi) = interval_fields(p.b_simple_interval);
         let c = p.confirmed.as_ref();
-        let (c_lo, c_hi) = match c.and_then(|c| c.steps_ci) {
+        let steps_interval = |ci: Option<crate::core::analysis::StepsInterval>| match ci {
             Some(ci) => (
                 ci.lo.to_string(),
                 ci.hi.map_or_else(|| "inf".into(), |h| h.to_string()),
             ),
             None => (String::new(), String::new()),
         };
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            p.batch_size,
-            p.steps.map(|x| x.to_string()).unwrap_or_default(),
-            p.best_trial.map(|x| x.to_string()).unwrap_or_default(),
-            p.counts.trials,
-            p.counts.reached,
-            p.counts.diverged,
-            p.counts.not_reached,
-            p.counts.cancelled,
+        let (c_lo, c_hi) = steps_interval(c.and_then(|c| c.steps_ci));
+        let (best_lo, best_hi) = (u(p.steps_ci.map(|c| c[0])), u(p.steps_ci.map(|c| c[1])));
+        let (lo, hi) = match a.readout {
+            Readout::BestTrial => (best_lo.clone(), best_hi.clone()),
+            Readout::Confirmed => (c_lo.clone(), c_hi.clone()),
+        };
+        let row: Vec<String> = vec![
+            p.batch_size.to_string(),
+            u(a.curve_steps(p)),
+            lo,
+            hi,
+            match a.readout {
+                Readout::BestTrial => "best_trial",
+                Readout::Confirmed => "confirmed",
+            }
+            .into(),
+            on_curve.to_string(),
+            u(p.steps),
+            best_lo,
+            best_hi,
+            u(p.best_trial),
+            p.counts.trials.to_string(),
+            p.counts.reached.to_string(),
+            p.counts.diverged.to_string(),
+            p.counts.not_reached.to_string(),
+            p.counts.cancelled.to_string(),
             opt(p.best_lr),
             opt(p.best_momentum),
             opt(p.best_effective_lr),
             opt(p.b_simple),
+            b_lo,
+            b_hi,
             opt(perfect),
             opt(fitted),
-            ci(0),
-            ci(1),
-            p.at_search_edge,
+            regime.into(),
+            p.at_search_edge.to_string(),
             edges.join(";"),
             r.map(|r| r.runs.to_string()).unwrap_or_default(),
             opt(r.map(|r| r.median)),
             r.map(|r| r.min.to_string()).unwrap_or_default(),
             r.map(|r| r.max.to_string()).unwrap_or_default(),
-            regime,
-            b_lo,
-            b_hi,
-            c.and_then(|c| c.steps).map(|x| x.to_string()).unwrap_or_default(),
+            u(c.and_then(|c| c.steps)),
             c_lo,
             c_hi,
-            c.and_then(|c| c.chosen).map(|x| x.to_string()).unwrap_or_default(),
+            u(c.and_then(|c| c.chosen)),
             c.map(|c| c.runs().to_string()).unwrap_or_default(),
             opt(c.and_then(|c| c.seed_sd)),
-            match a.readout {
-                Readout::BestTrial => "best_trial",
-                Readout::Confirmed => "confirmed",
-            }
-        );
+        ];
+        let _ = writeln!(s, "{}", row.join(","));
     }
     s
 }
@@ -174,380 +185,10 @@ pub fn export_json(log: &RunLog, analysis: &Analysis) -> serde_json::Value {
     })
 }
 
-/// One curve of a chart.
-pub struct ChartSeries<'a> {
-    pub label: String,
-    pub analysis: &'a Analysis,
-}
-
-const COLOURS: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(23, 190, 207),
-];
-
-type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<LogCoord<f64>, LogCoord<f64>>>;
+pub use super::chart::{svg_chart, svg_for_log, ChartSeries};
 
 fn svg_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow::anyhow!("svg: {e}")
-}
-
-/// The chart's extent: batch sizes (x) and steps (y), with margins.
-#[derive(Clone, Copy)]
-struct Extent {
-    x0: f64,
-    x1: f64,
-    y0: f64,
-    y1: f64,
-}
-
-fn extent(series: &[ChartSeries]) -> anyhow::Result<Extent> {
-    let mut bs: Vec<f64> = Vec::new();
-    let mut ss: Vec<f64> = Vec::new();
-    for s in series {
-        for p in &s.analysis.per_batch {
-            bs.push(p.batch_size as f64);
-            if let Some(st) = p.steps {
-                ss.push(st as f64);
-            }
-            if let Some([lo, hi]) = p.steps_ci {
-                ss.push(lo.max(1) as f64);
-                ss.push(hi as f64);
-            }
-            if let Some(c) = &p.confirmed {
-                ss.extend(c.steps.map(|x| x as f64));
-                if let Some(ci) = c.steps_ci {
-                    ss.push(ci.lo.max(1) as f64);
-                    ss.extend(ci.hi.map(|h| h as f64));
-                }
-            }
-        }
-    }
-    anyhow::ensure!(!bs.is_empty(), "nothing to plot: the run log has no trials");
-    let bmin = bs.iter().copied().fold(f64::INFINITY, f64::min);
-    let bmax = bs.iter().copied().fold(0.0, f64::max);
-    let (smin, smax) = if ss.is_empty() {
-        (1.0, 10.0)
-    } else {
-        (
-            ss.iter().copied().fold(f64::INFINITY, f64::min),
-            ss.iter().copied().fold(0.0, f64::max),
-        )
-    };
-    Ok(Extent {
-        x0: bmin / 1.5,
-        x1: bmax * 1.5,
-        y0: (smin / 2.0).max(0.5),
-        y1: smax * 3.0,
-    })
-}
-
-/// An SVG log-log chart of steps-to-target vs batch size for one or more sweeps.
-pub fn svg_chart(title: &str, series: &[ChartSeries]) -> anyhow::Result<String> {
-    let e = extent(series)?;
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (900, 600)).into_drawing_area();
-        root.fill(&WHITE).map_err(svg_err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(65)
-            .build_cartesian_2d((e.x0..e.x1).log_scale(), (e.y0..e.y1).log_scale())
-            .map_err(svg_err)?;
-        chart
-            .configure_mesh()
-            .x_desc("batch size B")
-            .y_desc("steps to target")
-            .x_label_formatter(&|x| format!("{}", x.round() as u64))
-            .y_label_formatter(&|y| format!("{}", y.round() as u64))
-            .draw()
-            .map_err(svg_err)?;
-        let grid: Vec<f64> = (0..=100)
-            .map(|i| e.x0 * (e.x1 / e.x0).powf(i as f64 / 100.0))
-            .collect();
-        for (k, s) in series.iter().enumerate() {
-            let colour = COLOURS[k % COLOURS.len()];
-            draw_measured(&mut chart, s, colour)?;
-            draw_reference_and_fit(&mut chart, s, colour, &grid, e)?;
-            draw_failures(&mut chart, s, colour, e, series.len() == 1)?;
-            if series.len() == 1 {
-                draw_regimes(&mut chart, s.analysis, colour, e)?;
-            }
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(svg_err)?;
-        root.present().map_err(svg_err)?;
-    }
-    Ok(out)
-}
-
-/// The curve's points (the best trials, or the confirmed seed medians once the confirm stage is
-/// complete) joined by a line, their error bars (the 95 % interval; an unbounded one runs to the
-/// top) and an open ring where the best trial is at the search-space edge (S(B) there is an
-/// upper bound). With the confirmed readout the best trials (the paper's readout) are small open
-/// squares beside it.
-fn draw_measured(chart: &mut Chart, s: &ChartSeries, colour: RGBColor) -> anyhow::Result<()> {
-    let a = s.analysis;
-    let confirmed = a.readout == Readout::Confirmed;
-    let pts: Vec<(f64, f64)> = a
-        .per_batch
-        .iter()
-        .filter_map(|p| a.curve_steps(p).map(|st| (p.batch_size as f64, st as f64)))
-        .collect();
-    let what = if confirmed {
-        "confirmed: seed median of the best configuration"
-    } else {
-        "measured best"
-    };
-    chart
-        .draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))
-        .map_err(svg_err)?
-        .label(format!("{} ({what})", s.label))
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
-    chart
-        .draw_series(pts.iter().map(|&p| Circle::new(p, 4, colour.filled())))
-        .map_err(svg_err)?;
-    if confirmed {
-        let best: Vec<(f64, f64)> = a
-            .per_batch
-            .iter()
-            .filter_map(|p| p.steps.map(|st| (p.batch_size as f64, st as f64)))
-            .collect();
-        let sq = |(x, y): (f64, f64)| {
-            Rectangle::new(
-                [(x / 1.03, y / 1.03), (x * 1.03, y * 1.03)],
-                colour.stroke_width(1),
-            )
-        };
-        chart
-            .draw_series(best.into_iter().map(sq))
-            .map_err(svg_err)?
-            .label(format!("{} (best trial, the paper's readout)", s.label))
-            .legend(move |(x, y)| {
-                Rectangle::new([(x + 6, y - 4), (x + 14, y + 4)], colour.stroke_width(1))
-            });
-    }
-    let top = chart.y_range().end;
-    for p in &a.per_batch {
-        let (lo, hi) = match (confirmed, p.confirmed.as_ref()) {
-            (true, Some(c)) => match (c.steps, c.steps_ci) {
-                (Some(_), Some(ci)) => (ci.lo, ci.hi.map_or(top, |h| h as f64)),
-                _ => continue,
-            },
-            (true, None) => continue,
-            (false, _) => match (p.steps, p.steps_ci) {
-                (Some(_), Some([lo, hi])) => (lo, hi as f64),
-                _ => continue,
-            },
-        };
-        let (b, lo, hi) = (p.batch_size as f64, lo.max(1) as f64, hi);
-        let cap = 1.04f64;
-        for path in [
-            vec![(b, lo), (b, hi)],
-            vec![(b / cap, lo), (b * cap, lo)],
-            vec![(b / cap, hi), (b * cap, hi)],
-        ] {
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    path,
-                    colour.stroke_width(1),
-                )))
-                .map_err(svg_err)?;
-        }
-    }
-    chart
-        .draw_series(
-            a.per_batch
-                .iter()
-                .filter(|p| p.at_search_edge)
-                .filter_map(|p| p.steps.map(|s| (p.batch_size as f64, s as f64)))
-                .map(|p| Circle::new(p, 8, colour.stroke_width(1))),
-        )
-        .map_err(svg_err)?;
-    Ok(())
-}
-
-/// The perfect-scaling line (dashed) and the fitted curve (dashed when uncertain).
-fn draw_reference_and_fit(
-    chart: &mut Chart,
-    s: &ChartSeries,
-    colour: RGBColor,
-    grid: &[f64],
-    e: Extent,
-) -> anyhow::Result<()> {
-    let a = s.analysis;
-    let inside = |&(_, y): &(f64, f64)| y >= e.y0 && y <= e.y1;
-    if let Some(anchor) = a.perfect_anchor {
-        let line: Vec<(f64, f64)> = grid
-            .iter()
-            .map(|&b| (b, crate::analysis::perfect_scaling_steps(anchor, b)))
-            .filter(inside)
-            .collect();
-        chart
-            .draw_series(DashedLineSeries::new(
-                line,
-                6,
-                4,
-                colour.mix(0.5).stroke_width(1),
-            ))
-            .map_err(svg_err)?
-            .label(format!("{}: perfect scaling", s.label))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.mix(0.5)));
-    }
-    let Some(f) = &a.fit else { return Ok(()) };
-    let curve: Vec<(f64, f64)> = grid
-        .iter()
-        .map(|&b| (b, f.steps_at(b)))
-        .filter(inside)
-        .collect();
-    let ci = f
-        .b_crit_ci
-        .map(|[lo, hi]| format!(" [{lo:.0}–{hi:.0}]"))
-        .unwrap_or_default();
-    let label = format!(
-        "{}: fit S_min={:.0}, B_crit={:.0}{ci}{}",
-        s.label,
-        f.s_min,
-        f.b_crit,
-        if f.uncertain { " (uncertain)" } else { "" }
-    );
-    let style = if f.uncertain {
-        colour.mix(0.5).stroke_width(3)
-    } else {
-        colour.mix(0.35).stroke_width(3)
-    };
-    let drawn = if f.uncertain {
-        chart.draw_series(DashedLineSeries::new(curve, 3, 5, style))
-    } else {
-        chart.draw_series(LineSeries::new(curve, style))
-    };
-    drawn
-        .map_err(svg_err)?
-        .label(label)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-    Ok(())
-}
-
-/// Batch sizes where no trial reached the target (a cross at the top edge) and, for one series,
-/// the count of failed trials under each point.
-fn draw_failures(
-    chart: &mut Chart,
-    s: &ChartSeries,
-    colour: RGBColor,
-    e: Extent,
-    labels: bool,
-) -> anyhow::Result<()> {
-    let a = s.analysis;
-    let none: Vec<(f64, f64)> = a
-        .per_batch
-        .iter()
-        .filter(|p| p.steps.is_none())
-        .map(|p| (p.batch_size as f64, e.y1 / 1.3))
-        .collect();
-    chart
-        .draw_series(
-            none.iter()
-                .map(|&p| Cross::new(p, 6, colour.stroke_width(2))),
-        )
-        .map_err(svg_err)?;
-    for p in &a.per_batch {
-        let y = match p.steps {
-            Some(st) => st as f64 / 1.35,
-            None => e.y1 / 1.8,
-        };
-        let parts = failure_label(p);
-        if !parts.is_empty() && labels {
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    parts.join(", "),
-                    (p.batch_size as f64, y),
-                    ("sans-serif", 10)
-                        .into_font()
-                        .color(&RGBColor(120, 120, 120)),
-                )))
-                .map_err(svg_err)?;
-        }
-    }
-    Ok(())
-}
-
-fn failure_label(p: &BatchPoint) -> Vec<String> {
-    let mut parts = Vec::new();
-    if p.steps.is_none() {
-        parts.push("none reached".to_string());
-    }
-    if p.counts.diverged > 0 {
-        parts.push(format!("{} div", p.counts.diverged));
-    }
-    if p.counts.not_reached > 0 {
-        parts.push(format!("{} n/r", p.counts.not_reached));
-    }
-    parts
-}
-
-/// The ordered regime partition: a label at the geometric middle of each span, thin vertical
-/// lines at the boundaries with their intervals as a band.
-fn draw_regimes(
-    chart: &mut Chart,
-    a: &Analysis,
-    colour: RGBColor,
-    e: Extent,
-) -> anyhow::Result<()> {
-    for r in &a.regimes {
-        let xm = (r.b_lo * r.b_hi).sqrt();
-        let text = format!("{}{}", r.regime.short(), if r.uncertain { "?" } else { "" });
-        chart
-            .draw_series(std::iter::once(Text::new(
-                text,
-                (xm, e.y1 / 1.6),
-                ("sans-serif", 13).into_font().color(&colour),
-            )))
-            .map_err(svg_err)?;
-        if let Some([lo, hi]) = r.b_hi_ci {
-            let b = r.b_hi;
-            chart
-                .draw_series(DashedLineSeries::new(
-                    vec![(b, e.y0), (b, e.y1 / 1.2)],
-                    4,
-                    4,
-                    RGBColor(150, 150, 150).stroke_width(1),
-                ))
-                .map_err(svg_err)?;
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(lo.max(e.x0), e.y0), (hi.min(e.x1), e.y0 * 1.15)],
-                    RGBColor(150, 150, 150).mix(0.4).filled(),
-                )))
-                .map_err(svg_err)?;
-        }
-    }
-    Ok(())
-}
-
-/// The chart of one run log's analysis.
-pub fn svg_for_log(log: &RunLog, a: &Analysis) -> anyhow::Result<String> {
-    let target = a.target.as_ref().map(target_text).unwrap_or_default();
-    let title = format!(
-        "{} — steps to {} vs batch size",
-        log.header.preset.name, target
-    );
-    svg_chart(
-        &title,
-        &[ChartSeries {
-            label: log.header.preset.workload.optimizer.name().to_string(),
-            analysis: a,
-        }],
-    )
 }
 
 /// Colour of a steps-to-target on a log scale between the fastest and slowest reached trial of a

@@ -10,6 +10,48 @@ pub fn band(i: &NoiseInterval) -> String {
     }
 }
 
+/// Why a B_simple band has no upper end, where it has none: " — no upper end: at 5 of 8 batch
+/// sizes the best trial's |G|² was not resolved from 0, so its B_simple is unbounded above".
+/// `unbounded`: [best trials whose interval is unbounded above, best trials with an interval].
+pub fn unbounded_band_reason(i: &NoiseInterval, unbounded: Option<[usize; 2]>) -> String {
+    match (i.hi, unbounded) {
+        (None, Some([k, n])) => format!(
+            " — no upper end: at {k} of {n} batch sizes the best trial's |G|² (the gradient's \
+             signal) was not resolved from 0, so its B_simple is unbounded above"
+        ),
+        (None, None) => " — no upper end: |G|² not resolved from 0".into(),
+        _ => String::new(),
+    }
+}
+
+/// A value with its 95 % interval: "66.0 [58.8–74.3]" ("66.0" without one; "[58.8–∞)" where
+/// it is unbounded above). The one way every comparison shows a number with its uncertainty.
+pub fn with_interval(x: f64, ci: Option<[f64; 2]>) -> String {
+    match ci {
+        Some([lo, hi]) if hi.is_finite() => format!("{} [{}–{}]", num(x), num(lo), num(hi)),
+        Some([lo, _]) => format!("{} [{}–∞)", num(x), num(lo)),
+        None => num(x),
+    }
+}
+
+/// A fit's S_min and B_crit with their 95 % intervals: ["68.3 [64.7–71.9]", "27.1 [24.8–30.0]"]
+/// (what `compare` shows, and any view that puts one run's fit beside another's).
+pub fn fit_with_intervals(f: &crate::core::analysis::Fit) -> [String; 2] {
+    [
+        with_interval(f.s_min, f.s_min_ci),
+        with_interval(f.b_crit, f.b_crit_ci),
+    ]
+}
+
+/// Steps with their 95 % interval: "933 [850–1040]" ("[850–∞)" unbounded above).
+pub fn steps_with_interval(x: u64, ci: Option<[Option<u64>; 2]>) -> String {
+    match ci {
+        Some([Some(lo), Some(hi)]) => format!("{x} [{lo}–{hi}]"),
+        Some([Some(lo), None]) => format!("{x} [{lo}–∞)"),
+        _ => x.to_string(),
+    }
+}
+
 /// Compact number: 3 significant digits, scientific outside [1e-3, 1e5).
 pub fn num(x: f64) -> String {
     if !x.is_finite() {

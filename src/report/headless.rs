@@ -13,6 +13,7 @@ use std::sync::mpsc::Receiver;
 
 use crate::core::events::{SweepEvent, TrialEvent};
 use crate::core::stages::{Stage, StageCounts};
+use crate::core::trial::Outcome;
 use crate::report::format::outcome_text;
 
 /// Where the headless view sends its output. Only `line` is required: a plain-text sink writes
@@ -76,18 +77,92 @@ pub fn resume_message(log_path: &Path, counts: &StageCounts) -> String {
     )
 }
 
+/// The progress lines of finished trials: at most one per trial, a new best folded into its
+/// trial's line, and trials stopped early (they could no longer beat their B's best) counted
+/// per B instead of a line each, in one summary line at the end.
+#[derive(Default)]
+struct TrialLines {
+    /// The last saved trial's line, held until the next event says whether it set a new best.
+    pending: Option<(u64, String)>,
+    /// Trials stopped early per B.
+    early: std::collections::BTreeMap<usize, usize>,
+}
+
+impl TrialLines {
+    fn flush(&mut self, sink: &mut dyn HeadlessSink) {
+        if let Some((_, line)) = self.pending.take() {
+            sink.line(&line);
+        }
+    }
+
+    /// A trial is saved: its line (held), or one more early stop at `b`.
+    fn saved(&mut self, sink: &mut dyn HeadlessSink, id: u64, b: usize, line: Option<String>) {
+        self.flush(sink);
+        match line {
+            Some(l) => self.pending = Some((id, l)),
+            None => *self.early.entry(b).or_default() += 1,
+        }
+    }
+
+    /// A new best set by trial `id`: on its line (the scheduler says so right after saving it;
+    /// the progress bar's message shows it too).
+    fn best(&mut self, sink: &mut dyn HeadlessSink, id: u64) {
+        if let Some((p, line)) = &mut self.pending {
+            if *p == id {
+                line.push_str(" — best so far at this B");
+            }
+        }
+        self.flush(sink);
+    }
+
+    /// The end: the held line and the early stops per B ("stopped early … B=2: 18 · B=4: 20").
+    fn finish(&mut self, sink: &mut dyn HeadlessSink) {
+        self.flush(sink);
+        if self.early.is_empty() {
+            return;
+        }
+        let total: usize = self.early.values().sum();
+        let per_b: Vec<String> = self
+            .early
+            .iter()
+            .map(|(b, n)| format!("B={b}: {n}"))
+            .collect();
+        sink.line(&format!(
+            "{total} trials stopped early at their B's best step count (they could no longer \
+             beat it; S(B) unchanged): {}",
+            per_b.join(" · ")
+        ));
+        self.early.clear();
+    }
+}
+
 /// Consumes events until `Done` (or the channel closes) and sends progress to `sink`; returns
-/// whether the sweep said it was done.
+/// whether the sweep said it was done. One line per finished trial at most (`TrialLines`).
 pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bool {
     let (mut planned, mut done) = (0usize, 0usize);
     // the trials placed so far (the plan's at the start, then any placed beyond it): the count
     // the progress shows grows with them, so a confirm trial is never "37 of 36"
     let (mut base, mut queued) = (0usize, std::collections::HashSet::new());
     let mut batch_of: HashMap<u64, usize> = HashMap::new();
-    let mut outcome_of: HashMap<u64, String> = HashMap::new();
+    // each finished trial's outcome in words (None: stopped early, summarised per B)
+    let mut outcome_of: HashMap<u64, Option<String>> = HashMap::new();
+    let mut lines = TrialLines::default();
     // each stage against its own plan, as the sweep counts them (absent: the plain count)
     let mut counts: Option<StageCounts> = None;
-    for ev in rx.iter() {
+    loop {
+        // a saved trial's line waits for the news that it set a new best (sent right after it),
+        // a moment at most
+        let ev = match rx.recv_timeout(std::time::Duration::from_millis(200)) {
+            Ok(ev) => ev,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                lines.flush(sink);
+                continue;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        if !matches!(ev, SweepEvent::Trial { .. } | SweepEvent::BestSoFar { .. }) {
+            lines.flush(sink);
+        }
         match ev {
             SweepEvent::Counts(c) => {
                 if c.planned() != planned {
@@ -95,6 +170,9 @@ pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bo
                     sink.grown(planned);
                 }
                 counts = Some(c);
+            }
+            SweepEvent::Calibrated(c) => {
+                sink.line(&crate::report::calibration::summary_line(&c));
             }
             SweepEvent::Planned(p) => {
                 planned = p.total_trials;
@@ -145,7 +223,15 @@ pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bo
                     .trial_progress(trial_id, &format!("step {} metric {:.4}", e.step, e.metric)),
                 TrialEvent::NoiseScale { .. } => {}
                 TrialEvent::Finished { outcome } => {
-                    outcome_of.insert(trial_id, outcome_text(&outcome.outcome));
+                    let o = &outcome.outcome;
+                    let early = matches!(
+                        o,
+                        Outcome::NotReached {
+                            early_stopped: true,
+                            ..
+                        }
+                    );
+                    outcome_of.insert(trial_id, (!early).then(|| outcome_text(o)));
                     sink.trial_ended(trial_id);
                 }
             },
@@ -154,7 +240,7 @@ pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bo
                 sink.saved();
                 let what = outcome_of
                     .remove(&trial_id)
-                    .unwrap_or_else(|| "recorded".into());
+                    .unwrap_or_else(|| Some("recorded".into()));
                 let b = batch_of.get(&trial_id).copied().unwrap_or(0);
                 // "[search 12/24]", "[confirm 3/50]": the trial's stage against its own plan
                 let stage = Stage::of(trial_id);
@@ -168,7 +254,8 @@ pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bo
                     Some(c) => format!("{} {}/{}", stage.name(), c.done, c.planned),
                     None => format!("{done}/{planned}"),
                 };
-                sink.line(&format!("[{at}] trial {trial_id} (B={b}): {what}"));
+                let line = what.map(|w| format!("[{at}] trial {trial_id} (B={b}): {w}"));
+                lines.saved(sink, trial_id, b, line);
             }
             SweepEvent::BestSoFar {
                 batch_size,
@@ -176,9 +263,7 @@ pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bo
                 trial_id,
             } => {
                 sink.best(&format!("best at B={batch_size}: {steps} steps"));
-                sink.line(&format!(
-                    "  best so far at B={batch_size}: {steps} steps (trial {trial_id})"
-                ));
+                lines.best(sink, trial_id);
             }
             SweepEvent::Paused { paused } => sink.line(if paused {
                 "paused: no new trials start"
@@ -190,11 +275,13 @@ pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bo
                 sink.line(&format!("trial {trial_id} failed: {message}"));
             }
             SweepEvent::Done { .. } => {
+                lines.finish(sink);
                 sink.finish();
                 return true;
             }
         }
     }
+    lines.finish(sink);
     false
 }
 

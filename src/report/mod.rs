@@ -11,13 +11,19 @@
 //! sweep that just ended in this process ([`of_sweep`]: the CLI, the cluster front end, the TUI;
 //! nothing re-reads the log it just wrote) or from the TUI's live state. The renderers live here
 //! too: `text` (the plain-text report), `json` (`--json`, `docs/report-schema.json`), `notes` (the
-//! wording of the analysis's typed notes), `export` (CSV, the export JSON and the SVG charts),
-//! `compare`, `projection` (the projection table and brief), `headless` (the progress view of a
-//! headless sweep), `format` (numbers and outcomes in words).
+//! wording of the analysis's typed notes), `export` (CSV, the export JSON, the metaparameter
+//! picture), `chart` (the exported S(B) chart: legend below the plot, labels placed clear of each
+//! other), `compare`, `projection` (the projection table and brief), `headless` (the progress
+//! view of a headless sweep), `format` (numbers and outcomes in words, values with intervals),
+//! `bench` (`scaling-lab bench`'s tables), `calibration` (the calibration stage in words).
 //!
-//! Layering: `report` imports `core`, `workload`, `transfer`, `analysis`, `runlog` and `sweep`; `cluster`,
+//! Layering: `report` imports `core`, `workload`, `transfer`, `train` (the bench's measurements),
+//! `analysis`, `runlog` and `sweep`; `cluster`,
 //! `cli` and `tui` import it.
 
+pub mod bench;
+pub mod calibration;
+pub mod chart;
 pub mod compare;
 pub mod export;
 pub mod format;
@@ -46,14 +52,21 @@ use crate::core::trial::NoiseInterval;
 use crate::runlog::RunLog;
 use crate::sweep::SweepResult;
 
-pub use format::{band, num, opt_num, outcome_text, thousands};
+pub use format::{
+    band, fit_with_intervals, num, opt_num, outcome_text, steps_with_interval, thousands,
+    unbounded_band_reason, with_interval,
+};
 
 /// Version of the JSON shape of [`Report`] (`docs/report-schema.json`). Version 2: one
 /// regime model reaches the outputs — `per_batch[].regime` (the ordered partition's regime at B)
 /// replaces the per-segment `regime_to_next`, the fit no longer implies regimes of its own
 /// (`fit.perfect_up_to`/`maximal_from` are gone), `analysis.segments` carry slopes only, `kept`
 /// is the count type of the rows (with `trials` and `reached`), and a cluster run adds `cluster`.
-pub const REPORT_VERSION: u32 = 2;
+/// Version 3: one meaning per word — `per_batch[].steps` (and `steps_ci`) is S(B) as the curve
+/// reads it (`readout`), the best trial `best_trial_steps`/`best_trial_ci` beside it, and
+/// `on_curve`; `evidence` says what the curve rests on and which fields are withheld for want of
+/// it (`analysis::evidence`); the noise band says how many best trials' intervals are unbounded.
+pub const REPORT_VERSION: u32 = 3;
 
 /// What a report is built from: a run's header, its finished trials and how far it got.
 #[derive(Clone, Copy, Debug)]
@@ -101,15 +114,27 @@ impl Default for ReportOptions<'_> {
     }
 }
 
-/// One row of the per-batch-size table.
+/// One row of the per-batch-size table. `steps` is S(B) as the curve reads it (`readout`):
+/// the confirmed S(B) once the confirm stage has finished, else the best trial; the best trial
+/// is always `best_trial_steps` beside it.
 #[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct ReportRow {
     pub batch_size: usize,
-    /// Best steps-to-target (None: no trial reached).
+    /// S(B) as the curve reads it (None: not reached).
     pub steps: Option<u64>,
-    /// steps / the perfect-scaling reference at this B.
+    /// Its 95 % interval [lo, hi] (hi null: unbounded above; absent: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps_ci: Option<[Option<u64>; 2]>,
+    /// The best trial's steps-to-target (Shallue et al.'s readout; None: no trial reached).
+    pub best_trial_steps: Option<u64>,
+    /// Its 95 % interval (the median best of this B's search trials).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_trial_ci: Option<[u64; 2]>,
+    /// `steps` rests on enough finished trials to be on the curve (`analysis::evidence`).
+    pub on_curve: bool,
+    /// steps / the perfect-scaling reference at this B (on the curve only).
     pub x_ideal: Option<f64>,
-    /// The regime of the ordered partition this B lies in (None without steps).
+    /// The regime of the ordered partition this B lies in (on the curve only).
     pub regime: Option<Regime>,
     pub best_lr: Option<f64>,
     pub best_effective_lr: Option<f64>,
@@ -131,6 +156,54 @@ pub struct ReportRow {
     /// configuration (what a single-seed readout hides).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed_sd: Option<f64>,
+}
+
+/// How much evidence the curve rests on, and what the report withholds for want of it
+/// (`analysis::evidence`).
+#[derive(Serialize, Clone, Debug, PartialEq, Default)]
+pub struct EvidenceSummary {
+    /// The rule: batch sizes the curve needs …
+    pub min_batch_sizes: usize,
+    /// … each with S(B) from at least this many finished trials.
+    pub min_trials: usize,
+    /// The batch sizes on the curve.
+    pub curve: Vec<usize>,
+    /// Measured batch sizes off the curve, with the trials their S(B) rests on.
+    pub thin: Vec<crate::core::analysis::ThinPoint>,
+    /// The report fields left empty for want of evidence (`fit`, `regimes`, `lr_exponent`,
+    /// `projections`, `perfect_anchor`); empty when nothing is withheld.
+    pub withheld: Vec<String>,
+    /// What is missing, in words (absent when nothing is withheld).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+impl EvidenceSummary {
+    /// The evidence of `a` and what the report withholds for want of it.
+    pub fn of(a: &Analysis) -> Self {
+        use crate::analysis::evidence::{MIN_CURVE_POINTS, MIN_TRIALS_PER_POINT};
+        let e = &a.evidence;
+        EvidenceSummary {
+            min_batch_sizes: MIN_CURVE_POINTS,
+            min_trials: MIN_TRIALS_PER_POINT,
+            curve: e.curve.clone(),
+            thin: e.thin.clone(),
+            withheld: if e.withheld {
+                [
+                    "fit",
+                    "regimes",
+                    "lr_exponent",
+                    "projections",
+                    "perfect_anchor",
+                ]
+                .map(String::from)
+                .to_vec()
+            } else {
+                Vec::new()
+            },
+            text: notes::withheld_text(e),
+        }
+    }
 }
 
 /// A range of batch sizes in one regime (the ordered partition, rounded to whole B).
@@ -168,6 +241,10 @@ pub struct NoiseSummary {
     /// targets than the goal, the NQM).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval: Option<NoiseInterval>,
+    /// [best trials whose interval is unbounded above (|G|² not resolved from 0), best trials
+    /// with an interval]: why the band has no upper end where it has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unbounded: Option<[usize; 2]>,
 }
 
 /// The G = (measured devices) check of the projection model against the best trial's own time.
@@ -239,6 +316,8 @@ pub struct Report {
     /// The end of the perfect-scaling regime ("perfect ≤"), shared with `compare` and the TUI.
     pub perfect_up_to: Option<usize>,
     pub fit: Option<FitSummary>,
+    /// The evidence the curve rests on and the fields withheld for want of it.
+    pub evidence: EvidenceSummary,
     pub noise: Option<NoiseSummary>,
     /// Best η ∝ B^k across batch sizes (linear rule 1, sqrt rule 0.5).
     pub lr_exponent: Option<f64>,
@@ -328,20 +407,31 @@ fn noise_sampling(trials: &[TrialRecord], a: &Analysis) -> Option<f64> {
     Some(v[v.len() / 2])
 }
 
-fn rows(a: &Analysis) -> Vec<ReportRow> {
+pub(crate) fn rows(a: &Analysis) -> Vec<ReportRow> {
     a.per_batch
         .iter()
         .map(|p| ReportRow {
             batch_size: p.batch_size,
-            steps: p.steps,
+            steps: a.curve_steps(p),
+            steps_ci: match a.readout {
+                Readout::BestTrial => p.steps_ci.map(|[lo, hi]| [Some(lo), Some(hi)]),
+                Readout::Confirmed => p
+                    .confirmed
+                    .as_ref()
+                    .and_then(|c| c.steps_ci)
+                    .map(|ci| [Some(ci.lo), ci.hi]),
+            },
+            best_trial_steps: p.steps,
+            best_trial_ci: p.steps_ci,
+            on_curve: a.on_curve_steps(p).is_some(),
             // against the perfect-scaling line of the curve the fit reads
-            x_ideal: match (a.perfect_anchor, a.curve_steps(p)) {
+            x_ideal: match (a.perfect_anchor, a.on_curve_steps(p)) {
                 (Some(anchor), Some(st)) => {
                     Some(st as f64 / perfect_scaling_steps(anchor, p.batch_size as f64))
                 }
                 _ => None,
             },
-            regime: a.curve_steps(p).and_then(|_| regime_at(a, p.batch_size)),
+            regime: a.on_curve_steps(p).and_then(|_| regime_at(a, p.batch_size)),
             confirmed_steps: p.confirmed.as_ref().map(|c| c.steps),
             confirmed_ci: p
                 .confirmed
@@ -375,6 +465,14 @@ fn from_analysis(analysis: Analysis, run: &Run) -> Report {
         ratio_to_b_crit: a.fit.as_ref().map(|f| n / f.b_crit),
         sampled_every: noise_sampling(run.trials, a),
         interval: a.noise_interval,
+        unbounded: a.noise_interval.map(|_| {
+            let ivs: Vec<NoiseInterval> = a
+                .per_batch
+                .iter()
+                .filter_map(|p| p.b_simple_interval)
+                .collect();
+            [ivs.iter().filter(|i| i.hi.is_none()).count(), ivs.len()]
+        }),
     });
     let h = run.header;
     Report {
@@ -409,7 +507,13 @@ fn from_analysis(analysis: Analysis, run: &Run) -> Report {
         perfect_up_to: perfect_scaling_extent(a),
         fit,
         noise,
-        lr_exponent: lr_scaling_exponent(&a.lr_rules),
+        // the η exponent is a fit over B too: withheld with the curve
+        lr_exponent: if a.withheld() {
+            None
+        } else {
+            lr_scaling_exponent(&a.lr_rules)
+        },
+        evidence: EvidenceSummary::of(a),
         kept: a.per_batch.iter().map(|p| p.counts).sum(),
         warnings: run.warnings.to_vec(),
         confirm: h.preset.sweep.confirm.map(|c| c.to_string()),
@@ -557,13 +661,20 @@ impl Report {
 
     fn add_projection(&mut self, run: &Run, opts: &ReportOptions) {
         let a = &self.analysis;
-        if is_nqm(run.header) {
+        if run.header.preset.workload.closed_form() {
             self.projection_note =
                 Some("none for the NQM (a closed-form model has no compute to time)".into());
             return;
         }
         if a.per_batch.iter().all(|p| p.steps.is_none()) {
             self.projection_note = Some("no batch size reached the target".into());
+            return;
+        }
+        if a.withheld() {
+            self.projection_note = Some(format!(
+                "withheld (too little evidence: it needs {})",
+                notes::evidence_rule()
+            ));
             return;
         }
         let (Some(ps), Some(c)) = (
@@ -595,6 +706,12 @@ impl Report {
         }
         self.projection_backend = Some(projection_backend(run));
         self.projections = Some(ps);
+    }
+
+    /// S_min and B_crit with their 95 % intervals ("68.3 [64.7–71.9]", "27.1 [24.8–30.0]"), as
+    /// `compare` shows them; None without a fit (or withheld: `evidence.text` says why).
+    pub fn fit_with_intervals(&self) -> Option<[String; 2]> {
+        self.analysis.fit.as_ref().map(format::fit_with_intervals)
     }
 
     /// Fit values as the TUI and the CLI show them: ("S_min", "B_crit", "R²").
@@ -631,11 +748,4 @@ fn projection_backend(run: &Run) -> String {
         ));
     }
     backend
-}
-
-fn is_nqm(h: &Header) -> bool {
-    matches!(
-        h.preset.workload.model,
-        crate::workload::spec::ModelSpec::Nqm { .. }
-    )
 }

@@ -1,7 +1,7 @@
 //! The wording of the analysis's typed notes (`core::analysis::Note`): what every view prints.
 
 use super::format::{fmt_b, fmt_sig};
-use crate::core::analysis::{Note, SpanEnd};
+use crate::core::analysis::{Evidence, Note, SpanEnd};
 use crate::workload::spec::LrRule;
 
 /// One note in words.
@@ -149,4 +149,66 @@ pub fn note_text(n: &Note) -> String {
             )
         }
     }
+}
+
+/// The evidence rule in words (`analysis::evidence`): "S(B) at ≥ 3 batch sizes from ≥ 3
+/// finished trials each".
+pub fn evidence_rule() -> String {
+    use crate::analysis::evidence::{MIN_CURVE_POINTS, MIN_TRIALS_PER_POINT};
+    format!("S(B) at ≥ {MIN_CURVE_POINTS} batch sizes from ≥ {MIN_TRIALS_PER_POINT} finished trials each")
+}
+
+/// "B = 8: 1 trial, 16: 2": measured batch sizes off the curve with their trials.
+fn thin_list(e: &Evidence) -> String {
+    let parts: Vec<String> = e
+        .thin
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let unit = match (i, t.trials) {
+                (0, 1) => " trial",
+                (0, _) => " trials",
+                _ => "",
+            };
+            format!("{}: {}{unit}", t.batch_size, t.trials)
+        })
+        .collect();
+    format!("B = {}", parts.join(", "))
+}
+
+/// The one line of a withheld curve: what it needs and what the run has ("withheld (too little
+/// evidence): the fit, B_crit, … need S(B) at ≥ 3 batch sizes from ≥ 3 finished trials each;
+/// this run has 1 (B = 32; fewer trials at B = 8: 1 trial, 16: 2)"). None when nothing is
+/// withheld.
+pub fn withheld_text(e: &Evidence) -> Option<String> {
+    if !e.withheld {
+        return None;
+    }
+    let on: Vec<String> = e.curve.iter().map(|b| b.to_string()).collect();
+    let fewer = (!e.thin.is_empty()).then(|| format!("fewer trials at {}", thin_list(e)));
+    let detail = match (on.is_empty(), fewer) {
+        (true, None) => String::new(),
+        (true, Some(f)) => format!(" ({f})"),
+        (false, None) => format!(" (B = {})", on.join(", ")),
+        (false, Some(f)) => format!(" (B = {}; {f})", on.join(", ")),
+    };
+    Some(format!(
+        "withheld (too little evidence): the fit, B_crit, the regimes, the η exponent and the \
+         time-to-target projection need {}; this run has {}{detail}",
+        evidence_rule(),
+        on.len()
+    ))
+}
+
+/// The line for measured batch sizes left off a curve that is read ("off the curve (S(B) from
+/// fewer than 3 finished trials; …): B = 1024: 2 trials"). None without any.
+pub fn off_curve_text(e: &Evidence) -> Option<String> {
+    use crate::analysis::evidence::MIN_TRIALS_PER_POINT;
+    (!e.withheld && !e.thin.is_empty()).then(|| {
+        format!(
+            "off the curve (S(B) from fewer than {MIN_TRIALS_PER_POINT} finished trials; in the \
+             table, not in the fit or the regimes): {}",
+            thin_list(e)
+        )
+    })
 }

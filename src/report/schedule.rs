@@ -22,8 +22,9 @@ use super::targets::{self, fmt_target};
 use super::{thousands, Run};
 use crate::analysis::ladder::{BestAt, TrendVerdict};
 use crate::core::analysis::Readout;
+use crate::core::record::TrialRecord;
 use crate::core::schedule::{examples_to, BatchSchedule, BatchStage, StageRun};
-use crate::core::{TrialOutcome, TrialRecord};
+use crate::core::trial::TrialOutcome;
 use crate::workload::spec::{OptimizerKind, Workload};
 
 /// Refuses a log of another workload: dataset, model and optimizer must be the preset's.

@@ -15,14 +15,36 @@ fn target() -> Target {
 
 /// A header for `trials` of an SGD preset (val error ≤ 0.1).
 fn header() -> Header {
-    let mut preset: Preset = crate::sweep::plan::tests::preset();
+    let mut preset: Preset = crate::core::plan::tests::preset();
     preset.workload.target = target();
     preset.workload.optimizer = OptimizerKind::Sgd;
     // a data workload (the NQM has no compute to time)
     preset.workload.model =
-        crate::workload::spec::ModelSpec::Mlp(crate::model::mlp::MlpSpec { hidden: vec![64] });
+        crate::model::mlp::hidden(vec![64]);
     let cfg = crate::sweep::SweepConfig::from_preset(preset, None, "runs".into());
     crate::sweep::scheduler::make_header(&cfg, "burn-flex (cpu)")
+}
+
+/// `trials` with two slower search trials beside each (not reached within twice its steps, the
+/// same throughput): enough evidence at each batch size for the curve (`analysis::evidence`).
+fn thicken(trials: Vec<TrialRecord>) -> Vec<TrialRecord> {
+    let mut out = trials.clone();
+    for t in &trials {
+        for k in 1..=2u64 {
+            let mut r = t.clone();
+            r.trial_id += 1000 * k;
+            r.spec.trial_id = r.trial_id;
+            r.spec.seed = r.trial_id;
+            let steps = t.outcome.outcome.steps_to_target().unwrap_or(100);
+            r.outcome.outcome = Outcome::NotReached {
+                budget: 2 * steps,
+                early_stopped: false,
+            };
+            r.outcome.noise = Default::default();
+            out.push(r);
+        }
+    }
+    out
 }
 
 #[test]
@@ -38,6 +60,7 @@ fn brief_names_the_best_speedup_per_link() {
         r.outcome.throughput.params = 1_000_000;
         trials.push(r);
     }
+    let mut trials = thicken(trials);
     let h = header();
     let run = |trials: &[TrialRecord]| {
         build(
@@ -155,6 +178,7 @@ fn regimes_line_and_regime_at_read_the_partition() {
             rec(i, b, 0.1, Outcome::Reached { step: s }, None)
         })
         .collect();
+    let pts = thicken(pts);
     let a = crate::analysis::analyze(&Study::bare(target(), OptimizerKind::Sgd), &pts);
     let line = text::regimes_line(&a);
     assert!(line.starts_with("perfect 4–"), "{line}");
@@ -183,6 +207,7 @@ fn the_noise_band_reaches_text_json_and_csv() {
         r.outcome.noise.interval = band;
         trials.push(r);
     }
+    let mut trials = thicken(trials);
     let h = header();
     let report = build(
         &Run {
@@ -198,10 +223,13 @@ fn the_noise_band_reaches_text_json_and_csv() {
     assert_eq!(n.median_b_simple, 80.0);
     assert_eq!(n.interval, iv(40.0, Some(160.0)));
     assert!(
-        report.text().contains("= 80.0, 95 % band 40.0–160"),
+        report.text().contains("= 80.0 (fitted B_crit")
+            && report.text().contains("; 95 % band 40.0–160\n"),
         "{}",
         report.text()
     );
+    // one of the three best trials' intervals is unbounded above: the band is not
+    assert_eq!(n.unbounded, Some([1, 3]));
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["noise"]["interval"]["hi"], 160.0);
     let a = crate::analysis::analyze(&Study::bare(target(), OptimizerKind::Sgd), &trials);

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::format::{band, fmt_b, num, opt_num};
-use super::notes::note_text;
+use super::notes::{note_text, off_curve_text};
 use super::{regime_at, Report};
 use crate::analysis::perfect_scaling_steps;
 use crate::analysis::FitRange;
@@ -12,30 +12,53 @@ use crate::core::analysis::{Analysis, Readout, Regime};
 
 /// The per-batch-size table: steps-to-target with its interval, ratio to perfect scaling, the
 /// regime, best metaparameters, noise scale and trial outcome counts; † marks a best trial at the
-/// edge of the search space.
+/// edge of the search space. ×ideal and the regime are the curve's: with the confirmed readout
+/// they are in the confirm table, beside the values they are read from, and a column empty in
+/// every row is left out.
 pub fn per_batch_table(a: &Analysis) -> String {
     let mut s = String::new();
     let has_confirm = a.per_batch.iter().any(|p| p.confirmed.is_some());
+    let best_curve = a.readout == Readout::BestTrial;
+    let ideal_of =
+        |p: &crate::core::analysis::BatchPoint| match (a.perfect_anchor, a.on_curve_steps(p)) {
+            (Some(anchor), Some(st)) if best_curve => Some(num(
+                st as f64 / perfect_scaling_steps(anchor, p.batch_size as f64)
+            )),
+            _ => None,
+        };
+    let regime_of = |p: &crate::core::analysis::BatchPoint| {
+        a.on_curve_steps(p)
+            .filter(|_| best_curve)
+            .and_then(|_| regime_at(a, p.batch_size))
+            .map(Regime::short)
+    };
+    let show_ideal = a.per_batch.iter().any(|p| ideal_of(p).is_some());
+    let show_regime = a.per_batch.iter().any(|p| regime_of(p).is_some());
+    let curve_cols = |ideal: &str, regime: &str| {
+        let mut c = String::new();
+        if show_ideal {
+            let _ = write!(c, " {ideal:>7}");
+        }
+        if show_regime {
+            let _ = write!(c, " {regime:<12}");
+        }
+        c
+    };
     let _ = writeln!(
         s,
-        "{:>7} {:>8} {:>15} {:>7} {:<12} {:>9} {:>9} {:>9} {:>6}  trials (reached/diverged/not reached/cancelled)",
-        "B", if has_confirm { "best" } else { "steps" }, "95% interval", "×ideal", "regime", "best η", "η/(1−γ)", "B_simple", "best#"
+        "{:>7} {:>8} {:>15}{} {:>9} {:>9} {:>9} {:>6}  trials (reached/diverged/not reached/cancelled)",
+        "B",
+        if has_confirm { "best" } else { "steps" },
+        "95% interval",
+        curve_cols("×ideal", "regime"),
+        "best η",
+        "η/(1−γ)",
+        "B_simple",
+        "best#"
     );
-    // ×ideal and the regime are the curve's: with the confirmed readout they are in the
-    // confirm table, beside the values they are read from
-    let best_curve = a.readout == Readout::BestTrial;
     for p in &a.per_batch {
-        let ideal = match (a.perfect_anchor, p.steps) {
-            (Some(anchor), Some(st)) if best_curve => {
-                num(st as f64 / perfect_scaling_steps(anchor, p.batch_size as f64))
-            }
-            _ => "-".into(),
-        };
-        let regime = if p.steps.is_some() && best_curve {
-            regime_at(a, p.batch_size).map(Regime::short).unwrap_or("")
-        } else {
-            ""
-        };
+        let ideal = ideal_of(p).unwrap_or_else(|| "-".into());
+        let regime = regime_of(p).unwrap_or("");
         let ci = p
             .steps_ci
             .map(|[lo, hi]| format!("[{lo}–{hi}]"))
@@ -44,7 +67,7 @@ pub fn per_batch_table(a: &Analysis) -> String {
         let c = &p.counts;
         let _ = writeln!(
             s,
-            "{:>7} {:>8} {:>15} {:>7} {:<12} {:>9} {:>9} {:>9} {:>6}  {} ({}/{}/{}/{})",
+            "{:>7} {:>8} {:>15}{} {:>9} {:>9} {:>9} {:>6}  {} ({}/{}/{}/{})",
             p.batch_size,
             match p.steps {
                 Some(x) => format!("{x}{edge}"),
@@ -52,8 +75,7 @@ pub fn per_batch_table(a: &Analysis) -> String {
                 None => "none".into(),
             },
             ci,
-            ideal,
-            regime,
+            curve_cols(&ideal, regime),
             opt_num(p.best_lr),
             opt_num(p.best_effective_lr),
             opt_num(p.b_simple),
@@ -93,16 +115,35 @@ pub fn confirm_table(a: &Analysis) -> String {
          choice"
     );
     let curve = a.readout == Readout::Confirmed;
+    // ×ideal and the regime where the curve reads the confirmed S(B) (else in the first table)
+    let ideal_regime =
+        |p: &crate::core::analysis::BatchPoint| match (a.perfect_anchor, a.on_curve_steps(p)) {
+            (Some(anchor), Some(st)) if curve => Some((
+                num(st as f64 / perfect_scaling_steps(anchor, p.batch_size as f64)),
+                regime_at(a, p.batch_size).map(Regime::short).unwrap_or(""),
+            )),
+            _ => None,
+        };
+    let show = a
+        .per_batch
+        .iter()
+        .any(|p| p.confirmed.is_some() && ideal_regime(p).is_some());
+    let curve_cols = |ideal: &str, regime: &str| {
+        if show {
+            format!(" {ideal:>7} {regime:<12}")
+        } else {
+            String::new()
+        }
+    };
     let _ = writeln!(
         s,
-        "{:>7} {:>10} {:>10} {:>15} {:>6} {:>7} {:<12} {:<20} {:>9}  {:<22} {:>11}",
+        "{:>7} {:>10} {:>10} {:>15} {:>6}{} {:<20} {:>9}  {:<22} {:>11}",
         "B",
         "best trial",
         "confirmed",
         "95% interval",
         "±",
-        "×ideal",
-        "regime",
+        curve_cols("×ideal", "regime"),
         "chosen (rank, trial)",
         "η",
         "its seeds: reached, range",
@@ -161,24 +202,18 @@ pub fn confirm_table(a: &Analysis) -> String {
             .map(|sd| format!("σ_ln {sd:.2}"))
             .unwrap_or_else(|| "-".into());
         let pending = if c.complete { "" } else { "  (running)" };
-        let (ideal, regime) = match (a.perfect_anchor, c.steps) {
-            (Some(anchor), Some(st)) if curve => (
-                num(st as f64 / perfect_scaling_steps(anchor, p.batch_size as f64)),
-                regime_at(a, p.batch_size).map(Regime::short).unwrap_or(""),
-            ),
-            _ => ("-".to_string(), ""),
-        };
-        let _ =
-            writeln!(
+        let (ideal, regime) = ideal_regime(p).unwrap_or_else(|| ("-".to_string(), ""));
+        let _ = writeln!(
             s,
-            "{:>7} {:>10} {:>10} {:>15} {:>6} {:>7} {:<12} {:<20} {:>9}  {:<22} {:>11}{pending}",
+            "{:>7} {:>10} {:>10} {:>15} {:>6}{} {:<20} {:>9}  {:<22} {:>11}{pending}",
             p.batch_size,
-            p.steps.map(|x| x.to_string()).unwrap_or_else(|| "none".into()),
+            p.steps
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "none".into()),
             steps,
             ci,
             pm,
-            ideal,
-            regime,
+            curve_cols(&ideal, regime),
             who,
             lr,
             seeds,
@@ -303,8 +338,11 @@ pub fn until_lines(a: &Analysis) -> String {
 /// 16 [11–23], 256 [128–512]", then what the data cannot support.
 pub fn regimes_line(a: &Analysis) -> String {
     let mut out = String::new();
-    if a.regimes.is_empty() {
-        out.push_str("regimes: not enough data");
+    let measured = !(a.evidence.curve.is_empty() && a.evidence.thin.is_empty());
+    if a.withheld() && measured {
+        out.push_str("withheld (too little evidence)");
+    } else if a.regimes.is_empty() {
+        out.push_str("not enough data");
     }
     let mut bounds = Vec::new();
     for (i, s) in a.regimes.iter().enumerate() {
@@ -354,7 +392,11 @@ impl Report {
             s.push_str(&super::transfer::text(t));
             s.push('\n');
         }
-        let reached = self.per_batch.iter().filter(|p| p.steps.is_some()).count();
+        let reached = self
+            .per_batch
+            .iter()
+            .filter(|p| p.best_trial_steps.is_some())
+            .count();
         if self.per_batch.iter().any(|p| p.not_measured) {
             for n in &self.analysis.notes {
                 let _ = writeln!(s, "  note: {}", note_text(n));
@@ -369,18 +411,32 @@ impl Report {
         if let Some((b0, s0)) = self.perfect_anchor {
             let _ = writeln!(
                 s,
-                "perfect scaling reference: S = {s0}·{b0}/B (anchored at the smallest B that reached)"
+                "perfect scaling reference: S = {s0}·{b0}/B (anchored at the smallest B on the curve)"
             );
         }
-        let _ = writeln!(
-            s,
-            "regimes (ordered partition of a monotone fit, 95% intervals on boundaries): {}",
-            regimes_line(&self.analysis)
-        );
+        match &self.evidence.text {
+            // one line says what is missing; nothing read from the curve is printed
+            Some(w) => {
+                let _ = writeln!(s, "{w}");
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "regimes (ordered partition of a monotone fit, 95% intervals on boundaries): {}",
+                    regimes_line(&self.analysis)
+                );
+            }
+        }
+        if let Some(off) = off_curve_text(&self.analysis.evidence) {
+            let _ = writeln!(s, "  {off}");
+        }
         for n in &self.analysis.notes {
             let _ = writeln!(s, "  note: {}", note_text(n));
         }
-        s.push_str(&self.fit_text());
+        if self.evidence.text.is_none() {
+            s.push_str(&self.fit_text());
+        }
+        s.push_str(&self.noise_text());
         s.push_str(&self.tail_text());
         s
     }
@@ -485,29 +541,43 @@ impl Report {
             None => {
                 let _ = writeln!(
                     s,
-                    "fit S = S_min·(1 + B_crit/B): needs ≥ 3 batch sizes that reached the target"
+                    "fit S = S_min·(1 + B_crit/B): not determined by these points"
                 );
             }
         }
-        let with_band = |n: &super::NoiseSummary| match &n.interval {
-            Some(i) => format!("{}, 95 % band {}", num(n.median_b_simple), band(i)),
-            None => num(n.median_b_simple),
+        s
+    }
+
+    /// The noise-scale line: the median B_simple of the best trials with its band (and why the
+    /// band has no upper end where it has none), beside the fitted B_crit where there is one.
+    fn noise_text(&self) -> String {
+        let mut s = String::new();
+        // the band last: where it has no upper end the line says why
+        let band_of = |n: &super::NoiseSummary| match &n.interval {
+            Some(i) => format!(
+                "; 95 % band {}{}",
+                band(i),
+                super::format::unbounded_band_reason(i, n.unbounded)
+            ),
+            None => String::new(),
         };
         match (&self.noise, &self.fit) {
             (Some(n), Some(f)) => {
                 let _ = writeln!(
                     s,
-                    "noise scale: median B_simple of the best trials = {} (fitted B_crit = {}, ratio {:.2})",
-                    with_band(n),
+                    "noise scale: median B_simple of the best trials = {} (fitted B_crit = {}, ratio {:.2}){}",
+                    num(n.median_b_simple),
                     num(f.b_crit),
-                    n.ratio_to_b_crit.unwrap_or(f64::NAN)
+                    n.ratio_to_b_crit.unwrap_or(f64::NAN),
+                    band_of(n)
                 );
             }
             (Some(n), None) => {
                 let _ = writeln!(
                     s,
-                    "noise scale: median B_simple of the best trials = {}",
-                    with_band(n)
+                    "noise scale: median B_simple of the best trials = {}{}",
+                    num(n.median_b_simple),
+                    band_of(n)
                 );
             }
             _ => {

@@ -80,6 +80,9 @@ pub struct TransferRow {
     pub probe: Accuracy,
     /// The same probe on the trial's untrained network (step 0).
     pub control: Accuracy,
+    /// The step-0 probe's non-zero weights (0: it kept none and predicts the majority class of
+    /// its training labels).
+    pub control_nonzero: u32,
     pub above_control: Gain,
     pub above_bytes: Gain,
     /// The probe's C and its non-zero weights of `features`.
@@ -172,6 +175,7 @@ fn row(batch_size: usize, steps: Option<u64>, trial: u64, r: &TransferReadout) -
         val_bpc: r.val_bpc,
         probe: Accuracy::of_score(&r.probe),
         control: Accuracy::of_score(&r.control),
+        control_nonzero: r.control.nonzero,
         above_control: Gain::of(&r.vs_control),
         above_bytes: Gain::of(&r.vs_bytes),
         c: r.probe.c,
@@ -238,13 +242,13 @@ pub fn text(r: &TransferReport) -> String {
     );
     let _ = writeln!(
         s,
-        "  {:>6} {:>7} {:>6} {:>9} {:>20} {:>7} {:>24} {:>24} {:>10} {:>14}",
+        "  {:>6} {:>7} {:>6} {:>9} {:>20} {:>16} {:>24} {:>24} {:>10} {:>14}",
         "B",
         "S(B)",
         "step",
         "bits/byte",
         "probe % [95%]",
-        "step 0",
+        "step 0 (weights)",
         "above step 0, points",
         "vs bag-of-bytes, points",
         "weights",
@@ -253,7 +257,7 @@ pub fn text(r: &TransferReport) -> String {
     for row in &r.per_batch {
         let _ = writeln!(
             s,
-            "  {:>6} {:>7} {:>6} {:>9} {:>20} {:>7} {:>24} {:>24} {:>10} {:>14}",
+            "  {:>6} {:>7} {:>6} {:>9} {:>20} {:>16} {:>24} {:>24} {:>10} {:>14}",
             row.batch_size,
             row.steps.map_or("—".to_string(), |v| v.to_string()),
             row.step,
@@ -264,7 +268,7 @@ pub fn text(r: &TransferReport) -> String {
                 pct(row.probe.ci[0]),
                 pct(row.probe.ci[1])
             ),
-            pct(row.control.acc),
+            format!("{} ({})", pct(row.control.acc), row.control_nonzero),
             gain_text(&row.above_control),
             gain_text(&row.above_bytes),
             format!("{}/{}", row.nonzero, row.features),
@@ -273,6 +277,24 @@ pub fn text(r: &TransferReport) -> String {
                 u.index,
                 pct(u.acc)
             )),
+        );
+    }
+    let empty: Vec<String> = r
+        .per_batch
+        .iter()
+        .filter(|x| x.control_nonzero == 0)
+        .map(|x| x.batch_size.to_string())
+        .collect();
+    if !empty.is_empty() {
+        let _ = writeln!(
+            s,
+            "  step 0 kept 0 weights{}: the L1 probe on the untrained network found nothing worth a \
+             weight, so it predicts the majority class of its training labels",
+            if empty.len() == r.per_batch.len() && empty.len() == 1 {
+                String::new()
+            } else {
+                format!(" at B = {}", empty.join(", "))
+            }
         );
     }
     s.push_str(&verdict(r));

@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde_json::Value;
 
-use crate::core::record::{Header, ImportInfo, TrialRecord, SCHEMA_VERSION};
+use crate::core::record::{Header, ImportInfo, TrialRecord};
 use crate::core::trial::{DeviceSpec, EvalPoint, Outcome, TrialOutcome, TrialSpec};
+use crate::model::ModelSpec;
 use crate::runlog::reader::RunLog;
 use crate::workload::spec::*;
 
@@ -337,6 +338,7 @@ fn import_preset(
             early_stopping: false,
             ..SweepDefaults::default()
         },
+        calibrate: None,
     }
 }
 
@@ -395,7 +397,7 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
         batch_sizes.clone(),
     );
     let header = Header {
-        schema: SCHEMA_VERSION,
+        schema: crate::core::record::SCHEMA_WITHOUT_CALIBRATION,
         preset,
         preset_path: None,
         seed: 0,
@@ -421,6 +423,7 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
         adaptive: None,
         fuse: 1,
         data_files: vec![],
+        calibration: None,
     };
     let mut trials = imp.trials;
     // As the source's optimizer applied them (no β2/ε without Adam, …): what a reader sees.
@@ -453,6 +456,8 @@ pub fn import_batch_science(dir: &Path, column: &str, target: f64) -> anyhow::Re
         warnings,
         off_plan: None,
         valid_len: 0,
+        given: None,
+        calibrated: None,
     })
 }
 

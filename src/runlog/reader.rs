@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::core::analysis::Analysis;
 use crate::core::record::{Header, LogLine, Summary, TrialRecord, SCHEMA_VERSION};
 
-pub use super::validate::{header_problem, LogValidator};
+use super::validate::{header_problem, LogValidator};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunLogError {
@@ -40,6 +40,14 @@ pub enum RunLogError {
         line: usize,
         found: String,
         supported: u32,
+    },
+    #[error("{path}: {what}, not a run log: {hint}")]
+    NotARunLog {
+        path: PathBuf,
+        /// What the file is ("a JSON export (`scaling-lab export --json`)").
+        what: String,
+        /// What to do instead.
+        hint: String,
     },
     #[error("{path}:{line}: {message}")]
     Malformed {
@@ -98,9 +106,18 @@ pub struct RunLog {
     pub off_plan: Option<String>,
     /// Byte length of the intact part of the file (without a torn last line).
     pub valid_len: u64,
+    /// A study with a calibration stage: the header as written (the given study; `header` is
+    /// then the calibrated study's once its line is logged) and the calibrated study.
+    pub given: Option<Header>,
+    pub calibrated: Option<crate::core::calibrate::Calibrated>,
 }
 
 impl RunLog {
+    /// The header as the sweep wrote it (for a calibrated study, the given study).
+    pub fn given_header(&self) -> &Header {
+        self.given.as_ref().unwrap_or(&self.header)
+    }
+
     pub fn status(&self) -> LogStatus {
         match &self.summary {
             Some(s) if s.complete => LogStatus::Complete,
@@ -203,9 +220,9 @@ pub fn parse_line(path: &Path, line_no: usize, text: &str) -> Result<LogLine, Ru
             }
             None => return Err(malformed("header has no \"schema\" version".into())),
         }
-    } else if kind != "trial" && kind != "summary" {
+    } else if kind != "trial" && kind != "summary" && kind != "calibrated" {
         return Err(malformed(format!(
-            "unknown line type {kind:?} (expected header, trial or summary)"
+            "unknown line type {kind:?} (expected header, trial, calibrated or summary)"
         )));
     }
     serde_json::from_value::<LogLine>(v).map_err(|e| {
@@ -255,151 +272,296 @@ fn accept_header(
     Ok((LogValidator::new(&h), *h))
 }
 
+/// A whole file that is one JSON document rather than JSON lines: the lab's own JSON export,
+/// a `report --json` output or another JSON file (None: not one JSON document, or a one-line
+/// document that is a log line). Only asked once the first line failed to parse.
+fn json_document(path: &Path, bytes: &[u8]) -> Option<RunLogError> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let o = v.as_object()?;
+    let from = |key: &str| {
+        o.get(key)
+            .and_then(|p| p.as_str())
+            .map(|p| format!(" (this one names {p})"))
+            .unwrap_or_default()
+    };
+    let (what, hint) = if o.contains_key("report_version") {
+        (
+            "a report (`scaling-lab report --json`)".to_string(),
+            format!("give the run log it was made from{}", from("log")),
+        )
+    } else if o.contains_key("header") && o.contains_key("trials") {
+        (
+            "a JSON export (`scaling-lab export --json`)".to_string(),
+            format!(
+                "report, compare and export read the run log it was exported from{}",
+                from("path")
+            ),
+        )
+    } else if o.contains_key("type") {
+        return None;
+    } else {
+        (
+            "a JSON document".to_string(),
+            "a run log is JSON lines: a header line, one line per trial, a summary (docs/runlog-schema.json)"
+                .to_string(),
+        )
+    };
+    Some(RunLogError::NotARunLog {
+        path: path.to_path_buf(),
+        what,
+        hint,
+    })
+}
+
 /// Parses run-log bytes (the file's content); `path` is used in messages.
 pub fn parse_run_log(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
-    let mut header: Option<Header> = None;
-    let mut validator: Option<LogValidator> = None;
-    let mut trials = Vec::new();
-    let mut summary = None;
-    let mut warnings = Vec::new();
-    let mut valid_len = 0u64;
-    let mut pos = 0usize;
-    let mut line_no = 0usize;
-    // index in `warnings` of the first off-plan trial's warning
-    let mut off_plan_warning: Option<usize> = None;
-    // the line of each trial in `trials`
-    let mut trial_lines: Vec<usize> = Vec::new();
+    match parse_lines(path, bytes) {
+        Err(e @ RunLogError::Malformed { line: 1, .. }) => {
+            Err(json_document(path, bytes).unwrap_or(e))
+        }
+        r => r,
+    }
+}
+
+/// [`parse_run_log`] line by line.
+fn parse_lines(path: &Path, bytes: &[u8]) -> Result<RunLog, RunLogError> {
+    let mut log = LogParser::new(path);
+    let (mut pos, mut line_no, mut valid_len) = (0usize, 0usize, 0u64);
     while pos < bytes.len() {
         line_no += 1;
         let (raw, next, complete) = match bytes[pos..].iter().position(|&c| c == b'\n') {
             Some(i) => (&bytes[pos..pos + i], pos + i + 1, true),
             None => (&bytes[pos..], bytes.len(), false),
         };
+        match log.decode(line_no, raw, complete)? {
+            Decoded::Torn => break,
+            Decoded::Blank => {}
+            Decoded::Line(line) => log.accept(line_no, line)?,
+        }
+        pos = next;
+        valid_len = next as u64;
+    }
+    log.finish(line_no, valid_len)
+}
+
+/// One line of a run log, decoded.
+enum Decoded {
+    Line(LogLine),
+    /// An empty or blank line (skipped).
+    Blank,
+    /// A torn last line: the process died writing it (ignored with a warning; reading stops).
+    Torn,
+}
+
+/// What [`parse_run_log`] has read so far.
+struct LogParser<'p> {
+    path: &'p Path,
+    header: Option<Header>,
+    validator: Option<LogValidator>,
+    trials: Vec<TrialRecord>,
+    summary: Option<Summary>,
+    warnings: Vec<String>,
+    /// Index in `warnings` of the first off-plan trial's warning.
+    off_plan_warning: Option<usize>,
+    /// The line of each trial in `trials`.
+    trial_lines: Vec<usize>,
+    /// A calibrated study: the header as written, and the calibrated study's line.
+    given: Option<Header>,
+    calibrated: Option<crate::core::calibrate::Calibrated>,
+}
+
+impl<'p> LogParser<'p> {
+    fn new(path: &'p Path) -> Self {
+        LogParser {
+            path,
+            header: None,
+            validator: None,
+            trials: Vec::new(),
+            summary: None,
+            warnings: Vec::new(),
+            off_plan_warning: None,
+            trial_lines: Vec::new(),
+            given: None,
+            calibrated: None,
+        }
+    }
+
+    /// The line's bytes as a run-log line; a last line without its newline (`!complete`) that is
+    /// not UTF-8 or not JSON is torn.
+    fn decode(
+        &mut self,
+        line_no: usize,
+        raw: &[u8],
+        complete: bool,
+    ) -> Result<Decoded, RunLogError> {
         let text = match std::str::from_utf8(raw) {
             Ok(t) => t,
-            Err(_) if !complete => {
-                warnings.push(format!(
-                    "{}:{line_no}: ignored a torn last line (the sweep was killed while writing it)",
-                    path.display()
-                ));
-                break;
-            }
+            Err(_) if !complete => return Ok(self.torn(line_no)),
             Err(e) => {
                 return Err(RunLogError::Malformed {
-                    path: path.to_path_buf(),
+                    path: self.path.to_path_buf(),
                     line: line_no,
                     message: format!("not UTF-8 text: {e}"),
                 })
             }
         };
         if text.trim().is_empty() {
-            pos = next;
-            valid_len = next as u64;
-            continue;
+            return Ok(Decoded::Blank);
         }
-        let parsed = match parse_line(path, line_no, text) {
-            Ok(l) => l,
+        match parse_line(self.path, line_no, text) {
+            Ok(l) => Ok(Decoded::Line(l)),
             Err(RunLogError::Malformed { .. })
                 if !complete && serde_json::from_str::<serde_json::Value>(text).is_err() =>
             {
-                warnings.push(format!(
-                    "{}:{line_no}: ignored a torn last line (the sweep was killed while writing it)",
-                    path.display()
-                ));
-                break;
+                Ok(self.torn(line_no))
             }
-            Err(e) => return Err(e),
-        };
-        match parsed {
+            Err(e) => Err(e),
+        }
+    }
+
+    fn torn(&mut self, line_no: usize) -> Decoded {
+        self.warnings.push(format!(
+            "{}:{line_no}: ignored a torn last line (the sweep was killed while writing it)",
+            self.path.display()
+        ));
+        Decoded::Torn
+    }
+
+    /// A header starts the log (and its validator); a trial or summary line needs one before it.
+    fn accept(&mut self, line_no: usize, line: LogLine) -> Result<(), RunLogError> {
+        match line {
             LogLine::Header(h) => {
-                let (v, h) = accept_header(path, line_no, h, header.is_some(), &mut warnings)?;
-                validator = Some(v);
-                header = Some(h);
+                let seen = self.header.is_some();
+                let (v, h) = accept_header(self.path, line_no, h, seen, &mut self.warnings)?;
+                self.validator = Some(v);
+                self.header = Some(h);
+                Ok(())
             }
-            other => {
-                if header.is_none() {
-                    return Err(RunLogError::MissingHeader {
-                        path: path.to_path_buf(),
-                        line: line_no,
-                        found: match other {
-                            LogLine::Trial(_) => "a trial line".into(),
-                            _ => "a summary line".into(),
-                        },
-                    });
+            other if self.header.is_none() => Err(RunLogError::MissingHeader {
+                path: self.path.to_path_buf(),
+                line: line_no,
+                found: match other {
+                    LogLine::Trial(_) => "a trial line".into(),
+                    LogLine::Calibrated(_) => "a calibrated-study line".into(),
+                    _ => "a summary line".into(),
+                },
+            }),
+            LogLine::Trial(t) => self.trial(line_no, t),
+            LogLine::Calibrated(c) => {
+                self.calibrated(line_no, *c);
+                Ok(())
+            }
+            LogLine::Summary(s) => {
+                self.summary = Some(*s);
+                Ok(())
+            }
+        }
+    }
+
+    /// A trial line, checked by the validator against the header's plan (its warnings kept, the
+    /// first off-plan one remembered); a trial after a summary means the sweep went on.
+    fn trial(&mut self, line_no: usize, mut t: Box<TrialRecord>) -> Result<(), RunLogError> {
+        let v = self.validator.as_mut().expect("set with the header");
+        let found = v
+            .trial(line_no, &mut t)
+            .map_err(|message| RunLogError::Malformed {
+                path: self.path.to_path_buf(),
+                line: line_no,
+                message,
+            })?;
+        for w in found {
+            self.warnings
+                .push(format!("{}:{line_no}: {w}", self.path.display()));
+        }
+        if v.off_plan().is_some_and(|(l, _)| *l == line_no) {
+            self.off_plan_warning = Some(self.warnings.len() - 1);
+        }
+        self.summary = None;
+        self.trial_lines.push(line_no);
+        self.trials.push(*t);
+        Ok(())
+    }
+
+    /// The calibrated study's line: checked against what the pilots before it give (a warning
+    /// where it is not); the header the log continues under becomes the calibrated study's.
+    fn calibrated(&mut self, line_no: usize, c: crate::core::calibrate::Calibrated) {
+        let v = self.validator.as_mut().expect("set with the header");
+        if let Some(w) = v.calibrated(&c) {
+            self.warnings
+                .push(format!("{}:{line_no}: {w}", self.path.display()));
+            if self.off_plan_warning.is_none() {
+                self.off_plan_warning = Some(self.warnings.len() - 1);
+            }
+        }
+        let written = self.header.replace(v.header().clone());
+        if self.given.is_none() {
+            self.given = written;
+        }
+        self.calibrated = Some(c);
+    }
+
+    /// The log as read (`lines` lines, the first `valid_len` bytes whole): it needs a header;
+    /// the off-plan warning counts the lines like it; the confirm stage is checked as a whole.
+    fn finish(mut self, lines: usize, valid_len: u64) -> Result<RunLog, RunLogError> {
+        let path = self.path;
+        let header = self.header.take().ok_or_else(|| {
+            if lines == 0 {
+                RunLogError::Empty {
+                    path: path.to_path_buf(),
                 }
-                match other {
-                    LogLine::Trial(mut t) => {
-                        let v = validator.as_mut().expect("set with the header");
-                        let found =
-                            v.trial(line_no, &mut t)
-                                .map_err(|message| RunLogError::Malformed {
-                                    path: path.to_path_buf(),
-                                    line: line_no,
-                                    message,
-                                })?;
-                        for w in found {
-                            warnings.push(format!("{}:{line_no}: {w}", path.display()));
-                        }
-                        if v.off_plan().is_some_and(|(l, _)| *l == line_no) {
-                            off_plan_warning = Some(warnings.len() - 1);
-                        }
-                        summary = None;
-                        trial_lines.push(line_no);
-                        trials.push(*t);
-                    }
-                    LogLine::Summary(s) => summary = Some(*s),
-                    LogLine::Header(_) => unreachable!(),
+            } else {
+                RunLogError::MissingHeader {
+                    path: path.to_path_buf(),
+                    line: 1,
+                    found: "only a torn line".into(),
                 }
             }
+        })?;
+        // One warning for an edited header (every trial then differs), with the count.
+        let more = self
+            .validator
+            .as_ref()
+            .map_or(0, |v| v.off_plan_lines().saturating_sub(1));
+        if let (Some(i), true) = (self.off_plan_warning, more > 0) {
+            self.warnings[i].push_str(&format!(" (+{more} more trial lines like it)"));
         }
-        pos = next;
-        valid_len = next as u64;
-    }
-    let header = header.ok_or_else(|| {
-        if line_no == 0 {
-            RunLogError::Empty {
-                path: path.to_path_buf(),
-            }
-        } else {
-            RunLogError::MissingHeader {
-                path: path.to_path_buf(),
-                line: 1,
-                found: "only a torn line".into(),
-            }
+        // the confirm stage as a whole (a Slurm array task's shard names its peers' search
+        // trials: checked once its sweep directory is merged)
+        if !is_shard_log(path) {
+            self.confirm_stage(&header);
         }
-    })?;
-    // One warning for an edited header (every trial then differs), with the count.
-    let more = validator
-        .as_ref()
-        .map_or(0, |v| v.off_plan_lines().saturating_sub(1));
-    if let (Some(i), true) = (off_plan_warning, more > 0) {
-        warnings[i].push_str(&format!(" (+{more} more trial lines like it)"));
+        Ok(RunLog {
+            path: path.to_path_buf(),
+            header,
+            off_plan: self.off_plan_warning.map(|i| self.warnings[i].clone()),
+            trials: self.trials,
+            summary: self.summary,
+            warnings: self.warnings,
+            valid_len,
+            given: self.given,
+            calibrated: self.calibrated,
+        })
     }
-    // the confirm stage as a whole (a Slurm array task's shard names its peers' search trials:
-    // checked once its sweep directory is merged)
-    if !is_shard_log(path) {
-        if let Some((id, m, n)) = super::validate::confirm_problem(&header, &trials) {
-            let at = trials.iter().position(|t| t.trial_id == id);
-            let line = at.and_then(|i| trial_lines.get(i)).copied().unwrap_or(1);
-            let mut w = format!("{}:{line}: {m}", path.display());
-            if n > 1 {
-                w.push_str(&format!(" (+{} more trial lines like it)", n - 1));
-            }
-            warnings.push(w);
-            if off_plan_warning.is_none() {
-                off_plan_warning = Some(warnings.len() - 1);
-            }
+
+    /// The confirm stage's problem (if any) as one warning at its first trial's line.
+    fn confirm_stage(&mut self, header: &Header) {
+        let Some((id, m, n)) = super::validate::confirm_problem(header, &self.trials) else {
+            return;
+        };
+        let at = self.trials.iter().position(|t| t.trial_id == id);
+        let line = at
+            .and_then(|i| self.trial_lines.get(i))
+            .copied()
+            .unwrap_or(1);
+        let mut w = format!("{}:{line}: {m}", self.path.display());
+        if n > 1 {
+            w.push_str(&format!(" (+{} more trial lines like it)", n - 1));
+        }
+        self.warnings.push(w);
+        if self.off_plan_warning.is_none() {
+            self.off_plan_warning = Some(self.warnings.len() - 1);
         }
     }
-    Ok(RunLog {
-        path: path.to_path_buf(),
-        header,
-        trials,
-        summary,
-        off_plan: off_plan_warning.map(|i| warnings[i].clone()),
-        warnings,
-        valid_len,
-    })
 }
 
 /// Follows a growing run log: each `poll` returns the complete lines appended since the last one,

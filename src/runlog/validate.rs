@@ -52,11 +52,14 @@ fn num(v: f64) -> String {
 /// sizes, trials per batch, workers, concurrency, and, for logs this tool wrote, the preset's
 /// workload as a preset file is checked.
 pub fn header_problem(h: &Header) -> Option<String> {
-    use crate::workload::load as l;
+    use crate::workload::check as l;
     // replicas of one trial (one device each with `trials_per_device`)
     let workers = crate::core::devices::trial_devices(&h.devices, h.preset.sweep.trials_per_device)
         .replicas();
-    if h.batch_sizes.is_empty() {
+    // (a study whose calibration stage chooses them has none until its calibrated line)
+    let calibrated_sizes =
+        h.calibration.is_some() && h.preset.calibrate.is_some_and(|c| c.batch_sizes);
+    if h.batch_sizes.is_empty() && !calibrated_sizes {
         return Some("header: batch_sizes is empty".into());
     }
     if h.batch_sizes.len() > l::MAX_BATCH_SIZES {
@@ -143,6 +146,10 @@ pub struct LogValidator {
     /// and how many such lines there were.
     off_plan: Option<(usize, String)>,
     off_plan_lines: usize,
+    /// A study with a calibration stage: its rounds' inputs (from the header as written) and the
+    /// pilot trials seen, from which each next pilot and the calibrated study are re-derived.
+    calibration: Option<crate::analysis::calibrate::Inputs>,
+    pilots: Vec<TrialRecord>,
 }
 
 impl LogValidator {
@@ -153,7 +160,106 @@ impl LogValidator {
             search: HashMap::new(),
             off_plan: None,
             off_plan_lines: 0,
+            calibration: crate::analysis::calibrate::inputs_of_header(header),
+            pilots: Vec::new(),
         }
+    }
+
+    /// The header trials are checked against now (a calibrated study's, after its line).
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The calibrated study's line: re-derived from the pilots seen (a warning where it is not
+    /// what they give); the trials after it are checked against the calibrated header.
+    pub fn calibrated(&mut self, c: &crate::core::calibrate::Calibrated) -> Option<String> {
+        use crate::analysis::calibrate::{next, Next};
+        let Some(inp) = &self.calibration else {
+            return Some(
+                "a calibrated-study line in a log whose header has no calibration stage: ignored"
+                    .into(),
+            );
+        };
+        let warning = match next(inp, &self.pilots) {
+            Next::Done(d) if approx_json_eq(&to_json(&*d), &to_json(c)) => None,
+            Next::Done(_) => Some(
+                "the calibrated study is not the one its pilot trials give (the line or a pilot \
+                 was edited; `sweep --resume` refuses this log): read as logged"
+                    .to_string(),
+            ),
+            _ => Some(
+                "a calibrated-study line before the calibration's rounds were all logged (the \
+                 log was edited; `sweep --resume` refuses it): read as logged"
+                    .to_string(),
+            ),
+        };
+        if let Some(w) = &warning {
+            self.off_plan_lines += 1;
+            if self.off_plan.is_none() {
+                self.off_plan = Some((0, w.clone()));
+            }
+        }
+        self.header = crate::analysis::calibrate::calibrated_header(&self.header, c);
+        warning
+    }
+
+    /// A pilot trial of the calibration stage: the round its predecessors call for must hold it
+    /// as logged. `Err`: refused; `Ok`: warnings.
+    fn pilot(&mut self, line_no: usize, t: &mut TrialRecord) -> Result<Vec<String>, String> {
+        use crate::analysis::calibrate::{next, Next};
+        if let Some(first) = self.seen.get(&t.trial_id) {
+            return Err(format!(
+                "trial {} appears twice (first on line {first}): two processes wrote this log or \
+                 it was edited; keep one copy of the line",
+                t.trial_id
+            ));
+        }
+        let (Some(inp), Some(mark)) = (&self.calibration, t.spec.calibrate) else {
+            return Err(format!(
+                "trial {} is a calibration (pilot) trial, but the header has no calibration stage \
+                 or the trial no pilot mark",
+                t.trial_id
+            ));
+        };
+        let mut h = self.header.clone();
+        h.preset.workload = crate::core::calibrate::workload_for(&inp.preset.workload, &mark);
+        if let Some(m) = value_problem(&h, t) {
+            return Err(m);
+        }
+        let mut warnings: Vec<String> = outcome_from_curve(&h, t).into_iter().collect();
+        let planned = match next(inp, &self.pilots) {
+            Next::Run(specs) => specs.into_iter().find(|s| s.trial_id == t.trial_id),
+            _ => None,
+        };
+        let problem = match planned {
+            None => Some(format!(
+                "pilot trial {} is not in the calibration round its log's earlier pilots call for",
+                t.trial_id
+            )),
+            Some(p) if !approx_json_eq(&to_json(&p), &to_json(&t.spec)) => Some(format!(
+                "pilot trial {} is not the pilot its calibration round derives (batch size {} \
+                 here, {} in the round; learning rate {} here, {})",
+                t.trial_id,
+                t.spec.batch_size,
+                p.batch_size,
+                t.spec.metaparams.learning_rate,
+                p.metaparams.learning_rate
+            )),
+            Some(_) => None,
+        };
+        if let Some(m) = problem {
+            let m = format!(
+                "{m}; the header or this line was edited (`sweep --resume` refuses this log)"
+            );
+            self.off_plan_lines += 1;
+            if self.off_plan.is_none() {
+                self.off_plan = Some((line_no, m.clone()));
+                warnings.push(m);
+            }
+        }
+        self.seen.insert(t.trial_id, line_no);
+        self.pilots.push(t.clone());
+        Ok(warnings)
     }
 
     /// A validator that has already seen `trials` (a log read up to here, then followed).
@@ -172,6 +278,9 @@ impl LogValidator {
     /// what its evaluation curve shows. `Err`: the line is refused (the message, without the
     /// location); `Ok`: its warnings.
     pub fn trial(&mut self, line_no: usize, t: &mut TrialRecord) -> Result<Vec<String>, String> {
+        if t.trial_id >= crate::core::calibrate::CALIBRATE_ID_BASE || t.spec.calibrate.is_some() {
+            return self.pilot(line_no, t);
+        }
         let h = &self.header;
         if let Some(m) = plan_problem(h, t, &self.seen) {
             return Err(m);
@@ -564,223 +673,13 @@ fn outcome_from_curve(h: &Header, t: &mut TrialRecord) -> Option<String> {
     ))
 }
 
-#[cfg(test)]
-mod tests {
-    use std::io::Write;
-
-    use crate::runlog::reader::{read_run_log, RunLogError, RunLogTail};
-
-    const FIXTURE: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/valid/nqm-sgd.jsonl"
-    );
-
-    #[test]
-    fn an_old_sgd_log_is_read_as_what_ran() {
-        // Written before records stated only what ran: SGD trials record the preset's unused γ 0.9
-        // and β2/ε.
-        let text = std::fs::read_to_string(FIXTURE).unwrap();
-        assert!(text.lines().nth(1).unwrap().contains("\"momentum\":0.9"));
-        let log = read_run_log(std::path::Path::new(FIXTURE)).unwrap();
-        for t in &log.trials {
-            let m = &t.spec.metaparams;
-            assert_eq!((m.momentum, m.beta2, m.epsilon), (0.0, 0.0, 0.0));
-        }
-    }
-
-    /// The fixture with trial line `line` (0-based) edited by `edit`, written to `dir/name`.
-    fn edited(
-        dir: &std::path::Path,
-        name: &str,
-        line: usize,
-        edit: impl Fn(&mut serde_json::Value),
-    ) -> std::path::PathBuf {
-        let text = std::fs::read_to_string(FIXTURE).unwrap();
-        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-        let mut v: serde_json::Value = serde_json::from_str(&lines[line]).unwrap();
-        edit(&mut v);
-        lines[line] = v.to_string();
-        let path = dir.join(name);
-        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-        path
-    }
-
-    #[test]
-    fn a_contradicted_outcome_is_read_as_its_curve_shows() {
-        use crate::core::trial::Outcome;
-        use serde_json::json;
-        let dir = tempfile::tempdir().unwrap();
-        let original = read_run_log(std::path::Path::new(FIXTURE)).unwrap();
-        assert!(original.warnings.is_empty() && original.off_plan.is_none());
-        let of = |log: &crate::runlog::RunLog, id: u64| {
-            log.trials
-                .iter()
-                .find(|t| t.trial_id == id)
-                .unwrap()
-                .outcome
-                .clone()
-        };
-        // (line 5 = trial 5, reached at 1175 after 1175 steps; line 1 = trial 0, not reached in
-        // its 2000-step budget)
-        type Edit = Box<dyn Fn(&mut serde_json::Value)>;
-        let cases: Vec<(usize, Edit, u64, Outcome, &str)> = vec![
-            (
-                5,
-                Box::new(|t| t["outcome"]["outcome"]["step"] = json!(1)),
-                5,
-                Outcome::Reached { step: 1175 },
-                "reached at step 1 (not one of its evaluation steps), but its eval curve first \
-                 meets it at step 1175: read as reached at step 1175",
-            ),
-            (
-                5,
-                Box::new(|t| {
-                    t["outcome"]["outcome"] = json!({"status": "not_reached", "budget": 2000})
-                }),
-                5,
-                Outcome::Reached { step: 1175 },
-                "says not reached, but its eval curve meets the target at step 1175",
-            ),
-            (
-                5,
-                Box::new(|t| {
-                    t["outcome"]["outcome"] = json!({"status": "cancelled", "step": 1175})
-                }),
-                5,
-                Outcome::Reached { step: 1175 },
-                "says cancelled at step 1175, but",
-            ),
-            (
-                1,
-                Box::new(|t| t["outcome"]["outcome"] = json!({"status": "reached", "step": 2000})),
-                0,
-                Outcome::NotReached {
-                    budget: 2000,
-                    early_stopped: false,
-                },
-                "read as not reached in its 2000 steps",
-            ),
-            (
-                // stopped at 1175 of a 2000-step budget without meeting it: cut early
-                5,
-                Box::new(|t| t["outcome"]["evals"] = json!([])),
-                5,
-                Outcome::NotReached {
-                    budget: 1175,
-                    early_stopped: true,
-                },
-                "has no evaluations to show it: read as not reached in its 1175 steps",
-            ),
-        ];
-        for (i, (line, edit, id, read, says)) in cases.into_iter().enumerate() {
-            let path = edited(dir.path(), &format!("{i}.jsonl"), line, edit);
-            let log = read_run_log(&path).unwrap();
-            assert_eq!(of(&log, id).outcome, read, "case {i}");
-            assert_eq!(log.warnings.len(), 1, "{:?}", log.warnings);
-            let w = &log.warnings[0];
-            assert!(
-                w.starts_with(&format!(
-                    "{}:{}: trial {id}: stored outcome says ",
-                    path.display(),
-                    line + 1
-                )) && w.contains(says),
-                "case {i}: {w}"
-            );
-            // the rest is the original log
-            for t in log.trials.iter().filter(|t| t.trial_id != id) {
-                assert_eq!(t.outcome, of(&original, t.trial_id));
-            }
-            // A followed log (the TUI's tail) reads the line as the reader does.
-            let text = std::fs::read_to_string(&path).unwrap();
-            let lines: Vec<&str> = text.lines().collect();
-            let tail_path = dir.path().join(format!("{i}-tail.jsonl"));
-            std::fs::write(&tail_path, lines[..line].join("\n") + "\n").unwrap();
-            let mut tail = RunLogTail::after(&read_run_log(&tail_path).unwrap());
-            let mut f = std::fs::OpenOptions::new()
-                .append(true)
-                .open(&tail_path)
-                .unwrap();
-            writeln!(f, "{}", lines[line]).unwrap();
-            let polled = tail.poll().unwrap();
-            let [crate::core::record::LogLine::Trial(t)] = polled.as_slice() else {
-                panic!("{polled:?}")
-            };
-            assert_eq!(t.outcome.outcome, read, "case {i} (tail)");
-            assert!(tail.take_warnings()[0].contains(says));
-        }
-    }
-
-    #[test]
-    fn an_edited_header_or_trial_is_off_plan_once_with_the_count() {
-        use serde_json::json;
-        let dir = tempfile::tempdir().unwrap();
-        // the header's seed: every trial differs; one warning, with the count
-        let path = edited(dir.path(), "seed.jsonl", 0, |h| h["seed"] = json!(2));
-        let log = read_run_log(&path).unwrap();
-        assert_eq!(log.warnings.len(), 1, "{:?}", log.warnings);
-        let w = &log.warnings[0];
-        assert!(
-            w.starts_with(&format!(
-                "{}:2: trial 0 is not the trial its header's plan derives (seed 2, batch sizes \
-                 [1, 4, 16, 64, 256], the recorded preset): ",
-                path.display()
-            )) && w.ends_with("(+19 more trial lines like it)")
-                && w.contains("seed 13403749862096105541 here, "),
-            "{w}"
-        );
-        assert_eq!(log.off_plan.as_deref(), Some(w.as_str()));
-        // one trial's learning rate: that line, named
-        let path = edited(dir.path(), "lr.jsonl", 3, |t| {
-            t["spec"]["metaparams"]["learning_rate"] = json!(0.5)
-        });
-        let log = read_run_log(&path).unwrap();
-        let w = log.off_plan.unwrap();
-        assert!(
-            w.contains(":4: trial 3 is not the trial")
-                && w.contains("metaparams.learning_rate 0.5 here, ")
-                && !w.contains("more trial lines"),
-            "{w}"
-        );
-    }
-
-    #[test]
-    fn a_followed_log_refuses_an_impossible_trial_as_the_reader_does() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log.jsonl");
-        let text = std::fs::read_to_string(FIXTURE).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        // The header and two trials are read; then the log grows.
-        std::fs::write(&path, lines[..3].join("\n") + "\n").unwrap();
-        let log = read_run_log(&path).unwrap();
-        let mut tail = RunLogTail::after(&log);
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        // A duplicate of trial 1 (line 3): refused, naming line 4 and the first copy.
-        writeln!(f, "{}", lines[2]).unwrap();
-        let e = tail.poll().unwrap_err();
-        assert!(matches!(e, RunLogError::Malformed { line: 4, .. }), "{e}");
-        assert!(e.to_string().contains("first on line 3"), "{e}");
-        // A fresh tail after the good part: an impossible learning rate on line 4.
-        std::fs::write(&path, lines[..3].join("\n") + "\n").unwrap();
-        let mut tail = RunLogTail::after(&read_run_log(&path).unwrap());
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        let bad = lines[3].replacen("\"learning_rate\":", "\"learning_rate\":-", 1);
-        writeln!(f, "{bad}").unwrap();
-        let e = tail.poll().unwrap_err().to_string();
-        assert!(
-            e.contains("log.jsonl:4: ") && e.contains("learning rate -"),
-            "{e}"
-        );
-        // The reader says the same about the same line.
-        let e = read_run_log(&path).unwrap_err().to_string();
-        assert!(
-            e.contains("log.jsonl:4: ") && e.contains("learning rate -"),
-            "{e}"
-        );
-    }
+fn approx_json_eq(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    crate::core::plan::approx_json_eq(a, b)
 }
+
+fn to_json<T: serde::Serialize>(t: &T) -> serde_json::Value {
+    serde_json::to_value(t).unwrap_or(serde_json::Value::Null)
+}
+
+#[cfg(test)]
+mod tests;

@@ -65,7 +65,7 @@ pub(super) fn transfer_problem(t: &TrialRecord) -> Option<String> {
 mod tests {
     use super::*;
     use crate::core::transfer::{TransferPoint, TransferReadout, TransferRecord};
-    use crate::core::{Outcome, TrialOutcome, TrialSpec};
+    use crate::core::trial::{Outcome, TrialOutcome, TrialSpec};
     use crate::workload::spec::Metaparams;
 
     fn score(correct: u32) -> ProbeScore {

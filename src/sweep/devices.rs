@@ -85,8 +85,6 @@ impl SlotPool {
     }
 }
 
-pub use crate::core::devices::trial_devices;
-
 /// The distinct GPU indices of a CUDA or wgpu spec, in order of first appearance (`wgpu:0,0`
 /// is one adapter); None for CPU workers.
 fn distinct_gpus(devices: &DeviceSpec) -> Option<Vec<usize>> {
@@ -102,6 +100,7 @@ fn distinct_gpus(devices: &DeviceSpec) -> Option<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::devices::trial_devices;
 
     fn cuda(ids: &[usize]) -> DeviceSpec {
         DeviceSpec::Cuda {

@@ -1,7 +1,7 @@
 //! The thread layout of a CPU sweep and its wall-time estimate.
 //!
 //! On C cores a sweep either runs one trial at a time on all C threads or C trials at once on one
-//! thread each (each trial's replica in its own rayon pool, see `core::with_thread_budget`). Which
+//! thread each (each trial's replica in its own rayon pool, see `core::runner::with_thread_budget`). Which
 //! is faster depends on the workload: a small model's step is per-op overhead that a second thread
 //! barely shortens, a large gemm-bound step uses both cores. So the choice is **measured**, not
 //! guessed: a short calibration (a few steps of the workload's own trainer, no evaluation) times
@@ -27,9 +27,9 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::SweepConfig;
+use crate::core::runner::TrialRunner;
 use crate::core::trial::{CancelToken, DeviceSpec, TrialSpec};
-use crate::core::TrialRunner;
-use crate::workload::spec::{Fuse, ModelSpec, Precision, Workload};
+use crate::workload::spec::{Fuse, Precision, Workload};
 
 /// Name of the calibration cache in the runs directory.
 pub const CACHE_FILE: &str = "layout-calibration.json";
@@ -178,6 +178,7 @@ fn spec(w: &Workload, b: usize, precision: Precision) -> TrialSpec {
         seed: 0,
         repeat_of: None,
         confirm: None,
+        calibrate: None,
     }
 }
 
@@ -191,7 +192,7 @@ fn step_time(
     threads: Option<usize>,
 ) -> anyhow::Result<f64> {
     let w = short(w, steps);
-    let o = crate::core::in_thread_budget(threads, || {
+    let o = crate::core::runner::in_thread_budget(threads, || {
         runner.run(
             &w,
             &spec(&w, b, precision),
@@ -351,19 +352,20 @@ pub fn calibration(
     if let Some(c) = cached_calibration(cfg) {
         return Ok((c, true));
     }
+    // a study whose calibration stage chooses its batch sizes: those around its reference B
+    let batches = if cfg.batch_sizes.is_empty() {
+        super::calibrate::stand_in_batches(&cfg.preset.workload, cfg.trial_devices().replicas())
+    } else {
+        cfg.batch_sizes.clone()
+    };
     let mut c = if cfg.preset.sweep.gpu_scale {
-        quick_calibration(
-            runner,
-            &cfg.preset.workload,
-            cfg.precision,
-            &cfg.batch_sizes,
-        )?
+        quick_calibration(runner, &cfg.preset.workload, cfg.precision, &batches)?
     } else {
         calibrate(
             runner,
             &cfg.preset.workload,
             cfg.precision,
-            &cfg.batch_sizes,
+            &batches,
             cores(),
             0.4,
         )?
@@ -377,7 +379,7 @@ pub fn calibration(
 /// Whether this configuration's layout is chosen by calibration (else: a rule or the user).
 fn calibrated(cfg: &SweepConfig) -> bool {
     matches!(cfg.devices, DeviceSpec::Cpu { workers: 1 })
-        && !matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. })
+        && !cfg.preset.workload.closed_form()
         && cores() > 1
 }
 
@@ -397,7 +399,7 @@ pub fn resolve(cfg: &SweepConfig, runner: &dyn TrialRunner) -> anyhow::Result<La
             1,
             format!("rule: the trial's {workers} workers already share the {c} cores"),
         ),
-        _ if matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. }) => (
+        _ if cfg.preset.workload.closed_form() => (
             c,
             format!("rule: closed-form NQM trials are single-threaded; {c} at once"),
         ),
@@ -439,23 +441,23 @@ fn group_step_time(
 ) -> anyhow::Result<f64> {
     let w = short(w, steps);
     let (specs, cancels) = spec(&w, b, precision).members(members);
-    let group = crate::core::Group {
+    let group = crate::core::runner::Group {
         specs: &specs,
         cancels: &cancels,
-        cut: crate::core::GroupCut::None,
+        cut: crate::core::runner::GroupCut::None,
     };
     let mut step_s: Option<anyhow::Result<f64>> = None;
     // the steady state: the mean step without the first (the first step of a group allocates
     // and first touches its buffers, a cost that grows with the group); the first step's time
     // is what its Step event's rate says (examples of one step over the time trained so far)
     let first_s: std::sync::Mutex<Option<f64>> = std::sync::Mutex::new(None);
-    crate::core::in_thread_budget(threads, || {
+    crate::core::runner::in_thread_budget(threads, || {
         runner.run_group(
             &w,
             &group,
             &mut |i, e| {
                 let mut first = first_s.lock().unwrap_or_else(|p| p.into_inner());
-                if let (0, None, crate::core::TrialEvent::Step(s)) = (i, *first, &e) {
+                if let (0, None, crate::core::events::TrialEvent::Step(s)) = (i, *first, &e) {
                     if s.step + s.skipped_steps == 1 && s.examples_per_s > 0.0 {
                         *first = Some(b as f64 / s.examples_per_s);
                     }
@@ -464,7 +466,7 @@ fn group_step_time(
             &mut |_, r| {
                 if step_s.is_none() {
                     step_s = Some(r.and_then(|o| match o.outcome {
-                        crate::core::Outcome::Oom { .. } => {
+                        crate::core::trial::Outcome::Oom { .. } => {
                             anyhow::bail!("out of device memory at B = {b} × {members} trials")
                         }
                         _ => {
@@ -516,7 +518,7 @@ pub fn resolve_fuse(cfg: &SweepConfig, runner: &dyn TrialRunner) -> anyhow::Resu
     if kmax <= 1 {
         return Ok((Fuse::Off, "rule: nothing to fuse (one trial per batch size, or a runner that trains trials alone)".into()));
     }
-    if matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. }) {
+    if cfg.preset.workload.closed_form() {
         return Ok((
             Fuse::Off,
             "rule: closed-form NQM trials are not fused".into(),
@@ -713,7 +715,7 @@ pub fn sweep_estimate(
     if !calibrated(cfg) && !matches!(cfg.devices, DeviceSpec::Cpu { .. }) {
         return Ok((layout, None));
     }
-    if matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. }) {
+    if cfg.preset.workload.closed_form() {
         return Ok((layout, None));
     }
     let (cal, _) = calibration(cfg, runner)?;
@@ -734,7 +736,7 @@ pub fn estimate_from(
     cfg: &SweepConfig,
     cals: &BTreeMap<String, Calibration>,
 ) -> Option<(Layout, WallEstimate)> {
-    if !cfg.devices.is_cpu() || matches!(cfg.preset.workload.model, ModelSpec::Nqm { .. }) {
+    if !cfg.devices.is_cpu() || cfg.preset.workload.closed_form() {
         return None;
     }
     let key = calibration_key(&cfg.preset.workload, cfg.precision, cores());
@@ -804,5 +806,4 @@ pub fn gpu_scale_warning(cfg: &SweepConfig, est: Option<&WallEstimate>) -> Optio
 }
 
 #[cfg(test)]
-#[path = "layout_tests.rs"]
 mod tests;

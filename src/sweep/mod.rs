@@ -1,4 +1,4 @@
-//! The batch-size study of Shallue et al.: plan (quasi-random metaparameters per batch size),
+//! The batch-size study of Shallue et al.: the plan (`core::plan`: quasi-random metaparameters per batch size),
 //! scheduler (runs trials through a `TrialRunner`, writes the run log, returns a `SweepResult`
 //! with everything the report needs), the thread layout (`layout`), device slots (`devices`), the
 //! one override path for flags and Setup fields (`overrides`) and the runner factory (`runners`:
@@ -8,18 +8,22 @@
 //! Layering: imports `data`, `workload`, `core`, `model`, `train`, `nqm`, `analysis` and
 //! `runlog`.
 
+pub mod calibrate;
 pub mod devices;
 pub mod layout;
 pub mod overrides;
-pub mod plan;
+
 mod resume;
 pub mod runners;
 pub mod scheduler;
 
 use std::path::PathBuf;
 
+use crate::core::confirm::ConfirmId;
+use crate::core::plan;
 use crate::core::record::Header;
 use crate::core::trial::{DeviceSpec, TrialSpec};
+use crate::core::widen::REPEAT_ID_BASE;
 use crate::workload::spec::{Fuse, Precision, Preset};
 
 pub use runners::runner_for;
@@ -56,6 +60,9 @@ pub struct SweepConfig {
     /// Fused trial groups: the trials of one batch size trained as one program, at most K at a
     /// time (`Fuse::Auto`: the calibration chooses when the sweep starts; the header records K).
     pub fuse: Fuse,
+    /// Stop once the calibration stage chose the study (`sweep --calibrate-only`): the log holds
+    /// the pilots and the calibrated study, and `--resume` runs the study.
+    pub calibrate_only: bool,
 }
 
 impl SweepConfig {
@@ -81,6 +88,7 @@ impl SweepConfig {
             max_trials: None,
             widen: 0,
             fuse: d.fuse,
+            calibrate_only: false,
         }
     }
 
@@ -101,6 +109,7 @@ impl SweepConfig {
             max_trials: header.adaptive.as_ref().and_then(|a| a.max_trials),
             widen: header.adaptive.as_ref().and_then(|a| a.widen).unwrap_or(0),
             fuse: Fuse::of_members(header.fuse),
+            calibrate_only: false,
         }
     }
 
@@ -118,7 +127,7 @@ impl SweepConfig {
 
     /// The devices of ONE trial: `devices`, or one of them with `[sweep] trials_per_device`.
     pub fn trial_devices(&self) -> DeviceSpec {
-        devices::trial_devices(&self.devices, self.preset.sweep.trials_per_device)
+        crate::core::devices::trial_devices(&self.devices, self.preset.sweep.trials_per_device)
     }
 
     /// Search trials `until` may run in all (plan included).
@@ -130,7 +139,11 @@ impl SweepConfig {
 
     /// Checks a configuration before anything runs (clear messages, no panics later).
     pub fn validate(&self) -> anyhow::Result<()> {
-        anyhow::ensure!(!self.batch_sizes.is_empty(), "no batch sizes to sweep");
+        let calibrated_sizes = self.preset.calibrate.is_some_and(|c| c.batch_sizes);
+        anyhow::ensure!(
+            !self.batch_sizes.is_empty() || calibrated_sizes,
+            "no batch sizes to sweep"
+        );
         anyhow::ensure!(
             self.batch_sizes.iter().all(|&b| b > 0),
             "batch sizes must be positive (got {:?})",
@@ -169,7 +182,7 @@ impl SweepConfig {
             );
         }
         anyhow::ensure!(
-            (self.search_budget() as u64) < plan::REPEAT_ID_BASE / 2,
+            (self.search_budget() as u64) < REPEAT_ID_BASE / 2,
             "the trial budget {} is too large",
             self.search_budget()
         );
@@ -231,7 +244,7 @@ pub fn confirm_stage_ids(
         for rank in 0..top.len() {
             for seed in 0..plan.seeds {
                 out.extend(
-                    plan::ConfirmId {
+                    ConfirmId {
                         batch_index: bi,
                         rank: rank as u32,
                         seed: seed as u32,

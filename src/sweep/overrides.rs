@@ -10,8 +10,9 @@ use crate::core::trial::DeviceSpec;
 use crate::sweep::SweepConfig;
 use crate::workload::spec::{ConfirmPlan, Metric, Precision, Workload};
 
-/// Largest batch size accepted for a workload without a dataset (the NQM is closed form).
-pub const MAX_NQM_BATCH: usize = 1 << 40;
+/// Largest batch size accepted for a workload without a dataset (a closed-form workload has no
+/// training set, and no memory that grows with the batch).
+pub const MAX_BATCH_WITHOUT_DATA: usize = 1 << 40;
 /// Largest number of data-parallel CPU workers of one trial.
 pub const MAX_WORKERS: usize = 1024;
 /// Largest number of trials per batch size.
@@ -102,7 +103,7 @@ pub fn target_range(metric: Metric) -> (f64, f64) {
         Metric::ValError => (0.0, 1.0 - f64::EPSILON),
         // Bytes carry at most 8 bits.
         Metric::ValBpc => (0.0, 8.0),
-        Metric::NqmLoss => (0.0, f64::MAX),
+        Metric::ExpectedLoss => (0.0, f64::MAX),
         // An accuracy of 0 is met at step 0, 1 never.
         Metric::TransferAcc => (0.0, 1.0 - f64::EPSILON),
     }
@@ -115,7 +116,7 @@ pub fn check_target(metric: Metric, value: f64) -> Option<Problem> {
         let range = match metric {
             Metric::ValError => "0 < target < 1".to_string(),
             Metric::ValBpc => "0 < target ≤ 8".to_string(),
-            Metric::NqmLoss => "a finite target > 0".to_string(),
+            Metric::ExpectedLoss => "a finite target > 0".to_string(),
             Metric::TransferAcc => "0 < target < 1".to_string(),
         };
         return Some(Problem::error(
@@ -147,7 +148,7 @@ pub fn training_set_size(w: &Workload) -> Result<Option<usize>, String> {
     }
 }
 
-/// Checks one batch size: ≥ 1 and ≤ the training set (or [`MAX_NQM_BATCH`]). Whether it splits
+/// Checks one batch size: ≥ 1 and ≤ the training set (or [`MAX_BATCH_WITHOUT_DATA`]). Whether it splits
 /// over the devices is [`check_shards`].
 pub fn check_batch_size(field: &'static str, b: usize, n_train: Option<usize>) -> Option<Problem> {
     if b == 0 {
@@ -158,9 +159,9 @@ pub fn check_batch_size(field: &'static str, b: usize, n_train: Option<usize>) -
             field,
             format!("batch size {b} is larger than the training set ({n} examples)"),
         )),
-        None if b > MAX_NQM_BATCH => Some(Problem::error(
+        None if b > MAX_BATCH_WITHOUT_DATA => Some(Problem::error(
             field,
-            format!("batch size {b} is larger than {MAX_NQM_BATCH}"),
+            format!("batch size {b} is larger than {MAX_BATCH_WITHOUT_DATA}"),
         )),
         _ => None,
     }
@@ -353,13 +354,13 @@ impl SweepOverrides {
             ));
             return problems;
         }
-        if ts.len() > crate::workload::load::MAX_TARGETS + 1 {
+        if ts.len() > crate::workload::check::MAX_TARGETS + 1 {
             problems.push(Problem::error(
                 "targets",
                 format!(
                     "{} targets: at most {}",
                     ts.len(),
-                    crate::workload::load::MAX_TARGETS + 1
+                    crate::workload::check::MAX_TARGETS + 1
                 ),
             ));
             return problems;
@@ -382,6 +383,24 @@ impl SweepOverrides {
     /// against the training set and the devices, counts in range). Problems name their field.
     pub fn apply(&self, cfg: &mut SweepConfig) -> Vec<Problem> {
         let mut problems = self.apply_to_workload(&mut cfg.preset.workload);
+        // a setting given here is the study's: the calibration stage no longer chooses it
+        if let Some(c) = cfg.preset.calibrate.as_mut() {
+            if self.target.is_some() || self.targets.is_some() {
+                c.target = false;
+            }
+            if self.batch_sizes.is_some() {
+                c.batch_sizes = false;
+            }
+            if self.steps.is_some() {
+                c.budget = false;
+            }
+            if self.eval_every.is_some() {
+                c.eval = false;
+            }
+            if !c.any() {
+                cfg.preset.calibrate = None;
+            }
+        }
         if let Some(p) = self.precision {
             cfg.precision = p;
         }
@@ -474,7 +493,7 @@ pub fn check_config(cfg: &SweepConfig) -> Vec<Problem> {
             ),
         ));
     }
-    if cfg.batch_sizes.is_empty() {
+    if cfg.batch_sizes.is_empty() && !cfg.preset.calibrate.is_some_and(|c| c.batch_sizes) {
         problems.push(Problem::error("batch_sizes", "no batch sizes to sweep"));
     }
     let mut sorted = cfg.batch_sizes.clone();
@@ -520,8 +539,8 @@ mod tests {
         }
         assert!(check_target(Metric::ValBpc, 3.3).is_none());
         assert!(check_target(Metric::ValBpc, 9.0).is_some());
-        assert!(check_target(Metric::NqmLoss, 1e-3).is_none());
-        assert!(check_target(Metric::NqmLoss, f64::INFINITY).is_some());
+        assert!(check_target(Metric::ExpectedLoss, 1e-3).is_none());
+        assert!(check_target(Metric::ExpectedLoss, f64::INFINITY).is_some());
     }
 
     #[test]
@@ -583,7 +602,7 @@ mod tests {
     /// The preset's `confirm_until` is the sweep's default `--until`; `--confirm off` drops both.
     #[test]
     fn confirm_until_is_the_default_until_and_goes_with_the_stage() {
-        let (path, p) = crate::workload::load::embedded_presets()
+        let (path, p) = crate::workload::presets::embedded_presets()
             .into_iter()
             .find(|(p, _)| p.ends_with("digits-mlp-adam.toml"))
             .map(|(p, r)| (p, r.unwrap()))
@@ -607,7 +626,7 @@ mod tests {
     #[test]
     fn loss_scale_only_for_fp16_and_finite() {
         // a trained model (the NQM has no precision: `applied`)
-        let (_, mut w) = crate::workload::load::embedded_presets()
+        let (_, mut w) = crate::workload::presets::embedded_presets()
             .into_iter()
             .find(|(p, _)| p.ends_with("digits-mlp-sgd.toml"))
             .map(|(p, r)| (p, r.unwrap().workload))

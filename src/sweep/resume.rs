@@ -17,11 +17,21 @@ use crate::runlog::writer::RunLogWriter;
 /// trials at its B, ranked over this log's and `peers`' records (the records other processes
 /// logged into the same sweep: a Slurm array task's; a confirm trial's configuration may be
 /// another task's search trial).
+/// A run log opened to be resumed.
+pub(super) struct Resumed {
+    pub writer: RunLogWriter,
+    pub records: Vec<TrialRecord>,
+    /// The header the sweep continues under (a calibrated study's, once its line is logged).
+    pub header: Header,
+    /// The header as written (the given study, for a calibration stage's rounds).
+    pub given: Header,
+}
+
 pub(super) fn open_resumed(
     cfg: &SweepConfig,
     path: &Path,
     peers: Vec<TrialRecord>,
-) -> anyhow::Result<(RunLogWriter, Vec<TrialRecord>, Header)> {
+) -> anyhow::Result<Resumed> {
     let log = read_run_log(path)?;
     check_compatible(cfg, &log.header, path)?;
     if let Some(m) = &log.off_plan {
@@ -44,7 +54,13 @@ pub(super) fn open_resumed(
         );
     }
     let writer = RunLogWriter::open_append(path, log.valid_len)?;
-    Ok((writer, log.trials, log.header))
+    let given = log.given_header().clone();
+    Ok(Resumed {
+        writer,
+        records: log.trials,
+        header: log.header,
+        given,
+    })
 }
 
 /// Whether confirm trial `spec` re-runs the configuration of its id's rank among the search

@@ -25,9 +25,9 @@ use anyhow::Context;
 use super::{plan, SweepConfig};
 use crate::core::analysis::Analysis;
 use crate::core::events::{PlanInfo, SweepEvent, TrialErrorNote, TrialEvent};
-use crate::core::record::{Header, TrialRecord, SCHEMA_VERSION};
+use crate::core::record::{Header, TrialRecord};
+use crate::core::runner::TrialRunner;
 use crate::core::trial::{CancelToken, Outcome, TrialOutcome, TrialSpec};
-use crate::core::TrialRunner;
 use crate::runlog::writer::RunLogWriter;
 use cut::{whole_blocks, TrialKind};
 
@@ -157,6 +157,8 @@ pub struct SweepResult {
     pub trials_planned: usize,
     /// Each stage's trials against its own plan, the trials a resume still owes included.
     pub counts: crate::core::stages::StageCounts,
+    /// The study the calibration stage chose (None: the sweep has none, or it did not finish).
+    pub calibrated: Option<crate::core::calibrate::Calibrated>,
     /// Trials run by this invocation.
     pub trials_run: usize,
     pub trial_errors: usize,
@@ -227,23 +229,35 @@ pub fn start_sweep_with(
         cfg.fuse = super::layout::resolve_fuse(&cfg, runner.as_ref())?.0;
     }
     let plan = plan(&cfg);
-    let (writer, previous, header) = match &resume_from {
+    let (writer, previous, header, given) = match &resume_from {
         Some(path) => {
             let peers = lock(&control.peers)
                 .clone()
                 .map(|p| (p.0)())
                 .unwrap_or_default();
-            super::resume::open_resumed(&cfg, path, peers)?
+            let r = super::resume::open_resumed(&cfg, path, peers)?;
+            (r.writer, r.records, r.header, r.given)
         }
         None => {
-            let header = make_header(&cfg, &runner.backend_on(&cfg.devices));
+            let mut header = make_header(&cfg, &runner.backend_on(&cfg.devices));
+            if cfg.preset.calibrate.is_some_and(|c| c.any()) {
+                // what the workload allows, recorded: every reader re-derives the rounds from it
+                let workers = cfg.trial_devices().replicas();
+                header.calibration = Some(super::calibrate::facts(&cfg.preset.workload, workers)?);
+                header.schema = crate::core::record::schema_of(&header);
+            }
             (
                 RunLogWriter::create(&cfg.runs_dir, &header)?,
                 Vec::new(),
+                header.clone(),
                 header,
             )
         }
     };
+    // a calibration stage still to finish: its rounds' inputs (from the header as written)
+    let calibration = crate::analysis::calibrate::inputs_of_header(&given);
+    // (a resumed log whose header the calibrated line completed holds it already)
+    let calibrated_logged = header != given;
     let log_path = writer.path().to_path_buf();
     let ctl = control.clone();
     crate::core::float_mode::ensure_process();
@@ -251,7 +265,9 @@ pub fn start_sweep_with(
         .name("sweep-coordinator".into())
         .spawn(move || {
             crate::core::float_mode::set_here();
-            let coord = Coordinator::new(cfg, plan, runner, tx, ctl, writer, previous);
+            let mut coord = Coordinator::new(cfg, plan, runner, tx, ctl, writer, previous);
+            coord.calibration = calibration;
+            coord.calibrated_logged = calibrated_logged;
             coord.run(header)
         })
         .context("cannot start the sweep thread")?;
@@ -265,7 +281,7 @@ pub fn start_sweep_with(
 /// The header of a new run log for this configuration.
 pub fn make_header(cfg: &SweepConfig, backend: &str) -> Header {
     Header {
-        schema: SCHEMA_VERSION,
+        schema: crate::core::record::SCHEMA_WITHOUT_CALIBRATION,
         preset: cfg.preset.clone(),
         preset_path: cfg.preset_path.as_ref().map(|p| p.display().to_string()),
         seed: cfg.seed,
@@ -290,6 +306,7 @@ pub fn make_header(cfg: &SweepConfig, backend: &str) -> Header {
             .and_then(|d| crate::data::load_cached(d).ok())
             .map(|d| d.files().to_vec())
             .unwrap_or_default(),
+        calibration: None,
     }
 }
 
@@ -329,6 +346,13 @@ struct Coordinator {
     slots: super::devices::SlotPool,
     /// Trials a sweep-level stop interrupted (not logged: resume runs them).
     interrupted: HashSet<u64>,
+    /// The calibration stage while it runs (`analysis::calibrate`): its rounds' inputs. None
+    /// once the study is calibrated, and for a study without one.
+    calibration: Option<crate::analysis::calibrate::Inputs>,
+    /// The log already holds the calibrated study's line (a resumed sweep).
+    calibrated_logged: bool,
+    /// The study the calibration stage chose, once it did.
+    calibrated: Option<crate::core::calibrate::Calibrated>,
 }
 
 impl Coordinator {
@@ -356,6 +380,9 @@ impl Coordinator {
         Coordinator {
             slots,
             interrupted: HashSet::new(),
+            calibration: None,
+            calibrated_logged: false,
+            calibrated: None,
             errors: Vec::new(),
             cfg,
             plan,
@@ -382,12 +409,14 @@ impl Coordinator {
         self.emit(SweepEvent::TrialError { trial_id, message });
     }
 
-    fn run(mut self, header: Header) -> anyhow::Result<SweepResult> {
+    fn run(mut self, mut header: Header) -> anyhow::Result<SweepResult> {
         let t0 = Instant::now();
         let done: HashSet<u64> = self.records.iter().map(|r| r.trial_id).collect();
+        // (a study still calibrating queues its plan once the calibration chose it)
         let mut queue: VecDeque<TrialSpec> = self
             .plan
             .iter()
+            .filter(|_| self.calibration.is_none())
             .filter(|t| !done.contains(&t.trial_id))
             .filter(|t| !lock(&self.control.others).contains(&t.trial_id))
             .cloned()
@@ -406,6 +435,18 @@ impl Coordinator {
                     paused_seen = paused;
                     self.emit(SweepEvent::Paused { paused });
                 }
+                // a calibration round ends when nothing of it runs or waits: the next round,
+                // or the calibrated study's plan
+                if !paused
+                    && self.calibration.is_some()
+                    && run.groups.is_empty()
+                    && queue.is_empty()
+                {
+                    if let Err(e) = self.advance_calibration(&mut queue, &mut header) {
+                        fatal = Some(e);
+                        continue;
+                    }
+                }
                 if !paused {
                     if let Err(e) = self.start_groups(&mut queue, &mut run, &res_tx) {
                         fatal = Some(e);
@@ -417,7 +458,9 @@ impl Coordinator {
                 queue.extend(self.next_extra(&run.specs));
             }
             self.count(&queue, &run, &mut counted);
-            if run.groups.is_empty() && (queue.is_empty() || cancelled) {
+            // (a calibration with rounds to go waits out a pause)
+            let calibrating = self.calibration.is_some() && !cancelled;
+            if run.groups.is_empty() && (queue.is_empty() || cancelled) && !calibrating {
                 break;
             }
             let msg = match res_rx.recv_timeout(Duration::from_millis(50)) {
@@ -589,7 +632,7 @@ impl Coordinator {
                 self.trial_error(id, format!("{e:#}"));
             }
             Err(panic) => {
-                let what = crate::core::panic_message(&panic);
+                let what = crate::core::runner::panic_message(&panic);
                 if crate::train::oom::failed_out_of_memory(&what) {
                     self.save_oom(spec, wall_s, fatal);
                     return;
@@ -598,6 +641,67 @@ impl Coordinator {
                 self.trial_error(id, format!("the trial panicked: {what}"));
             }
         }
+    }
+
+    /// The calibration's next round into the queue, or — once its rules have what they need —
+    /// the calibrated study: its line in the run log (once), the configuration and plan it
+    /// gives, the plan's trials queued and announced. A calibration that cannot go on is an
+    /// error that ends the sweep (its pilots stay logged).
+    fn advance_calibration(
+        &mut self,
+        queue: &mut VecDeque<TrialSpec>,
+        header: &mut Header,
+    ) -> anyhow::Result<()> {
+        use crate::analysis::calibrate::Next;
+        let Some(inp) = self.calibration.as_ref() else {
+            return Ok(());
+        };
+        let done: HashSet<u64> = self.records.iter().map(|r| r.trial_id).collect();
+        match crate::analysis::calibrate::next(inp, &self.records) {
+            Next::Run(specs) => {
+                for s in specs.into_iter().filter(|s| !done.contains(&s.trial_id)) {
+                    self.emit(SweepEvent::Queued {
+                        trial_id: s.trial_id,
+                        batch_size: s.batch_size,
+                    });
+                    queue.push_back(s);
+                }
+                anyhow::ensure!(
+                    !queue.is_empty(),
+                    "the calibration placed a round it had logged already"
+                );
+            }
+            Next::Done(c) => {
+                if !self.calibrated_logged {
+                    self.writer
+                        .write_line(&crate::core::record::LogLine::Calibrated(c.clone()))?;
+                    self.calibrated_logged = true;
+                }
+                *header = crate::analysis::calibrate::calibrated_header(header, &c);
+                self.cfg.preset = c.preset.clone();
+                self.cfg.batch_sizes = c.batch_sizes.clone();
+                self.cfg.trials_per_batch = c.trials_per_batch;
+                self.plan = plan(&self.cfg);
+                self.calibration = None;
+                self.calibrated = Some((*c).clone());
+                if self.cfg.calibrate_only {
+                    // the study is chosen: its trials are for `--resume`
+                    self.emit(SweepEvent::Calibrated(c));
+                    return Ok(());
+                }
+                let others = lock(&self.control.others).clone();
+                queue.extend(
+                    self.plan
+                        .iter()
+                        .filter(|t| !done.contains(&t.trial_id) && !others.contains(&t.trial_id))
+                        .cloned(),
+                );
+                self.emit(SweepEvent::Calibrated(c));
+                self.announce(header, queue, done.len());
+            }
+            Next::Failed(m) => anyhow::bail!("calibration: {m}"),
+        }
+        Ok(())
     }
 
     /// Tells the views the plan (with the log's header) and every queued trial.
@@ -698,7 +802,11 @@ impl Coordinator {
             })
             .collect();
         let runner = self.runner.clone();
-        let mut workload = self.cfg.preset.workload.clone();
+        let mut workload = match &specs[0].calibrate {
+            // a pilot trial: its own budget, evaluation spacing and target
+            Some(mark) => crate::core::calibrate::workload_for(&self.cfg.preset.workload, mark),
+            None => self.cfg.preset.workload.clone(),
+        };
         if let Some(best) = cap {
             workload.step_budget = best.max(1);
             workload.max_examples = None;
@@ -754,20 +862,20 @@ impl Coordinator {
                 let _ = res_tx.send((specs[i].clone(), Ok(result), t0.elapsed().as_secs_f64()));
             };
             let ran = catch_unwind(AssertUnwindSafe(|| {
-                let group = crate::core::Group {
+                let group = crate::core::runner::Group {
                     specs: &specs,
                     cancels: &tokens,
                     cut: cut.clone(),
                 };
                 let mut e = |i: usize, ev: TrialEvent| emit(i, ev);
                 let mut d = |i: usize, r: anyhow::Result<TrialOutcome>| done(i, r);
-                crate::core::in_thread_budget(threads, || {
+                crate::core::runner::in_thread_budget(threads, || {
                     runner.run_group(&workload, &group, &mut e, &mut d)
                 })
             }));
             if let Err(panic) = ran {
                 // every trial not reported fails with the panic
-                let what = crate::core::panic_message(&panic);
+                let what = crate::core::runner::panic_message(&panic);
                 for (i, spec) in specs.iter().enumerate() {
                     if !reported[i].load(Ordering::Relaxed) {
                         let p: Box<dyn std::any::Any + Send> = Box::new(what.clone());

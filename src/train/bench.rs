@@ -7,6 +7,8 @@
 //! * every data preset's model at B = 128 through the full trainer (1 worker), ms/step;
 //! * optionally, per preset, one trial on all threads vs two trials on one thread each (sweep concurrency);
 //! * optionally the JAX peers (`benches/peers/*.py`) in the same run, interleaved with ours, best of rounds.
+//!
+//! [`run_bench`] measures; `report::bench` renders the [`BenchReport`] (tables or JSON).
 
 use std::time::Instant;
 
@@ -17,9 +19,12 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use super::bench_fused::{fused_points, machine_sgemm_gflops, GroupPoint};
+use super::bench_peer::{peer_python, run_peer};
 use super::optim::Opt;
+use crate::model::ModelSpec;
 use crate::model::{Batch, Ctx, InputShape, Net};
-use crate::workload::spec::{Metaparams, ModelSpec, OptimizerKind, Precision, Schedule};
+use crate::workload::spec::{Metaparams, OptimizerKind, Precision, Schedule};
 
 /// `scaling-lab bench` flags (flatten into the CLI's `Bench` subcommand).
 #[derive(clap::Args, Clone, Debug)]
@@ -577,8 +582,8 @@ fn paired_point(
 
 /// The data presets (not NQM), loaded from the presets directory.
 fn data_presets() -> Vec<crate::workload::spec::Preset> {
-    let dir = crate::workload::load::presets_dir();
-    crate::workload::load::list_presets(&dir)
+    let dir = crate::workload::presets::presets_dir();
+    crate::workload::presets::list_presets(&dir)
         .into_iter()
         .filter_map(|(_, p)| p.ok())
         .filter(|p| p.workload.dataset.is_some())
@@ -591,29 +596,35 @@ fn trainer_point(
     b: usize,
     steps: u64,
     precision: Precision,
-) -> anyhow::Result<crate::core::Throughput> {
-    use crate::core::TrialRunner;
+) -> anyhow::Result<crate::core::trial::Throughput> {
+    use crate::core::runner::TrialRunner;
     let mut w = p.workload.clone();
     w.step_budget = steps;
     w.max_examples = None;
     w.eval_every = u64::MAX / 2;
     w.target.value = crate::workload::spec::Target::unreachable_value(w.target.metric);
     w.transfer = None;
-    let spec = crate::core::TrialSpec {
+    let spec = crate::core::trial::TrialSpec {
         trial_id: 0,
         batch_size: b,
-        devices: crate::core::DeviceSpec::Cpu { workers: 1 },
+        devices: crate::core::trial::DeviceSpec::Cpu { workers: 1 },
         precision,
         metaparams: w.defaults.clone(),
         seed: 0,
         repeat_of: None,
         confirm: None,
+        calibrate: None,
     };
     let runner = super::BurnRunner::new(super::TrainOptions {
         noise_scale: false,
         ..Default::default()
     });
-    let o = runner.run(&w, &spec, &mut |_| {}, &crate::core::CancelToken::new())?;
+    let o = runner.run(
+        &w,
+        &spec,
+        &mut |_| {},
+        &crate::core::trial::CancelToken::new(),
+    )?;
     Ok(o.throughput)
 }
 
@@ -668,7 +679,7 @@ pub fn concurrency_points(precision: Precision) -> Vec<ConcurrencyPoint> {
                     let p = &p;
                     s.spawn(move || {
                         // the scheduler's layout: each trial's replica in its own 1-thread pool
-                        crate::core::in_thread_budget(Some(1), || {
+                        crate::core::runner::in_thread_budget(Some(1), || {
                             trainer_point(p, b, steps, precision).map(|_| ())
                         })
                     })
@@ -695,169 +706,5 @@ pub fn concurrency_points(precision: Precision) -> Vec<ConcurrencyPoint> {
     out
 }
 
-/// The report as text tables (the CLI prints them).
-pub fn render_tables(r: &BenchReport) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "CPU: {} threads, avx2 {}, fma {}, avx512f {} (gemm picks its kernels at run time)",
-        r.cpu.threads, r.cpu.avx2, r.cpu.fma, r.cpu.avx512f
-    );
-    let _ = writeln!(
-        out,
-        "MLP 784-256-10 train step (SGD momentum 0.9, {}), Flex CPU, 1 worker",
-        r.precision.name()
-    );
-    let _ = writeln!(out, "{:>8} {:>14} {:>12}", "batch", "examples/s", "ms/step");
-    for p in &r.mlp {
-        let _ = writeln!(
-            out,
-            "{:>8} {:>14.0} {:>12.3}",
-            p.batch, p.examples_per_s, p.ms_per_step
-        );
-    }
-    let _ = writeln!(out);
-    if let Some(c) = &r.cnn_paper {
-        let _ = writeln!(
-            out,
-            "Paper-size MNIST CNN (28x28, 5x5 convs 32/64, dense 1024) at B = {}: {:.0} examples/s, {:.1} ms/step",
-            c.batch, c.examples_per_s, c.ms_per_step
-        );
-    }
-    if let Some(c) = &r.small_cnn {
-        let _ = writeln!(
-            out,
-            "mnist-cnn-sgd small CNN (14x14, 5x5 convs 8/16, dense 32, SGD) at B = {}: {:.0} examples/s, {:.2} ms/step",
-            c.batch, c.examples_per_s, c.ms_per_step
-        );
-    }
-    if let Some(c) = &r.char_lstm {
-        let _ = writeln!(
-            out,
-            "shakespeare-lstm-adam char-LSTM (32/64, T = 32, Adam + clip 1.0) at B = {}: {:.0} sequences/s, {:.2} ms/step",
-            c.batch, c.examples_per_s, c.ms_per_step
-        );
-    }
-    if !r.fused.is_empty() {
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "Fused trial groups: K trials as one program (all threads), B = 128 per trial"
-        );
-        let _ = writeln!(
-            out,
-            "model                K     examples/s   ms/step   GFLOP/s-equiv"
-        );
-        for g in &r.fused {
-            let _ = writeln!(
-                out,
-                "{:<12} {:>8} {:>14.0} {:>9.2} {:>15}",
-                g.model,
-                g.members,
-                g.examples_per_s,
-                g.ms_per_step,
-                g.gflops.map_or("-".into(), |v| format!("{v:.1}"))
-            );
-        }
-        if let Some(m) = r.machine_sgemm_gflops {
-            let _ = writeln!(
-                out,
-                "this machine's sgemm (1024^3, all threads, same run): {m:.0} GFLOP/s"
-            );
-        }
-    }
-    if !r.peers.is_empty() {
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "Against the JAX peers (same run, best round each; ratio > 1: we are faster):"
-        );
-        let _ = writeln!(
-            out,
-            "{:<16} {:>6} {:>14} {:>14} {:>8}",
-            "model", "batch", "ours ex/s", "jax ex/s", "ratio"
-        );
-        for p in &r.peers {
-            let _ = writeln!(
-                out,
-                "{:<16} {:>6} {:>14.0} {:>14.0} {:>7.2}x",
-                p.model, p.batch, p.ours_examples_per_s, p.peer_examples_per_s, p.ratio
-            );
-        }
-    }
-    if let Some(n) = &r.peer_note {
-        let _ = writeln!(out, "{n}");
-    }
-    if !r.presets.is_empty() {
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "Preset models at B = 128 through the trainer (eval excluded), {}:",
-            r.precision.name()
-        );
-        let _ = writeln!(
-            out,
-            "{:<32} {:>14} {:>12} {:>10}",
-            "preset", "examples/s", "ms/step", "params"
-        );
-        for p in &r.presets {
-            match &p.error {
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "{:<32} {:>14.0} {:>12.2} {:>10}",
-                        p.preset, p.examples_per_s, p.ms_per_step, p.params
-                    );
-                }
-                Some(e) => {
-                    let _ = writeln!(out, "{:<32} error: {e}", p.preset);
-                }
-            }
-        }
-    }
-    if !r.concurrency.is_empty() {
-        let _ = writeln!(out);
-        let _ = writeln!(
-        out,"Sweep concurrency at B = 128: one trial on all threads vs two trials on one thread each:");
-        let _ = writeln!(
-            out,
-            "{:<32} {:>14} {:>14} {:>12}",
-            "preset", "1 trial ex/s", "2 trials ex/s", "concurrency"
-        );
-        for c in &r.concurrency {
-            let _ = writeln!(
-                out,
-                "{:<32} {:>14.0} {:>14.0} {:>12}",
-                c.preset,
-                c.one_trial_examples_per_s,
-                c.two_trials_examples_per_s,
-                c.recommended_concurrency
-            );
-        }
-    }
-    out
-}
-
-/// `scaling-lab bench`: runs and renders (tables, or one JSON object with `--json`); the caller
-/// prints.
-pub fn bench_main(args: &BenchArgs) -> anyhow::Result<String> {
-    let r = run_bench(args);
-    Ok(if args.json {
-        serde_json::to_string_pretty(&r)? + "\n"
-    } else {
-        render_tables(&r)
-    })
-}
-
-#[path = "bench_fused.rs"]
-mod fused;
-pub use fused::*;
-
-#[path = "bench_peer.rs"]
-mod peer;
-pub use peer::*;
-
 #[cfg(test)]
-#[path = "bench_tests.rs"]
 mod tests;

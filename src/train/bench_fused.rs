@@ -5,10 +5,11 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{case_group_examples_per_s, StepCase};
+use super::bench::{case_group_examples_per_s, StepCase};
 use crate::model::kernels::gemm::{matmul, Parallelism};
 use crate::model::InputShape;
-use crate::workload::spec::{ModelSpec, Precision};
+use crate::model::ModelSpec;
+use crate::workload::spec::Precision;
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct GroupPoint {

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::{CancelToken, TrialSpec};
+use crate::core::trial::{CancelToken, TrialSpec};
 use crate::workload::spec::Workload;
 
 /// The hidden subcommand the child runs.
@@ -222,7 +222,7 @@ pub fn child_main() -> i32 {
     let members = req.members.max(1);
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if members == 1 {
-            return crate::core::TrialRunner::run(
+            return crate::core::runner::TrialRunner::run(
                 &runner,
                 &w,
                 &spec,
@@ -232,13 +232,13 @@ pub fn child_main() -> i32 {
         }
         // a group of `members` trials (seeds differ; memory is what the probe asks about)
         let (specs, cancels) = spec.members(members);
-        let group = crate::core::Group {
+        let group = crate::core::runner::Group {
             specs: &specs,
             cancels: &cancels,
-            cut: crate::core::GroupCut::None,
+            cut: crate::core::runner::GroupCut::None,
         };
-        let mut first: Option<anyhow::Result<crate::core::TrialOutcome>> = None;
-        crate::core::TrialRunner::run_group(
+        let mut first: Option<anyhow::Result<crate::core::trial::TrialOutcome>> = None;
+        crate::core::runner::TrialRunner::run_group(
             &runner,
             &w,
             &group,
@@ -259,7 +259,7 @@ pub fn child_main() -> i32 {
             EXIT_FAILED
         }
         Err(p) => {
-            let what = crate::core::panic_message(&p);
+            let what = crate::core::runner::panic_message(&p);
             if super::oom::failed_out_of_memory(&what) {
                 EXIT_OOM
             } else {
@@ -275,14 +275,14 @@ mod tests {
     use super::*;
 
     fn request(b: usize) -> ProbeRequest {
-        let w = crate::workload::load::find_preset("digits-mlp-momentum")
+        let w = crate::workload::presets::find_preset("digits-mlp-momentum")
             .unwrap()
             .1
             .workload;
         let mp: crate::workload::spec::Metaparams =
             serde_json::from_str(r#"{"learning_rate": 0.1}"#).unwrap();
         let spec = TrialSpec {
-            devices: crate::core::DeviceSpec::Wgpu { adapters: vec![0] },
+            devices: crate::core::trial::DeviceSpec::Wgpu { adapters: vec![0] },
             ..TrialSpec::cpu(b, mp)
         };
         ProbeRequest {

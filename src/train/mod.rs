@@ -8,6 +8,8 @@
 
 pub mod allreduce_bench;
 pub mod bench;
+pub mod bench_fused;
+pub mod bench_peer;
 pub mod device_check;
 pub mod dtype;
 pub mod exchange;
@@ -15,8 +17,6 @@ pub mod fit_probe;
 pub mod grads;
 pub mod kernel_cache;
 pub mod multinode;
-/// The measurement loop lives in `core::meter` (the NQM drives it too); re-exported for the trainer.
-pub use crate::core::meter;
 pub mod noise;
 pub mod oom;
 pub mod optim;

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::NoiseInterval;
+use crate::core::trial::NoiseInterval;
 
 /// Unbiased single-step estimates from squared gradient norms measured at B_small and B_big.
 /// Returns (|G|², tr Σ).

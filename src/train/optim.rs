@@ -692,5 +692,4 @@ fn blend<IB: Backend>(
 }
 
 #[cfg(test)]
-#[path = "optim_tests.rs"]
 mod tests;

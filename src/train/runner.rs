@@ -6,9 +6,9 @@ use anyhow::Context;
 use burn::backend::{Autodiff, Flex};
 
 use super::trainer::{run_group, TrainOptions};
-use crate::core::{
-    CancelToken, DeviceSpec, Group, TrialEvent, TrialOutcome, TrialRunner, TrialSpec,
-};
+use crate::core::events::TrialEvent;
+use crate::core::runner::{Group, TrialRunner};
+use crate::core::trial::{CancelToken, DeviceSpec, TrialOutcome, TrialSpec};
 use crate::workload::spec::Workload;
 
 pub type CpuTrain = Autodiff<Flex>;
@@ -56,7 +56,7 @@ impl BurnRunner {
             }
             _ if self.probe_oom(workload, spec, specs.len(), &cancels[0]) => {
                 for (i, s) in specs.iter().enumerate() {
-                    let oom = crate::core::Outcome::Oom {
+                    let oom = crate::core::trial::Outcome::Oom {
                         batch_size: s.batch_size,
                         step: 0,
                     };

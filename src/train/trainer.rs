@@ -33,7 +33,6 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Device;
 
 use super::dtype::compute_dtype;
-use super::meter::{MeterOptions, StepSample, TrialMeter};
 use super::noise::{Cadence, NoiseScaleEstimator};
 use super::optim::Opt;
 pub use super::options::{default_noise_every, TrainOptions};
@@ -41,7 +40,9 @@ use super::sampler::Sampler;
 use super::scaler::{LossScaler, ScaleDecision, ScalerConfig};
 use super::stages::Stages;
 use super::worker::{in_pool, worker_loop, Cmd, HostBatch, Plan, Reply, Worker, Workers};
-use crate::core::{CancelToken, GroupRun, Outcome, TrialEvent, TrialOutcome, TrialSpec};
+use crate::core::events::TrialEvent;
+use crate::core::meter::{MeterOptions, StepSample, TrialMeter};
+use crate::core::trial::{CancelToken, GroupRun, Outcome, TrialOutcome, TrialSpec};
 use crate::data::{self, Dataset};
 use crate::model::{Ctx, EvalSums, InputShape, Net};
 use crate::workload::spec::{Metric, Precision, Workload};
@@ -79,7 +80,7 @@ pub fn run_trial<B: AutodiffBackend>(
         std::slice::from_ref(spec),
         dataset,
         opts,
-        crate::core::GroupCut::None,
+        crate::core::runner::GroupCut::None,
         &mut |_, e| emit(e),
         std::slice::from_ref(cancel),
         &mut |_, o| out = Some(o),
@@ -99,7 +100,7 @@ pub fn run_group<B: AutodiffBackend>(
     specs: &[TrialSpec],
     dataset: Arc<Dataset>,
     opts: &TrainOptions,
-    cut: crate::core::GroupCut,
+    cut: crate::core::runner::GroupCut,
     emit: &mut dyn FnMut(usize, TrialEvent),
     cancels: &[CancelToken],
     done: &mut dyn FnMut(usize, TrialOutcome),
@@ -237,7 +238,7 @@ impl<B: AutodiffBackend> Crew<B> {
         let group = specs.len();
         // A thread budget from the scheduler (several trials at once): each replica computes in
         // its own rayon pool, the budget split over the replicas.
-        let budget = crate::core::thread_budget();
+        let budget = crate::core::runner::thread_budget();
         let pool_threads = budget.map(|n| (n / world).max(1));
         let (reply_tx, replies) = channel::<(usize, Reply)>();
         let mut crew = Crew {
@@ -249,7 +250,7 @@ impl<B: AutodiffBackend> Crew<B> {
         // One replica in one process, with no thread budget or already in its budget's pool: it
         // runs on this thread (no hand-over to a worker and back twice a step); else a thread per
         // replica.
-        let inline = world * nodes == 1 && budget.is_none_or(crate::core::in_budget_pool);
+        let inline = world * nodes == 1 && budget.is_none_or(crate::core::runner::in_budget_pool);
         let metaparams: Vec<_> = specs.iter().map(|s| s.metaparams.clone()).collect();
         let ctx = Ctx {
             dtype: compute_dtype(specs[0].precision),
@@ -419,7 +420,7 @@ struct Trial<'a> {
     noise_every: Option<u64>,
     /// Processes (nodes) the trial spans; `world` replicas per node.
     nodes: usize,
-    cut: crate::core::GroupCut,
+    cut: crate::core::runner::GroupCut,
     /// The transfer probe (`[workload.transfer]`).
     transfer: Option<&'a super::transfer::TransferRun>,
 }
@@ -463,7 +464,7 @@ fn coordinate<B: AutodiffBackend>(
         emit,
         done,
         reached_in: match &trial.cut {
-            crate::core::GroupCut::Quorum { need, .. } => vec![0; need.len()],
+            crate::core::runner::GroupCut::Quorum { need, .. } => vec![0; need.len()],
             _ => Vec::new(),
         },
     };
@@ -646,7 +647,8 @@ impl GroupLoop<'_, '_> {
             if let Some(o) = m.meter.eval(metric, &mut |e| (self.emit)(slot, e)) {
                 if let Outcome::Reached { step } = o {
                     reached_at = Some(reached_at.map_or(step, |s: u64| s.min(step)));
-                    if let crate::core::GroupCut::Quorum { cohort, need } = &self.trial.cut {
+                    if let crate::core::runner::GroupCut::Quorum { cohort, need } = &self.trial.cut
+                    {
                         if let Some(c) = cohort.get(slot).copied().flatten() {
                             self.reached_in[c] += 1;
                             if self.reached_in[c] == need[c] {
@@ -666,12 +668,12 @@ impl GroupLoop<'_, '_> {
             }
         }
         match (&self.trial.cut, reached_at) {
-            (crate::core::GroupCut::FirstReach, Some(step)) => {
+            (crate::core::runner::GroupCut::FirstReach, Some(step)) => {
                 for m in active.iter_mut() {
                     m.meter.cap_budget(step);
                 }
             }
-            (crate::core::GroupCut::Quorum { cohort, .. }, _) => {
+            (crate::core::runner::GroupCut::Quorum { cohort, .. }, _) => {
                 // ties at the quorum's evaluation reached with it (they are ended already)
                 for (c, step) in quorum_at {
                     for (i, m) in active.iter_mut().enumerate() {

@@ -18,7 +18,7 @@ use burn::tensor::backend::Backend;
 use rayon::prelude::*;
 
 use crate::core::transfer::{TransferPoint, TransferReadout};
-use crate::core::Outcome;
+use crate::core::trial::Outcome;
 use crate::data::probe::ProbeSet;
 use crate::data::Dataset;
 use crate::model::Net;

@@ -15,7 +15,8 @@
 
 use std::sync::Arc;
 
-use crate::core::{DeviceSpec, TrialEvent, TrialOutcome};
+use crate::core::events::TrialEvent;
+use crate::core::trial::{DeviceSpec, TrialOutcome};
 use crate::workload::spec::{Precision, Workload};
 
 use super::device_check::Check;
@@ -327,7 +328,7 @@ mod imp {
                             ))
                         }
                     })
-                    .unwrap_or_else(|p| Err(crate::core::panic_message(&p)))
+                    .unwrap_or_else(|p| Err(crate::core::runner::panic_message(&p)))
                 });
                 let _ = tx.send(r);
             });
@@ -379,7 +380,7 @@ mod imp {
                     crate::train::device_check::run::<WgpuTrain>(&dev)
                 }
             })
-            .unwrap_or_else(|p| Err(crate::core::panic_message(&p)))
+            .unwrap_or_else(|p| Err(crate::core::runner::panic_message(&p)))
         })
     }
 
@@ -387,7 +388,7 @@ mod imp {
     pub fn run_group(
         adapters: &[usize],
         workload: &Workload,
-        group: &crate::core::Group<'_>,
+        group: &crate::core::runner::Group<'_>,
         data: Arc<crate::data::Dataset>,
         opts: &TrainOptions,
         emit: &mut dyn FnMut(usize, TrialEvent),
@@ -440,7 +441,7 @@ mod imp {
     pub fn run_group(
         _adapters: &[usize],
         _workload: &Workload,
-        _group: &crate::core::Group<'_>,
+        _group: &crate::core::runner::Group<'_>,
         _data: Arc<crate::data::Dataset>,
         _opts: &TrainOptions,
         _emit: &mut dyn FnMut(usize, TrialEvent),

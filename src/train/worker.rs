@@ -18,12 +18,12 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use super::exchange::{self, Reduced};
 use super::grads;
 use super::optim::{MemberStep, Opt};
-use crate::core::panic_message;
+use crate::core::runner::panic_message;
 use crate::data::{self, Dataset};
 use crate::model::family::StatUpdate;
 use crate::model::{Batch, Ctx, EvalSums, Net};
 use crate::transfer::{self, encode::Features};
-use crate::workload::spec::TransferFeature;
+use crate::model::encoder::TransferFeature;
 
 /// A one-element-per-member tensor on the inner (non-autodiff) backend: values the step reads back.
 pub(super) type InnerTensor<B> = Tensor<<B as AutodiffBackend>::InnerBackend, 1>;

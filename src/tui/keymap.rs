@@ -2,7 +2,6 @@
 //! `KEYS` is the single table the help screen prints, so help never disagrees with the code.
 
 use super::app::{App, Screen};
-pub use super::key::{map_key, Key};
 
 /// When a binding applies (and is offered in the footer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -19,7 +19,7 @@ pub const RUNNING_WINDOW: Duration = Duration::from_secs(120);
 pub fn load_presets(dir: &Path, user_dir: Option<&Path>) -> (Vec<PresetEntry>, Vec<String>) {
     let mut ok = Vec::new();
     let mut errs = Vec::new();
-    for l in crate::workload::load::list_all_presets(dir, user_dir) {
+    for l in crate::workload::presets::list_all_presets(dir, user_dir) {
         match l.preset {
             Ok(preset) => ok.push(PresetEntry {
                 preset,
@@ -73,6 +73,8 @@ pub fn run_entry(log: &RunLog, active: Option<&Path>, modified: Option<SystemTim
         planned: log.stage_counts().planned().max(log.trials.len()),
         s_min: a.fit.as_ref().map(|f| f.s_min),
         b_crit: a.fit.as_ref().map(|f| f.b_crit),
+        s_min_ci: a.fit.as_ref().and_then(|f| f.s_min_ci),
+        b_crit_ci: a.fit.as_ref().and_then(|f| f.b_crit_ci),
         error: None,
         precision: h.preset.workload.precision.name().to_string(),
         devices: h.devices.label(),

@@ -36,7 +36,7 @@ use std::time::Duration;
 pub use app::{update, App, Command, Msg};
 pub use screenshot::{render_meta_screenshot, render_screenshots};
 
-use crate::core::RunnerFactory;
+use crate::core::runner::RunnerFactory;
 
 /// The preset the Setup screen selects first.
 pub const DEFAULT_PRESET: &str = "digits-mlp-momentum";
@@ -47,7 +47,7 @@ pub struct TuiOptions {
     pub runs_dir: PathBuf,
     /// Directory of preset TOML files.
     pub presets_dir: PathBuf,
-    /// The user's presets directory (`workload::load::user_presets_dir`), listed after the
+    /// The user's presets directory (`workload::presets::user_presets_dir`), listed after the
     /// bundled presets; None: none (tests).
     pub user_presets_dir: Option<PathBuf>,
     /// Preset selected on the Setup screen at start, by name (default `digits-mlp-momentum`).

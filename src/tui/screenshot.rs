@@ -19,16 +19,17 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
 use super::app::{update, update_settled, App, Charts, LiveState, LiveView, Msg, Screen};
-use super::keymap::Key;
 use super::loader;
 use super::theme::Theme;
 use super::TuiOptions;
 use crate::core::analysis::Regime;
 use crate::core::events::SweepEvent;
-use crate::core::TrialRunner;
+use crate::core::runner::TrialRunner;
 use crate::runlog::{read_run_log, LogStatus};
-use crate::sweep::{start_sweep, SweepConfig, SweepResult};
-use crate::workload::spec::{ModelSpec, Preset};
+use crate::sweep::{runner_for, start_sweep, SweepConfig, SweepResult};
+use crate::train::TrainOptions;
+use crate::tui::key::Key;
+use crate::workload::spec::Preset;
 
 /// Size of the pictures (cells).
 pub const SHOT_W: u16 = 120;
@@ -68,10 +69,11 @@ fn picture_preset(mut p: Preset) -> Preset {
     p
 }
 
-fn nqm_presets(presets_dir: &Path) -> Vec<(PathBuf, Preset)> {
+/// The presets computed in closed form (the NQM's): real sweeps that run in well under a second.
+fn closed_form_presets(presets_dir: &Path) -> Vec<(PathBuf, Preset)> {
     let (ps, _) = loader::load_presets(presets_dir, None);
     ps.into_iter()
-        .filter(|p| matches!(p.preset.workload.model, ModelSpec::Nqm { .. }))
+        .filter(|p| p.preset.workload.closed_form())
         .map(|p| (p.path.unwrap_or_default(), p.preset))
         .collect()
 }
@@ -95,7 +97,7 @@ fn save(app: &App, out_dir: &Path, name: &str, out: &mut Vec<PathBuf>) -> anyhow
 /// Renders setup.svg, live-mid.svg, live-finished.svg, runs.svg and compare.svg into `out_dir`
 /// (sweeps it needs are run into `runs_dir`). Presets are read from the default presets directory.
 pub fn render_screenshots(out_dir: &Path, runs_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    render_screenshots_with(out_dir, runs_dir, &crate::workload::load::presets_dir())
+    render_screenshots_with(out_dir, runs_dir, &crate::workload::presets::presets_dir())
 }
 
 pub fn render_screenshots_with(
@@ -108,24 +110,41 @@ pub fn render_screenshots_with(
     std::fs::create_dir_all(runs_dir)
         .with_context(|| format!("cannot create {}", runs_dir.display()))?;
     let mut out = Vec::new();
-    let theme = Theme::default();
     let mut opts = TuiOptions::new(runs_dir.to_path_buf(), presets_dir.to_path_buf());
     opts.initial_preset = Some(super::DEFAULT_PRESET.into());
-    let mut app = super::initial_app(&opts, theme);
+    let mut app = super::initial_app(&opts, Theme::default());
     update(&mut app, Msg::Resize(SHOT_W, SHOT_H));
-
-    // Setup
     save(&app, out_dir, "setup", &mut out)?;
+    let fast = closed_form_presets(presets_dir);
+    let live_app = live_pictures(&app, &fast, runs_dir, out_dir, &mut out)?;
+    save(
+        &finished_app(&live_app, runs_dir),
+        out_dir,
+        "live-finished",
+        &mut out,
+    )?;
+    let compared = compared_runs(&fast, runs_dir)?;
+    runs_and_compare_pictures(&app, &compared, runs_dir, out_dir, &mut out)?;
+    Ok(out)
+}
 
-    // A real NQM sweep, replayed.
-    let nqm = nqm_presets(presets_dir);
-    let (path, preset) = nqm
+/// Live mid-sweep: a real closed-form sweep (the momentum preset's, else the first of `fast`) run
+/// through the scheduler into `runs_dir`, its events folded into `app` as they arrive; saves the
+/// picture at half of the plan and returns the app at the sweep's end, its report in.
+fn live_pictures(
+    app: &App,
+    fast: &[(PathBuf, Preset)],
+    runs_dir: &Path,
+    out_dir: &Path,
+    out: &mut Vec<PathBuf>,
+) -> anyhow::Result<App> {
+    let (path, preset) = fast
         .iter()
         .find(|(_, p)| p.name.contains("momentum"))
-        .or_else(|| nqm.first())
+        .or_else(|| fast.first())
         .cloned()
         .context("no NQM preset found in the presets directory (needed to render live pictures)")?;
-    let runner: Arc<dyn TrialRunner> = Arc::new(crate::nqm::NqmRunner::new());
+    let runner = runner_for(&preset.workload, &TrainOptions::default())?;
     let preset = picture_preset(preset);
     let mut live_app = app.clone();
     let cfg0 = SweepConfig::from_preset(preset.clone(), Some(path.clone()), runs_dir.to_path_buf());
@@ -138,7 +157,7 @@ pub fn render_screenshots_with(
     // the clock the UI would have seen: real time since the sweep started
     let t0 = std::time::Instant::now();
     let mut mid: Option<App> = None;
-    let (_, result) = run_sweep_with(preset, Some(path), runs_dir, runner.clone(), |ev| {
+    let (_, result) = run_sweep_with(preset, Some(path), runs_dir, runner, |ev| {
         update(&mut live_app, Msg::Tick(t0.elapsed().as_secs_f64()));
         update_settled(&mut live_app, Msg::Sweep(ev));
         let (done, running) = live_app
@@ -149,12 +168,7 @@ pub fn render_screenshots_with(
             mid = Some(live_app.clone());
         }
     })?;
-    save(
-        mid.as_ref().unwrap_or(&live_app),
-        out_dir,
-        "live-mid",
-        &mut out,
-    )?;
+    save(mid.as_ref().unwrap_or(&live_app), out_dir, "live-mid", out)?;
     // the way every sweep ends: the joined sweep's report
     let report = crate::report::of_sweep(&result, &crate::report::ReportOptions::default());
     update(
@@ -164,14 +178,17 @@ pub fn render_screenshots_with(
             report: Some(Box::new(report)),
         },
     );
+    Ok(live_app)
+}
 
-    // Finished: prefer a complete real-data sweep showing all three regimes.
-    let entries = loader::scan_runs(runs_dir, None);
+/// Live finished: a complete sweep on real data whose analysis shows all three regimes when
+/// `runs_dir` holds one, else the live sweep at its end; both charts.
+fn finished_app(live_app: &App, runs_dir: &Path) -> App {
     let mut finished_app = live_app.clone();
-    for e in &entries {
+    for e in &loader::scan_runs(runs_dir, None) {
         if let Ok(log) = read_run_log(&e.path) {
-            let is_nqm = matches!(log.header.preset.workload.model, ModelSpec::Nqm { .. });
-            if !is_nqm && log.status() == LogStatus::Complete && has_three_regimes(&log.analysis())
+            let closed = log.header.preset.workload.closed_form();
+            if !closed && log.status() == LogStatus::Complete && has_three_regimes(&log.analysis())
             {
                 finished_app.log = Some(LiveState::from_log(&log, false, 0.0));
                 finished_app.view = LiveView::Log;
@@ -180,9 +197,12 @@ pub fn render_screenshots_with(
         }
     }
     finished_app.charts = Charts::Both;
-    save(&finished_app, out_dir, "live-finished", &mut out)?;
+    finished_app
+}
 
-    // Compare: one workload, several optimizers.
+/// The runs Compare shows: the complete sweeps of the one workload with the most distinct
+/// optimizers; with fewer than two, the sweeps of up to three of `fast`, run now.
+fn compared_runs(fast: &[(PathBuf, Preset)], runs_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut groups: std::collections::BTreeMap<String, Vec<(PathBuf, String)>> = Default::default();
     for e in loader::scan_runs(runs_dir, None) {
         if e.status != super::app::RunStatus::Complete {
@@ -209,22 +229,33 @@ pub fn render_screenshots_with(
         .unwrap_or_default();
     if best.len() < 2 {
         best.clear();
-        for (path, preset) in nqm.iter().take(3) {
+        for (path, preset) in fast.iter().take(3) {
+            let runner = runner_for(&preset.workload, &TrainOptions::default())?;
             let (_, result) = run_sweep_with(
                 picture_preset(preset.clone()),
                 Some(path.clone()),
                 runs_dir,
-                runner.clone(),
+                runner,
                 |_| {},
             )?;
             best.push(result.log_path);
         }
     }
-    // Runs (after every sweep above exists)
+    Ok(best)
+}
+
+/// Runs (scanned after every sweep above exists, the compared runs marked) and Compare (them).
+fn runs_and_compare_pictures(
+    app: &App,
+    compared: &[PathBuf],
+    runs_dir: &Path,
+    out_dir: &Path,
+    out: &mut Vec<PathBuf>,
+) -> anyhow::Result<()> {
     let mut runs_app = app.clone();
     update(&mut runs_app, Msg::Runs(loader::scan_runs(runs_dir, None)));
     update(&mut runs_app, Msg::Key(Key::Char('3')));
-    for p in best.iter().take(3) {
+    for p in compared.iter().take(3) {
         if let Some(i) = runs_app.runs.entries.iter().position(|e| &e.path == p) {
             runs_app
                 .runs
@@ -232,20 +263,20 @@ pub fn render_screenshots_with(
                 .insert(runs_app.runs.entries[i].path.clone());
         }
     }
-    save(&runs_app, out_dir, "runs", &mut out)?;
+    save(&runs_app, out_dir, "runs", out)?;
 
-    let (runs, _) = loader::load_compare(&best);
+    let (runs, _) = loader::load_compare(compared);
     let mut cmp_app = runs_app.clone();
     cmp_app.screen = Screen::Compare;
     update(&mut cmp_app, Msg::CompareLoaded(runs));
-    save(&cmp_app, out_dir, "compare", &mut out)?;
-    Ok(out)
+    save(&cmp_app, out_dir, "compare", out)?;
+    Ok(())
 }
 
 /// Renders meta.svg: the metaparameter picture of a complete sweep in `runs_dir` (a momentum
 /// sweep on real data when there is one, else the NQM momentum preset, run into `runs_dir`).
 pub fn render_meta_screenshot(out_dir: &Path, runs_dir: &Path) -> anyhow::Result<PathBuf> {
-    let presets_dir = crate::workload::load::presets_dir();
+    let presets_dir = crate::workload::presets::presets_dir();
     std::fs::create_dir_all(out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
     let mut opts = TuiOptions::new(runs_dir.to_path_buf(), presets_dir.clone());
@@ -255,11 +286,12 @@ pub fn render_meta_screenshot(out_dir: &Path, runs_dir: &Path) -> anyhow::Result
     let mut chosen: Option<PathBuf> = None;
     for e in loader::scan_runs(runs_dir, None) {
         if e.status == super::app::RunStatus::Complete && e.optimizer == "momentum" {
-            let nqm = e.preset.starts_with("nqm");
-            if chosen.is_none() || !nqm {
+            let closed =
+                read_run_log(&e.path).is_ok_and(|l| l.header.preset.workload.closed_form());
+            if chosen.is_none() || !closed {
                 chosen = Some(e.path.clone());
             }
-            if !nqm {
+            if !closed {
                 break;
             }
         }
@@ -267,13 +299,13 @@ pub fn render_meta_screenshot(out_dir: &Path, runs_dir: &Path) -> anyhow::Result
     let path = match chosen {
         Some(p) => p,
         None => {
-            let nqm = nqm_presets(&presets_dir);
+            let nqm = closed_form_presets(&presets_dir);
             let (path, preset) = nqm
                 .iter()
                 .find(|(_, p)| p.name.contains("momentum"))
                 .cloned()
                 .context("no NQM momentum preset found")?;
-            let runner: Arc<dyn TrialRunner> = Arc::new(crate::nqm::NqmRunner::new());
+            let runner = runner_for(&preset.workload, &TrainOptions::default())?;
             run_sweep_with(picture_preset(preset), Some(path), runs_dir, runner, |_| {})?
                 .1
                 .log_path

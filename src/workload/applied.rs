@@ -12,12 +12,7 @@
 //! run-log reader for logs written before it); [`unused`] says why a setting has no effect, for
 //! the preset checks (`load`) and the flags (`overrides`, the CLI).
 
-use super::spec::{Metaparams, ModelSpec, OptimizerKind, Workload};
-
-/// Whether the workload is the closed-form noisy quadratic model.
-pub fn is_nqm(w: &Workload) -> bool {
-    matches!(w.model, ModelSpec::Nqm { .. })
-}
+use crate::workload::spec::{Metaparams, OptimizerKind, Workload};
 
 /// Whether the optimizer keeps a momentum (β1 for Adam) buffer.
 pub fn uses_momentum(w: &Workload) -> bool {
@@ -26,7 +21,7 @@ pub fn uses_momentum(w: &Workload) -> bool {
 
 /// Whether the optimizer has Adam's second moment (β2) and ε.
 pub fn uses_second_moment(w: &Workload) -> bool {
-    w.optimizer == OptimizerKind::Adam && !is_nqm(w)
+    w.optimizer == OptimizerKind::Adam && !w.closed_form()
 }
 
 /// `mp` as the optimizer of `w` applies it: γ = 0 for SGD, β2 = ε = 0 where there is no second
@@ -72,7 +67,7 @@ pub enum Setting {
 /// Why `s` has no effect on workload `w` (None: it takes effect).
 pub fn unused(w: &Workload, s: Setting) -> Option<String> {
     let opt = w.optimizer.name();
-    let nqm = is_nqm(w);
+    let closed = w.closed_form();
     let closed_form =
         "the noisy quadratic model is closed form (its expected loss is computed in f64)";
     match s {
@@ -80,23 +75,23 @@ pub fn unused(w: &Workload, s: Setting) -> Option<String> {
             "optimizer {opt} has no momentum (plain SGD is γ = 0): use a momentum, nesterov or \
              adam preset"
         )),
-        Setting::Beta2 | Setting::Epsilon if !uses_second_moment(w) => Some(if nqm {
+        Setting::Beta2 | Setting::Epsilon if !uses_second_moment(w) => Some(if closed {
             format!("the noisy quadratic model's {opt} is a fixed preconditioner with momentum: it has no β2 or ε")
         } else {
             format!("optimizer {opt} has no second moment: β2 and ε are Adam's")
         }),
-        Setting::LowPrecision if nqm => Some(format!("{closed_form}: it has no precision")),
-        Setting::GradClip if nqm => Some(format!("{closed_form}: it has no gradients to clip")),
-        Setting::TrainSeed if nqm => {
+        Setting::LowPrecision if closed => Some(format!("{closed_form}: it has no precision")),
+        Setting::GradClip if closed => Some(format!("{closed_form}: it has no gradients to clip")),
+        Setting::TrainSeed if closed => {
             Some(format!("{closed_form}: a trial is the same for every seed"))
         }
-        Setting::Workers if nqm => Some(format!(
+        Setting::Workers if closed => Some(format!(
             "{closed_form}: data-parallel workers do not change it (B is the global batch)"
         )),
-        Setting::NoNoiseScale if nqm => {
+        Setting::NoNoiseScale if closed => {
             Some(format!("{closed_form}: its noise scale is exact and free"))
         }
-        Setting::PreconditionPower if !(nqm && w.optimizer == OptimizerKind::Adam) => {
+        Setting::PreconditionPower if !(closed && w.optimizer == OptimizerKind::Adam) => {
             Some(format!(
                 "precondition_power shapes the noisy quadratic model's adam only (this is {opt})"
             ))
@@ -122,7 +117,7 @@ mod tests {
     }
 
     fn bundled(name: &str) -> Workload {
-        let (_, text) = crate::workload::load::EMBEDDED_PRESETS
+        let (_, text) = crate::workload::presets::EMBEDDED_PRESETS
             .iter()
             .find(|(n, _)| *n == name)
             .unwrap();

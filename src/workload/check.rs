@@ -2,8 +2,9 @@
 //! compatibility, sizes against the data and memory) and returns each problem with the key it is
 //! about; `load` locates the key in the file.
 
-use super::spec::{DatasetSpec, Decay, Metric, Preset, SearchSpace, SweepDefaults, Workload};
+use crate::data::spec::DatasetSpec;
 use crate::model::{Input, InputShape};
+use crate::workload::spec::{Decay, Metric, Preset, SearchSpace, SweepDefaults, Workload};
 
 /// One key path segment: a table key or an array index.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,7 +64,11 @@ pub fn check(p: &Preset) -> Vec<Problem> {
     check_measurement(&p.workload, &mut out);
     check_defaults(&p.workload, &mut out);
     check_search(&p.search, &mut out);
-    check_sweep(&p.sweep, &mut out);
+    check_sweep(
+        &p.sweep,
+        p.calibrate.is_some_and(|c| c.batch_sizes),
+        &mut out,
+    );
     out.extend(check_sizes(p, available_memory()));
     out
 }
@@ -91,12 +96,34 @@ fn check_names(p: &Preset, out: &mut Vec<Problem>) {
     }
 }
 
+/// The metric a workload's model family is measured by: validation error for an image model,
+/// bits per byte for a language model, the expected loss for the noisy quadratic model.
+pub fn family_metric(w: &Workload) -> Metric {
+    match w.model.family().input() {
+        Input::Images => Metric::ValError,
+        Input::Text => Metric::ValBpc,
+        Input::None => Metric::ExpectedLoss,
+    }
+}
+
+/// "ResNet-8 w4 on mnist, momentum": a study's model, dataset and optimizer in words (the
+/// description of a study whose file gives none).
+pub fn study_words(p: &super::spec::Preset) -> String {
+    let w = &p.workload;
+    let data = w
+        .dataset
+        .as_ref()
+        .map(|d| format!(" on {}", d.label()))
+        .unwrap_or_default();
+    format!("{}{data}, {}", w.model.family().label(), w.optimizer.name())
+}
+
 /// Model ↔ dataset ↔ metric, and the target value in the metric's range.
 fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
     let (needs, metric) = match w.model.family().input() {
         Input::Images => (Some(true), Metric::ValError),
         Input::Text => (Some(false), Metric::ValBpc),
-        Input::None => (None, Metric::NqmLoss),
+        Input::None => (None, Metric::ExpectedLoss),
     };
     let model = w.model.short_name();
     match (&w.dataset, needs) {
@@ -157,7 +184,7 @@ fn check_model_and_target(w: &Workload, out: &mut Vec<Problem>) {
     let range = match w.target.metric {
         Metric::ValError if !in_open_unit(v) => Some("val_error must be in (0, 1)".to_string()),
         Metric::ValBpc if !(v > 0.0 && v < bits) => Some(bpc_range),
-        Metric::NqmLoss if !positive(v) => Some("nqm_loss must be > 0".to_string()),
+        Metric::ExpectedLoss if !positive(v) => Some("nqm_loss must be > 0".to_string()),
         Metric::TransferAcc if !in_open_unit(v) => {
             Some("transfer_acc must be in (0, 1)".to_string())
         }
@@ -200,7 +227,7 @@ fn check_targets(w: &Workload, out: &mut Vec<Problem>) {
         let in_range = match w.target.metric {
             Metric::ValError => in_open_unit(t),
             Metric::ValBpc => t > 0.0 && t < max_bits(w),
-            Metric::NqmLoss => positive(t),
+            Metric::ExpectedLoss => positive(t),
             Metric::TransferAcc => in_open_unit(t),
         };
         if !in_range {
@@ -395,7 +422,7 @@ fn check_defaults(w: &Workload, out: &mut Vec<Problem>) {
     }
 }
 
-/// The search space, with the same bounds the plan samples within (`sweep::plan`).
+/// The search space, with the same bounds the plan samples within (`core::plan`).
 fn check_search(s: &SearchSpace, out: &mut Vec<Problem>) {
     let range = |r: [f64; 2]| positive(r[0]) && positive(r[1]) && r[0] <= r[1];
     if !range(s.learning_rate) {
@@ -458,9 +485,10 @@ fn check_search(s: &SearchSpace, out: &mut Vec<Problem>) {
     }
 }
 
-/// Sweep defaults: counts > 0, batch sizes > 0, distinct and divisible by the workers.
-fn check_sweep(sw: &SweepDefaults, out: &mut Vec<Problem>) {
-    if sw.batch_sizes.is_empty() {
+/// Sweep defaults: counts > 0, batch sizes > 0, distinct and divisible by the workers (none
+/// where the calibration chooses them).
+fn check_sweep(sw: &SweepDefaults, calibrated_sizes: bool, out: &mut Vec<Problem>) {
+    if sw.batch_sizes.is_empty() && !calibrated_sizes {
         bad(
             out,
             &["sweep", "batch_sizes"],

@@ -13,9 +13,8 @@ use std::path::{Path, PathBuf};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::check::key;
-pub use super::check::*;
-pub use super::presets::*;
+use super::check::{check, key, KeySeg};
+use super::presets::{EMBEDDED_PREFIX, EMBEDDED_PRESETS};
 use super::spec::Preset;
 
 /// A preset that could not be loaded: `path:line:col: message` (line and col 1-based; 0 when
@@ -190,6 +189,17 @@ pub fn parse_preset(path: &Path, text: &str) -> Result<Preset, PresetError> {
         ));
     }
     preset.sweep.auto_concurrency = key_offset(tree.get_ref(), &["sweep", "concurrency"]).is_none();
+    // Pass 1d': the settings a study leaves out, which the calibration stage chooses.
+    if let Some(offset) = key_offset(tree.get_ref(), &["calibrate"]) {
+        return Err(PresetError::at(
+            path,
+            text,
+            Some(offset),
+            "calibrate is not a preset key: leave a setting out (the target, [search], \
+             batch_sizes, step_budget, eval_every, [workload.defaults]) to let the lab choose it",
+        ));
+    }
+    fill_left_out(path, tree.get_ref(), &mut preset);
     // `[sweep] confirm` left out → the default confirm stage; "off" turns it off.
     if key_offset(tree.get_ref(), &["sweep", "confirm"]).is_none() {
         preset.sweep.confirm = Some(crate::workload::spec::ConfirmPlan::DEFAULT);
@@ -219,6 +229,44 @@ pub fn parse_preset(path: &Path, text: &str) -> Result<Preset, PresetError> {
         return Err(PresetError::at(path, text, Some(offset), message));
     }
     Ok(preset)
+}
+
+/// A study's settings left out of its file: what the calibration stage chooses
+/// (`Preset::calibrate`, docs/calibration.md), the target's metric from the model family, 8
+/// trials per batch size, and a name and description where the file gives none.
+fn fill_left_out(path: &Path, root: &DeTable<'_>, p: &mut Preset) {
+    use super::spec::Calibrate;
+    let absent = |keys: &[&str]| key_offset(root, keys).is_none();
+    let c = Calibrate {
+        target: absent(&["workload", "target"]),
+        search: absent(&["search"]),
+        batch_sizes: absent(&["sweep", "batch_sizes"]),
+        budget: absent(&["workload", "step_budget"]),
+        eval: absent(&["workload", "eval_every"]),
+        defaults: absent(&["workload", "defaults"]),
+    };
+    if c.any() {
+        p.calibrate = Some(c);
+    }
+    if c.batch_sizes {
+        p.sweep.batch_sizes = Vec::new();
+    }
+    if c.target {
+        p.workload.target.metric = super::check::family_metric(&p.workload);
+    }
+    if absent(&["sweep", "trials_per_batch"]) {
+        p.sweep.trials_per_batch = crate::analysis::calibrate::DEFAULT_TRIALS;
+    }
+    if absent(&["name"]) {
+        p.name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "study".into());
+    }
+    if absent(&["description"]) {
+        p.description = super::check::study_words(p);
+    }
 }
 
 /// The offset where arrays/tables are nested deepest (outside strings and comments), and the
@@ -304,9 +352,18 @@ fn default_note(root: &DeTable<'_>, preset: &Preset, path: &[KeySeg]) -> String 
 /// The first key in the file that the workload does not use (its optimizer, model or dataset
 /// has no such setting): (offset of the key, message naming it and why).
 fn unused_key(root: &DeTable<'_>, p: &Preset) -> Option<(usize, String)> {
+    unused_settings(p)
+        .into_iter()
+        .find_map(|(keys, message)| key_offset(root, &keys).map(|offset| (offset, message)))
+}
+
+/// Every key this preset's workload does not use (its optimizer, model or dataset has no such
+/// setting), with the message a file that sets it gets: what `unused_key` looks for in a file,
+/// and what a preset written from a study leaves out (`presets::preset_file_text`).
+pub fn unused_settings(p: &Preset) -> Vec<(Vec<&'static str>, String)> {
     use super::applied::{unused, Setting};
     let w = &p.workload;
-    let keyed: [(&[&str], Setting, bool); 9] = [
+    let keyed: [(&[&'static str], Setting, bool); 9] = [
         (
             &["workload", "precision"],
             Setting::LowPrecision,
@@ -337,37 +394,36 @@ fn unused_key(root: &DeTable<'_>, p: &Preset) -> Option<(usize, String)> {
             true,
         ),
     ];
+    let mut out = Vec::new();
     for (keys, setting, given) in keyed {
-        let Some(offset) = key_offset(root, keys).filter(|_| given) else {
+        if !given {
             continue;
-        };
+        }
         if let Some(why) = unused(w, setting) {
             let name = keys[keys.len() - 1];
-            return Some((
-                offset,
+            out.push((
+                keys.to_vec(),
                 format!("{name} has no effect here: {why}; remove it"),
             ));
         }
     }
     if let Some(d) = &w.dataset {
         for (name, why) in d.unused_keys() {
-            if let Some(offset) = key_offset(root, &["workload", "dataset", name]) {
-                return Some((
-                    offset,
-                    format!("{name} has no effect here: {why}; remove it"),
-                ));
-            }
+            out.push((
+                vec!["workload", "dataset", name],
+                format!("{name} has no effect here: {why}; remove it"),
+            ));
         }
     }
-    let fraction = key_offset(root, &["search", "decay_fraction"]);
-    if let (Some(offset), None) = (fraction, p.search.decay_alpha) {
-        return Some((
-            offset,
-            "decay_fraction has no effect without decay_alpha (the decay's length is drawn only              when its factor is): add decay_alpha or remove it"
+    if p.search.decay_alpha.is_none() {
+        out.push((
+            vec!["search", "decay_fraction"],
+            "decay_fraction has no effect without decay_alpha (the decay's length is drawn only \
+             when its factor is): add decay_alpha or remove it"
                 .into(),
         ));
     }
-    None
+    out
 }
 
 /// A problem with a loaded preset found later (against its data, or by a sweep's checks),
@@ -619,5 +675,4 @@ fn locate(root: &DeTable<'_>, path: &[KeySeg]) -> usize {
 }
 
 #[cfg(test)]
-#[path = "load_tests.rs"]
 mod tests;

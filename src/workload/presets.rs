@@ -337,6 +337,47 @@ fn read_preset_dir_names(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Edit distance (insertions, deletions, substitutions, and a swap of two neighbouring
+/// characters counted as one edit) between `a` and `b`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // d[i][j]: distance between a[..i] and b[..j]
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// The known name closest to `name` (the first in order on ties) when it is a likely typo: one
+/// or two edits away (one for a name under 6 characters). Farther off ("mnist-cnn-lamb", 3 from
+/// "mnist-cnn-adam") it is more likely another name than a typo: no suggestion.
+pub fn did_you_mean<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
+    let limit = if name.chars().count() < 6 { 1 } else { 2 };
+    known
+        .iter()
+        .map(|k| (edit_distance(name, k), k))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k.as_str())
+}
+
 fn not_found(dir: &Path, name: &str) -> PresetError {
     let mut known = read_preset_dir_names(dir);
     if use_embedded(dir) {
@@ -350,15 +391,182 @@ fn not_found(dir: &Path, name: &str) -> PresetError {
     }
     known.sort();
     known.dedup();
-    let hint = if known.is_empty() {
-        format!("no presets in {}", dir.display())
-    } else {
-        format!("known presets: {}", known.join(", "))
+    let hint = match (known.is_empty(), did_you_mean(name, &known)) {
+        (true, _) => format!("no presets in {}", dir.display()),
+        (false, Some(close)) => format!(
+            "did you mean {close}? `scaling-lab presets` lists all {}",
+            known.len()
+        ),
+        (false, None) => format!("known presets: {}", known.join(", ")),
     };
     PresetError {
         path: PathBuf::from(name),
         line: 0,
         col: 0,
         message: format!("no such preset ({hint})"),
+    }
+}
+
+/// The text of a preset file holding `p` exactly (what `--save-preset` and Setup's save write):
+/// `comment` as its header, every setting explicit — nothing left to a calibration stage — and
+/// `concurrency` left out where the scheduler chose it. Loads back to the same study (checked).
+pub fn preset_file_text(p: &Preset, comment: &str) -> Result<String, String> {
+    let mut p = p.clone();
+    let auto = p.sweep.auto_concurrency;
+    p.calibrate = None;
+    p.sweep.auto_concurrency = false;
+    let mut table = toml::Table::try_from(&p).map_err(|e| e.to_string())?;
+    // the settings this workload does not use (the loader refuses them in a file)
+    for (keys, _) in super::load::unused_settings(&p) {
+        let (last, tables) = keys.split_last().expect("a key path");
+        let mut t = Some(&mut table);
+        for k in tables {
+            t = t.and_then(|t| t.get_mut(*k)).and_then(|v| v.as_table_mut());
+        }
+        if let Some(t) = t {
+            t.remove(*last);
+        }
+    }
+    if let Some(sw) = table.get_mut("sweep").and_then(|v| v.as_table_mut()) {
+        if auto {
+            sw.remove("concurrency");
+        }
+        // (left out, a file gets the default confirm stage)
+        if p.sweep.confirm.is_none() {
+            sw.insert("confirm".into(), toml::Value::String("off".into()));
+        }
+    }
+    let body = toml::to_string(&table).map_err(|e| e.to_string())?;
+    let head: String = comment
+        .lines()
+        .map(|l| format!("# {l}\n").replace("# \n", "#\n"))
+        .collect();
+    let text = format!("{head}\n{body}");
+    let back = parse_preset(Path::new(&format!("{}.toml", p.name)), &text)
+        .map_err(|e| format!("the saved preset would not load: {e}"))?;
+    let mut want = p.clone();
+    want.sweep.auto_concurrency = auto;
+    if back != want {
+        return Err(format!(
+            "the saved preset would load as another study ({}; a bug: please report it)",
+            first_difference(
+                &serde_json::to_value(&back).unwrap_or_default(),
+                &serde_json::to_value(&want).unwrap_or_default(),
+                ""
+            )
+            .unwrap_or_default()
+        ));
+    }
+    Ok(text)
+}
+
+/// Writes `p` as the user's preset `name` (`<user presets dir>/NAME.toml`): refused where a
+/// bundled preset or an existing file has that name. Returns the path.
+pub fn save_user_preset(name: &str, p: &Preset, comment: &str) -> Result<PathBuf, String> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        || name.starts_with('.')
+    {
+        return Err(format!(
+            "`{name}` is not a preset name: use letters, digits, '-', '_' and '.'"
+        ));
+    }
+    if EMBEDDED_PRESETS.iter().any(|(n, _)| *n == name) {
+        return Err(format!(
+            "`{name}` is a bundled preset's name: choose another"
+        ));
+    }
+    let dir = user_presets_dir()
+        .ok_or("this platform has no config directory: set SCALING_LAB_USER_PRESETS_DIR")?;
+    let path = dir.join(format!("{name}.toml"));
+    if path.symlink_metadata().is_ok() {
+        return Err(format!(
+            "{} exists already: choose another name, or delete it first",
+            path.display()
+        ));
+    }
+    let mut p = p.clone();
+    p.name = name.to_string();
+    let text = preset_file_text(&p, comment)?;
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // written whole or not at all
+    let tmp = dir.join(format!(".{name}.toml.{}", std::process::id()));
+    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// The first path at which two JSON values differ, with both values.
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: &str) -> Option<String> {
+    use serde_json::Value as V;
+    match (a, b) {
+        (V::Object(x), V::Object(y)) => {
+            for k in x.keys().chain(y.keys()) {
+                let (u, v) = (x.get(k).unwrap_or(&V::Null), y.get(k).unwrap_or(&V::Null));
+                if let Some(d) = first_difference(u, v, &format!("{at}.{k}")) {
+                    return Some(d);
+                }
+            }
+            None
+        }
+        _ if a == b => None,
+        _ => Some(format!("{at}: {a} loaded, {b} saved")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_distance_counts_one_edit_per_typo() {
+        assert_eq!(edit_distance("digits-mlp-sgd", "digits-mlp-sgd"), 0);
+        // a swap of neighbours is one edit
+        assert_eq!(edit_distance("digits-mlp-sdg", "digits-mlp-sgd"), 1);
+        assert_eq!(edit_distance("nqm-sg", "nqm-sgd"), 1);
+        assert_eq!(edit_distance("nqm-sgdd", "nqm-sgd"), 1);
+        assert_eq!(edit_distance("nqm-adam", "nqm-sgd"), 4);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn did_you_mean_names_a_close_preset_only() {
+        let known: Vec<String> = EMBEDDED_PRESETS
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+        assert_eq!(
+            did_you_mean("digits-mlp-sdg", &known),
+            Some("digits-mlp-sgd")
+        );
+        assert_eq!(
+            did_you_mean("mnist-cnn-momentun", &known),
+            Some("mnist-cnn-momentum")
+        );
+        assert_eq!(did_you_mean("resnet", &known), None);
+        // three edits from mnist-cnn-adam: another name, not a typo
+        assert_eq!(did_you_mean("mnist-cnn-lamb", &known), None);
+        assert_eq!(did_you_mean("nqm-sdg", &known), Some("nqm-sgd"));
+        assert_eq!(did_you_mean("x", &known), None);
+    }
+
+    #[test]
+    fn a_typo_of_a_bundled_preset_is_named_in_the_error() {
+        let e = find_preset_in(Path::new("/nonexistent-presets-dir"), "digits-mlp-sdg")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did you mean digits-mlp-sgd?"), "{e}");
+        assert!(!e.contains("cifar10"), "no list of every preset: {e}");
+        let e = find_preset_in(Path::new("/nonexistent-presets-dir"), "zzzz")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("known presets: ") && e.contains("digits-mlp-sgd"),
+            "{e}"
+        );
     }
 }

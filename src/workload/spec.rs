@@ -3,26 +3,82 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The dataset of a workload belongs to the data layer (its sources, formats and checks).
-pub use crate::data::spec::{Augment, CifarLabel, DatasetSpec, Format, Layout, Part, TokenType};
-/// The state a transfer probe's feature is read from: defined where the language models read
-/// it (`crate::model::encoder`).
-pub use crate::model::encoder::TransferFeature;
-/// The `[workload.model]` table: defined by the model families (`crate::model::family`), each
-/// family's fields in its own file.
-pub use crate::model::ModelSpec;
+// The dataset of a workload belongs to the data layer (`data::spec`: its sources, formats and
+// checks); the `[workload.model]` table to the model families (`model::family`, each family's
+// fields in its own file). Both are imported from there, not through this module.
+use crate::data::spec::DatasetSpec;
+use crate::model::encoder::TransferFeature;
+use crate::model::{Input, ModelSpec};
 
 /// One TOML file under `presets/`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Preset {
+    /// Left out of a file: the file's name (the loader sets it).
+    #[serde(default)]
     pub name: String,
+    /// Left out of a file: the model, dataset and optimizer in words (the loader writes it).
+    #[serde(default)]
     pub description: String,
     pub workload: Workload,
     #[serde(default)]
     pub search: SearchSpace,
     #[serde(default)]
     pub sweep: SweepDefaults,
+    /// What the study leaves to the calibration stage (`analysis::calibrate`): set by the loader
+    /// for the settings a preset file leaves out, never written in one. Kept in the calibrated
+    /// study (what was chosen), absent from a study that fixes everything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibrate: Option<Calibrate>,
+}
+
+/// The settings a study leaves out, which the calibration stage chooses from pilot trials
+/// (docs/calibration.md).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Calibrate {
+    /// `[workload.target]`: the target (and a ladder of looser rungs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub target: bool,
+    /// `[search]`: per-B learning-rate ranges (and 1−γ for the momentum optimizers).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub search: bool,
+    /// `[sweep] batch_sizes`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub batch_sizes: bool,
+    /// `step_budget` and `max_examples`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub budget: bool,
+    /// `eval_every` and `eval_growth`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub eval: bool,
+    /// `[workload.defaults]` (a single `train` run's metaparameters).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub defaults: bool,
+}
+
+impl Calibrate {
+    /// Whether anything is left to the calibration.
+    pub fn any(&self) -> bool {
+        self.target || self.search || self.batch_sizes || self.budget || self.eval || self.defaults
+    }
+    /// The settings left out, as their preset keys.
+    pub fn keys(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        for (on, key) in [
+            (self.target, "target"),
+            (self.search, "search"),
+            (self.batch_sizes, "batch_sizes"),
+            (self.budget, "step_budget"),
+            (self.eval, "eval_every"),
+            (self.defaults, "defaults"),
+        ] {
+            if on {
+                v.push(key);
+            }
+        }
+        v
+    }
 }
 
 /// What is trained and how success is measured.
@@ -35,13 +91,15 @@ pub struct Workload {
     pub model: ModelSpec,
     pub optimizer: OptimizerKind,
     /// The goal: trials stop at the first evaluation that meets it. With a ladder (`targets`) it is
-    /// the strictest rung.
+    /// the strictest rung. Left out of a preset: the calibration chooses it (`Preset::calibrate`).
+    #[serde(default = "placeholder_target")]
     pub target: Target,
     /// A ladder of looser targets (values of `target.metric`, each looser than `target`) read from
     /// the same trials' evaluation curves, exactly: B_crit(target). Empty: one target.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<f64>,
-    /// Evaluate the validation metric every k steps.
+    /// Evaluate the validation metric every k steps (left out: the calibration chooses it).
+    #[serde(default = "one_u64")]
     pub eval_every: u64,
     /// Evaluation spacing grows geometrically once steps are large: after an evaluation at step s
     /// the next one is the first multiple of `eval_every` at or after max(s + eval_every,
@@ -50,7 +108,9 @@ pub struct Workload {
     /// is what a log-log curve needs, at a fraction of the evaluation cost on long, small-batch trials.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub eval_growth: f64,
-    /// Give up after this many (applied) steps: outcome NotReached.
+    /// Give up after this many (applied) steps: outcome NotReached (left out: the calibration
+    /// chooses it and `max_examples`).
+    #[serde(default = "placeholder_budget")]
     pub step_budget: u64,
     /// Optional budget in training examples: a trial at batch size B stops after
     /// min(step_budget, ⌈max_examples / B⌉) steps, so a failing large-batch trial costs at most this
@@ -59,7 +119,9 @@ pub struct Workload {
     pub max_examples: Option<u64>,
     #[serde(default)]
     pub precision: Precision,
-    /// Default metaparameters for a single `train` run.
+    /// Default metaparameters for a single `train` run (left out: the calibration's best at
+    /// its reference batch size).
+    #[serde(default = "placeholder_defaults")]
     pub defaults: Metaparams,
     /// Global-norm gradient clipping (Puri et al. clip at 1.0). None = off.
     #[serde(default)]
@@ -96,6 +158,27 @@ pub struct TransferSpec {
     pub standardize: bool,
 }
 
+/// What a study that leaves its target out holds until the calibration chose one (the loader
+/// sets the metric its model family reads).
+fn placeholder_target() -> Target {
+    Target {
+        metric: Metric::ValError,
+        value: 0.5,
+    }
+}
+
+fn one_u64() -> u64 {
+    1
+}
+
+fn placeholder_budget() -> u64 {
+    1000
+}
+
+fn placeholder_defaults() -> Metaparams {
+    Metaparams::new(0.01, 0.9)
+}
+
 fn default_divergence_factor() -> f64 {
     10.0
 }
@@ -115,7 +198,7 @@ impl Workload {
             model: ModelSpec::Nqm(crate::model::nqm::NqmSpec::new(dim)),
             optimizer,
             target: Target {
-                metric: Metric::NqmLoss,
+                metric: Metric::ExpectedLoss,
                 value: target,
             },
             targets: Vec::new(),
@@ -129,6 +212,17 @@ impl Workload {
             divergence_factor: default_divergence_factor(),
             transfer: None,
         }
+    }
+
+    /// Whether this workload's trials are computed in closed form rather than trained: its family
+    /// reads no data (the noisy quadratic model), so there is no network, no sampling and no
+    /// compute to time. What follows from it: the closed-form runner (`sweep::runners`), no thread
+    /// layout to calibrate and nothing to fuse (`sweep::layout`), no precision, gradients, seeds,
+    /// workers or noise-scale cost (`workload::applied`), no memory limit on its batch sizes, no
+    /// compute projection in the report, and a metric that is an expected loss, not a rate
+    /// ([`Metric::ExpectedLoss`]).
+    pub fn closed_form(&self) -> bool {
+        self.model.family().input() == Input::None
     }
 
     /// The step budget of a trial at global batch size `batch` (see `max_examples`).
@@ -218,8 +312,10 @@ pub enum Metric {
     ValError,
     /// Validation cross-entropy in bits per character.
     ValBpc,
-    /// Expected loss of the noisy quadratic model.
-    NqmLoss,
+    /// The expected loss of a closed-form workload (the noisy quadratic model's), > 0 and
+    /// unbounded: not a rate. (`nqm_loss` in presets and run logs.)
+    #[serde(rename = "nqm_loss")]
+    ExpectedLoss,
     /// A language model's transfer: the held-out accuracy of a linear probe on its sentence
     /// features (`[workload.transfer]`, the `transfer` module), in [0, 1]. Maximised.
     TransferAcc,
@@ -230,7 +326,7 @@ impl Metric {
         match self {
             Metric::ValError => "val_error",
             Metric::ValBpc => "val_bpc",
-            Metric::NqmLoss => "nqm_loss",
+            Metric::ExpectedLoss => "nqm_loss",
             Metric::TransferAcc => "transfer_acc",
         }
     }
@@ -408,11 +504,24 @@ pub struct SearchSpace {
     pub lr_rule: LrRule,
     #[serde(default = "default_base_batch")]
     pub base_batch: usize,
+    /// Per-B learning-rate ranges, `[[B, lo, hi], …]` (a calibrated study writes one per batch
+    /// size): at a B listed its range, between two listed B the ends interpolated in log-log,
+    /// beyond them the nearest; `learning_rate`, `lr_rule` and `base_batch` then do not apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub learning_rate_at: Vec<[f64; 3]>,
+    /// The learning-rate ranges are of the effective rate η/(1−γ) (momentum optimizers): a
+    /// trial's η is its drawn effective rate × its drawn 1−γ, so the search spreads along the
+    /// diagonal where the good trials lie (Shallue et al. Fig. 8) instead of across it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub effective_lr: bool,
 }
 
 impl SearchSpace {
     /// The learning-rate range at batch size `b` (the preset's range re-centred by its LR rule).
     pub fn lr_range_at(&self, b: usize) -> [f64; 2] {
+        if !self.learning_rate_at.is_empty() {
+            return per_batch_range(&self.learning_rate_at, b as f64);
+        }
         [
             self.lr_rule
                 .scale(self.learning_rate[0], b, self.base_batch),
@@ -420,6 +529,30 @@ impl SearchSpace {
                 .scale(self.learning_rate[1], b, self.base_batch),
         ]
     }
+}
+
+/// The range at `b` of a per-B table `[[B, lo, hi], …]`: interpolated in log-log between the
+/// listed B around it, the nearest listed range beyond them.
+fn per_batch_range(rows: &[[f64; 3]], b: f64) -> [f64; 2] {
+    let mut rows: Vec<[f64; 3]> = rows.to_vec();
+    rows.sort_by(|x, y| x[0].total_cmp(&y[0]));
+    let first = rows[0];
+    let last = rows[rows.len() - 1];
+    if b <= first[0] {
+        return [first[1], first[2]];
+    }
+    if b >= last[0] {
+        return [last[1], last[2]];
+    }
+    for w in rows.windows(2) {
+        let (r0, r1) = (w[0], w[1]);
+        if b <= r1[0] {
+            let t = (b.ln() - r0[0].ln()) / (r1[0].ln() - r0[0].ln()).max(1e-300);
+            let at = |i: usize| (r0[i].ln() + t * (r1[i].ln() - r0[i].ln())).exp();
+            return [at(1), at(2)];
+        }
+    }
+    [last[1], last[2]]
 }
 
 fn default_base_batch() -> usize {
@@ -436,6 +569,8 @@ impl Default for SearchSpace {
             warmup_fraction: 0.0,
             lr_rule: LrRule::None,
             base_batch: default_base_batch(),
+            learning_rate_at: Vec::new(),
+            effective_lr: false,
         }
     }
 }
@@ -444,7 +579,11 @@ impl Default for SearchSpace {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SweepDefaults {
+    /// Left out: the calibration chooses them.
+    #[serde(default)]
     pub batch_sizes: Vec<usize>,
+    /// Left out: 8 (the loader sets it).
+    #[serde(default)]
     pub trials_per_batch: usize,
     #[serde(default = "default_workers")]
     pub workers: usize,
@@ -708,7 +847,7 @@ mod tests {
     use super::*;
 
     fn workload(every: u64, growth: f64, budget: u64, max_examples: Option<u64>) -> Workload {
-        let mut p = crate::sweep::plan::tests::preset();
+        let mut p = crate::core::plan::tests::preset();
         p.workload.eval_every = every;
         p.workload.eval_growth = growth;
         p.workload.step_budget = budget;

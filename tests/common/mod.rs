@@ -9,9 +9,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 
-use scaling_lab::core::{
-    CancelToken, DeviceSpec, SweepEvent, TrialEvent, TrialOutcome, TrialRunner, TrialSpec,
-};
+use scaling_lab::core::events::{SweepEvent, TrialEvent};
+use scaling_lab::core::runner::TrialRunner;
+use scaling_lab::core::trial::{CancelToken, DeviceSpec, TrialOutcome, TrialSpec};
+use scaling_lab::data::spec::DatasetSpec;
+use scaling_lab::model::ModelSpec;
 use scaling_lab::sweep::{start_sweep, SweepConfig, SweepResult};
 use scaling_lab::train::{BurnRunner, TrainOptions};
 use scaling_lab::workload::spec::*;
@@ -123,6 +125,7 @@ pub fn nqm_preset(opt: OptimizerKind) -> Preset {
             ..SearchSpace::default()
         },
         sweep: SweepDefaults::default(),
+        calibrate: None,
     }
 }
 

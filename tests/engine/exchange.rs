@@ -11,8 +11,9 @@ use burn::collective::reset_collective;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::{FloatDType, Int, Tensor, TensorData};
-use scaling_lab::core::{CancelToken, TrialOutcome, TrialSpec};
+use scaling_lab::core::trial::{CancelToken, TrialOutcome, TrialSpec};
 use scaling_lab::model::layers::Ctx;
+use scaling_lab::model::ModelSpec;
 use scaling_lab::model::{Batch, InputShape, Net};
 use scaling_lab::train::exchange::{all_reduce_mean, join_collective, DEFAULT_BUCKET_BYTES};
 use scaling_lab::train::optim::{MemberStep, Opt};
@@ -293,7 +294,7 @@ fn loss_scale_applies_to_fp16_only_and_stuck_skipping_diverges_with_a_reason() {
     .unwrap();
     assert_eq!(
         out.outcome,
-        scaling_lab::core::Outcome::Diverged { step: 0 }
+        scaling_lab::core::trial::Outcome::Diverged { step: 0 }
     );
     assert_eq!(out.skipped_steps, 7);
     let reason = out.reason.expect("a reason");

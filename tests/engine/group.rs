@@ -7,12 +7,12 @@
 
 use crate::common;
 
-use scaling_lab::core::{
-    CancelToken, DeviceSpec, Group, GroupCut, Outcome, TrialEvent, TrialOutcome, TrialRunner,
-    TrialSpec,
-};
+use scaling_lab::core::events::TrialEvent;
+use scaling_lab::core::runner::{Group, GroupCut, TrialRunner};
+use scaling_lab::core::trial::{CancelToken, DeviceSpec, Outcome, TrialOutcome, TrialSpec};
+use scaling_lab::data::spec::Augment;
 use scaling_lab::train::{BurnRunner, TrainOptions};
-use scaling_lab::workload::load::find_preset;
+use scaling_lab::workload::presets::find_preset;
 use scaling_lab::workload::spec::*;
 
 fn options() -> TrainOptions {

@@ -9,10 +9,11 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Int, Tensor, TensorData};
 use scaling_lab::model::family::registration;
 use scaling_lab::model::layers::{param, Ctx, Dense};
+use scaling_lab::model::ModelSpec;
 use scaling_lab::model::{Batch, Input, InputShape, Net};
 use scaling_lab::train::exchange::join_collective;
 use scaling_lab::train::optim::Opt;
-use scaling_lab::workload::spec::{Metaparams, ModelSpec, OptimizerKind};
+use scaling_lab::workload::spec::{Metaparams, OptimizerKind};
 
 type B = Autodiff<Flex>;
 

@@ -1,14 +1,14 @@
 //! Real short trainings on CPU (Flex backend).
 
 use crate::common::{cpu_trial as spec, digits_workload, train};
-use scaling_lab::core::Outcome;
+use scaling_lab::core::trial::Outcome;
 use scaling_lab::train::TrainOptions;
 use scaling_lab::workload::spec::*;
 
 fn run(
     w: &Workload,
-    s: &scaling_lab::core::TrialSpec,
-) -> (scaling_lab::core::TrialOutcome, Vec<f64>) {
+    s: &scaling_lab::core::trial::TrialSpec,
+) -> (scaling_lab::core::trial::TrialOutcome, Vec<f64>) {
     train(w, s, TrainOptions::default())
 }
 
@@ -194,15 +194,16 @@ fn a_trial_in_process_is_the_binarys_trial_bit_for_bit() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let spec: scaling_lab::core::TrialSpec = serde_json::from_value(v["spec"].clone()).unwrap();
-    let binary: scaling_lab::core::TrialOutcome =
+    let spec: scaling_lab::core::trial::TrialSpec =
+        serde_json::from_value(v["spec"].clone()).unwrap();
+    let binary: scaling_lab::core::trial::TrialOutcome =
         serde_json::from_value(v["outcome"].clone()).unwrap();
-    let (_, preset) = scaling_lab::workload::load::find_preset("digits-mlp-adam").unwrap();
+    let (_, preset) = scaling_lab::workload::presets::find_preset("digits-mlp-adam").unwrap();
     let (mine, _) = crate::common::train(&preset.workload, &spec, Default::default());
     assert!(binary.evals.len() > 3, "{:?}", binary.outcome);
     assert_eq!(mine.outcome, binary.outcome);
     assert_eq!(mine.steps, binary.steps);
-    let bits = |o: &scaling_lab::core::TrialOutcome| -> Vec<(u64, u64)> {
+    let bits = |o: &scaling_lab::core::trial::TrialOutcome| -> Vec<(u64, u64)> {
         o.evals
             .iter()
             .map(|e| (e.step, e.metric.to_bits()))

@@ -5,11 +5,12 @@
 
 use crate::common;
 
+use scaling_lab::core::runner::{Group, GroupCut, TrialRunner};
 use scaling_lab::core::transfer::{PairedCounts, ProbeScore};
-use scaling_lab::core::{
-    CancelToken, DeviceSpec, Group, GroupCut, Outcome, TrialOutcome, TrialRunner, TrialSpec,
-};
+use scaling_lab::core::trial::{CancelToken, DeviceSpec, Outcome, TrialOutcome, TrialSpec};
 use scaling_lab::data::probe::ProbeSizes;
+use scaling_lab::data::spec::DatasetSpec;
+use scaling_lab::model::ModelSpec;
 use scaling_lab::model::Net;
 use scaling_lab::train::trainer::input_shape;
 use scaling_lab::train::{BurnRunner, TrainOptions};

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::{only_log, run_ok, BIN};
-use scaling_lab::core::Outcome;
+use scaling_lab::core::trial::Outcome;
 use scaling_lab::runlog::reader::read_run_log;
 
 fn run(args: &[&str]) -> (i32, String, String) {

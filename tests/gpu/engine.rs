@@ -14,18 +14,18 @@
 use crate::common;
 
 use crate::common::{cpu_trial, digits_workload, train};
-use scaling_lab::core::{
-    CancelToken, DeviceSpec, Group, Outcome, TrialEvent, TrialOutcome, TrialRunner,
-};
+use scaling_lab::core::events::TrialEvent;
+use scaling_lab::core::runner::{Group, TrialRunner};
+use scaling_lab::core::trial::{CancelToken, DeviceSpec, Outcome, TrialOutcome};
 use scaling_lab::model::Input;
 use scaling_lab::train::scaler::ScalerConfig;
 use scaling_lab::train::{BurnRunner, TrainOptions};
 use scaling_lab::workload::spec::Precision;
 
 fn on_wgpu(
-    mut s: scaling_lab::core::TrialSpec,
+    mut s: scaling_lab::core::trial::TrialSpec,
     adapters: &[usize],
-) -> scaling_lab::core::TrialSpec {
+) -> scaling_lab::core::trial::TrialSpec {
     s.devices = DeviceSpec::Wgpu {
         adapters: adapters.to_vec(),
     };
@@ -138,13 +138,13 @@ fn a_fused_group_on_wgpu_trains_each_member_as_it_trains_alone() {
     };
     let cancels = vec![CancelToken::new(); specs.len()];
     let mut losses = vec![Vec::new(); specs.len()];
-    let mut outs: Vec<Option<scaling_lab::core::TrialOutcome>> = vec![None; specs.len()];
+    let mut outs: Vec<Option<scaling_lab::core::trial::TrialOutcome>> = vec![None; specs.len()];
     BurnRunner::new(options()).run_group(
         &w,
         &Group {
             specs: &specs,
             cancels: &cancels,
-            cut: scaling_lab::core::GroupCut::None,
+            cut: scaling_lab::core::runner::GroupCut::None,
         },
         &mut |i, e| {
             if let TrialEvent::Step(st) = e {

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use scaling_lab::core::trial::DeviceSpec;
 use scaling_lab::tui::app::{update, Command, Field, Msg};
-use scaling_lab::tui::keymap::Key;
-use scaling_lab::workload::load::presets_dir;
+use scaling_lab::tui::key::Key;
+use scaling_lab::workload::presets::presets_dir;
 use scaling_lab::workload::spec::Precision;
 
 fn app_with(wgpu: &[&str]) -> scaling_lab::tui::App {

@@ -104,9 +104,14 @@ fn train_prints_the_readout_beside_its_controls() {
         "bag-of-bytes",
         "above step 0, points",
         "its step-0 control",
+        // the step-0 control's weights beside its accuracy
+        "step 0 (weights)",
+        // what the transfer time holds (never "X s of the trial's Y s")
+        "s in all — the step-0 encoding of the probe's sentences before the trial's clock started",
     ] {
         assert!(out.contains(want), "{want:?} missing:\n{out}");
     }
+    assert!(!out.contains("of the trial's"), "{out}");
     let json: serde_json::Value = serde_json::from_str(&run(&[
         "train",
         "--preset",
@@ -121,6 +126,13 @@ fn train_prints_the_readout_beside_its_controls() {
     let r = &json["outcome"]["transfer"]["readout"];
     assert_eq!(r["probe"]["n"], 60, "{json}");
     assert_eq!(r["control"]["n"], 60);
+    // a step-0 probe that kept no weight is said to predict the majority class
+    let kept = r["control"]["nonzero"].as_u64().unwrap();
+    assert_eq!(
+        out.contains("step 0 kept 0 weights"),
+        kept == 0,
+        "{kept} weights:\n{out}"
+    );
 }
 
 #[test]
@@ -151,6 +163,7 @@ fn a_sweeps_report_shows_the_probe_per_batch_size() {
     for r in rows {
         // the best trial's steps beside its probe, read at that step
         assert_eq!(r["steps"], r["step"], "{r}");
+        assert!(r["control_nonzero"].as_u64().is_some(), "{r}");
         assert!(r["val_bpc"].as_f64().unwrap() <= 7.9);
     }
     let log = only_log(dir.path().join("runs").as_path());

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use scaling_lab::data::{install_data, ALL_FILES};
-use scaling_lab::workload::load::{find_preset_in, list_presets, EMBEDDED_PRESETS};
+use scaling_lab::workload::presets::{find_preset_in, list_presets, EMBEDDED_PRESETS};
 
 const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
 

@@ -53,6 +53,48 @@ fn mark_runtime(v: &mut [Case]) {
     }
 }
 
+/// Typos and out-of-range values whose one line must say what was meant (also run in a
+/// pseudo-terminal: `tests/inputs/pty_headless.rs`).
+pub const HINTS: &[(&[&str], &str)] = &[
+    (
+        &["sweep", "digits-mlp-sdg"],
+        "digits-mlp-sdg: no such preset (did you mean digits-mlp-sgd? `scaling-lab presets` lists all",
+    ),
+    (
+        &["train", "--preset", "mnist-cnn-momentun"],
+        "did you mean mnist-cnn-momentum?",
+    ),
+    (
+        &["--preset", "digits-mlp-sdg"],
+        "--preset: digits-mlp-sdg: no such preset (did you mean digits-mlp-sgd?",
+    ),
+    (
+        &["sweep", "nqm-sgd", "--trial", "4"],
+        "unexpected argument '--trial' found; tip: a similar argument exists: '--trials'",
+    ),
+    (
+        &["train", "--batch-sise", "4"],
+        "tip: a similar argument exists: '--batch-size'",
+    ),
+    (&["swep", "nqm-sgd"], "tip: a similar subcommand exists: 'sweep'"),
+    (
+        &["sweep", "nqm-sgd", "--batch-sizes", "0"],
+        "invalid value '0' for '--batch-sizes <BATCH_SIZES>': batch sizes start at 1",
+    ),
+    (
+        &["sweep", "nqm-sgd", "--batch-sizes", "16,-4"],
+        "'--batch-sizes <BATCH_SIZES>': batch sizes start at 1",
+    ),
+    (
+        &["train", "--batch-size", "0"],
+        "'--batch-size <BATCH_SIZE>': batch sizes start at 1",
+    ),
+    (
+        &["train", "--base-batch", "0"],
+        "'--base-batch <BASE_BATCH>': batch sizes start at 1",
+    ),
+];
+
 fn corpus(tmp: &Path) -> Vec<Case> {
     let mut v = vec![];
     // train: every numeric flag out of range, unparsable, or in a bad combination.
@@ -237,6 +279,11 @@ fn corpus(tmp: &Path) -> Vec<Case> {
         let mut a = vec!["sweep"];
         a.extend_from_slice(args);
         v.push(case(&a, names));
+    }
+    // the message names the right thing: the close preset, the flag clap suggests, where batch
+    // sizes start
+    for (args, names) in HINTS {
+        v.push(case(args, names));
     }
     // sweep --resume: the log fixes the plan.
     let log = fixture("valid/nqm-sgd.jsonl");

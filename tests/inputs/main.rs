@@ -7,6 +7,7 @@ mod common;
 
 mod cli_report;
 mod cli_report_json;
+mod cli_report_truth;
 mod cli_schedule;
 mod cli_targets;
 mod cli_transfer;

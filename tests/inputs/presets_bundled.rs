@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use scaling_lab::workload::load::{find_preset_in, list_presets, presets_dir};
-use scaling_lab::workload::spec::ModelSpec;
+use scaling_lab::model::ModelSpec;
+use scaling_lab::workload::presets::{find_preset_in, list_presets, presets_dir};
 
 fn dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("presets")

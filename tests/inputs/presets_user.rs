@@ -90,7 +90,7 @@ fn user_presets_are_listed_marked_and_selected_by_name() {
     );
     // Setup lists them after the bundled presets, marked as the user's
     let (presets, errors) = scaling_lab::tui::loader::load_presets(
-        &scaling_lab::workload::load::presets_dir(),
+        &scaling_lab::workload::presets::presets_dir(),
         Some(&user),
     );
     let last = presets.last().unwrap();

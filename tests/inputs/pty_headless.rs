@@ -74,8 +74,27 @@ fn sweep_runs_to_completion_in_a_terminal() {
     ]);
     assert!(text.contains("sweep nqm-sgd"), "{text}");
     assert!(text.contains("fit S = S_min"), "{text}");
-    assert!(text.contains("[24/24] trial"), "{text}");
+    // one line per finished trial, early stops in one summary: 24 in all
+    let lines = (1..=24)
+        .filter(|i| text.contains(&format!("[{i}/24] trial")))
+        .count();
+    assert_eq!(lines + early_stops(&text), 24, "{text}");
     assert_eq!(code, 0, "{text}");
+}
+
+/// The count of the early-stop summary line ("12 trials stopped early at their B's best step
+/// count …"), 0 without one.
+fn early_stops(text: &str) -> usize {
+    text.split("trials stopped early at their B's best step count")
+        .next()
+        .filter(|head| head.len() < text.len())
+        .and_then(|head| head.split_whitespace().last())
+        .and_then(|n| {
+            // the count's digits, after any escape sequence the terminal view put before them
+            let digits: String = n.chars().rev().take_while(char::is_ascii_digit).collect();
+            digits.chars().rev().collect::<String>().parse().ok()
+        })
+        .unwrap_or(0)
 }
 
 #[test]
@@ -110,10 +129,11 @@ fn sweep_piped_runs_to_completion() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert_eq!(
-        text.lines().filter(|l| l.starts_with('[')).count(),
+        text.lines().filter(|l| l.starts_with('[')).count() + early_stops(&text),
         12,
         "{text}"
     );
+    assert!(!text.contains("stopped early at step"), "{text}");
     assert!(text.contains("noise scale"), "{text}");
 }
 
@@ -121,8 +141,9 @@ fn sweep_piped_runs_to_completion() {
 fn ctrl_c_cancels_with_130_and_the_resume_line() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = pty(&LONG_SWEEP, dir.path());
-    s.expect(Regex(r"\[search 2/160\] trial"))
-        .expect("two trials finish");
+    // trials stopped early have no line of their own: the first line of a finished trial
+    s.expect(Regex(r"\[search \d+/160\] trial"))
+        .expect("a trial finishes");
     s.send([3u8]).unwrap(); // ctrl-c
     let text = text_until_eof(&mut s, "the sweep stops");
     assert!(text.contains("scaling-lab sweep --resume"), "{text}");
@@ -135,7 +156,7 @@ fn second_ctrl_c_quits_at_once() {
     // One long trial: the first ctrl-c asks it to stop at its next step; the second ends the
     // process without waiting.
     let mut s = pty(&LONG_SWEEP, dir.path());
-    s.expect(Regex(r"\[search 1/160\] trial"))
+    s.expect(Regex(r"\[search \d+/160\] trial"))
         .expect("a trial finishes");
     s.send([3u8]).unwrap();
     s.expect("interrupted").expect("first ctrl-c acknowledged");
@@ -242,4 +263,49 @@ fn devices_and_its_check_in_a_terminal_and_piped() {
             "{text}"
         );
     }
+}
+
+/// The typos and out-of-range values of `corpus_flags::HINTS` in a terminal: one line that says
+/// what was meant ("did you mean digits-mlp-sgd?", clap's "a similar argument exists", "batch
+/// sizes start at 1"), exit 2, no hang.
+#[test]
+fn typos_get_a_hint_in_a_terminal() {
+    for (args, want) in crate::corpus_flags::HINTS {
+        let (text, code) = run_in_pty(args);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {text}");
+        assert!(
+            lines[0].contains(want),
+            "{args:?}: {want:?} missing: {text}"
+        );
+        assert!(!lines[0].contains("18446744073709551615"), "{text}");
+        assert_eq!(code, 2, "{args:?}: {text}");
+    }
+}
+
+/// `compare` in a terminal: every run name in full and every number with its interval, as piped
+/// (nothing is cut to a column).
+#[test]
+fn compare_in_a_terminal_cuts_no_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "a-run-log-with-a-name-much-longer-than-any-column-would-hold";
+    let mut logs = Vec::new();
+    for (i, f) in ["nqm-sgd.jsonl", "nqm-momentum.jsonl"].iter().enumerate() {
+        let p = dir.path().join(format!("{long}-{i}.jsonl"));
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid");
+        std::fs::copy(fixture.join(f), &p).unwrap();
+        logs.push(p.display().to_string());
+    }
+    let (text, code) = run_in_pty(&["compare", &logs[0], &logs[1]]);
+    assert_eq!(code, 0, "{text}");
+    for i in 0..2 {
+        assert!(
+            text.contains(&format!("#{} {long}-{i}.jsonl (", i + 1)),
+            "{text}"
+        );
+    }
+    assert!(
+        text.contains("B_crit [95%]") && text.contains("59.6 [5.45–2.56e5]"),
+        "{text}"
+    );
 }

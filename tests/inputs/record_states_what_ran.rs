@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use scaling_lab::nqm::NqmState;
 use scaling_lab::train::optim::{Applied, Opt};
-use scaling_lab::workload::load::find_preset;
+use scaling_lab::workload::presets::find_preset;
 use scaling_lab::workload::spec::{Metaparams, OptimizerKind, Precision};
 
 type B = Autodiff<Flex>;
@@ -189,21 +189,21 @@ fn every_train_flag_takes_effect_or_is_refused_and_the_record_is_the_optimizer_s
 
 #[test]
 fn sweep_plans_record_what_each_optimizer_applies() {
-    for (path, preset) in scaling_lab::workload::load::embedded_presets() {
+    for (path, preset) in scaling_lab::workload::presets::embedded_presets() {
         let preset = preset.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let w = &preset.workload;
-        let plan = scaling_lab::sweep::plan::plan_trials(
+        let plan = scaling_lab::core::plan::plan_trials(
             &preset,
             &preset.sweep.batch_sizes,
             3,
-            &scaling_lab::core::DeviceSpec::Cpu { workers: 1 },
+            &scaling_lab::core::trial::DeviceSpec::Cpu { workers: 1 },
             Precision::Fp32,
             7,
         );
         for t in &plan {
             let what = format!("{} trial {}", preset.name, t.trial_id);
             let m = &t.metaparams;
-            if scaling_lab::workload::applied::is_nqm(w) {
+            if w.closed_form() {
                 // the closed form's own state: γ = 0 for SGD; no β2/ε anywhere
                 let st = NqmState::new(4, 0.5, w.optimizer, m.momentum, t.batch_size);
                 assert_eq!(m.momentum, st.momentum(), "{what}");

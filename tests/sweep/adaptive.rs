@@ -6,7 +6,10 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use scaling_lab::core::*;
+use scaling_lab::core::analysis::SearchEdge;
+use scaling_lab::core::record::TrialRecord;
+use scaling_lab::core::trial::{Outcome, TrialSpec};
+use scaling_lab::core::widen::REPEAT_ID_BASE;
 use scaling_lab::nqm::NqmRunner;
 use scaling_lab::runlog::read_run_log;
 use scaling_lab::sweep::{plan, SweepConfig, SweepResult};
@@ -53,7 +56,7 @@ fn repeats_rerun_the_best_metaparameters_without_changing_s() {
             .collect();
         assert_eq!(reps.len(), 2, "B = {}", p.batch_size);
         for r in &reps {
-            assert!(r.trial_id >= plan::REPEAT_ID_BASE);
+            assert!(r.trial_id >= REPEAT_ID_BASE);
             assert_eq!(r.spec.batch_size, p.batch_size);
             assert_eq!(r.spec.metaparams, base.spec.metaparams);
             assert_ne!(r.spec.seed, base.spec.seed);
@@ -104,7 +107,7 @@ fn until_adds_trials_where_the_interval_is_widest_and_resume_reproduces_it() {
         // Every search trial is the Halton continuation of the plan: the spec a plan with more
         // trials per B would give it.
         let n = cfg.batch_sizes.len();
-        let want = plan::trial_at(
+        let want = scaling_lab::core::plan::trial_at(
             &cfg.preset,
             &cfg.batch_sizes,
             t.trial_id as usize / n,

@@ -10,8 +10,14 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use scaling_lab::core::analysis::{Note, Readout, UntilStatus};
 use scaling_lab::core::confirm::{ConfirmId, CONFIRM_ID_BASE};
-use scaling_lab::core::*;
+use scaling_lab::core::events::{SweepEvent, TrialEvent};
+use scaling_lab::core::record::TrialRecord;
+use scaling_lab::core::runner::{Group, GroupCut, TrialRunner};
+use scaling_lab::core::trial::{
+    CancelToken, DeviceSpec, EvalPoint, Outcome, TrialOutcome, TrialSpec,
+};
 use scaling_lab::runlog::read_run_log;
 use scaling_lab::sweep::SweepConfig;
 use scaling_lab::workload::spec::*;

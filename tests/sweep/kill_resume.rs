@@ -147,13 +147,13 @@ fn sigkill_then_resume_loses_nothing_and_matches_an_uninterrupted_run() {
         );
     }
     let (a, b) = (reference.analysis(), resumed.analysis());
-    let curve = |a: &scaling_lab::core::Analysis| {
+    let curve = |a: &scaling_lab::core::analysis::Analysis| {
         a.per_batch
             .iter()
             .map(|p| (p.batch_size, p.steps, p.confirmed.clone()))
             .collect::<Vec<_>>()
     };
     assert_eq!(curve(&a), curve(&b));
-    assert_eq!(a.readout, scaling_lab::core::Readout::Confirmed);
+    assert_eq!(a.readout, scaling_lab::core::analysis::Readout::Confirmed);
     assert_eq!(a.fit, b.fit);
 }

@@ -5,6 +5,7 @@
 mod common;
 
 mod adaptive;
+mod calibrate;
 mod confirm;
 mod data_sources;
 mod kill_resume;

@@ -5,7 +5,7 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use scaling_lab::core::*;
+use scaling_lab::core::record::LogLine;
 use scaling_lab::report::compare::{compare, render_compare};
 use scaling_lab::report::export::{
     export_json, metaparam_svg, points_csv, svg_for_log, trials_csv,
@@ -158,8 +158,11 @@ fn export_report_and_compare() {
     // The intervals travel in CSV, JSON and SVG.
     let header = csv.lines().next().unwrap();
     for col in [
-        "steps_ci_lo",
-        "steps_ci_hi",
+        "steps_lo",
+        "steps_hi",
+        "best_trial_steps",
+        "best_trial_lo",
+        "best_trial_hi",
         "at_search_edge",
         "repeat_median",
         "regime",

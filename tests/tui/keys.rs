@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use scaling_lab::runlog::reader::read_run_log;
 use scaling_lab::tui::app::{update, App, Command, Confirm, Msg, Screen};
-use scaling_lab::tui::keymap::{Key, When, KEYS};
+use scaling_lab::tui::key::Key;
+use scaling_lab::tui::keymap::{When, KEYS};
 use scaling_lab::tui::loader;
 
 use crate::support::{app, live_app};

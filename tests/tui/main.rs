@@ -7,6 +7,7 @@ mod pty;
 mod support;
 
 mod e2e;
+mod fit;
 mod flags;
 mod keys;
 mod messages;

@@ -9,7 +9,8 @@ use crate::support::*;
 use scaling_lab::core::events::{SweepEvent, TrialEvent};
 use scaling_lab::core::trial::{Outcome, TrialOutcome};
 use scaling_lab::tui::app::{update, App, Command, Confirm, Field, LiveView, Msg, Screen, FIELDS};
-use scaling_lab::tui::keymap::{footer_keys, Key, KEYS};
+use scaling_lab::tui::key::Key;
+use scaling_lab::tui::keymap::{footer_keys, KEYS};
 
 const SWEEP_LOG: &str = "runs/2026-01-01T10-00-00-digits-mlp-momentum.jsonl";
 
@@ -285,12 +286,12 @@ fn help_scrolls_to_its_end_at_80x24() {
     key(&mut a, Key::Char('?'));
     let first = render_text(&a, 80, 24);
     assert!(first.contains("PgDn"), "{first}");
-    assert!(!first.contains("B_crit/B);"));
+    assert!(!first.contains("B_crit/B) to S(B);"));
     for _ in 0..10 {
         key(&mut a, Key::PageDown);
     }
     let last = render_text(&a, 80, 24);
-    assert!(last.contains("B_crit/B);"), "{last}");
+    assert!(last.contains("B_crit/B) to S(B);"), "{last}");
     assert!(last.contains("feasible"), "{last}");
     key(&mut a, Key::Home);
     assert_eq!(render_text(&a, 80, 24), first);

@@ -17,7 +17,7 @@ use scaling_lab::runlog::RunLog;
 use scaling_lab::sweep::runner_for;
 use scaling_lab::train::TrainOptions;
 use scaling_lab::tui::app::{update, update_settled, App, LiveState, LiveView, Msg, Screen};
-use scaling_lab::tui::keymap::Key;
+use scaling_lab::tui::key::Key;
 use scaling_lab::tui::theme::Theme;
 use scaling_lab::tui::{initial_app, TuiOptions};
 use scaling_lab::workload::spec::OptimizerKind;
@@ -89,7 +89,8 @@ fn assert_tui_reads_like_the_cli(app: &App, l: &LiveState, log: &Path) {
     a.screen = Screen::Live;
     let panel = rows(&a, 160, 60).join("\n");
     for (row, bp) in l.report.per_batch.iter().zip(&l.report.analysis.per_batch) {
-        if let Some(s) = row.steps {
+        // the panel's first steps column is the best trial's
+        if let Some(s) = row.best_trial_steps {
             let mark = if bp.at_search_edge { "†" } else { "" };
             assert!(
                 panel.contains(&format!(" {s}{mark} ")),
@@ -153,7 +154,7 @@ fn every_fixture_log_reads_the_same_in_the_tui_and_the_cli() {
 /// then the end as the runtime ends it (`Msg::SweepEnded` with the joined sweep's report).
 fn fold_sweep(
     cfg: scaling_lab::sweep::SweepConfig,
-    runner: Arc<dyn scaling_lab::core::TrialRunner>,
+    runner: Arc<dyn scaling_lab::core::runner::TrialRunner>,
 ) -> (App, PathBuf) {
     let mut a = app();
     a.sweep = Some(LiveState::starting(&cfg, 0.0));
@@ -205,7 +206,7 @@ fn a_fresh_nqm_sweep_reads_the_same_in_the_tui_and_the_cli() {
 #[test]
 fn a_fresh_digits_sweep_reads_the_same_in_the_tui_and_the_cli() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, preset) = scaling_lab::workload::load::find_preset("digits-mlp-momentum").unwrap();
+    let (_, preset) = scaling_lab::workload::presets::find_preset("digits-mlp-momentum").unwrap();
     let mut cfg = common::sweep_config(preset, dir.path());
     cfg.batch_sizes = vec![16, 64, 256];
     cfg.trials_per_batch = 3;

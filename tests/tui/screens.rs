@@ -1,14 +1,14 @@
-//! Snapshot tests of every screen at 80×24 and 160×48 (ratatui TestBackend + insta), driven by a
+//! Snapshot tests of every screen at 80×24, 120×40 and 160×48 (ratatui TestBackend + insta), driven by a
 //! scripted event sequence, plus degraded sizes down to 20×5.
 
 use std::path::PathBuf;
 
 use crate::support::*;
 use scaling_lab::tui::app::{update, update_settled, App, CompareRun, Msg, RunEntry, RunStatus};
-use scaling_lab::tui::keymap::Key;
+use scaling_lab::tui::key::Key;
 use scaling_lab::workload::spec::OptimizerKind;
 
-const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
+const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (160, 48)];
 
 fn snap(name: &str, app: &App) {
     for (w, h) in SIZES {
@@ -109,7 +109,7 @@ fn quit_confirmation_dialog() {
     snap("live_quit_confirm", &a);
 }
 
-fn runs_fixture() -> Vec<RunEntry> {
+pub fn runs_fixture() -> Vec<RunEntry> {
     let e =
         |name: &str, opt: &str, status, done: usize, s_min: Option<f64>, b_crit: Option<f64>| {
             RunEntry {
@@ -122,6 +122,8 @@ fn runs_fixture() -> Vec<RunEntry> {
                 planned: 64,
                 s_min,
                 b_crit,
+                s_min_ci: s_min.map(|v| [v * 0.8, v * 1.3]),
+                b_crit_ci: b_crit.map(|v| [v * 0.6, v * 1.9]),
                 error: None,
                 name: format!("2026-01-0{done}T10-00-00-{name}"),
                 precision: "fp32".into(),
@@ -184,9 +186,8 @@ fn runs_screen() {
     snap("runs", &a);
 }
 
-#[test]
-fn compare_screen() {
-    let mut a = app();
+/// Three scripted runs of the default preset, one per optimizer, each with its own curve.
+pub fn compare_runs(a: &App) -> Vec<CompareRun> {
     let mut runs = Vec::new();
     for (i, opt) in [
         OptimizerKind::Sgd,
@@ -196,7 +197,7 @@ fn compare_screen() {
     .into_iter()
     .enumerate()
     {
-        let mut cfg = config(&a);
+        let mut cfg = config(a);
         cfg.preset.workload.optimizer = opt;
         // a different scripted curve per optimizer: scale the steps
         let mut recs = scripted_records(&cfg);
@@ -212,6 +213,13 @@ fn compare_screen() {
             recs,
         ));
     }
+    runs
+}
+
+#[test]
+fn compare_screen() {
+    let mut a = app();
+    let runs = compare_runs(&a);
     update(&mut a, Msg::Key(Key::Char('4')));
     update(&mut a, Msg::CompareLoaded(runs));
     snap("compare", &a);

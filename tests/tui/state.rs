@@ -11,7 +11,7 @@ use scaling_lab::tui::app::{
     update, update_settled, Command, Confirm, Field, History, LiveSource, Msg, RunEntry, RunStatus,
     Screen, SetupFocus, FIELDS, HISTORY_CAP,
 };
-use scaling_lab::tui::keymap::Key;
+use scaling_lab::tui::key::Key;
 use scaling_lab::workload::spec::Precision;
 
 fn key(a: &mut scaling_lab::tui::App, k: Key) -> Vec<Command> {

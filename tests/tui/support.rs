@@ -12,7 +12,7 @@ use scaling_lab::core::trial::{
 };
 use scaling_lab::sweep::SweepConfig;
 use scaling_lab::tui::app::{update, update_settled, App, Msg};
-use scaling_lab::tui::keymap::Key;
+use scaling_lab::tui::key::Key;
 use scaling_lab::tui::theme::Theme;
 use scaling_lab::tui::{initial_app, TuiOptions};
 
@@ -116,6 +116,8 @@ pub fn log_with(app: &App, path: &str, n: usize) -> scaling_lab::runlog::RunLog 
         warnings: vec![],
         off_plan: None,
         valid_len: 0,
+        given: None,
+        calibrated: None,
     }
 }
 

@@ -7,11 +7,11 @@ use std::path::Path;
 
 use scaling_lab::cluster::sweepdir::{create_sweep_dir, read_sweep_dir, shard_file_name};
 use scaling_lab::core::record::{LogLine, Summary, TrialRecord};
-use scaling_lab::core::Outcome;
+use scaling_lab::core::trial::Outcome;
 use scaling_lab::runlog::RunLogWriter;
 use scaling_lab::sweep::scheduler::make_header;
 use scaling_lab::tui::app::{update, Command, Msg, RunStatus, Screen};
-use scaling_lab::tui::keymap::Key;
+use scaling_lab::tui::key::Key;
 use scaling_lab::tui::loader::{scan_runs, DirTail};
 
 use crate::support::{app, config, render_text, scripted_records};

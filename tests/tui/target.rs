@@ -12,7 +12,7 @@ use scaling_lab::core::record::TrialRecord;
 use scaling_lab::core::trial::{Outcome, TrialOutcome};
 use scaling_lab::runlog::reader::read_run_log;
 use scaling_lab::tui::app::{update, update_settled, App, Command, CompareRun, Msg, Screen};
-use scaling_lab::tui::keymap::Key;
+use scaling_lab::tui::key::Key;
 
 use crate::support::app;
 

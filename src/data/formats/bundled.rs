@@ -1,9 +1,24 @@
-//! The bundled datasets' own formats: the UCI digits CSV and the movie-review sentences TSV.
+//! The bundled datasets' own formats: the UCI digits CSV and the movie-review sentences TSV
+//! (named datasets only: no preset names them as a `format`).
 
 use std::path::Path;
 
-use super::{format_err, Pixels, RawImages};
+use super::{format_err, Decoded, Files, Pixels, RawImages};
+use crate::data::spec::Part;
 use crate::data::DataError;
+
+/// The digits file of a part.
+pub fn read_digits(part: &Part, files: &mut dyn Files) -> Result<RawImages, DataError> {
+    let (p, b) = files.read(super::file_names(part)[0])?;
+    parse_digits_csv(&p, &b)
+}
+
+/// The review sentences of a part.
+pub fn read_reviews(part: &Part, files: &mut dyn Files) -> Result<Decoded, DataError> {
+    let (p, b) = files.read(super::file_names(part)[0])?;
+    let (labels, sentences) = parse_reviews_tsv(&p, &b)?;
+    Ok(Decoded::Sentences(labels, sentences))
+}
 
 /// The UCI digits CSV as shipped by scikit-learn: per line 64 values 0..=16, then the label 0..=9.
 pub fn parse_digits_csv(path: &Path, text: &[u8]) -> Result<RawImages, DataError> {

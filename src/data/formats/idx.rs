@@ -1,9 +1,37 @@
-//! IDX files (the MNIST family's format; raw or gzip-compressed, which the reader undoes).
+//! IDX files (the MNIST family's format; raw or gzip-compressed, which the reader undoes):
+//! `format = "idx"`, `train = { images, labels }`, `classes`.
 
 use std::path::Path;
 
-use super::{format_err, Pixels, RawImages};
+use super::{classes, format_err, Files, FormatDef, Hostile, PartShape, Pixels, RawImages, Sample};
+use crate::data::spec::{DatasetSpec, Part, SpecProblem};
 use crate::data::DataError;
+
+pub const IDX: FormatDef = FormatDef {
+    name: "idx",
+    part: PartShape::Pair,
+    train: "{ images = \"train-images-idx3-ubyte.gz\", labels = \"train-labels-idx1-ubyte.gz\" }",
+    keys: &["classes"],
+    keys_doc: "`classes`",
+    notes: "raw or `.gz`; magic 2051 / 2049",
+    decoder,
+    sample,
+    hostile,
+};
+
+fn decoder(spec: &DatasetSpec) -> Result<super::Decoder, SpecProblem> {
+    Ok(super::Decoder::Idx {
+        classes: classes(spec, IDX.name)?,
+    })
+}
+
+/// The image and label files of a part.
+pub fn read(part: &Part, files: &mut dyn Files, classes: usize) -> Result<RawImages, DataError> {
+    let names = super::file_names(part);
+    let (pi, bi) = files.read(names[0])?;
+    let (pl, bl) = files.read(names[1])?;
+    parse_idx_pair(&pi, &bi, &pl, &bl, classes)
+}
 
 fn be_u32(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
@@ -135,4 +163,70 @@ pub fn parse_idx_pair(
         labels,
         classes,
     })
+}
+
+/// An IDX3 image file's bytes.
+fn images_file(magic: u32, n: u32, rows: u32, cols: u32, pixels: &[u8]) -> Vec<u8> {
+    let mut b = vec![];
+    for v in [magic, n, rows, cols] {
+        b.extend_from_slice(&v.to_be_bytes());
+    }
+    b.extend_from_slice(pixels);
+    b
+}
+
+/// An IDX1 label file's bytes.
+fn labels_file(labels: &[u8]) -> Vec<u8> {
+    let mut b = 2049u32.to_be_bytes().to_vec();
+    b.extend_from_slice(&(labels.len() as u32).to_be_bytes());
+    b.extend_from_slice(labels);
+    b
+}
+
+const IMAGES: &str = "train-images-idx3-ubyte";
+const LABELS: &str = "train-labels-idx1-ubyte";
+
+/// 20 images of 2×2, labels 0…9 twice.
+fn sample() -> Sample {
+    let px: Vec<u8> = (0..80).map(|i| (i * 3) as u8).collect();
+    let labels: Vec<u8> = (0..20).map(|i| i % 10).collect();
+    Sample {
+        files: vec![
+            (IMAGES.into(), images_file(2051, 20, 2, 2, &px)),
+            (LABELS.into(), labels_file(&labels)),
+        ],
+        table: format!(
+            "format = \"idx\"\ntrain = {{ images = \"{IMAGES}\", labels = \"{LABELS}\" }}\nclasses = 10"
+        ),
+    }
+}
+
+fn hostile() -> Vec<Hostile> {
+    let px = vec![7u8; 80];
+    vec![
+        Hostile::file(
+            "a label file's magic in the image file",
+            vec![(IMAGES.into(), images_file(2049, 20, 2, 2, &px))],
+            IMAGES,
+            &["magic", "2051"],
+        ),
+        Hostile::file(
+            "header counts past the end",
+            vec![(IMAGES.into(), images_file(2051, 1_000_000, 28, 28, &px))],
+            IMAGES,
+            &["header says 1000000"],
+        ),
+        Hostile::file(
+            "a label outside the classes",
+            vec![(LABELS.into(), labels_file(&[12; 20]))],
+            LABELS,
+            &["label 12", "outside the 10 classes"],
+        ),
+        Hostile::file(
+            "counts differ",
+            vec![(LABELS.into(), labels_file(&[1; 19]))],
+            LABELS,
+            &["19 labels", "20 images"],
+        ),
+    ]
 }

@@ -2,14 +2,116 @@
 //! `np.savez` / `np.savez_compressed` write them). Images are uint8 (scaled by 1/255) or float32
 //! (used as they are; NaN and ∞ are refused) in the layout the preset names (NHWC, NCHW or NHW);
 //! labels are integers of any width, shape (N,) or (N, 1). The header's shape is checked
-//! against the file's length before anything is allocated from it.
+//! against the file's length before anything is allocated from it. `format = "npy"`
+//! (`train = { images, labels }`) and `format = "npz"` (`train = { file, images, labels }`), with
+//! `layout` and `classes`.
 
 use std::io::Read;
 use std::path::Path;
 
-use super::{check_finite, check_labels, format_err, Pixels, RawImages};
-use crate::data::spec::Layout;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    check_finite, check_labels, classes, format_err, need, Decoder, Files, FormatDef, Hostile,
+    PartShape, Pixels, RawImages, Sample,
+};
+use crate::data::spec::{DatasetSpec, Part, SpecProblem};
 use crate::data::DataError;
+
+/// The axes of a NumPy image array (`layout = "…"`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// (N, H, W, C): TensorFlow/Keras.
+    Nhwc,
+    /// (N, C, H, W): PyTorch.
+    Nchw,
+    /// (N, H, W): one channel.
+    Nhw,
+}
+
+pub const NPY: FormatDef = FormatDef {
+    name: "npy",
+    part: PartShape::Pair,
+    train: "{ images = \"x_train.npy\", labels = \"y_train.npy\" }",
+    keys: &["layout", "classes"],
+    keys_doc: "`layout`, `classes`",
+    notes: "images uint8 (÷255) or float32 (as stored); labels integers, (N,) or (N, 1)",
+    decoder: |spec| {
+        let (layout, classes) = keys(spec, NPY.name)?;
+        Ok(Decoder::Npy { layout, classes })
+    },
+    sample: || sample(false),
+    hostile: hostile_npy,
+};
+
+pub const NPZ: FormatDef = FormatDef {
+    name: "npz",
+    part: PartShape::Archive,
+    train: "{ file = \"data.npz\", images = \"x_train\", labels = \"y_train\" }",
+    keys: &["layout", "classes"],
+    keys_doc: "`layout`, `classes`",
+    notes: "`np.savez` or `np.savez_compressed`",
+    decoder: |spec| {
+        let (layout, classes) = keys(spec, NPZ.name)?;
+        Ok(Decoder::Npz { layout, classes })
+    },
+    sample: || sample(true),
+    hostile: hostile_npz,
+};
+
+/// `layout` and `classes`, which both formats need.
+fn keys(spec: &DatasetSpec, format: &str) -> Result<(Layout, usize), SpecProblem> {
+    let layout = spec.layout.ok_or_else(|| {
+        need(
+            format,
+            "layout",
+            "\"nhwc\", \"nchw\" or \"nhw\" (the image array's axes)",
+        )
+    })?;
+    Ok((layout, classes(spec, format)?))
+}
+
+/// A part's image and label arrays, from two `.npy` files.
+pub fn read_npy(
+    part: &Part,
+    files: &mut dyn Files,
+    layout: Layout,
+    classes: usize,
+) -> Result<RawImages, DataError> {
+    let names = super::file_names(part);
+    let (pi, bi) = files.read(names[0])?;
+    let (pl, bl) = files.read(names[1])?;
+    let im = images(&pi, &parse_npy(&pi, &bi)?, layout)?;
+    drop(bi);
+    let l = labels(&pl, &parse_npy(&pl, &bl)?, classes)?;
+    pair(&pi, im, &pl, l, classes)
+}
+
+/// A part's image and label arrays, from one `.npz` archive.
+pub fn read_npz(
+    part: &Part,
+    files: &mut dyn Files,
+    layout: Layout,
+    classes: usize,
+) -> Result<RawImages, DataError> {
+    let Part::Archive {
+        file,
+        images: xname,
+        labels: yname,
+    } = part
+    else {
+        unreachable!("npz takes {{ file, images, labels }}: the part's shape is checked")
+    };
+    let (p, b) = files.read(file)?;
+    let cap = crate::data::read::read_cap();
+    let xi = npz_member(&p, &b, xname, cap)?;
+    let xl = npz_member(&p, &b, yname, cap)?;
+    let (ni, nl) = (p.join(xname), p.join(yname));
+    let im = images(&ni, &parse_npy(&ni, &xi)?, layout)?;
+    let l = labels(&nl, &parse_npy(&nl, &xl)?, classes)?;
+    pair(&ni, im, &nl, l, classes)
+}
 
 /// The element types read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -307,7 +409,12 @@ pub fn pair(
 }
 
 /// The member `name` (or `name.npy`) of the archive `b`, decompressed, at most `cap` bytes.
-pub fn npz_member(path: &Path, b: &[u8], name: &str, cap: u64) -> Result<Vec<u8>, DataError> {
+pub fn npz_member(
+    path: &Path,
+    b: &[u8],
+    name: &str,
+    cap: crate::data::read::ReadCap,
+) -> Result<Vec<u8>, DataError> {
     let err = |m: String| format_err(path, m);
     if b.is_empty() {
         return Err(err("empty file: not a .npz archive".into()));
@@ -332,14 +439,18 @@ pub fn npz_member(path: &Path, b: &[u8], name: &str, cap: u64) -> Result<Vec<u8>
         .by_name(found)
         .map_err(|e| err(format!("cannot read array `{name}`: {e}")))?;
     let mut out = Vec::new();
-    f.take(cap + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| err(format!("cannot decompress array `{name}`: {e}")))?;
-    if out.len() as u64 > cap {
+    let read = f.take(cap.bytes + 1).read_to_end(&mut out);
+    if read
+        .as_ref()
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::OutOfMemory)
+        || out.len() as u64 > cap.bytes
+    {
         return Err(err(format!(
-            "array `{name}` decompresses to more than {cap} bytes (the memory available)"
+            "array `{name}` is too large when decompressed: {}",
+            cap.past(out.len())
         )));
     }
+    read.map_err(|e| err(format!("cannot decompress array `{name}`: {e}")))?;
     Ok(out)
 }
 
@@ -379,4 +490,173 @@ fn check_zip_directory(b: &[u8]) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A .npy file's bytes: a version 1.0 header (padded to 64 bytes), then `data`.
+pub fn npy_file(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let shape = if dims.len() == 1 {
+        format!("({},)", dims[0])
+    } else {
+        format!("({})", dims.join(", "))
+    };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+/// A .npz archive of `arrays` (name, .npy bytes), deflate-compressed as `np.savez_compressed`
+/// writes them.
+pub fn npz_file(arrays: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    use std::io::Write;
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    for (name, bytes) in arrays {
+        w.start_file(format!("{name}.npy"), opts)
+            .and_then(|_| w.write_all(bytes).map_err(Into::into))
+            .expect("writing to memory");
+    }
+    w.finish().expect("writing to memory").into_inner()
+}
+
+/// 20 images of 2×2 (uint8, NHW) and their labels 0…9 twice.
+fn sample_arrays() -> (Vec<u8>, Vec<u8>) {
+    let px: Vec<u8> = (0..80).map(|i| (i * 3) as u8).collect();
+    let y: Vec<u8> = (0..20).map(|i| i % 10).collect();
+    (
+        npy_file("|u1", &[20, 2, 2], &px),
+        npy_file("|u1", &[20], &y),
+    )
+}
+
+fn sample(archive: bool) -> Sample {
+    let (x, y) = sample_arrays();
+    if archive {
+        return Sample {
+            files: vec![("data.npz".into(), npz_file(&[("x_train", x), ("y_train", y)]))],
+            table: "format = \"npz\"\ntrain = { file = \"data.npz\", images = \"x_train\", labels = \"y_train\" }\nlayout = \"nhw\"\nclasses = 10".into(),
+        };
+    }
+    Sample {
+        files: vec![("x_train.npy".into(), x), ("y_train.npy".into(), y)],
+        table: "format = \"npy\"\ntrain = { images = \"x_train.npy\", labels = \"y_train.npy\" }\nlayout = \"nhw\"\nclasses = 10".into(),
+    }
+}
+
+fn hostile_npy() -> Vec<Hostile> {
+    let (x, y) = ("x_train.npy", "y_train.npy");
+    let mut inf = vec![];
+    for i in 0..80 {
+        inf.extend_from_slice(&(if i == 13 { f32::INFINITY } else { 0.5f32 }).to_le_bytes());
+    }
+    let file = |name: &str, bytes: Vec<u8>| vec![(name.to_string(), bytes)];
+    vec![
+        Hostile::file(
+            "an infinity",
+            file(x, npy_file("<f4", &[20, 2, 2], &inf)),
+            x,
+            &["inf", "example 3"],
+        ),
+        Hostile::file(
+            "a shape past the end",
+            file(x, npy_file("|u1", &[1_000_000_000_000, 28, 28], &[0; 16])),
+            x,
+            &["data bytes"],
+        ),
+        Hostile::file(
+            "a zip where an array is expected",
+            file(x, b"PK\x03\x04 this is a zip, not an array".to_vec()),
+            x,
+            &["NUMPY"],
+        ),
+        Hostile::file(
+            "counts differ",
+            file(y, npy_file("|u1", &[19], &[1; 19])),
+            y,
+            &["19 labels", "20 images"],
+        ),
+        Hostile::file(
+            "a negative label",
+            file(y, npy_file("<i4", &[20], &(-1i32).to_le_bytes().repeat(20))),
+            y,
+            &["label -1"],
+        ),
+        Hostile::file(
+            "big-endian floats",
+            file(x, npy_file(">f4", &[20, 2, 2], &[0; 320])),
+            x,
+            &["big-endian"],
+        ),
+        Hostile::file(
+            "a layout of another rank",
+            vec![],
+            x,
+            &["4 axes"],
+        )
+        .with_table("format = \"npy\"\ntrain = { images = \"x_train.npy\", labels = \"y_train.npy\" }\nlayout = \"nchw\"\nclasses = 10"),
+    ]
+}
+
+fn hostile_npz() -> Vec<Hostile> {
+    let (x, y) = sample_arrays();
+    // a ZIP64 directory that claims 2^40 entries (sized before anything is read)
+    let mut z = b"PK\x03\x04 junk".to_vec();
+    let at = z.len() as u64;
+    z.extend(0x0606_4b50u32.to_le_bytes());
+    z.extend(44u64.to_le_bytes());
+    z.extend([45, 0, 45, 0]);
+    z.extend([0; 8]);
+    z.extend((1u64 << 40).to_le_bytes());
+    z.extend((1u64 << 40).to_le_bytes());
+    z.extend(100u64.to_le_bytes());
+    z.extend(0u64.to_le_bytes());
+    z.extend(0x0706_4b50u32.to_le_bytes());
+    z.extend(0u32.to_le_bytes());
+    z.extend(at.to_le_bytes());
+    z.extend(1u32.to_le_bytes());
+    z.extend(0x0605_4b50u32.to_le_bytes());
+    z.extend([0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);
+    z.extend([0xff; 8]);
+    z.extend([0, 0]);
+    let npz = "data.npz";
+    vec![
+        Hostile::file(
+            "a directory past the end",
+            vec![(npz.into(), z)],
+            npz,
+            &["1099511627776 entries"],
+        ),
+        Hostile::file(
+            "no such array",
+            vec![(
+                npz.into(),
+                npz_file(&[("x_test", x.clone()), ("y_train", y.clone())]),
+            )],
+            npz,
+            &["no array `x_train`", "x_test, y_train"],
+        ),
+        Hostile::file(
+            "an array that is not one",
+            vec![(
+                npz.into(),
+                npz_file(&[("x_train", b"not an array".to_vec()), ("y_train", y)]),
+            )],
+            &format!("{npz}/x_train"),
+            &["not a .npy array"],
+        ),
+        Hostile::file(
+            "not a zip archive",
+            vec![(npz.into(), x)],
+            npz,
+            &["not a .npz (zip) archive"],
+        ),
+    ]
 }

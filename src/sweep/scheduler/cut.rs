@@ -7,9 +7,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::Coordinator;
+use crate::core::runner::GroupCut;
 use crate::core::trial::TrialSpec;
 use crate::core::widen::WIDEN_ID_BASE;
-use crate::core::GroupCut;
 
 /// How many trials a group holds, and the step budget early stopping gives a search trial.
 impl Coordinator {
@@ -52,6 +52,13 @@ impl Coordinator {
     /// would be cut at other steps); the best step its logged trials reached caps the rest as
     /// the first reach did. None for every other trial.
     pub(super) fn chunk_of(&self, t: &TrialSpec, fuse: usize) -> Option<u64> {
+        if let Some(m) = t.calibrate {
+            // a pilot's trials, in chunks of the group size (a pilot = a round's point / 1000)
+            let (pilot, lr) = (m.point / 1000, m.point % 1000);
+            return Some(
+                (m.round as u64 * 1000 + pilot as u64) * 1000 + (lr as u64 / fuse.max(1) as u64),
+            );
+        }
         let n = self.cfg.batch_sizes.len() as u64;
         let plan = n * self.cfg.trials_per_batch as u64;
         (t.is_search() && t.trial_id < plan).then(|| t.trial_id / n / fuse.max(1) as u64)
@@ -61,6 +68,22 @@ impl Coordinator {
     /// Past the best steps-to-target already measured at its B a trial can no longer be the best
     /// one, so S(B) is unchanged by stopping it there.
     pub(super) fn cap_of(&self, spec: &TrialSpec) -> Option<u64> {
+        if let Some(m) = spec.calibrate {
+            // a pilot stops at its first reach: the rest of a pilot a stopped sweep left part-run
+            // stops where its logged trials first reached (what one group would have done)
+            m.target?;
+            let pilot = |t: &TrialSpec| {
+                t.calibrate
+                    .is_some_and(|o| o.round == m.round && o.point / 1000 == m.point / 1000)
+            };
+            return self
+                .records
+                .iter()
+                .filter(|r| pilot(&r.spec))
+                .filter_map(|r| r.outcome.outcome.steps_to_target())
+                .min()
+                .filter(|&c| c < m.budget);
+        }
         let full_budget = self.cfg.preset.workload.budget_for(spec.batch_size);
         if spec.confirm.is_some() {
             // a seed of a block whose quorum its logged seeds already reached stops where the
@@ -147,6 +170,10 @@ impl Coordinator {
     pub(super) fn group_cut(&self, specs: &[TrialSpec]) -> GroupCut {
         match TrialKind::of(&specs[0]) {
             TrialKind::Search if self.cfg.preset.sweep.early_stopping => GroupCut::FirstReach,
+            // a pilot with a target reads only its first reach
+            TrialKind::Calibrate if specs[0].calibrate.is_some_and(|m| m.target.is_some()) => {
+                GroupCut::FirstReach
+            }
             TrialKind::Confirm => match self.cut_blocks() {
                 Some(r) => confirm_cut(specs, r, &|t| self.block_logged(t, r)),
                 None => GroupCut::None,
@@ -226,6 +253,7 @@ fn confirm_cut(
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum TrialKind {
+    Calibrate,
     Search,
     Repeat,
     Confirm,
@@ -233,7 +261,9 @@ pub(super) enum TrialKind {
 
 impl TrialKind {
     pub(super) fn of(t: &TrialSpec) -> Self {
-        if t.confirm.is_some() {
+        if t.calibrate.is_some() {
+            TrialKind::Calibrate
+        } else if t.confirm.is_some() {
             TrialKind::Confirm
         } else if t.repeat_of.is_some() {
             TrialKind::Repeat

@@ -18,6 +18,7 @@ impl Coordinator {
             trials_per_batch: self.cfg.trials_per_batch,
             confirm: self.cfg.preset.sweep.confirm,
             repeats: self.cfg.repeats,
+            calibrate: self.cfg.preset.calibrate.is_some_and(|c| c.any()),
         }
     }
 
@@ -108,6 +109,7 @@ impl Coordinator {
             trials_done: done.len(),
             trials_planned: self.plan.len(),
             counts,
+            calibrated: self.calibrated.take(),
             trials_run,
             trial_errors,
             errors: self.errors,

@@ -7,11 +7,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use super::Coordinator;
 use crate::analysis::confirm_rounds::Seed;
+use crate::core::confirm::{ConfirmId, CONFIRM_ID_BASE};
 use crate::core::events::SweepEvent;
+use crate::core::plan;
 use crate::core::record::TrialRecord;
 use crate::core::trial::TrialSpec;
-use crate::core::widen::{RangeShift, WidenId, WIDEN_ID_BASE};
-use crate::sweep::plan;
+use crate::core::widen::{RangeShift, WidenId, REPEAT_ID_BASE, WIDEN_ID_BASE};
 
 impl Coordinator {
     /// The first queued trial that may start now. With early stopping a trial's step budget is
@@ -25,12 +26,21 @@ impl Coordinator {
         queue: &mut VecDeque<TrialSpec>,
         running: &HashMap<u64, TrialSpec>,
     ) -> Option<TrialSpec> {
+        // a pilot with a target waits for the running trials of its pilot (its cap is their
+        // first reach, as one group would have cut it)
+        let same_pilot = |a: &TrialSpec, b: &TrialSpec| match (a.calibrate, b.calibrate) {
+            (Some(x), Some(y)) => {
+                x.target.is_some() && x.round == y.round && x.point / 1000 == y.point / 1000
+            }
+            _ => false,
+        };
         let waits = |t: &TrialSpec| {
-            self.cfg.preset.sweep.early_stopping
-                && t.is_search()
-                && running
-                    .values()
-                    .any(|r| r.batch_size == t.batch_size && r.is_search())
+            running.values().any(|r| same_pilot(t, r))
+                || self.cfg.preset.sweep.early_stopping
+                    && t.is_search()
+                    && running
+                        .values()
+                        .any(|r| r.batch_size == t.batch_size && r.is_search())
         };
         let i = queue.iter().position(|t| !waits(t))?;
         queue.remove(i)
@@ -199,7 +209,7 @@ impl Coordinator {
             let top = crate::analysis::confirm::top_configs(&records, b, plan.configs);
             for (rank, base) in top.iter().enumerate() {
                 for seed in 0..plan.seeds {
-                    let Some(id) = plan::ConfirmId {
+                    let Some(id) = ConfirmId {
                         batch_index: bi,
                         rank: rank as u32,
                         seed: seed as u32,
@@ -407,7 +417,7 @@ impl Coordinator {
         let mut out = Vec::new();
         for (bi, seeds) in fills {
             for (rank, of, seed) in seeds {
-                let id = plan::ConfirmId {
+                let id = ConfirmId {
                     batch_index: bi,
                     rank,
                     seed,
@@ -468,7 +478,7 @@ impl Coordinator {
             .position(|&b| b == p.batch_size)?;
         let k = search_ids
             .iter()
-            .filter(|&&id| id < plan::REPEAT_ID_BASE && id as usize % n == bi)
+            .filter(|&&id| id < REPEAT_ID_BASE && id as usize % n == bi)
             .map(|&id| id as usize / n + 1)
             .max()
             .unwrap_or(0);
@@ -512,9 +522,9 @@ impl Coordinator {
                 let next_id = all
                     .iter()
                     .map(|s| s.trial_id)
-                    .filter(|i| (plan::REPEAT_ID_BASE..plan::CONFIRM_ID_BASE).contains(i))
+                    .filter(|i| (REPEAT_ID_BASE..CONFIRM_ID_BASE).contains(i))
                     .max()
-                    .map_or(plan::REPEAT_ID_BASE, |m| m + 1);
+                    .map_or(REPEAT_ID_BASE, |m| m + 1);
                 return Some(plan::repeat_of(&base.spec, next_id, self.cfg.seed));
             }
         }

@@ -648,6 +648,8 @@ impl LiveState {
             }
             SweepEvent::Trial { trial_id, event } => self.fold_trial(trial_id, event, now),
             SweepEvent::BestSoFar { .. } => {}
+            // the calibrated study's header comes with the `Planned` that follows
+            SweepEvent::Calibrated(_) => self.touch(),
             SweepEvent::Counts(c) => self.counts = Some(c),
             SweepEvent::Saved { trial_id } => {
                 self.saved += 1;
@@ -824,7 +826,7 @@ impl LiveState {
     /// Folds one line appended to the followed run log.
     pub(crate) fn fold_log_line(&mut self, line: LogLine, now: f64) {
         match line {
-            LogLine::Header(_) => {}
+            LogLine::Header(_) | LogLine::Calibrated(_) => {}
             LogLine::Trial(t) => {
                 let t = *t;
                 if !self.finished.iter().any(|f| f.trial_id == t.trial_id) {

@@ -22,13 +22,13 @@ use std::path::PathBuf;
 
 /// A loss or metric curve: (step, value) in the engine's one bounded history (at most
 /// `HISTORY_CAP` points, halving its resolution when full).
-pub type History = crate::core::BoundedHistory<(f64, f64)>;
+pub type History = crate::core::events::BoundedHistory<(f64, f64)>;
 pub use analysis::{AnalysisFor, AnalysisInputs, AnalysisRequest, Analyzed, Rendered};
 pub use live::{regime_spans, BestCurve, Curve, LiveSource, LiveState, RunningTrial};
 pub use runs::{
     CompareAnalyzed, CompareRequest, CompareRun, CompareState, RunEntry, RunStatus, RunsState,
 };
-pub use setup::{ladder_125, Field, PresetEntry, Problem, SetupFocus, SetupState, FIELDS};
+pub use setup::{ladder_125, Field, PresetEntry, SetupFocus, SetupState, FIELDS};
 pub use target::{ladder_text, next_rung, RungCache};
 pub use update::{format_duration, update};
 
@@ -39,6 +39,23 @@ use crate::sweep::SweepConfig;
 
 use super::key::Key;
 use super::theme::Theme;
+
+/// A trial in words: "B=512 confirm #2 seed 3" (the confirm stage: the search's configuration
+/// of rank 2 at that B, its third fresh seed), "B=512 repeat of #31", "B=512 widened #4" (a
+/// trial of a re-centred search range), "#120 B=2" (a search trial of the plan).
+pub fn trial_label(spec: &crate::core::trial::TrialSpec) -> String {
+    let b = crate::tui::widgets::log_axis::format_pow2(spec.batch_size as u64);
+    if let Some(c) = &spec.confirm {
+        return format!("B={b} confirm #{} seed {}", c.rank + 1, c.seed + 1);
+    }
+    if let Some(of) = spec.repeat_of {
+        return format!("B={b} repeat of #{of}");
+    }
+    if let Some(wid) = crate::core::widen::WidenId::decode(spec.trial_id) {
+        return format!("B={b} widened #{}", wid.j + 1);
+    }
+    format!("#{} B={b}", spec.trial_id)
+}
 
 /// Points kept per curve; when full, every other point is dropped and the sampling stride doubles.
 pub const HISTORY_CAP: usize = crate::core::events::DEFAULT_HISTORY_CAP;

@@ -23,6 +23,9 @@ pub struct RunEntry {
     pub planned: usize,
     pub s_min: Option<f64>,
     pub b_crit: Option<f64>,
+    /// The fit's 95 % intervals of S_min and B_crit (as the report prints them).
+    pub s_min_ci: Option<[f64; 2]>,
+    pub b_crit_ci: Option<[f64; 2]>,
     /// A log that could not be read: the reason (file and line).
     pub error: Option<String>,
     /// fp32 / bf16 / fp16.

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::RunEntry;
 use crate::core::trial::DeviceSpec;
-pub use crate::sweep::overrides::Problem;
+use crate::sweep::overrides::Problem;
 use crate::sweep::overrides::SweepOverrides;
 use crate::sweep::SweepConfig;
 use crate::workload::spec::{ConfirmPlan, Fuse, Metric, OptimizerKind, Precision, Preset};
@@ -458,8 +458,7 @@ impl SetupState {
                 ),
             ));
         }
-        let nqm = matches!(w.model, crate::workload::spec::ModelSpec::Nqm { .. });
-        let precision_note = match (self.precision, &self.device(), nqm) {
+        let precision_note = match (self.precision, &self.device(), w.closed_form()) {
             (Precision::Fp32, _, _) => None,
             (_, _, true) => {
                 Some("the noisy quadratic model is closed-form: precision has no effect")
@@ -556,7 +555,7 @@ impl SetupState {
                         let v = self.target + if up { 0.05 } else { -0.05 };
                         ((v * 100.0).round() / 100.0).max(0.05)
                     }
-                    Metric::NqmLoss => {
+                    Metric::ExpectedLoss => {
                         let f: f64 = if up { 1.25 } else { 0.8 };
                         sig3(self.target * f)
                     }

@@ -3,11 +3,11 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use super::{
-    App, Charts, Command, Confirm, LiveState, LiveView, Msg, Problem, RunStatus, Screen,
-    SetupFocus, FIELDS,
-};
 use crate::core::events::SweepEvent;
+use crate::sweep::overrides::Problem;
+use crate::tui::app::{
+    App, Charts, Command, Confirm, LiveState, LiveView, Msg, RunStatus, Screen, SetupFocus, FIELDS,
+};
 use crate::tui::key::Key;
 
 /// Folds one message into the state; returns what the runtime must do.
@@ -498,8 +498,13 @@ fn live_key(app: &mut App, k: Key, cmds: &mut Vec<Command>) {
                 Some(id) => {
                     l.user_cancelled.insert(id);
                     cmds.push(Command::CancelTrial(id));
+                    let name = l
+                        .running
+                        .get(&id)
+                        .map(|r| super::trial_label(&r.spec))
+                        .unwrap_or_else(|| format!("#{id}"));
                     app.flash = Some(format!(
-                        "cancelling trial #{id} (recorded as cancelled, never counted)"
+                        "cancelling trial {name} (recorded as cancelled, never counted)"
                     ));
                 }
                 None => app.flash = Some("no running trial to cancel".into()),

@@ -134,7 +134,7 @@ fn analysis_worker(queue: &(Mutex<AnalysisQueue>, Condvar), tx: &UnboundedSender
                     Ok(a) => Msg::CompareAnalyzed(Box::new(a)),
                     Err(p) => Msg::Error(format!(
                         "the analysis failed: {}",
-                        crate::core::panic_message(&p)
+                        crate::core::runner::panic_message(&p)
                     )),
                 };
                 if tx.send(msg).is_err() {
@@ -152,7 +152,7 @@ fn analysis_worker(queue: &(Mutex<AnalysisQueue>, Condvar), tx: &UnboundedSender
             Ok(a) => Msg::Analyzed(Box::new(a)),
             Err(p) => Msg::Error(format!(
                 "the analysis failed: {}",
-                crate::core::panic_message(&p)
+                crate::core::runner::panic_message(&p)
             )),
         };
         if tx.send(msg).is_err() {

@@ -11,7 +11,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::analysis::AnalysisWorker;
 use super::bridge::bridge;
 use super::tail::{open_log, Follower, Tail};
-use crate::core::RunnerFactory;
+use crate::core::runner::RunnerFactory;
 use crate::report::ReportOptions;
 use crate::runlog::read_run_log;
 use crate::sweep::{start_sweep, SweepConfig, SweepControl, SweepHandle};

@@ -7,21 +7,26 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::panel;
-use super::setup::wrap;
 use crate::core::analysis::Regime;
 use crate::tui::app::App;
 use crate::tui::keymap::KEYS;
 use crate::tui::theme::Theme;
+use crate::tui::widgets::fit::{self, wrap};
 
 const MEASURED: &str = "Every trial evaluates the validation metric on a schedule (eval_every, growing \
 geometrically when eval_growth is set). Its steps-to-target is the first evaluation step at which the \
 metric met the target. At each batch size B the sweep tries several quasi-random learning rates (and \
-momenta); S(B) is the fewest steps over those trials (Shallue et al. 2018). Diverged (×) and \
-out-of-budget (↑) trials are counted but never give a result; cancelled trials are ignored.";
+momenta); the best trial is the one with the fewest steps over those trials (Shallue et al. 2018). \
+With a confirm stage the best configurations at each B re-run with fresh seeds (never used to choose \
+them): the confirmed S(B) is the seed median of the best of them, with an interval that accounts for \
+that choice. S(B) is the confirmed S(B) once the confirm stage has finished at every B, the best \
+trial's steps until then and without one; the status panel and the report say which. Diverged (×) \
+and out-of-budget (↑) trials are counted but never give a result; cancelled trials are ignored.";
 
-const CHARTS: &str = "The blue curve is the fit S = S_min·(1 + B_crit/B); B_crit is where the steps \
-are twice the minimum. A dashed fit is uncertain (poor r² or wide intervals). Vertical whiskers are \
-the interval of S at a batch size. B_simple, the gradient noise scale measured during training, \
+const CHARTS: &str = "Points are S(B); with the confirmed readout the best trial is drawn beside \
+each as ○. The blue curve is the fit S = S_min·(1 + B_crit/B) to S(B); B_crit is where the steps are \
+twice the minimum. A dashed fit is uncertain (poor r² or wide intervals). Vertical whiskers are the \
+95 % interval of S(B) at a batch size. B_simple, the gradient noise scale measured during training, \
 predicts B_crit (McCandlish et al. 2018); a finished sweep shows its median over the best trials. \
 The grey line is perfect scaling from the smallest B that reached. Without colour (NO_COLOR) the fit \
 is dashed, the perfect line dotted and the measured curve solid.";
@@ -112,6 +117,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         more.as_str()
     };
     let block = panel(title, true, th);
+    for l in &lines {
+        fit::note_line(l, inner_w as u16);
+    }
     frame.render_widget(
         Paragraph::new(lines)
             .scroll((scroll as u16, 0))

@@ -4,7 +4,6 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::panel;
@@ -12,6 +11,7 @@ use crate::core::analysis::Analysis;
 use crate::core::trial::Outcome;
 use crate::tui::app::{App, Charts, LiveState};
 use crate::tui::theme::Theme;
+use crate::tui::widgets::fit;
 use crate::tui::widgets::log_axis::format_pow2;
 use crate::tui::widgets::loss_chart::{LossChart, LossSeries};
 use crate::tui::widgets::scaling_chart::{ScalingChart, ScalingSeries, SeriesExtras};
@@ -19,10 +19,11 @@ use crate::tui::widgets::scaling_chart::{ScalingChart, ScalingSeries, SeriesExtr
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
     let Some(l) = app.live() else {
-        frame.render_widget(
-            Paragraph::new("No sweep yet: launch one from Setup (1) or open a saved run (3)."),
-            area,
+        let text = fit::wrap(
+            "No sweep yet: launch one from Setup (1) or open a saved run (3).",
+            area.width as usize,
         );
+        fit::paragraph(frame, area, text.into_iter().map(Line::raw).collect());
         return;
     };
     let status_w = if area.width >= 140 {
@@ -51,22 +52,33 @@ fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
     // the raw points of the current data at once; intervals, fit and regimes of the last analysis
     // until the next one lands (a quiet mark meanwhile)
     let a = l.chart();
-    let mut title = match &a.target {
+    let (what, tail) = match &a.target {
         // moved along the ladder (`[` `]`): where on it
-        Some(t) if !l.ladder.is_empty() => format!(
-            "{} · steps vs batch size (log-log)",
-            crate::tui::app::ladder_text(t.value, &l.ladder)
+        Some(t) if !l.ladder.is_empty() => (
+            crate::tui::app::ladder_text(t.value, &l.ladder),
+            " · steps vs batch size (log-log)",
         ),
-        Some(t) => format!(
-            "steps to {} vs batch size (log-log)",
-            crate::core::analysis::target_text(t)
-                .replace("<=", "≤")
-                .replace(">=", "≥")
+        Some(t) => (
+            format!(
+                "steps to {}",
+                crate::core::analysis::target_text(t)
+                    .replace("<=", "≤")
+                    .replace(">=", "≥")
+            ),
+            " vs batch size (log-log)",
         ),
-        None => "steps to target vs batch size (log-log)".to_string(),
+        None => ("steps to target".to_string(), " vs batch size (log-log)"),
     };
-    if l.updating() && !l.finished.is_empty() {
-        title.push_str(" · updating");
+    let updating = if l.updating() && !l.finished.is_empty() {
+        " · updating"
+    } else {
+        ""
+    };
+    // the whole title where it fits the panel, else without "vs batch size (log-log)"
+    let room = (area.width as usize).saturating_sub(4);
+    let mut title = format!("{what}{tail}{updating}");
+    if title.chars().count() > room {
+        title = format!("{what}{updating}");
     }
     let block = panel(&title, app.panel == 0, &th);
     let inner = block.inner(area);
@@ -98,7 +110,11 @@ fn scaling(frame: &mut Frame, area: Rect, app: &App, l: &LiveState) {
         fit_uncertain: a.fit.as_ref().is_some_and(fit_uncertain),
     }]);
     frame.render_widget(chart, chart_area);
-    frame.render_widget(regime_line(a, &th, regime_row.width), regime_row);
+    fit::paragraph(
+        frame,
+        regime_row,
+        vec![regime_line(a, &th, regime_row.width)],
+    );
 }
 
 /// "perfect 16–64 · diminishing 64–512 · maximal 512–2K", each in its regime colour.
@@ -112,38 +128,56 @@ pub fn regime_line(a: &Analysis, th: &Theme, width: u16) -> Line<'static> {
             .count();
         return Line::styled(
             if n < 2 {
-                "regimes appear once two batch sizes reach the target".to_string()
+                fit::preview(
+                    "regimes appear once two batch sizes reach the target",
+                    width as usize,
+                )
             } else {
                 String::new()
             },
             th.dim(),
         );
     }
-    let short = width < 60;
-    let mut out = Vec::new();
-    for (i, (lo, hi, r)) in spans.iter().enumerate() {
-        if i > 0 {
-            out.push(Span::styled(if short { ", " } else { " · " }, th.dim()));
-        }
-        let name = if short {
-            match r {
-                crate::core::analysis::Regime::Perfect => "perfect",
-                crate::core::analysis::Regime::Diminishing => "dimin.",
-                crate::core::analysis::Regime::Maximal => "maximal",
+    // the report's labels where they fit, else the regimes' short names (same colours)
+    let line = |short: u8, sep: &'static str| -> Line<'static> {
+        let mut out = Vec::new();
+        for (i, (lo, hi, r)) in spans.iter().enumerate() {
+            if i > 0 {
+                out.push(Span::styled(sep, th.dim()));
             }
-        } else {
-            r.label()
-        };
-        out.push(Span::styled(
-            format!(
-                "{name} {}–{}",
-                format_pow2(*lo as u64),
-                format_pow2(*hi as u64)
-            ),
-            th.regime(*r),
-        ));
+            use crate::core::analysis::Regime;
+            let name = match (short, r) {
+                (0, _) => r.label(),
+                (1, Regime::Perfect) => "perfect",
+                (1, Regime::Diminishing) => "diminishing",
+                (1, Regime::Maximal) => "maximal",
+                (_, Regime::Perfect) => "perf.",
+                (_, Regime::Diminishing) => "dimin.",
+                (_, Regime::Maximal) => "max.",
+            };
+            out.push(Span::styled(
+                format!(
+                    "{name} {}–{}",
+                    format_pow2(*lo as u64),
+                    format_pow2(*hi as u64)
+                ),
+                th.regime(*r),
+            ));
+        }
+        Line::from(out)
+    };
+    let mut fits = [line(0, " · "), line(1, " · "), line(1, ", ")]
+        .into_iter()
+        .find(|l| l.width() <= width as usize)
+        .unwrap_or_else(|| line(2, ", "));
+    // narrower still: the first regimes whole, never one cut
+    while fits.width() > width as usize && fits.spans.len() > 2 {
+        fits.spans.truncate(fits.spans.len() - 2);
     }
-    Line::from(out)
+    if fits.width() > width as usize {
+        fits.spans.clear();
+    }
+    fits
 }
 
 /// A fit too poor to draw as solid: the analysis's verdict (r² below 0.9, or a bootstrap

@@ -8,7 +8,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Widget};
+use ratatui::widgets::Widget;
 use ratatui::Frame;
 
 use super::panel;
@@ -16,8 +16,8 @@ use crate::core::record::TrialRecord;
 use crate::core::trial::Outcome;
 use crate::tui::app::{App, LiveState};
 use crate::tui::theme::Theme;
-use crate::tui::widgets::draw_axes;
 use crate::tui::widgets::log_axis::{format_pow2, format_si, log10_bounds, log10_ticks};
+use crate::tui::widgets::{draw_axes, fit};
 use crate::workload::spec::OptimizerKind;
 
 /// Smallest panel (cells) of one batch size.
@@ -225,10 +225,11 @@ impl Widget for MetaPanel<'_> {
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let th = app.theme;
     let Some(l) = app.live() else {
-        frame.render_widget(
-            Paragraph::new("No sweep yet: launch one (1) or open a run (3), then press m in Live."),
-            area,
+        let text = fit::wrap(
+            "No sweep yet: launch one (1) or open a run (3), then press m in Live.",
+            area.width as usize,
         );
+        fit::paragraph(frame, area, text.into_iter().map(Line::raw).collect());
         return;
     };
     let [grid, legend] = ratatui::layout::Layout::vertical([
@@ -237,7 +238,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     ])
     .areas(area);
     draw_grid(frame.buffer_mut(), grid, l, app.meta_batch, &th);
-    frame.render_widget(legend_line(l, &th), legend);
+    fit::paragraph(frame, legend, vec![legend_line(l, &th)]);
 }
 
 fn legend_line(l: &LiveState, th: &Theme) -> Line<'static> {

@@ -17,6 +17,7 @@ use ratatui::Frame;
 
 use super::app::{App, Confirm, Screen};
 use super::theme::Theme;
+use super::widgets::fit;
 
 /// Below this the UI shows a message instead of the screens.
 pub const MIN_WIDTH: u16 = 60;
@@ -125,7 +126,7 @@ fn header(frame: &mut Frame, area: Rect, app: &App) {
             if room >= 8 {
                 let tag = if l.read_only() { "log " } else { "" };
                 spans.push(Span::styled(
-                    format!(" {}", ellipsize(&format!("{tag}{}", l.run_name()), room)),
+                    format!(" {}", fit::name(&format!("{tag}{}", l.run_name()), room)),
                     th.accent(),
                 ));
             }
@@ -138,13 +139,19 @@ fn header(frame: &mut Frame, area: Rect, app: &App) {
         spans.push(Span::raw(" ".repeat(pad)));
         spans.push(Span::styled(right, th.good()));
     }
-    frame.render_widget(Line::from(spans), area);
+    let line = Line::from(spans);
+    fit::note_line(&line, area.width);
+    frame.render_widget(line, area);
 }
 
 fn footer(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
     if let Some(f) = &app.flash {
-        frame.render_widget(Line::styled(format!(" {f}"), th.warn()), area);
+        // one row: a message longer than the terminal ends at a word, with " …"
+        let f = fit::preview(f, (area.width as usize).saturating_sub(1));
+        let line = Line::styled(format!(" {f}"), th.warn());
+        fit::note_line(&line, area.width);
+        frame.render_widget(line, area);
         return;
     }
     let keys = crate::tui::keymap::footer_keys(app, area.width as usize);
@@ -153,7 +160,9 @@ fn footer(frame: &mut Frame, area: Rect, app: &App) {
         spans.push(Span::styled(k, th.key()));
         spans.push(Span::styled(format!(" {d}  "), th.dim()));
     }
-    frame.render_widget(Line::from(spans), area);
+    let line = Line::from(spans);
+    fit::note_line(&line, area.width);
+    frame.render_widget(line, area);
 }
 
 fn confirm_dialog(frame: &mut Frame, body: Rect, app: &App, c: Confirm) {
@@ -187,7 +196,7 @@ fn confirm_dialog(frame: &mut Frame, body: Rect, app: &App, c: Confirm) {
     let inner_w = w.saturating_sub(2) as usize;
     let mut lines: Vec<Line> = Vec::new();
     for t in &text {
-        for chunk in setup::wrap(t, inner_w) {
+        for chunk in fit::wrap(t, inner_w) {
             lines.push(Line::from(chunk));
         }
     }
@@ -210,6 +219,10 @@ fn confirm_dialog(frame: &mut Frame, body: Rect, app: &App, c: Confirm) {
         height: h,
     };
     frame.render_widget(Clear, area);
+    for l in &lines {
+        fit::note_line(l, area.width.saturating_sub(2));
+    }
+    fit::note(title.trim(), usize::MAX, fit::Kind::Title);
     let block = Block::default()
         .borders(Borders::ALL)
         .title(Span::styled(title, th.warn()))
@@ -225,23 +238,21 @@ fn confirm_dialog(frame: &mut Frame, body: Rect, app: &App, c: Confirm) {
 
 /// A bordered panel with a title; highlighted when focused.
 pub fn panel<'a>(title: &'a str, focused: bool, th: &Theme) -> Block<'a> {
+    fit::note(title, usize::MAX, fit::Kind::Title);
     Block::default()
         .borders(Borders::ALL)
         .border_style(th.border(focused))
         .title(Span::styled(format!(" {title} "), th.title()))
 }
 
-/// Truncates to `w` display columns with an ellipsis.
-pub fn ellipsize(s: &str, w: usize) -> String {
-    if s.chars().count() <= w {
-        return s.to_string();
+/// A value with its 95 % interval, numbers as the report writes them (`report::num`):
+/// "66.0 [58.8–74.3]", or the value alone without an interval.
+pub fn with_ci(v: f64, ci: Option<[f64; 2]>) -> String {
+    use crate::report::num;
+    match ci {
+        Some([lo, hi]) => format!("{} [{}–{}]", num(v), num(lo), num(hi)),
+        None => num(v),
     }
-    if w == 0 {
-        return String::new();
-    }
-    let mut out: String = s.chars().take(w - 1).collect();
-    out.push('…');
-    out
 }
 
 /// A "label  value" line with the label dimmed.

@@ -10,11 +10,12 @@ use ratatui::Frame;
 
 use super::panel;
 use crate::tui::app::App;
+use crate::tui::widgets::fit;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
     let Some(l) = app.live() else {
-        frame.render_widget(Paragraph::new("No run to report yet."), area);
+        fit::paragraph(frame, area, vec![Line::raw("No run to report yet.")]);
         return;
     };
     // rendered once when the report landed (`LiveState::rendered`), never per frame
@@ -28,16 +29,30 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     } else {
         l.run_name()
     };
+    // rows wider than the panel scroll sideways (the title says so); nothing wraps, so the
+    // tables stay tables
+    let inner = panel("", true, th).inner(area);
+    fit::note("", usize::MAX, fit::Kind::Scrolling(inner));
+    let widest = lines.iter().map(|l| l.width()).max().unwrap_or(0);
+    let sideways = if widest > inner.width as usize {
+        if x > 0 {
+            " · ←→ sideways"
+        } else {
+            " · → more to the right"
+        }
+    } else {
+        ""
+    };
     let title = if max_scroll == 0 {
-        format!("Report · {name}")
+        format!("Report · {name}{sideways}")
     } else if scroll < max_scroll {
         format!(
-            "Report · {name} · {}/{} · ↓ PgDn for more",
+            "Report · {name} · {}/{} · ↓ PgDn for more{sideways}",
             scroll + visible,
             lines.len()
         )
     } else {
-        format!("Report · {name} · end · ↑ PgUp")
+        format!("Report · {name} · end · ↑ PgUp{sideways}")
     };
     frame.render_widget(
         Paragraph::new(lines)

@@ -9,16 +9,15 @@
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::{ellipsize, kv, panel};
+use super::{kv, panel};
 use crate::report::{band, num};
-use crate::tui::app::{format_duration, App, LiveSource, LiveState};
+use crate::tui::app::{format_duration, trial_label, App, LiveSource, LiveState};
 use crate::tui::theme::Theme;
-use crate::tui::widgets::log_axis::{format_pow2, format_si};
+use crate::tui::widgets::fit;
+use crate::tui::widgets::log_axis::format_si;
 use crate::tui::widgets::progress::progress_line;
-use crate::workload::spec::ModelSpec;
 
 pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th: &Theme) {
     let block = panel("Status", app.panel == 2, th);
@@ -27,16 +26,19 @@ pub fn status_panel(frame: &mut Frame, area: Rect, app: &App, l: &LiveState, th:
     let w = inner.width as usize;
     let height = inner.height as usize;
     let mut lines: Vec<Line> = vec![state_line(app, l, th)];
-    progress_lines(&mut lines, app, l, inner.width, th);
-    number_lines(&mut lines, l, w, th);
-    running_lines(&mut lines, l, w, th);
-    per_batch_lines(&mut lines, l, height, th);
+    let mut more = Vec::new();
+    progress_lines(&mut more, app, l, inner.width, th);
+    number_lines(&mut more, l, th);
+    // a sentence wider than the panel wraps at its words (continuation indented)
+    lines.extend(fit::wrap_lines(more, w, 2));
+    running_lines(&mut lines, l, w, height, th);
+    per_batch_lines(&mut lines, l, w, height, th);
     footer_lines(&mut lines, l, w, height, th);
     let lines: Vec<Line> = lines
         .into_iter()
         .map(|x| x.patch_style(Style::default()))
         .collect();
-    frame.render_widget(Paragraph::new(lines), inner);
+    fit::paragraph(frame, inner, lines);
 }
 
 /// The sweep's state: running, paused, complete, stopped early, following a log.
@@ -117,7 +119,7 @@ fn progress_lines(lines: &mut Vec<Line>, app: &App, l: &LiveState, width: u16, t
 }
 
 /// The report's numbers: fit, B_simple (live and of the best trials), perfect scaling, projection.
-fn number_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
+fn number_lines(lines: &mut Vec<Line>, l: &LiveState, th: &Theme) {
     let report = &l.report;
     match report.fit_numbers() {
         Some((s_min, b_crit, r2)) => {
@@ -127,6 +129,24 @@ fn number_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
                 th,
                 th.fit(),
             ));
+            // their 95 % intervals, as the report prints them
+            let f = report.analysis.fit.as_ref();
+            if let (Some([sl, sh]), Some([bl, bh])) =
+                (f.and_then(|f| f.s_min_ci), f.and_then(|f| f.b_crit_ci))
+            {
+                lines.push(kv(
+                    "   95 %",
+                    format!(
+                        "S_min {}–{} · B_crit {}–{}",
+                        num(sl),
+                        num(sh),
+                        num(bl),
+                        num(bh)
+                    ),
+                    th,
+                    th.dim(),
+                ));
+            }
             // which S(B) it read: the confirmed seed medians or the best trials
             let reads = match (report.readout, report.confirm.is_some()) {
                 (crate::core::analysis::Readout::Confirmed, _) => " · confirmed",
@@ -147,23 +167,20 @@ fn number_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
         let live_b = l.b_simple_live.map(num).unwrap_or_else(|| "–".into());
         lines.push(kv(
             "B_simple",
-            format!("{live_b} (live) → predicts B_crit"),
+            format!("{live_b} now, the noise scale that predicts B_crit"),
             th,
             th.text(),
         ));
     }
     if let Some(n) = &report.noise {
+        // the report's "median B_simple of the best trials", with their range
+        let range = match l.b_simple_spread() {
+            Some((_, lo, hi)) => format!(" of the best trials (range {}–{})", num(lo), num(hi)),
+            None => " of the best trials".into(),
+        };
         lines.push(kv(
-            if l.done { "B_simple" } else { "  best trials" },
-            match l.b_simple_spread() {
-                Some((_, lo, hi)) => format!(
-                    "median {} ({}–{} over best trials)",
-                    num(n.median_b_simple),
-                    num(lo),
-                    num(hi)
-                ),
-                None => format!("median {} (best trials)", num(n.median_b_simple)),
-            },
+            if l.done { "B_simple" } else { "  so far:" },
+            format!("median {}{range}", num(n.median_b_simple)),
             th,
             th.text(),
         ));
@@ -174,44 +191,64 @@ fn number_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
     if let Some(p) = report.perfect_up_to {
         lines.push(kv("perfect ≤", p.to_string(), th, th.text()));
     }
-    if l.done && !matches!(l.workload().map(|w| &w.model), Some(ModelSpec::Nqm { .. })) {
+    if l.done && !l.workload().is_some_and(|w| w.closed_form()) {
         if let Some(brief) = &l.rendered.projection_brief {
-            let brief = ellipsize(brief, w.saturating_sub(10));
-            lines.push(kv("projected", brief, th, th.text()));
+            lines.push(kv("projected", brief.clone(), th, th.text()));
         }
     }
 }
 
 /// The running trials (selectable).
-fn running_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, th: &Theme) {
-    if !l.running.is_empty() {
-        lines.push(Line::styled("running", th.dim()));
-        let sel = l.selected_trial();
-        for (id, r) in &l.running {
-            let (step, loss) = r
-                .last
-                .as_ref()
-                .map(|s| (s.step.to_string(), format!("{:.3}", s.loss)))
-                .unwrap_or(("0".into(), "–".into()));
-            let text = ellipsize(
-                &format!(
-                    "#{id} B={} step {step} loss {loss}",
-                    format_pow2(r.spec.batch_size as u64)
-                ),
-                w,
-            );
-            let mut line = Line::styled(text, th.text());
-            if Some(*id) == sel && !l.read_only() {
-                line = line.style(th.selected());
-            }
-            lines.push(line);
+fn running_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, height: usize, th: &Theme) {
+    if l.running.is_empty() {
+        return;
+    }
+    // as many as leave room for the per-B table and the footer; the selected one always shows
+    let n = l.running.len();
+    let table = l.chart().per_batch.len() + 1;
+    let room = height.saturating_sub(lines.len() + 1 + table + 2).max(1);
+    let cap = if n <= room {
+        n
+    } else {
+        room.saturating_sub(1).max(1)
+    };
+    let sel = l.selected_trial();
+    let at = l
+        .running
+        .keys()
+        .position(|id| Some(*id) == sel)
+        .unwrap_or(0);
+    let first = (at + 1).saturating_sub(cap);
+    lines.push(Line::styled("running", th.dim()));
+    for (id, r) in l.running.iter().skip(first).take(cap) {
+        let (step, loss) = r
+            .last
+            .as_ref()
+            .map(|s| (s.step.to_string(), format!("{:.3}", s.loss)))
+            .unwrap_or(("0".into(), "–".into()));
+        // "B=512 confirm #2 seed 3", "#120 B=2": which trial, in words
+        let text = fit::name(
+            &format!("{} step {step} loss {loss}", trial_label(&r.spec)),
+            w,
+        );
+        let mut line = Line::styled(text, th.text());
+        if Some(*id) == sel && !l.read_only() {
+            line = line.style(th.selected());
         }
+        lines.push(line);
+    }
+    if cap < n {
+        lines.push(Line::styled(
+            format!("+ {} more running (↑↓ selects)", n - cap),
+            th.dim(),
+        ));
     }
 }
 
 /// The per-B table, as many rows as fit in `height`: the current data's steps and counts (at
-/// once, before the analysis lands).
-fn per_batch_lines(lines: &mut Vec<Line>, l: &LiveState, height: usize, th: &Theme) {
+/// once, before the analysis lands). Where the columns are wider than the panel the three counts
+/// share one column ("ok/div/nr").
+fn per_batch_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, height: usize, th: &Theme) {
     let per_batch = &l.chart().per_batch;
     let room = height.saturating_sub(lines.len() + 2);
     // the confirm stage: the confirmed S(B) beside the best trial, ± its interval
@@ -219,65 +256,74 @@ fn per_batch_lines(lines: &mut Vec<Line>, l: &LiveState, height: usize, th: &The
     // a language model's transfer probe: the best trial's test accuracy and its gain over the
     // step-0 control (percentage points), beside S(B)
     let transfer = l.report.transfer.as_ref();
-    if room >= 2 && !per_batch.is_empty() {
-        let mut head = if confirm {
-            format!(
-                "{:>5} {:>6} {:>11} {:>4} {:>4} {:>4}",
-                "B", "best", "confirmed", "ok", "div", "nr"
-            )
-        } else {
-            format!(
-                "{:>5} {:>7} {:>4} {:>4} {:>4}",
-                "B", "steps", "ok", "div", "nr"
-            )
-        };
-        if transfer.is_some() {
-            head.push_str(&format!(" {:>11}", "probe% Δ0"));
-        }
-        lines.push(Line::styled(head, th.dim()));
-        for p in per_batch.iter().take(room - 1) {
-            // † as in the text report: the best trial sits at the edge of the search space
-            let edge = p.at_search_edge;
-            let c = &p.counts;
-            let best = p
-                .steps
-                .map(|s| format!("{s}{}", if edge { "†" } else { "" }))
-                .unwrap_or_else(|| "–".into());
-            let cells = if confirm {
-                let conf = match &p.confirmed {
-                    Some(k) => match (k.steps, k.rel_half_width()) {
-                        (Some(s), Some(w)) => format!("{s}±{:.0}%", w * 100.0),
-                        (Some(s), None) => s.to_string(),
-                        (None, _) if !k.complete => "…".into(),
-                        (None, _) => "none".into(),
-                    },
-                    None => "–".into(),
-                };
-                format!("{:>5} {best:>6} {conf:>11} ", p.batch_size)
-            } else {
-                format!("{:>5} {best:>7} ", p.batch_size)
+    if room < 2 || per_batch.is_empty() {
+        return;
+    }
+    let steps_w = if confirm { 6 + 1 + 11 } else { 7 };
+    let probe_w = if transfer.is_some() { 12 } else { 0 };
+    let compact = 5 + 1 + steps_w + 15 + probe_w > w;
+    let mut head = if confirm {
+        format!("{:>5} {:>6} {:>11}", "B", "best", "confirmed")
+    } else {
+        format!("{:>5} {:>7}", "B", "steps")
+    };
+    head.push_str(&if compact {
+        format!(" {:>9}", "ok/div/nr")
+    } else {
+        format!(" {:>4} {:>4} {:>4}", "ok", "div", "nr")
+    });
+    if transfer.is_some() {
+        head.push_str(&format!(" {:>11}", "probe% Δ0"));
+    }
+    lines.push(Line::styled(head, th.dim()));
+    for p in per_batch.iter().take(room - 1) {
+        // † as in the text report: the best trial sits at the edge of the search space
+        let edge = p.at_search_edge;
+        let c = &p.counts;
+        let best = p
+            .steps
+            .map(|s| format!("{s}{}", if edge { "†" } else { "" }))
+            .unwrap_or_else(|| "–".into());
+        let cells = if confirm {
+            let conf = match &p.confirmed {
+                Some(k) => match (k.steps, k.rel_half_width()) {
+                    (Some(s), Some(w)) => format!("{s}±{:.0}%", w * 100.0),
+                    (Some(s), None) => s.to_string(),
+                    (None, _) if !k.complete => "…".into(),
+                    (None, _) => "none".into(),
+                },
+                None => "–".into(),
             };
-            let mut spans = vec![
-                Span::raw(cells),
-                Span::styled(format!("{:>4}", c.reached), th.good()),
-                Span::styled(
-                    format!(" {:>4}", c.diverged),
-                    if c.diverged > 0 { th.error() } else { th.dim() },
-                ),
-                Span::styled(
-                    format!(" {:>4}", c.not_reached),
-                    if c.not_reached > 0 {
-                        th.warn()
-                    } else {
-                        th.dim()
-                    },
-                ),
-            ];
-            if let Some(t) = transfer {
-                spans.push(transfer_cell(t, p.batch_size, th));
-            }
-            lines.push(Line::from(spans));
+            format!("{:>5} {best:>6} {conf:>11}", p.batch_size)
+        } else {
+            format!("{:>5} {best:>7}", p.batch_size)
+        };
+        let mut spans = vec![Span::raw(cells)];
+        let div_style = if c.diverged > 0 { th.error() } else { th.dim() };
+        let nr_style = if c.not_reached > 0 {
+            th.warn()
+        } else {
+            th.dim()
+        };
+        if compact {
+            let n = format!("{}/{}/{}", c.reached, c.diverged, c.not_reached);
+            spans.push(Span::raw(
+                " ".repeat(10usize.saturating_sub(n.chars().count())),
+            ));
+            spans.push(Span::styled(c.reached.to_string(), th.good()));
+            spans.push(Span::styled("/", th.dim()));
+            spans.push(Span::styled(c.diverged.to_string(), div_style));
+            spans.push(Span::styled("/", th.dim()));
+            spans.push(Span::styled(c.not_reached.to_string(), nr_style));
+        } else {
+            spans.push(Span::styled(format!(" {:>4}", c.reached), th.good()));
+            spans.push(Span::styled(format!(" {:>4}", c.diverged), div_style));
+            spans.push(Span::styled(format!(" {:>4}", c.not_reached), nr_style));
         }
+        if let Some(t) = transfer {
+            spans.push(transfer_cell(t, p.batch_size, th));
+        }
+        lines.push(Line::from(spans));
     }
 }
 
@@ -310,23 +356,24 @@ fn footer_lines(lines: &mut Vec<Line>, l: &LiveState, w: usize, height: usize, t
     let report = &l.report;
     if !report.analysis.notes.is_empty() && lines.len() + 1 < height {
         let n = report.analysis.notes.len();
-        lines.push(Line::styled(
-            ellipsize(
-                &format!(
+        lines.extend(fit::wrap_line(
+            Line::styled(
+                format!(
                     "{n} note{} · r: the full report",
                     if n == 1 { "" } else { "s" }
                 ),
-                w,
+                th.dim(),
             ),
-            th.dim(),
+            w,
+            2,
         ));
     }
     for e in l.errors.iter().rev().take(2) {
-        lines.push(Line::styled(ellipsize(e, w), th.error()));
+        lines.extend(fit::wrap_line(Line::styled(e.clone(), th.error()), w, 2));
     }
     if l.plan.run_log.is_some() {
         lines.push(Line::styled(
-            ellipsize(&format!("run {}", l.run_name()), w),
+            format!("run {}", fit::name(&l.run_name(), w.saturating_sub(4))),
             th.dim(),
         ));
     }

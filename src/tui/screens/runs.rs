@@ -2,12 +2,13 @@
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::{ellipsize, panel};
+use super::{panel, with_ci};
 use crate::tui::app::{format_duration, App, RunEntry, RunStatus};
-use crate::tui::widgets::log_axis::{format_pow2, format_si};
+use crate::tui::widgets::columns::{self, Column};
+use crate::tui::widgets::fit;
+use crate::tui::widgets::log_axis::format_pow2;
 
 /// "8–1K" (or "–").
 pub fn b_range_text(e: &RunEntry) -> String {
@@ -33,24 +34,31 @@ fn workers_short(devices: &str) -> String {
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let th = &app.theme;
     let r = &app.runs;
-    let [list, detail] = Layout::vertical([Constraint::Min(0), Constraint::Length(5)]).areas(area);
+    // the selected run in full: everything a column left out, the fit with its intervals
+    let detail_w = area.width.saturating_sub(2) as usize;
+    let details = detail_lines(app, detail_w);
+    let detail_h = (details.len() as u16 + 2).clamp(5, (area.height / 2).max(5));
+    let [list, detail] =
+        Layout::vertical([Constraint::Min(0), Constraint::Length(detail_h)]).areas(area);
     let title = format!("Runs in {}", app.runs_dir.display());
     let block = panel(&title, true, th);
     let inner = block.inner(list);
     frame.render_widget(block, list);
-    let wide = inner.width >= 110;
-    // The Slurm job column appears when a sweep directory is listed.
-    let jobs = r.entries.iter().any(|e| e.job.is_some());
-    let mut lines: Vec<Line> = Vec::new();
-    let cols = Columns {
-        wide,
-        jobs,
-        preset_w: if wide { 26 } else { 18 },
-    };
-    lines.push(Line::styled(
-        ellipsize(&cols.head(), inner.width as usize),
+    let rows = (inner.height as usize).saturating_sub(1);
+    let first = r.selected.saturating_sub(rows.saturating_sub(1));
+    let shown: Vec<(usize, &RunEntry)> = r
+        .entries
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(rows)
+        .collect();
+    let table = columns::lay_out(
+        list_columns(app, &shown, inner.width >= 110),
+        inner.width as usize,
         th.dim(),
-    ));
+    );
+    let mut lines: Vec<Line> = vec![table.head];
     if r.entries.is_empty() {
         lines.push(Line::styled(
             if r.scanned {
@@ -61,154 +69,102 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             th.dim(),
         ));
     }
-    let rows = (inner.height as usize).saturating_sub(1);
-    let first = r.selected.saturating_sub(rows.saturating_sub(1));
-    for (i, e) in r.entries.iter().enumerate().skip(first).take(rows) {
-        lines.push(cols.row(app, i, e));
+    for ((i, _), row) in shown.iter().zip(table.rows) {
+        lines.push(if *i == r.selected {
+            row.style(th.selected())
+        } else {
+            row
+        });
     }
-    frame.render_widget(Paragraph::new(lines), inner);
+    fit::paragraph(frame, inner, lines);
 
     let block = panel("Selected", false, th);
     let inner = block.inner(detail);
     frame.render_widget(block, detail);
-    frame.render_widget(
-        Paragraph::new(detail_lines(app, inner.width as usize)),
-        inner,
-    );
+    fit::paragraph(frame, inner, details);
 }
 
-/// The list's columns: wide (optimizer, precision, devices, S_min), the Slurm job column, the
-/// preset column's width.
-struct Columns {
-    wide: bool,
-    jobs: bool,
-    preset_w: usize,
-}
-
-impl Columns {
-    /// The header line.
-    fn head(&self) -> String {
-        let (wide, jobs, preset_w) = (self.wide, self.jobs, self.preset_w);
-        if wide {
-            format!(
-                "  {:<16} {:<pw$} {:<9} {:<5} {:<6} {:<11}{} {:>9} {:>9} {:>8} {:>7} {:>7}",
-                "started",
-                "preset",
-                "optimizer",
-                "prec",
-                "devs",
-                "status",
-                if jobs {
-                    format!(" {:<9}", "job")
-                } else {
-                    String::new()
-                },
-                "trials",
-                "B",
-                "took",
-                "S_min",
-                "B_crit",
-                pw = preset_w
-            )
-        } else if jobs {
-            format!(
-                "  {:<11} {:<pw$} {:<11} {:<9} {:>7} {:>9} {:>6} {:>6}",
-                "started",
-                "preset",
-                "status",
-                "job",
-                "trials",
-                "B",
-                "took",
-                "B_crit",
-                pw = preset_w
-            )
-        } else {
-            format!(
-                "  {:<11} {:<pw$} {:<11} {:>7} {:>9} {:>6} {:>6}",
-                "started",
-                "preset",
-                "status",
-                "trials",
-                "B",
-                "took",
-                "B_crit",
-                pw = preset_w
-            )
-        }
-    }
-
-    /// The row of entry `i`.
-    fn row(&self, app: &App, i: usize, e: &RunEntry) -> Line<'static> {
-        let (th, r) = (&app.theme, &app.runs);
-        let (wide, jobs, preset_w) = (self.wide, self.jobs, self.preset_w);
-        let mark = if r.marked.contains(&e.path) {
-            "✓ "
-        } else {
-            "  "
-        };
+/// The list's columns, each with its cells for the `shown` entries. Where the panel is too narrow
+/// the devices, precision and optimizer go first, then how long it took and its batch sizes, then
+/// S_min (the selected run's details below show them all); B_crit with its interval always shows.
+fn list_columns(app: &App, shown: &[(usize, &RunEntry)], long_dates: bool) -> Vec<Column> {
+    let (th, r) = (&app.theme, &app.runs);
+    let jobs = r.entries.iter().any(|e| e.job.is_some());
+    let mut mark = Column::new("", false, 0);
+    let mut started = Column::new("started", false, 0);
+    let mut preset = Column::name("preset", 8, 24);
+    let mut optimizer = Column::new("optimizer", false, 7);
+    let mut prec = Column::new("prec", false, 8);
+    let mut devs = Column::new("devs", false, 9);
+    let mut status = Column::new("status", false, 0);
+    let mut job = Column::new("job", false, 3);
+    let mut trials = Column::new("trials", true, 0);
+    let mut b = Column::new("B", true, 5);
+    let mut took = Column::new("took", true, 6);
+    let mut s_min = Column::new("S_min [95%]", true, 4);
+    let mut b_crit = Column::new("B_crit [95%]", true, 0);
+    let plain = th.text();
+    for (_, e) in shown {
+        mark.push(
+            if r.marked.contains(&e.path) {
+                "✓"
+            } else {
+                " "
+            },
+            th.key(),
+        );
         let full = e.started.get(..16).unwrap_or(&e.started).replace('T', " ");
-        let started = if wide {
+        let date = if long_dates {
             full
         } else {
             full.get(5..).unwrap_or(&full).to_string()
         };
-        let s_min = e.s_min.map(format_si).unwrap_or_else(|| "–".into());
-        let b_crit = e.b_crit.map(format_si).unwrap_or_else(|| "–".into());
-        let took = e
-            .duration_s
-            .map(format_duration)
-            .unwrap_or_else(|| "–".into());
+        started.push(date, plain);
+        preset.push(e.preset.clone(), plain);
+        optimizer.push(e.optimizer.clone(), plain);
+        prec.push(e.precision.clone(), plain);
+        devs.push(workers_short(&e.devices), plain);
         let status_style = match e.status {
             RunStatus::Complete => th.good(),
             RunStatus::Interrupted => th.warn(),
             RunStatus::Running => th.accent(),
             RunStatus::Unreadable => th.error(),
         };
-        let trials = format!("{}/{}", e.done, e.planned);
-        let preset = ellipsize(&e.preset, preset_w);
-        let sw = if wide { 16 } else { 11 };
-        let mut spans = vec![
-            Span::styled(mark, th.key()),
-            Span::raw(format!("{started:<sw$} {preset:<preset_w$} ")),
-        ];
-        if wide {
-            spans.push(Span::raw(format!(
-                "{:<9} {:<5} {:<6} ",
-                e.optimizer,
-                e.precision,
-                workers_short(&e.devices)
-            )));
-        }
-        spans.push(Span::styled(
-            format!("{:<11}", e.status.label()),
-            status_style,
-        ));
-        if jobs {
-            let job = e.job.as_deref().unwrap_or("");
-            let style = match job {
-                "failed" => th.error(),
-                "running" | "pending" => th.accent(),
-                _ => th.text(),
-            };
-            spans.push(Span::styled(format!(" {job:<9}"), style));
-        }
-        let b = b_range_text(e);
-        if wide {
-            spans.push(Span::raw(format!(
-                " {trials:>9} {b:>9} {took:>8} {s_min:>7} {b_crit:>7}"
-            )));
-        } else {
-            spans.push(Span::raw(format!(
-                " {trials:>7} {b:>9} {took:>6} {b_crit:>6}"
-            )));
-        }
-        let mut l = Line::from(spans);
-        if i == r.selected {
-            l = l.style(th.selected());
-        }
-        l
+        status.push(e.status.label(), status_style);
+        let j = e.job.clone().unwrap_or_default();
+        let job_style = match j.as_str() {
+            "failed" => th.error(),
+            "running" | "pending" => th.accent(),
+            _ => plain,
+        };
+        job.push(j, job_style);
+        trials.push(format!("{}/{}", e.done, e.planned), plain);
+        b.push(b_range_text(e), plain);
+        took.push(
+            e.duration_s
+                .map(format_duration)
+                .unwrap_or_else(|| "–".into()),
+            plain,
+        );
+        s_min.push(
+            e.s_min
+                .map(|v| with_ci(v, e.s_min_ci))
+                .unwrap_or_else(|| "–".into()),
+            plain,
+        );
+        b_crit.push(
+            e.b_crit
+                .map(|v| with_ci(v, e.b_crit_ci))
+                .unwrap_or_else(|| "–".into()),
+            plain,
+        );
     }
+    let mut cols = vec![mark, started, preset, optimizer, prec, devs, status];
+    if jobs {
+        cols.push(job);
+    }
+    cols.extend([trials, b, took, s_min, b_crit]);
+    cols
 }
 
 /// The selected run: name, settings, what Enter/r/c do with it (or why it cannot be read).
@@ -217,27 +173,31 @@ fn detail_lines(app: &App, w: usize) -> Vec<Line<'static>> {
     let mut d: Vec<Line> = Vec::new();
     if let Some(e) = r.entries.get(r.selected) {
         d.push(Line::from(vec![Span::styled(
-            ellipsize(&e.name, w),
+            fit::name(&e.name, w),
             th.title(),
         )]));
         if e.error.is_none() {
-            d.push(Line::styled(
-                ellipsize(
-                    &format!(
-                        "{} · {} · {} · B {} · {} trials · took {}",
-                        e.optimizer,
-                        e.precision,
-                        e.devices,
-                        b_range_text(e),
-                        e.done,
-                        e.duration_s
-                            .map(format_duration)
-                            .unwrap_or_else(|| "–".into())
-                    ),
-                    w,
-                ),
-                th.text(),
-            ));
+            let mut text = format!(
+                "{} · {} · {} · B {} · {} trials · took {}",
+                e.optimizer,
+                e.precision,
+                e.devices,
+                b_range_text(e),
+                e.done,
+                e.duration_s
+                    .map(format_duration)
+                    .unwrap_or_else(|| "–".into())
+            );
+            // the fit as the report gives it: each number with its 95 % interval
+            match (e.s_min, e.b_crit) {
+                (Some(s), Some(b)) => text.push_str(&format!(
+                    " · fit S_min {} · B_crit {}",
+                    with_ci(s, e.s_min_ci),
+                    with_ci(b, e.b_crit_ci)
+                )),
+                _ => text.push_str(" · no fit (needs 3 batch sizes that reached)"),
+            }
+            d.extend(fit::wrap_line(Line::styled(text, th.text()), w, 2));
         }
         let running_here = app
             .sweep
@@ -267,7 +227,7 @@ fn detail_lines(app: &App, w: usize) -> Vec<Line<'static>> {
         } else {
             th.dim()
         };
-        d.push(Line::styled(ellipsize(&hint, w), style));
+        d.extend(fit::wrap_line(Line::styled(hint, style), w, 2));
     }
     d
 }

@@ -2,13 +2,15 @@
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::{ellipsize, panel};
-use crate::tui::app::{format_duration, App, Field, Problem, SetupFocus, FIELDS};
+use super::panel;
+use crate::data::spec::DatasetSpec;
+use crate::model::ModelSpec;
+use crate::sweep::overrides::Problem;
+use crate::tui::app::{format_duration, App, Field, SetupFocus, FIELDS};
+use crate::tui::widgets::fit::{self, wrap};
 use crate::tui::widgets::log_axis::format_pow2;
-use crate::workload::spec::{DatasetSpec, ModelSpec};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let left_w = if area.width >= 120 {
@@ -41,16 +43,12 @@ fn draw_presets(frame: &mut Frame, left: Rect, app: &App) {
         let sel = i == s.selected;
         let marker = if sel { "▸ " } else { "  " };
         let name_w = name.chars().count() + 2;
-        let desc = ellipsize(&p.preset.description, w.saturating_sub(name_w + 1));
         let yours = if p.user { " (yours)" } else { "" };
-        let desc = if p.user {
-            ellipsize(
-                &p.preset.description,
-                w.saturating_sub(name_w + 1 + yours.len()),
-            )
-        } else {
-            desc
-        };
+        // a preview ending at a word (the Study panel shows the whole description)
+        let desc = fit::preview(
+            &p.preset.description,
+            w.saturating_sub(name_w + 1 + yours.len()),
+        );
         let mut l = Line::from(vec![
             Span::styled(
                 format!("{marker}{name}"),
@@ -66,9 +64,9 @@ fn draw_presets(frame: &mut Frame, left: Rect, app: &App) {
         lines.push(l);
     }
     for e in &s.load_errors {
-        lines.push(Line::styled(ellipsize(e, w), th.error()));
+        lines.extend(fit::wrap_line(Line::styled(e.clone(), th.error()), w, 2));
     }
-    frame.render_widget(Paragraph::new(lines), inner);
+    fit::paragraph(frame, inner, lines);
 }
 
 /// Study parameters: name and estimated duration, description, the editable fields with their
@@ -81,46 +79,52 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
     frame.render_widget(block, right);
     let mut lines: Vec<Line> = Vec::new();
     let Some(entry) = s.preset() else {
-        frame.render_widget(
-            Paragraph::new("Put preset TOML files in the presets directory.")
-                .wrap(Wrap { trim: true }),
-            inner,
+        let text = wrap(
+            "Put preset TOML files in the presets directory.",
+            inner.width as usize,
         );
+        fit::paragraph(frame, inner, text.into_iter().map(Line::raw).collect());
         return;
     };
     let p = &entry.preset;
     let w = &p.workload;
     // the study's name follows the edits (optimizer), with the estimated wall time
     let est = estimate_text(app);
-    lines.push(Line::from(vec![
-        Span::styled(s.study_name(), th.accent()),
-        Span::styled(
-            ellipsize(
-                &est,
-                (inner.width as usize).saturating_sub(s.study_name().chars().count()),
-            ),
-            th.dim(),
-        ),
-    ]));
-    let tall = inner.height >= 24;
     let desc_w = inner.width as usize;
-    let desc = if tall {
-        p.description.clone()
+    // sentences wrap at their words
+    lines.extend(fit::wrap_line(
+        Line::from(vec![
+            Span::styled(s.study_name(), th.accent()),
+            Span::styled(est, th.dim()),
+        ]),
+        desc_w,
+        2,
+    ));
+    let tall = inner.height >= 24;
+    if tall {
+        lines.extend(fit::wrap_line(
+            Line::styled(p.description.clone(), th.text()),
+            desc_w,
+            0,
+        ));
     } else {
-        ellipsize(&p.description, desc_w)
-    };
-    lines.push(Line::styled(desc, th.text()));
-    lines.push(Line::styled(
-        ellipsize(
-            &format!(
+        lines.push(Line::styled(
+            fit::preview(&p.description, desc_w),
+            th.text(),
+        ));
+    }
+    lines.extend(fit::wrap_line(
+        Line::styled(
+            format!(
                 "model {} · data {} · eval every {}",
                 model_text(&w.model),
                 dataset_text(w.dataset.as_ref()),
                 w.eval_every
             ),
-            desc_w,
+            th.dim(),
         ),
-        th.dim(),
+        desc_w,
+        2,
     ));
     lines.push(Line::raw(""));
     let problems = s.problems();
@@ -133,9 +137,10 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
         .map(|b| format_pow2(*b as u64))
         .collect::<Vec<_>>()
         .join(" ");
-    lines.push(Line::styled(
-        ellipsize(&format!("B: {grid}"), desc_w),
-        th.dim(),
+    lines.extend(fit::wrap_line(
+        Line::styled(format!("B: {grid}"), th.dim()),
+        desc_w,
+        3,
     ));
     lines.push(if blocked {
         Line::styled("fix the ✗ above to launch", th.error())
@@ -163,7 +168,7 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
             }),
         ])
     });
-    frame.render_widget(Paragraph::new(lines), inner);
+    fit::paragraph(frame, inner, lines);
 }
 
 /// The estimated wall time: from earlier runs, else calibrated, else how to get one.
@@ -219,7 +224,7 @@ fn field_lines(lines: &mut Vec<Line>, app: &App, problems: &[Problem], desc_w: u
             Span::styled(if sel { " ▶" } else { "  " }, th.key()),
             Span::styled(extra, th.dim()),
         ]);
-        lines.push(l);
+        lines.extend(fit::wrap_line(l, desc_w, 18));
         for pr in problems.iter().filter(|p| Field::of(p) == Some(*f)) {
             let (tag, style) = if pr.blocking {
                 ("✗ ", th.error())
@@ -327,31 +332,4 @@ pub fn dataset_text(d: Option<&DatasetSpec>) -> String {
         Some(d) => d.label(),
         None => "none (closed form)".into(),
     }
-}
-
-/// Greedy word wrap to `w` columns (words longer than `w` are cut).
-pub fn wrap(text: &str, w: usize) -> Vec<String> {
-    let w = w.max(8);
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    for word in text.split_whitespace() {
-        let need = cur.chars().count() + usize::from(!cur.is_empty()) + word.chars().count();
-        if need > w && !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
-        }
-        if !cur.is_empty() {
-            cur.push(' ');
-        }
-        cur.push_str(word);
-        while cur.chars().count() > w {
-            let head: String = cur.chars().take(w).collect();
-            let tail: String = cur.chars().skip(w).collect();
-            out.push(head);
-            cur = tail;
-        }
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
 }

@@ -126,6 +126,13 @@ impl Widget for LossChart<'_> {
         let w = lines.iter().map(|l| l.width()).max().unwrap_or(0) as u16;
         let max_rows = pa.rect.height.saturating_sub(1);
         if w + 2 <= pa.rect.width * 2 / 3 {
+            for l in lines.iter().take(max_rows as usize) {
+                super::fit::note(
+                    &super::fit::line_text(l),
+                    w as usize,
+                    super::fit::Kind::Label,
+                );
+            }
             let x = pa.rect.x + pa.rect.width - w - 1;
             for (i, l) in lines.iter().take(max_rows as usize).enumerate() {
                 let y = pa.rect.y + i as u16;

@@ -1,5 +1,7 @@
 //! Chart widgets drawn by hand on a ratatui `Canvas` (Braille lines) with hand-written axes.
 
+pub mod columns;
+pub mod fit;
 pub mod log_axis;
 pub mod loss_chart;
 pub mod progress;
@@ -66,6 +68,7 @@ pub fn draw_axes(
         buf[(axis_x, r)].set_symbol("│").set_style(style);
     }
     for (row, label) in place_y_labels(yticks, yb, plot.height) {
+        fit::note(&label, label.chars().count(), fit::Kind::Label);
         let y = plot.y + row;
         buf[(axis_x, y)].set_symbol("┤").set_style(style);
         let x = axis_x - label.chars().count() as u16;
@@ -84,6 +87,7 @@ pub fn draw_axes(
         }
     }
     for (col, label) in place_x_labels(xticks, xb, plot.width) {
+        fit::note(&label, label.chars().count(), fit::Kind::Label);
         buf.set_string(plot.x + col, base + 1, &label, style);
     }
     Some(PlotArea { rect: plot, xb, yb })
@@ -94,6 +98,7 @@ pub fn centered_note(buf: &mut Buffer, area: Rect, text: &str, style: Style) {
     if area.width == 0 || area.height == 0 {
         return;
     }
+    fit::note(text, area.width as usize, fit::Kind::Line);
     let w = text.chars().count().min(area.width as usize) as u16;
     let x = area.x + (area.width - w) / 2;
     let y = area.y + area.height / 2;

@@ -339,7 +339,12 @@ fn draw_legend(
             format!(
                 "{} {}",
                 chart.series.first().map(|s| s.marker).unwrap_or("●"),
-                if confirmed { "confirmed S" } else { "best S" }
+                // what the curve reads (the report's words)
+                if confirmed {
+                    "S(B): confirmed"
+                } else {
+                    "S(B): best trial"
+                }
             ),
             Style::default().fg(color),
         ));
@@ -368,19 +373,26 @@ fn draw_legend(
             lines.push(TextLine::raw("━━ measured"));
         }
     } else {
+        // each run's points are its S(B): the confirmed seed medians where its confirm stage
+        // ran to the end, else its best trials; a confirmed run's best trials are drawn as ○
+        let any_confirmed = chart
+            .series
+            .iter()
+            .any(|s| s.analysis.readout == Readout::Confirmed);
         for s in &chart.series {
+            let reads = match (any_confirmed, s.analysis.readout) {
+                (false, _) => "",
+                (true, Readout::Confirmed) => ": confirmed",
+                (true, Readout::BestTrial) => ": best trial",
+            };
             lines.push(TextLine::styled(
-                format!("{} {}", s.marker, s.name),
+                format!("{} {}{reads}", s.marker, s.name),
                 Style::default().fg(s.color),
             ));
         }
-        if chart
-            .series
-            .iter()
-            .any(|s| s.analysis.readout == Readout::Confirmed)
-        {
+        if any_confirmed {
             lines.push(TextLine::styled(
-                format!("{BEST_TRIAL_MARK} best trial (others: confirmed)"),
+                format!("{BEST_TRIAL_MARK} best trial of a confirmed run"),
                 th.dim(),
             ));
         }
@@ -397,7 +409,7 @@ fn draw_legend(
         .iter()
         .any(|e| e.intervals.iter().any(|i| i.is_some()))
     {
-        lines.push(TextLine::styled("┿ interval of S", th.dim()));
+        lines.push(TextLine::styled("┿ 95 % interval of S(B)", th.dim()));
     }
     let w = lines.iter().map(|l| l.width()).max().unwrap_or(0) as u16;
     let h = lines.len() as u16;
@@ -406,6 +418,13 @@ fn draw_legend(
     }
     let x = pa.rect.x + pa.rect.width - w - 1;
     let y = pa.rect.y + 1;
+    for l in &lines {
+        super::fit::note(
+            &super::fit::line_text(l),
+            w as usize,
+            super::fit::Kind::Label,
+        );
+    }
     for (i, l) in lines.iter().enumerate() {
         // clear the cells under the legend so it stays readable over lines
         for c in x..x + w {

@@ -1,6 +1,8 @@
-//! Tests of `bench` (their own file: bench.rs stays under the line limit).
+//! Tests of `bench`.
 
 use super::*;
+use crate::train::bench_fused::train_flops_per_example;
+use crate::train::bench_peer::parse_examples_per_s;
 
 #[test]
 fn parses_the_peer_line() {
@@ -13,7 +15,7 @@ fn parses_the_peer_line() {
 /// jax_small_cnn_step.py and jax_char_lstm_step.py hard-code the same).
 #[test]
 fn the_step_cases_are_the_presets_models() {
-    use crate::workload::load::find_preset;
+    use crate::workload::presets::find_preset;
     let (_, cnn) = find_preset("mnist-cnn-sgd").unwrap();
     let c = StepCase::small_cnn();
     let w = &cnn.workload;

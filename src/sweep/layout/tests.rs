@@ -1,4 +1,4 @@
-//! Tests of `layout` (their own file: layout.rs stays under the line limit).
+//! Tests of `layout`.
 
 use super::*;
 
@@ -55,7 +55,7 @@ fn thread_budget_splits_the_cores_over_cpu_trials_only() {
 
 #[test]
 fn the_cached_estimate_and_the_gpu_scale_warning() {
-    let (_, preset) = crate::workload::load::find_preset("digits-mlp-sgd").unwrap();
+    let (_, preset) = crate::workload::presets::find_preset("digits-mlp-sgd").unwrap();
     let mut cfg = SweepConfig::from_preset(preset, None, PathBuf::from("runs"));
     // the bound of one trial at a time first (the preset runs two at once)
     cfg.concurrency = 1;

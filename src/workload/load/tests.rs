@@ -1,4 +1,4 @@
-//! Tests of `load` (their own file: load.rs stays under the line limit).
+//! Tests of `load`.
 
 use super::*;
 

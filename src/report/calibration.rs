@@ -1,0 +1,152 @@
+//! The calibration stage in words (docs/calibration.md): what it chose and why, for the report,
+//! the headless progress and the TUI.
+
+use crate::core::calibrate::{Calibrated, End};
+use crate::report::format;
+
+fn fmt_b(b: usize) -> String {
+    format::fmt_b(b as f64)
+}
+
+/// One line: what the calibration chose (the headless progress prints it when it ends).
+pub fn summary_line(c: &Calibrated) -> String {
+    let mut parts = Vec::new();
+    if let Some(t) = &c.target {
+        parts.push(format!(
+            "target {} {} {}",
+            c.preset.workload.target.metric.name(),
+            c.preset.workload.target.metric.relation(),
+            trim(t.value)
+        ));
+    }
+    if let (Some(lo), Some(hi)) = (c.batch_sizes.first(), c.batch_sizes.last()) {
+        parts.push(format!(
+            "batch sizes {}–{} ({})",
+            fmt_b(*lo),
+            fmt_b(*hi),
+            c.batch_sizes.len()
+        ));
+    }
+    let w = &c.preset.workload;
+    if c.preset.calibrate.is_some_and(|k| k.budget) {
+        parts.push(format!(
+            "budget {} steps{}",
+            w.step_budget,
+            w.max_examples
+                .map(|e| format!(" / {e} examples"))
+                .unwrap_or_default()
+        ));
+    }
+    format!(
+        "calibrated from {} pilot trials: {}",
+        c.pilots.iter().map(|p| p.lrs.len()).sum::<usize>(),
+        parts.join(", ")
+    )
+}
+
+/// The lines of the report's calibration section: each choice with the rule that made it.
+pub fn lines(c: &Calibrated) -> Vec<String> {
+    let mut out = Vec::new();
+    let w = &c.preset.workload;
+    if let Some(t) = &c.target {
+        out.push(format!(
+            "target {} {} {}: the best reference-scan curve at B = {} by step {} of its {} (a \
+             third of its budget; it reached {} by the end), rounded looser",
+            w.target.metric.name(),
+            w.target.metric.relation(),
+            trim(t.value),
+            fmt_b(t.batch_size),
+            t.at_step,
+            t.budget,
+            trim(t.best_value)
+        ));
+    }
+    if let (Some(lo), Some(hi)) = (c.batch_sizes.first(), c.batch_sizes.last()) {
+        out.push(format!(
+            "batch sizes {}–{} ({} powers of two): {}; {}",
+            fmt_b(*lo),
+            fmt_b(*hi),
+            c.batch_sizes.len(),
+            end_text(&c.low, false),
+            end_text(&c.high, true)
+        ));
+    }
+    for p in &c.pilots {
+        out.push(format!(
+            "  pilot B = {:>6}: {} learning rates {:.2e}–{:.2e}, {}{}",
+            fmt_b(p.batch_size),
+            p.lrs.len(),
+            p.lrs.first().copied().unwrap_or(0.0),
+            p.lrs.last().copied().unwrap_or(0.0),
+            match (p.steps, p.best_lr) {
+                (Some(s), Some(l)) => format!("best η {l:.2e} reached the target at step {s}"),
+                _ => format!("none reached the target in {} steps", p.budget),
+            },
+            if p.diverged.is_empty() {
+                String::new()
+            } else {
+                format!(", {} diverged", p.diverged.len())
+            }
+        ));
+    }
+    out
+}
+
+/// Why the batch range ends at one end, in words.
+pub fn end_text(e: &End, high: bool) -> String {
+    match (e, high) {
+        (
+            End::Observed {
+                batch_size,
+                ratio,
+                b_crit,
+            },
+            false,
+        ) => format!(
+            "perfect scaling observed down to B = {} (S ×{:.2} from the pilot above{})",
+            fmt_b(*batch_size),
+            ratio,
+            fitted(*b_crit)
+        ),
+        (
+            End::Observed {
+                batch_size,
+                ratio,
+                b_crit,
+            },
+            true,
+        ) => format!(
+            "maximal data parallelism observed by B = {} (S ×{:.2} from the pilot below{})",
+            fmt_b(*batch_size),
+            ratio,
+            fitted(*b_crit)
+        ),
+        (End::Limit { batch_size, why }, false) => format!(
+            "perfect scaling not observed before B = {}: {why} ends the range",
+            fmt_b(*batch_size)
+        ),
+        (End::Limit { batch_size, why }, true) => format!(
+            "maximal data parallelism not observed by B = {}: {why} ends the range",
+            fmt_b(*batch_size)
+        ),
+        (End::Given { batch_size }, false) => format!("from B = {} (given)", fmt_b(*batch_size)),
+        (End::Given { batch_size }, true) => format!("to B = {} (given)", fmt_b(*batch_size)),
+    }
+}
+
+fn fitted(b_crit: Option<f64>) -> String {
+    b_crit
+        .map(|b| format!("; the pilots' fit puts B_crit at {b:.0}"))
+        .unwrap_or_default()
+}
+
+/// A value with at most 4 significant digits, no trailing zeros.
+fn trim(v: f64) -> String {
+    let s = format!("{v:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s.is_empty() || s == "-" {
+        format!("{v}")
+    } else {
+        s.to_string()
+    }
+}

@@ -1,0 +1,314 @@
+//! The calibration stage end to end (docs/calibration.md): a study from a model and a dataset
+//! alone runs its pilot rounds, logs the calibrated study and runs it; a log cut anywhere in the
+//! calibration (or right after its line) resumes to the uninterrupted run's trials and report;
+//! an edited pilot or calibrated line is warned about by `report` and refused by `--resume`; and
+//! `--save-preset` writes a preset whose sweep re-runs the same search trials.
+
+use crate::common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::{find_log, BIN};
+
+/// The minimal study: the digits MLP with momentum, nothing else given; one trial at a time
+/// in fused groups of 4 (what resume must reproduce exactly), the confirm stage off (the search
+/// after the calibration is what is checked here).
+fn study_args(runs: &Path) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "sweep",
+        "--model",
+        "mlp:hidden=[64]",
+        "--dataset",
+        "digits",
+        "--optimizer",
+        "momentum",
+        "--concurrency",
+        "1",
+        "--fuse",
+        "4",
+        "--confirm",
+        "off",
+        "--runs-dir",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.push(runs.display().to_string());
+    v
+}
+
+fn lines(log: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .collect()
+}
+
+fn trial_ids(log: &Path) -> Vec<u64> {
+    lines(log)
+        .iter()
+        .filter(|v| v["type"] == "trial")
+        .filter_map(|v| v["trial_id"].as_u64())
+        .collect()
+}
+
+fn calibrated(log: &Path) -> Option<serde_json::Value> {
+    lines(log).into_iter().find(|v| v["type"] == "calibrated")
+}
+
+/// `report LOG --json` without what a rerun measures anew.
+fn report(log: &Path) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .args(["report", "--json"])
+        .arg(log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    strip(&mut v);
+    v
+}
+
+fn strip(v: &mut serde_json::Value) {
+    const MEASURED: &[&str] = &[
+        "log",
+        "wall_s",
+        "warnings",
+        "backend",
+        "projections",
+        "projection_backend",
+        "projection_check",
+        "projection_link",
+        "projection_note",
+        "exchange_check",
+        "noise",
+        "b_simple",
+        "b_simple_interval",
+        "noise_interval",
+        "noise_prediction",
+        "notes",
+        "calibration_wall_s",
+        "study_wall_s",
+    ];
+    match v {
+        serde_json::Value::Object(m) => {
+            m.retain(|k, _| !MEASURED.contains(&k.as_str()));
+            m.values_mut().for_each(strip);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+        _ => {}
+    }
+}
+
+fn resume(log: &Path, runs: &Path) -> std::process::Output {
+    Command::new(BIN)
+        .args(["sweep", "--resume"])
+        .arg(log)
+        .arg("--runs-dir")
+        .arg(runs)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn reference() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(study_args(dir.path()))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = find_log(dir.path()).unwrap();
+    (dir, log)
+}
+
+#[test]
+fn a_calibrated_study_cut_anywhere_resumes_to_the_uninterrupted_run() {
+    let (_dir, log) = reference();
+    let all = trial_ids(&log);
+    let pilots = all.iter().filter(|&&id| id >= 10u64.pow(16)).count();
+    assert!(pilots >= 8 + 4 + 4, "{pilots} pilot trials");
+    let c = calibrated(&log).expect("the calibrated study's line");
+    let sizes: Vec<u64> = c["batch_sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_u64().unwrap())
+        .collect();
+    assert!(sizes.len() >= 5, "{sizes:?}");
+    assert_eq!(all.len(), pilots + sizes.len() * 8);
+    let reference = report(&log);
+    let want: BTreeSet<u64> = all.iter().copied().collect();
+    // the file's lines: header, pilots, the calibrated line, the study
+    let text = std::fs::read_to_string(&log).unwrap();
+    let raw: Vec<&str> = text.lines().collect();
+    let at_calibrated = raw
+        .iter()
+        .position(|l| l.contains("\"type\":\"calibrated\""))
+        .unwrap();
+    assert_eq!(at_calibrated, pilots + 1);
+    // cut after: the first pilot, inside the scan, after the scan, inside a ladder round, the
+    // last pilot (the calibrated line not yet written), the calibrated line, one search trial
+    let cuts = [
+        1,
+        5,
+        8,
+        10,
+        pilots - 1,
+        pilots,
+        at_calibrated,
+        at_calibrated + 3,
+    ];
+    for n in cuts {
+        let dir = tempfile::tempdir().unwrap();
+        let cut = dir.path().join("cut.jsonl");
+        std::fs::write(&cut, raw[..=n].join("\n") + "\n").unwrap();
+        let out = resume(&cut, dir.path());
+        assert!(
+            out.status.success(),
+            "cut after line {n}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ids = trial_ids(&cut);
+        let got: BTreeSet<u64> = ids.iter().copied().collect();
+        assert_eq!(
+            ids.len(),
+            got.len(),
+            "cut after line {n}: a trial logged twice"
+        );
+        assert_eq!(
+            got, want,
+            "cut after line {n}: not the uninterrupted run's trials"
+        );
+        assert_eq!(calibrated(&cut), Some(c.clone()), "cut after line {n}");
+        let lines_calibrated = lines(&cut)
+            .iter()
+            .filter(|v| v["type"] == "calibrated")
+            .count();
+        assert_eq!(lines_calibrated, 1, "cut after line {n}: calibrated lines");
+        assert!(
+            report(&cut) == reference,
+            "cut after line {n}: report differs"
+        );
+    }
+}
+
+#[test]
+fn an_edited_pilot_is_warned_about_and_refused_on_resume() {
+    let (_dir, log) = reference();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut raw: Vec<String> = text.lines().map(str::to_string).collect();
+    // the scan's third pilot with another learning rate
+    let mut v: serde_json::Value = serde_json::from_str(&raw[3]).unwrap();
+    let lr = v["spec"]["metaparams"]["learning_rate"].as_f64().unwrap();
+    v["spec"]["metaparams"]["learning_rate"] = serde_json::json!(lr * 1.5);
+    raw[3] = v.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let edited = dir.path().join("edited.jsonl");
+    std::fs::write(&edited, raw[..6].join("\n") + "\n").unwrap();
+    let out = Command::new(BIN)
+        .arg("report")
+        .arg(&edited)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(":4:") && err.contains("pilot"),
+        "report says: {err}"
+    );
+    let out = resume(&edited, dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("pilot"), "{err}");
+}
+
+#[test]
+fn a_saved_calibrated_study_re_runs_the_same_search() {
+    let presets = tempfile::tempdir().unwrap();
+    let runs = tempfile::tempdir().unwrap();
+    let mut args = study_args(runs.path());
+    args.extend(["--save-preset".into(), "my-digits".into()]);
+    let out = Command::new(BIN)
+        .args(&args)
+        .env("SCALING_LAB_USER_PRESETS_DIR", presets.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("saved the study as preset my-digits"), "{err}");
+    let saved = presets.path().join("my-digits.toml");
+    let text = std::fs::read_to_string(&saved).unwrap();
+    assert!(text.contains("learning_rate_at"), "{text}");
+    let log = find_log(runs.path()).unwrap();
+    // the saved preset, swept: no calibration, the same search trials (id, spec, outcome)
+    let again = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "sweep",
+            "my-digits",
+            "--concurrency",
+            "1",
+            "--fuse",
+            "4",
+            "--runs-dir",
+        ])
+        .arg(again.path())
+        .env("SCALING_LAB_USER_PRESETS_DIR", presets.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let search = |log: &Path| -> Vec<(u64, serde_json::Value, serde_json::Value)> {
+        let mut v: Vec<_> = lines(log)
+            .into_iter()
+            .filter(|v| v["type"] == "trial" && v["trial_id"].as_u64().unwrap() < 10u64.pow(16))
+            .map(|v| {
+                let mut o = v["outcome"].clone();
+                for k in ["wall_s", "throughput", "noise"] {
+                    o.as_object_mut().unwrap().remove(k);
+                }
+                (v["trial_id"].as_u64().unwrap(), v["spec"].clone(), o)
+            })
+            .collect();
+        v.sort_by_key(|x| x.0);
+        v
+    };
+    let (a, b) = (search(&log), search(&find_log(again.path()).unwrap()));
+    assert!(!a.is_empty());
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x, y, "trial {} differs", x.0);
+    }
+    // saving under an existing name is refused, the file untouched
+    let out = Command::new(BIN)
+        .args(&args)
+        .env("SCALING_LAB_USER_PRESETS_DIR", presets.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("exists already"), "{err}");
+    assert_eq!(std::fs::read_to_string(&saved).unwrap(), text);
+}
