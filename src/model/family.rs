@@ -3,7 +3,7 @@
 //! per family, holding the spec type its file defines), the network it builds (`Net`, one variant
 //! per family, holding the module its file defines), and the dispatches between them. Every match
 //! here is exhaustive: a new family that is not registered in all of them does not compile, and
-//! `family_tests` holds [`FAMILIES`] against the kinds `ModelSpec` reads.
+//! `family::tests` holds [`FAMILIES`] against the kinds `ModelSpec` reads.
 //!
 //! What each family knows lives in its own file under `src/model/` (see docs/layout.md, "adding a
 //! family"): its [`Registration`] (kind, name, what it reads, its default and its smallest spec),
@@ -476,3 +476,6 @@ pub(super) fn replace_stats<B: Backend>(
         mask,
     })
 }
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -20,8 +20,6 @@ pub mod cnn;
 pub mod conv_bn;
 pub mod encoder;
 pub mod family;
-#[cfg(test)]
-mod family_tests;
 pub mod kernels;
 pub mod knob;
 pub mod layers;
@@ -502,12 +500,12 @@ mod tests {
     type Ad = burn::backend::Autodiff<Flex>;
 
     fn batch_for(spec: &ModelSpec, n: usize, salt: usize) -> Batch<Ad> {
-        let shape = super::family_tests::every_family()
+        let shape = super::family::tests::every_family()
             .into_iter()
             .find(|(s, _)| s.family().input() == spec.family().input())
             .expect("a family of this input")
             .1;
-        super::family_tests::batch_of(shape, 1, n, salt)
+        super::family::tests::batch_of(shape, 1, n, salt)
     }
 
     fn cat_batches(parts: Vec<Batch<Ad>>) -> Batch<Ad> {
@@ -548,7 +546,7 @@ mod tests {
     fn a_member_of_a_group_computes_what_it_computes_alone() {
         let dev = Default::default();
         let seeds = [3u64, 7, 11];
-        for (spec, shape) in &super::family_tests::every_family() {
+        for (spec, shape) in &super::family::tests::every_family() {
             let (spec, shape) = (spec, *shape);
             let n = 4;
             let group = Net::<Ad>::init_group(spec, shape, &seeds, &dev).unwrap();
@@ -641,7 +639,7 @@ mod tests {
     #[test]
     fn a_nan_in_one_member_never_reaches_another() {
         let dev = Default::default();
-        for (spec, shape) in &super::family_tests::every_family() {
+        for (spec, shape) in &super::family::tests::every_family() {
             let (spec, shape) = (spec, *shape);
             let group = Net::<Ad>::init_group(spec, shape, &[1, 2, 3], &dev).unwrap();
             // member 1's weights are NaN (as after a diverged step)

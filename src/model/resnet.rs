@@ -385,7 +385,7 @@ mod tests {
     use super::*;
     use crate::model::conv_bn::BnMode;
     use crate::model::family::ModelSpec;
-    use crate::model::family_tests::batch_of;
+    use crate::model::family::tests::batch_of;
     use crate::model::{select_members, Net};
     use burn::backend::{Autodiff, Flex};
     use burn::module::AutodiffModule;

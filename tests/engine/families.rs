@@ -9,7 +9,7 @@
 //!   of that family, on that preset's data.
 //!
 //! (Fused groups of every family: `group.rs`; every family's kernels against Burn's ops and its
-//! knobs: `model::family_tests`; on wgpu: the gpu tier.) A family added to the registry is
+//! knobs: `model::family::tests`; on wgpu: the gpu tier.) A family added to the registry is
 //! tested here without a new test.
 
 use crate::common;

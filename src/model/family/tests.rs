@@ -11,14 +11,14 @@ use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Int, Tensor, TensorData};
 
-use super::family::{registration, Family, Input, ModelSpec, FAMILIES};
-use super::{char_lstm, cnn, mlp, nqm, resnet, Batch, Ctx, InputShape, Net};
+use super::{registration, Family, Input, ModelSpec, FAMILIES};
+use crate::model::{char_lstm, cnn, mlp, nqm, resnet, Batch, Ctx, InputShape, Net};
 
 type Ad = Autodiff<Flex>;
 
 /// Every registered family with a network, at its smallest size, with the input shape it is
 /// built for: what the suites below (and `model::tests`) iterate.
-pub(super) fn every_family() -> Vec<(ModelSpec, InputShape)> {
+pub(crate) fn every_family() -> Vec<(ModelSpec, InputShape)> {
     FAMILIES
         .iter()
         .filter(|r| r.input != Input::None)
@@ -27,7 +27,7 @@ pub(super) fn every_family() -> Vec<(ModelSpec, InputShape)> {
 }
 
 /// A batch of `n` examples a member for `k` members, of the kind `shape` describes.
-pub(super) fn batch_of(shape: InputShape, k: usize, n: usize, salt: usize) -> Batch<Ad> {
+pub(crate) fn batch_of(shape: InputShape, k: usize, n: usize, salt: usize) -> Batch<Ad> {
     batch_on::<Ad>(shape, k, n, salt)
 }
 
@@ -137,7 +137,7 @@ fn counts_match_published_and_hand_computed_figures() {
     let r20 = ModelSpec::Resnet(resnet::ResNetSpec {
         depth: 20,
         width: 16,
-        batch_norm: super::conv_bn::BnMode::Batch,
+        batch_norm: crate::model::conv_bn::BnMode::Batch,
         ghost_batch: None,
     });
     assert_eq!(r20.param_count(cifar).unwrap(), 269_722.0);
@@ -172,7 +172,7 @@ fn counts_match_published_and_hand_computed_figures() {
     assert_eq!(nqm.forward_flops(mnist14).unwrap(), None);
     assert!(nqm
         .build::<Flex>(
-            &mut super::layers::Init::new(
+            &mut crate::model::layers::Init::new(
                 &mut <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(0),
                 &Default::default()
             ),
@@ -237,7 +237,7 @@ fn resnet_spec_problems() {
         batch_norm: mode,
         ghost_batch: ghost,
     };
-    use super::conv_bn::BnMode::{Batch as Plain, Ghost};
+    use crate::model::conv_bn::BnMode::{Batch as Plain, Ghost};
     let keys = |s: resnet::ResNetSpec| s.problems().into_iter().map(|(k, _)| k).collect::<Vec<_>>();
     assert!(keys(spec(8, Some(16), Ghost)).is_empty());
     assert!(keys(spec(20, None, Plain)).is_empty());
@@ -440,7 +440,7 @@ fn the_resnets_batch_norm_knobs_move_together() {
         .contains("not 6n + 2"));
     s.set_knob("width", "16").unwrap();
     assert_eq!(s.family().label(), "resnet-20 w16 ghost 16");
-    let mut t = ModelSpec::Transformer(super::transformer::TransformerSpec {
+    let mut t = ModelSpec::Transformer(crate::model::transformer::TransformerSpec {
         d_model: 64,
         heads: 4,
         layers: 2,
@@ -492,7 +492,7 @@ type BurnOps = Autodiff<Flex, BalancedCheckpointing>;
 /// each held to Burn's op also composes them as Burn's ops would.
 #[test]
 fn every_familys_loss_and_gradients_on_the_cpu_kernels_are_burns_ops() {
-    use super::kernels::flex::is_cpu;
+    use crate::model::kernels::flex::is_cpu;
     assert!(
         is_cpu::<Ad>() && !is_cpu::<BurnOps>(),
         "the two paths differ"
