@@ -85,7 +85,7 @@ enum Cmd {
     /// Train one trial at one batch size and report steps-to-target.
     Train(TrainArgs),
     /// Run a batch-size sweep (or resume one) and print the report.
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// Compare two or more run logs side by side.
     Compare(CompareArgs),
     /// Export a run log as CSV / JSON / SVG chart.
@@ -133,7 +133,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => cli::misc::cmd_tui(cli.preset, cli.open, runs_dir),
         Some(Cmd::Train(a)) => cli::train::cmd_train(a),
-        Some(Cmd::Sweep(a)) => cli::sweep::cmd_sweep(a, runs_dir),
+        Some(Cmd::Sweep(a)) => cli::sweep::cmd_sweep(*a, runs_dir),
         Some(Cmd::Compare(a)) => cli::report::cmd_compare(a),
         Some(Cmd::Export(a)) => cli::export::cmd_export(a),
         Some(Cmd::ImportBatchScience(a)) => cli::export::cmd_import(a, runs_dir),

@@ -413,6 +413,16 @@ pub fn cmd_sweep(a: SweepArgs, runs_dir: PathBuf) -> CmdResult {
         );
     }
     let (cfg, resume) = sweep_config(&a, runs_dir.clone())?;
+    if cluster && cfg.preset.calibrate.is_some() {
+        // the shards of a cluster sweep are planned before anything runs: the batch sizes and
+        // ranges a calibration would choose cannot be
+        return Err(usage(format!(
+            "{} leaves values for the lab to calibrate, and a cluster sweep is planned before \
+             it runs: calibrate here first (`scaling-lab sweep … --calibrate-only \
+             --save-preset NAME`), then run the saved preset with --slurm or --nodes",
+            cfg.preset.name
+        )));
+    }
     if cluster {
         return scaling_lab::cluster::sweep_hook(
             &a.slurm,

@@ -150,3 +150,83 @@ fn trim(v: f64) -> String {
         s.to_string()
     }
 }
+
+/// The calibration stage in the report: what it chose and why, and what it cost.
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
+pub struct CalibrationSummary {
+    /// One line: the choices (`summary_line`).
+    pub summary: String,
+    /// Each choice with the rule that made it (`lines`).
+    pub lines: Vec<String>,
+    /// The pilot trials the stage ran.
+    pub pilot_trials: usize,
+    /// Their summed trial time (s).
+    pub pilot_trial_s: f64,
+    /// The pilots' share of every trial's time in the run, pilots included (0–1): with trials
+    /// run side by side, the share of the run's wall time the calibration took.
+    pub share: f64,
+}
+
+/// The calibration stage of `c` over the run's `trials` (pilots are those with calibration ids).
+pub fn summary(c: &Calibrated, trials: &[crate::core::record::TrialRecord]) -> CalibrationSummary {
+    use crate::core::calibrate::CalibrateId;
+    let (mut pilots, mut pilot_s, mut all_s) = (0usize, 0.0f64, 0.0f64);
+    for t in trials {
+        all_s += t.outcome.wall_s;
+        if CalibrateId::decode(t.trial_id).is_some() {
+            pilots += 1;
+            pilot_s += t.outcome.wall_s;
+        }
+    }
+    CalibrationSummary {
+        summary: summary_line(c),
+        lines: lines(c),
+        pilot_trials: pilots,
+        pilot_trial_s: pilot_s,
+        share: if all_s > 0.0 { pilot_s / all_s } else { 0.0 },
+    }
+}
+
+/// The price line: "calibration: 40 pilot trials, 21.3 s of trial time (18 % of the run's)".
+pub fn price_line(s: &CalibrationSummary) -> String {
+    format!(
+        "calibration: {} pilot trials, {:.1} s of trial time ({:.0} % of the run's)",
+        s.pilot_trials,
+        s.pilot_trial_s,
+        s.share * 100.0
+    )
+}
+
+/// Each regime the curve does not show, with why, in one line (never a silent omission): the
+/// note that says it is missing, then the calibration's end of the batch range where it stopped
+/// at a limit, else where the study's batch sizes stop.
+pub fn missing_regimes(
+    notes: &[crate::core::analysis::Note],
+    calibrated: Option<&Calibrated>,
+) -> Vec<String> {
+    use crate::core::analysis::Note;
+    let mut out = Vec::new();
+    for n in notes {
+        let high = match n {
+            Note::MaximalNotReached { .. } => true,
+            Note::PerfectNotObserved { .. } => false,
+            _ => continue,
+        };
+        let why = match calibrated.map(|c| if high { &c.high } else { &c.low }) {
+            Some(End::Limit { why, .. }) => format!("{why} ends the batch range"),
+            Some(End::Observed { batch_size, .. }) => format!(
+                "the calibration's pilots showed it by B = {}; the study's curve does not \
+                 resolve it (more trials per B narrow it)",
+                fmt_b(*batch_size)
+            ),
+            _ if high => "the study's batch sizes end there (give larger ones, or leave them \
+                          out for the lab to calibrate)"
+                .to_string(),
+            _ => "the study's batch sizes start there (give smaller ones, or leave them out \
+                  for the lab to calibrate)"
+                .to_string(),
+        };
+        out.push(format!("{}: {why}", super::notes::note_text(n)));
+    }
+    out
+}

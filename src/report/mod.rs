@@ -78,6 +78,8 @@ pub struct Run<'a> {
     pub progress: Progress,
     /// Problems reading the log (torn last line, …).
     pub warnings: &'a [String],
+    /// A calibrated study's calibration (the log's calibrated line), when there is one.
+    pub calibrated: Option<&'a crate::core::calibrate::Calibrated>,
 }
 
 /// How far a run got.
@@ -350,6 +352,12 @@ pub struct Report {
     /// with its controls (`transfer`). Absent without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transfer: Option<transfer::TransferReport>,
+    /// The calibration stage of a study the lab calibrated: its choices, why, and its price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<calibration::CalibrationSummary>,
+    /// Each regime the curve does not show, and why, one line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_regimes: Vec<String>,
     /// The full analysis the report was built from (its notes worded: `json`).
     #[serde(serialize_with = "json::analysis_value")]
     pub analysis: Analysis,
@@ -519,6 +527,13 @@ fn from_analysis(analysis: Analysis, run: &Run) -> Report {
         confirm: h.preset.sweep.confirm.map(|c| c.to_string()),
         readout: a.readout,
         transfer: transfer::build(run.trials, a, &h.preset.workload),
+        calibration: run.calibrated.map(|c| calibration::summary(c, run.trials)),
+        // withheld with the curve: no regime is read, none is missing
+        missing_regimes: if a.withheld() {
+            Vec::new()
+        } else {
+            calibration::missing_regimes(&a.notes, run.calibrated)
+        },
         analysis,
         ..Report::default()
     }
@@ -599,6 +614,7 @@ pub fn of_sweep(result: &SweepResult, opts: &ReportOptions) -> Report {
             cancelled: result.cancelled,
         },
         warnings: &[],
+        calibrated: result.calibrated.as_ref(),
     };
     // the sweep's own analysis when the report reads the same study (no target of its own)
     let same = study_of(&run, opts.target) == result.study;
@@ -622,6 +638,7 @@ impl Run<'_> {
                 cancelled: log.summary.as_ref().is_some_and(|s| !s.complete),
             },
             warnings: &log.warnings,
+            calibrated: log.calibrated.as_ref(),
         }
     }
 }

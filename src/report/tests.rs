@@ -70,6 +70,7 @@ fn brief_names_the_best_speedup_per_link() {
                 path: None,
                 progress: Progress::default(),
                 warnings: &[],
+                calibrated: None,
             },
             &ReportOptions::default(),
         )
@@ -216,6 +217,7 @@ fn the_noise_band_reaches_text_json_and_csv() {
             path: None,
             progress: Progress::default(),
             warnings: &[],
+            calibrated: None,
         },
         &ReportOptions::default(),
     );

@@ -8,7 +8,7 @@ use super::notes::{note_text, off_curve_text};
 use super::{regime_at, Report};
 use crate::analysis::perfect_scaling_steps;
 use crate::analysis::FitRange;
-use crate::core::analysis::{Analysis, Readout, Regime};
+use crate::core::analysis::{Analysis, Note, Readout, Regime};
 
 /// The per-batch-size table: steps-to-target with its interval, ratio to perfect scaling, the
 /// regime, best metaparameters, noise scale and trial outcome counts; † marks a best trial at the
@@ -431,7 +431,17 @@ impl Report {
             let _ = writeln!(s, "  {off}");
         }
         for n in &self.analysis.notes {
-            let _ = writeln!(s, "  note: {}", note_text(n));
+            // a missing regime's note is said once, with why
+            let missing = matches!(
+                n,
+                Note::MaximalNotReached { .. } | Note::PerfectNotObserved { .. }
+            );
+            if !missing || self.missing_regimes.is_empty() {
+                let _ = writeln!(s, "  note: {}", note_text(n));
+            }
+        }
+        for m in &self.missing_regimes {
+            let _ = writeln!(s, "  note: {m}");
         }
         if self.evidence.text.is_none() {
             s.push_str(&self.fit_text());
@@ -484,6 +494,13 @@ impl Report {
         let _ = writeln!(s, "{status}");
         if let Some(p) = &self.log {
             let _ = writeln!(s, "run log: {p}");
+        }
+        if let Some(c) = &self.calibration {
+            let _ = writeln!(s, "{}", c.summary);
+            let _ = writeln!(s, "  {}", super::calibration::price_line(c));
+            for l in &c.lines {
+                let _ = writeln!(s, "  {l}");
+            }
         }
         if let Some(g) = &self.goal {
             let _ = writeln!(

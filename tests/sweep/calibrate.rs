@@ -94,8 +94,8 @@ fn strip(v: &mut serde_json::Value) {
         "noise_interval",
         "noise_prediction",
         "notes",
-        "calibration_wall_s",
-        "study_wall_s",
+        "pilot_trial_s",
+        "share",
     ];
     match v {
         serde_json::Value::Object(m) => {
@@ -150,6 +150,25 @@ fn a_calibrated_study_cut_anywhere_resumes_to_the_uninterrupted_run() {
     assert!(sizes.len() >= 5, "{sizes:?}");
     assert_eq!(all.len(), pilots + sizes.len() * 8);
     let reference = report(&log);
+    // the report prices the stage: its pilots and their share of the run's trial time
+    assert_eq!(
+        reference["calibration"]["pilot_trials"].as_u64(),
+        Some(pilots as u64),
+        "{}",
+        reference["calibration"]
+    );
+    let out = Command::new(BIN).arg("report").arg(&log).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let price = format!("calibration: {pilots} pilot trials, ");
+    assert!(text.contains(&price), "{text}");
+    let share: f64 = text
+        .split(&price)
+        .nth(1)
+        .and_then(|t| t.split('(').nth(1))
+        .and_then(|t| t.split(" %").next())
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no share in {text}"));
+    assert!((0.0..=100.0).contains(&share), "{share}");
     let want: BTreeSet<u64> = all.iter().copied().collect();
     // the file's lines: header, pilots, the calibrated line, the study
     let text = std::fs::read_to_string(&log).unwrap();
@@ -311,4 +330,23 @@ fn a_saved_calibrated_study_re_runs_the_same_search() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("exists already"), "{err}");
     assert_eq!(std::fs::read_to_string(&saved).unwrap(), text);
+}
+
+#[test]
+fn a_study_the_lab_calibrates_is_refused_on_a_cluster_with_what_to_do() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut args = study_args(runs.path());
+    args.extend(["--slurm".into(), "--dry-run".into()]);
+    let out = Command::new(BIN)
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--calibrate-only") && err.contains("--save-preset"),
+        "{err}"
+    );
+    assert!(find_log(runs.path()).is_none(), "nothing ran");
 }

@@ -47,6 +47,8 @@ pub struct AnalysisInputs {
     pub path: Option<PathBuf>,
     pub progress: Progress,
     pub warnings: Vec<String>,
+    /// The study the calibration stage chose (the report's calibration section).
+    pub calibrated: Option<Arc<crate::core::calibrate::Calibrated>>,
 }
 
 /// One analysis to run off the UI task.
@@ -98,6 +100,7 @@ impl AnalysisRequest {
             path: i.path.as_deref(),
             progress: i.progress,
             warnings: &i.warnings,
+            calibrated: i.calibrated.as_deref(),
         };
         let goal = i.header.preset.workload.target;
         let opts = ReportOptions {

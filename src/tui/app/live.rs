@@ -132,6 +132,8 @@ pub struct LiveState {
     /// The trials per stage, each against its own plan: the sweep's `Counts` (a view's copy
     /// between them), or counted from a log's records. None before the sweep counted.
     pub counts: Option<StageCounts>,
+    /// The study the calibration stage chose, once it has (its report section).
+    pub calibrated: Option<Arc<crate::core::calibrate::Calibrated>>,
 }
 
 impl LiveState {
@@ -171,6 +173,7 @@ impl LiveState {
             selected: 0,
             wall_s: None,
             warnings: Vec::new(),
+            calibrated: None,
             counts: None,
         }
     }
@@ -234,6 +237,7 @@ impl LiveState {
         s.prior = s.finished.len();
         s.saved = s.finished.len();
         s.warnings = log.warnings.clone();
+        s.calibrated = log.calibrated.clone().map(Arc::new);
         s.recount();
         s.touch();
         s
@@ -354,6 +358,7 @@ impl LiveState {
                 path: self.plan.run_log.as_deref().map(PathBuf::from),
                 progress: self.progress(),
                 warnings: self.warnings.clone(),
+                calibrated: self.calibrated.clone(),
             },
         })
     }
@@ -649,7 +654,10 @@ impl LiveState {
             SweepEvent::Trial { trial_id, event } => self.fold_trial(trial_id, event, now),
             SweepEvent::BestSoFar { .. } => {}
             // the calibrated study's header comes with the `Planned` that follows
-            SweepEvent::Calibrated(_) => self.touch(),
+            SweepEvent::Calibrated(c) => {
+                self.calibrated = Some(Arc::new(*c));
+                self.touch();
+            }
             SweepEvent::Counts(c) => self.counts = Some(c),
             SweepEvent::Saved { trial_id } => {
                 self.saved += 1;
@@ -826,7 +834,8 @@ impl LiveState {
     /// Folds one line appended to the followed run log.
     pub(crate) fn fold_log_line(&mut self, line: LogLine, now: f64) {
         match line {
-            LogLine::Header(_) | LogLine::Calibrated(_) => {}
+            LogLine::Header(_) => {}
+            LogLine::Calibrated(c) => self.calibrated = Some(Arc::new(*c)),
             LogLine::Trial(t) => {
                 let t = *t;
                 if !self.finished.iter().any(|f| f.trial_id == t.trial_id) {
