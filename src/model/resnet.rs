@@ -384,8 +384,8 @@ impl<B: Backend> Network<B> for ResNet<B> {
 mod tests {
     use super::*;
     use crate::model::conv_bn::BnMode;
-    use crate::model::family::ModelSpec;
     use crate::model::family::tests::batch_of;
+    use crate::model::family::ModelSpec;
     use crate::model::{select_members, Net};
     use burn::backend::{Autodiff, Flex};
     use burn::module::AutodiffModule;

@@ -101,8 +101,12 @@ fn a_family_named_by_its_kind_alone_starts_from_its_registered_default() {
             Input::None => Ok(String::new()),
         }
         .unwrap();
-        let p = study(&Choice::parse(family.kind).unwrap(), &table, OptimizerKind::Adam)
-            .unwrap_or_else(|e| panic!("{}: {e}", family.kind));
+        let p = study(
+            &Choice::parse(family.kind).unwrap(),
+            &table,
+            OptimizerKind::Adam,
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", family.kind));
         assert_eq!(p.workload.model, family.default_spec(), "{}", family.kind);
         assert_eq!(
             p.workload.dataset.is_none(),
