@@ -13,7 +13,6 @@ use scaling_lab::core::events::{SweepEvent, TrialEvent};
 use scaling_lab::core::runner::TrialRunner;
 use scaling_lab::core::trial::{CancelToken, DeviceSpec, TrialOutcome, TrialSpec};
 use scaling_lab::data::spec::DatasetSpec;
-use scaling_lab::model::ModelSpec;
 use scaling_lab::sweep::{start_sweep, SweepConfig, SweepResult};
 use scaling_lab::train::{BurnRunner, TrainOptions};
 use scaling_lab::workload::spec::*;

@@ -13,7 +13,6 @@ use burn::optim::GradientsParams;
 use burn::tensor::{FloatDType, Int, Tensor, TensorData};
 use scaling_lab::core::trial::{CancelToken, TrialOutcome, TrialSpec};
 use scaling_lab::model::layers::Ctx;
-use scaling_lab::model::ModelSpec;
 use scaling_lab::model::{Batch, InputShape, Net};
 use scaling_lab::train::exchange::{all_reduce_mean, join_collective, DEFAULT_BUCKET_BYTES};
 use scaling_lab::train::optim::{MemberStep, Opt};

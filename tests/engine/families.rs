@@ -40,6 +40,7 @@ fn config(kind: &str, w: Workload, runs: &Path) -> SweepConfig {
             fuse: Fuse::Off,
             ..SweepDefaults::default()
         },
+        calibrate: None,
     };
     SweepConfig {
         seed: 5,

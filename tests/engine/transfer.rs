@@ -11,6 +11,7 @@ use scaling_lab::core::trial::{CancelToken, DeviceSpec, Outcome, TrialOutcome, T
 use scaling_lab::data::probe::ProbeSizes;
 use scaling_lab::data::spec::DatasetSpec;
 use scaling_lab::model::ModelSpec;
+use scaling_lab::model::encoder::TransferFeature;
 use scaling_lab::model::Net;
 use scaling_lab::train::trainer::input_shape;
 use scaling_lab::train::{BurnRunner, TrainOptions};

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use scaling_lab::model::{Family, Input};
+use scaling_lab::model::Input;
 use scaling_lab::workload::presets::{find_preset_in, list_presets, presets_dir};
 
 fn dir() -> std::path::PathBuf {
