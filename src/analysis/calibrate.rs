@@ -85,8 +85,6 @@ pub const PILOT_MOMENTUM: f64 = 0.9;
 pub const BUDGET_FACTOR: f64 = 3.0;
 /// Evaluations before the target at the fastest batch size.
 pub const EVALS_BEFORE_TARGET: u64 = 20;
-/// Trials per batch size of a study that does not say.
-pub const DEFAULT_TRIALS: usize = 8;
 
 /// The optimizer's wide learning-rate range for the reference scan (for momentum optimizers the
 /// effective rate η/(1−γ)).

@@ -122,11 +122,11 @@ pub fn end_text(e: &End, high: bool) -> String {
             fitted(*b_crit)
         ),
         (End::Limit { batch_size, why }, false) => format!(
-            "perfect scaling not observed before B = {}: {why} ends the range",
+            "perfect scaling not observed before B = {}: the range is limited by {why}",
             fmt_b(*batch_size)
         ),
         (End::Limit { batch_size, why }, true) => format!(
-            "maximal data parallelism not observed by B = {}: {why} ends the range",
+            "maximal data parallelism not observed by B = {}: the range is limited by {why}",
             fmt_b(*batch_size)
         ),
         (End::Given { batch_size }, false) => format!("from B = {} (given)", fmt_b(*batch_size)),
@@ -213,7 +213,7 @@ pub fn missing_regimes(
             _ => continue,
         };
         let why = match calibrated.map(|c| if high { &c.high } else { &c.low }) {
-            Some(End::Limit { why, .. }) => format!("{why} ends the batch range"),
+            Some(End::Limit { why, .. }) => format!("the batch range is limited by {why}"),
             Some(End::Observed { batch_size, .. }) => format!(
                 "the calibration's pilots showed it by B = {}; the study's curve does not \
                  resolve it (more trials per B narrow it)",

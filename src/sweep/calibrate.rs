@@ -3,8 +3,8 @@
 //! ([`facts`]). The rounds' inputs are re-derived from the header by every reader
 //! (`analysis::calibrate::inputs_of_header`); the scheduler runs the rounds like any other trials.
 
-use crate::analysis::calibrate::DEFAULT_TRIALS;
 use crate::core::calibrate::Facts;
+use crate::workload::spec::CALIBRATED_TRIALS_PER_BATCH;
 use crate::workload::spec::{Calibrate, Workload};
 
 /// Largest batch size a calibration tries where no training set bounds it (the noisy quadratic
@@ -90,5 +90,5 @@ pub fn stand_in_batches(w: &Workload, workers: usize) -> Vec<usize> {
 
 /// Trials per batch size of a study whose preset does not say.
 pub fn default_trials(c: &Calibrate) -> Option<usize> {
-    c.any().then_some(DEFAULT_TRIALS)
+    c.any().then_some(CALIBRATED_TRIALS_PER_BATCH)
 }

@@ -255,7 +255,7 @@ fn fill_left_out(path: &Path, root: &DeTable<'_>, p: &mut Preset) {
         p.workload.target.metric = super::check::family_metric(&p.workload);
     }
     if absent(&["sweep", "trials_per_batch"]) {
-        p.sweep.trials_per_batch = crate::analysis::calibrate::DEFAULT_TRIALS;
+        p.sweep.trials_per_batch = crate::workload::spec::CALIBRATED_TRIALS_PER_BATCH;
     }
     if absent(&["name"]) {
         p.name = path

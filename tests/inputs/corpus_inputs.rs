@@ -351,12 +351,6 @@ fn preset_cases(dir: &Path) -> Vec<Case> {
     cases
 }
 
-/// BASE with `[sweep]` and everything after it cut off (a preset missing its sweep table, or
-/// truncated there).
-fn base_without_sweep() -> String {
-    BASE[..BASE.find("[sweep]").unwrap()].to_string()
-}
-
 /// A small NQM preset (no dataset) with `extra` lines added under `[workload]` / `[workload.model]`.
 fn nqm_preset(optimizer: &str, workload_extra: &str, model_extra: &str) -> String {
     format!(
@@ -491,11 +485,8 @@ fn preset_effect_cases(dir: &Path) -> Vec<Case> {
             BASE.replace("momentum = 0.9\n", "momentum = 0.9\nbeta2 = 0.99\n"),
             &["beta2 has no effect"],
         ),
-        (
-            "no-sweep-table",
-            base_without_sweep(),
-            &["sweep.batch_sizes is not set", "default"],
-        ),
+        // (a preset without [sweep] is a study whose batch sizes the lab calibrates:
+        // tests/sweep/calibrate.rs)
         (
             "long-name",
             BASE.replace("name = \"corpus\"", &long),

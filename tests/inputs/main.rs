@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod claims;
 mod cli_report;
 mod cli_report_json;
 mod cli_report_truth;

@@ -344,7 +344,11 @@ fn nqm_ladder_sweep_every_rung_is_exact_and_equals_full_length_trials() {
     let (_d, cfg) = nqm_ladder(true, 0.05, vec![0.4, 0.2, 0.1]);
     let (res, _) = common::run_sweep(cfg, Arc::new(NqmRunner), None);
     let log = read_run_log(&res.log_path).unwrap();
-    assert_eq!(log.header.schema, scaling_lab::core::record::SCHEMA_VERSION);
+    // a ladder without a calibration stage: the schema that has the ladder
+    assert_eq!(
+        log.header.schema,
+        scaling_lab::core::record::SCHEMA_WITHOUT_CALIBRATION
+    );
     assert_eq!(
         ladder_of(&log.header.preset.workload),
         vec![0.4, 0.2, 0.1, 0.05]

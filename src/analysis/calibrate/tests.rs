@@ -34,7 +34,7 @@ fn nqm_inputs(opt: OptimizerKind) -> Inputs {
         preset,
         calibrate: all,
         batch_sizes: Vec::new(),
-        trials_per_batch: DEFAULT_TRIALS,
+        trials_per_batch: crate::workload::spec::CALIBRATED_TRIALS_PER_BATCH,
         facts: Facts {
             allowed: (0..=20).map(|k| 1usize << k).collect(),
             low_limit: "B = 1".into(),
