@@ -6,12 +6,11 @@
 use burn::backend::Flex;
 use burn::tensor::{Tensor, TensorData};
 
-use scaling_lab::model::mlp::MlpSpec;
-use scaling_lab::model::{Batch, Ctx, InputShape, ModelSpec, Net};
+use scaling_lab::model::{mlp, Batch, Ctx, InputShape, Net};
 
 fn main() {
     let dev = Default::default();
-    let spec = ModelSpec::Mlp(MlpSpec { hidden: vec![64] });
+    let spec = mlp::hidden(vec![64]);
     let shape = InputShape::images(1, 8, 8, 10);
     let (k, n) = (10, 360);
     let seeds: Vec<u64> = (0..k as u64).collect();

@@ -22,35 +22,24 @@ fn main() {
         t.into_data().to_vec::<f32>().unwrap()
     }
     let v1 = |t: Tensor<Flex, 1>| flat(t);
-    for case in [StepCase::small_cnn(), StepCase::char_lstm()] {
+    for (name, case) in [
+        ("small-cnn", StepCase::small_cnn()),
+        ("char-lstm", StepCase::char_lstm()),
+    ] {
         let net = Net::<Flex>::init(&case.spec, case.shape, 7, &dev).unwrap();
         let batch = case.batches::<Flex>(5, &dev).swap_remove(0);
         let (logits, _) = net.logits(&batch, &Ctx::fp32());
         let loss = v1(net.loss(&batch, &Ctx::fp32()))[0];
-        let (name, params, x, y) = match (&net, &batch) {
-            (Net::Cnn(c), Batch::Images { x, y }) => (
-                "small-cnn",
-                serde_json::json!({
-                    "c1": flat(c.conv1.w.val()), "b1": flat(c.conv1.b.val()),
-                    "c2": flat(c.conv2.w.val()), "b2": flat(c.conv2.b.val()),
-                    "w3": flat(c.fc.w.val()), "b3": flat(c.fc.b.val()),
-                    "w4": flat(c.out.w.val()), "b4": flat(c.out.b.val()),
-                }),
+        let params = net.network().peer_params().expect("a peer model");
+        let (x, y) = match &batch {
+            Batch::Images { x, y } => (
                 serde_json::json!(x.clone().into_data().to_vec::<f32>().unwrap()),
                 y.clone().into_data().iter::<i64>().collect::<Vec<_>>(),
             ),
-            (Net::CharLstm(m), Batch::Text { x, y }) => (
-                "char-lstm",
-                serde_json::json!({
-                    "embed": flat(m.embed.val()),
-                    "wx": flat(m.wx.w.val()), "bx": flat(m.wx.b.val()),
-                    "wh": flat(m.wh.w.val()),
-                    "wo": flat(m.out.w.val()), "bo": flat(m.out.b.val()),
-                }),
+            Batch::Text { x, y } => (
                 serde_json::json!(x.clone().into_data().iter::<i64>().collect::<Vec<_>>()),
                 y.clone().into_data().iter::<i64>().collect::<Vec<_>>(),
             ),
-            _ => unreachable!(),
         };
         let out = serde_json::json!({
             "shape": [case.shape.channels, case.shape.height, case.shape.width],

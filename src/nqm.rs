@@ -496,7 +496,7 @@ mod tests {
         assert_eq!(out.outcome, Outcome::Cancelled { step: 0 });
         // A non-NQM workload is a set-up error.
         let mut w3 = w.clone();
-        w3.model = ModelSpec::Mlp(crate::model::mlp::MlpSpec { hidden: vec![8] });
+        w3.model = crate::model::mlp::hidden(vec![8]);
         assert!(NqmRunner
             .run(&w3, &spec(64, 0.5, 0.0), &mut |_| {}, &CancelToken::new())
             .is_err());

@@ -314,6 +314,8 @@ pub fn sweep_config(
 /// model, dataset or optimizer given replace its own, and the settings it tuned for them are
 /// left to the calibration stage.
 fn study_of_args(a: &SweepArgs) -> Result<(PathBuf, Preset), anyhow::Error> {
+    use scaling_lab::model::family::registration;
+    use scaling_lab::model::Input;
     use scaling_lab::workload::study::{self, Choice};
     let picked = a.model.is_some() || a.dataset.is_some() || a.optimizer.is_some();
     let Some(name) = a.preset.clone().or_else(|| (!picked).then(String::new)) else {
@@ -335,7 +337,9 @@ fn study_of_args(a: &SweepArgs) -> Result<(PathBuf, Preset), anyhow::Error> {
                 study::dataset_table(&choice, a.format.as_deref(), &sources)
                     .map_err(|e| usage(e.to_string()))?
             }
-            None if model.head == "nqm" => String::new(),
+            None if registration(&model.head).is_ok_and(|f| f.input == Input::None) => {
+                String::new()
+            }
             None => {
                 return Err(usage(
                     "--dataset: give the dataset too (e.g. --dataset mnist), or a preset",

@@ -1,17 +1,42 @@
 //! The char-LSTM family: a byte-level LSTM language model (embedding, one LSTM layer, a dense
 //! readout over the vocabulary).
 
-use burn::module::{Module, Param};
+use burn::module::{Module, Param, ParamId};
 use burn::tensor::backend::Backend;
-use burn::tensor::{Device, Int, Tensor};
-use rand::rngs::StdRng;
+use burn::tensor::{Int, Tensor};
 use serde::{Deserialize, Serialize};
 
-use super::family::{Family, Forward, Input, Network};
+use super::encoder::{Encoder, Rows};
+use super::family::{Family, Forward, Input, ModelSpec, Network, Registration};
 use super::kernels;
+use super::knob::Knob;
 use super::layers::{embed, Ctx, Dense, Init, Proj};
-use super::lm::{step_slice, unroll};
+use super::lm::{self, cells, step_slice, unroll};
 use super::{Batch, InputShape};
+
+pub static FAMILY: Registration = Registration {
+    kind: "char-lstm",
+    label: "char-LSTM (byte-level LSTM language model)",
+    input: Input::Text,
+    default: small,
+    fits: |_| Ok(()),
+    tiny: || {
+        let spec = CharLstmSpec {
+            embed: 5,
+            hidden: 7,
+        };
+        (ModelSpec::CharLstm(spec), lm::tiny_text())
+    },
+};
+
+/// Embedding 32, hidden 64 (the `shakespeare-lstm-adam` preset's model): a 2-core study's
+/// default and `bench`'s char-LSTM step.
+pub fn small() -> ModelSpec {
+    ModelSpec::CharLstm(CharLstmSpec {
+        embed: 32,
+        hidden: 64,
+    })
+}
 
 /// `kind = "char-lstm"`: embedding and hidden widths.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -21,64 +46,36 @@ pub struct CharLstmSpec {
     pub hidden: usize,
 }
 
-/// The embedding and hidden widths of a recurrent LM must be > 0 (shared with `mlstm`).
-pub(super) fn recurrent_problems(embed: usize, hidden: usize) -> Vec<(&'static str, String)> {
-    [("embed", embed), ("hidden", hidden)]
-        .into_iter()
-        .filter(|(_, v)| *v == 0)
-        .map(|(k, _)| (k, format!("{k} must be > 0")))
-        .collect()
+impl Family for CharLstmSpec {
+    fn registration(&self) -> &'static Registration {
+        &FAMILY
+    }
+    fn problems(&self) -> Vec<(&'static str, String)> {
+        lm::width_problems(self.embed, self.hidden)
+    }
+    fn label(&self) -> String {
+        format!("char-lstm {}", self.hidden)
+    }
+    fn size_key(&self) -> &'static str {
+        "hidden"
+    }
+    fn knobs(&self) -> Vec<Knob> {
+        lm::width_knobs(self.embed, self.hidden)
+    }
+    fn set_knob(&mut self, key: &str, text: &str) -> Result<(), String> {
+        lm::set_width(key, text, &mut self.embed, &mut self.hidden)
+    }
 }
 
-/// A recurrent LM family's [`Family`] facts and its `build`, the same for every spec of an
-/// embedding and a hidden width (`kind`: the preset's name; `net`: the module it builds).
-macro_rules! recurrent_family {
-    ($spec:ident, $kind:literal, $net:ident) => {
-        impl Family for $spec {
-            fn kind(&self) -> &'static str {
-                $kind
-            }
-            fn input(&self) -> Input {
-                Input::Text
-            }
-            fn problems(&self) -> Vec<(&'static str, String)> {
-                super::char_lstm::recurrent_problems(self.embed, self.hidden)
-            }
-            fn label(&self) -> String {
-                format!(concat!($kind, " {}"), self.hidden)
-            }
-            fn size_key(&self) -> &'static str {
-                "hidden"
-            }
-        }
-
-        impl<B: Backend> $net<B> {
-            /// One member drawn from `rng` (vocabulary, embedding and hidden widths).
-            pub fn new(
-                rng: &mut StdRng,
-                vocab: usize,
-                e: usize,
-                h: usize,
-                device: &Device<B>,
-            ) -> Self {
-                Self::init(&mut Init::new(rng, device), vocab, e, h)
-            }
-        }
-
-        impl $spec {
-            pub fn build<B: Backend>(
-                &self,
-                init: &mut Init<'_, B>,
-                shape: InputShape,
-            ) -> anyhow::Result<$net<B>> {
-                Ok($net::init(init, shape.vocab, self.embed, self.hidden))
-            }
-        }
-    };
+impl CharLstmSpec {
+    pub fn build<B: Backend>(
+        &self,
+        init: &mut Init<'_, B>,
+        shape: InputShape,
+    ) -> anyhow::Result<CharLstm<B>> {
+        Ok(CharLstm::init(init, shape.vocab, self.embed, self.hidden))
+    }
 }
-pub(super) use recurrent_family;
-
-recurrent_family!(CharLstmSpec, "char-lstm", CharLstm);
 
 #[derive(Module, Debug)]
 pub struct CharLstm<B: Backend> {
@@ -137,5 +134,52 @@ impl<B: Backend> Network<B> for CharLstm<B> {
     fn flops(&self, shape: InputShape) -> f64 {
         let t = shape.seq_len;
         self.wx.flops(t) + self.wh.flops(t) + self.out.flops(t)
+    }
+
+    fn untrained(&self) -> Vec<ParamId> {
+        Vec::new()
+    }
+
+    fn encoder(&self) -> Option<&dyn Encoder<B>> {
+        Some(self)
+    }
+
+    /// `benches/peers/char_lstm.py`'s names.
+    fn peer_params(&self) -> Option<serde_json::Value> {
+        use super::layers::member0_values as v;
+        Some(serde_json::json!({
+            "embed": v(&self.embed),
+            "wx": v(&self.wx.w), "bx": v(&self.wx.b),
+            "wh": v(&self.wh.w),
+            "wo": v(&self.out.w), "bo": v(&self.out.b),
+        }))
+    }
+}
+
+/// The LSTM's recurrence from zero states: `cell` is c at a sentence's last byte (the reference's
+/// feature), `hidden` h there, `mean` h averaged over its bytes.
+impl<B: Backend> Encoder<B> for CharLstm<B> {
+    fn width(&self) -> usize {
+        self.hidden
+    }
+
+    /// The gate inputs of every step.
+    fn sentence_cost(&self, t: usize) -> usize {
+        t * 4 * self.hidden
+    }
+
+    fn features(&self, ids: Tensor<B, 2, Int>, r: &Rows<'_, B>) -> Tensor<B, 3> {
+        let (c, [k, n, t], hd) = (&r.c, r.shape(&ids, self.embed.dims()[0]), self.hidden);
+        let xg = self
+            .wx
+            .forward(embed(&self.embed, ids, c), c)
+            .reshape([k, n, t, 4 * hd]);
+        cells(r, [k, n, t, hd], |i, h| {
+            step_slice(&xg, i) + self.wh.forward(h, c)
+        })
+    }
+
+    fn head(&self, states: Tensor<B, 3>, c: &Ctx) -> Tensor<B, 3> {
+        self.out.forward(states, c)
     }
 }

@@ -132,11 +132,19 @@ impl<B: Backend> Conv<B> {
 }
 
 /// Running averages of a batch normalisation's statistics, [K, C] each: state, not parameters
-/// (no gradient; the parameter count skips this type: `family::UNTRAINED`).
+/// (no gradient; a network holding them declares their ids untrained, `Network::untrained`, and
+/// the parameter count leaves them out).
 #[derive(Module, Debug)]
 pub struct RunningStats<B: Backend> {
     pub mean: Param<Tensor<B, 2>>,
     pub var: Param<Tensor<B, 2>>,
+}
+
+impl<B: Backend> RunningStats<B> {
+    /// The ids of the two averages.
+    pub fn ids(&self) -> [burn::module::ParamId; 2] {
+        [self.mean.id, self.var.id]
+    }
 }
 
 /// Batch normalisation per member and channel: γ, β [K, C] trained, running averages kept.

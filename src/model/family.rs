@@ -1,24 +1,125 @@
-//! The model families' one registration: the preset's `[workload.model]` (`ModelSpec`, one variant
-//! per family, holding the spec type its file defines), the network it builds (`Net`, one variant per
-//! family, holding the module its file defines), and the three dispatches between them. Every match
-//! here is exhaustive: a new family that is not registered in all of them does not compile.
+//! The model families' one registration: the list of families ([`FAMILIES`]: what Setup, the
+//! command line and the suites iterate), the preset's `[workload.model]` (`ModelSpec`, one variant
+//! per family, holding the spec type its file defines), the network it builds (`Net`, one variant
+//! per family, holding the module its file defines), and the dispatches between them. Every match
+//! here is exhaustive: a new family that is not registered in all of them does not compile, and
+//! `family::tests` holds [`FAMILIES`] against the kinds `ModelSpec` reads.
 //!
 //! What each family knows lives in its own file under `src/model/` (see docs/layout.md, "adding a
-//! family"): its spec fields and their validation ([`Family`]), the network it builds on the member
-//! axis and how it runs ([`Network`]), its label in Setup and reports, its peer description for
-//! `bench`. The parameter count and the FLOPs are computed from the module the family builds
-//! ([`ModelSpec::param_count`], [`ModelSpec::forward_flops`]), never from a second formula.
+//! family"): its [`Registration`] (kind, name, what it reads, its default and its smallest spec),
+//! its spec fields, their validation and its size knobs ([`Family`]), the network it builds on the
+//! member axis and how it runs ([`Network`]: its forward, its FLOPs, the state it does not train,
+//! its probe encoder if it is a language model), its label in Setup and reports, its peer
+//! description for `bench`. The parameter count and the FLOPs are computed from the module the
+//! family builds ([`ModelSpec::param_count`], [`ModelSpec::forward_flops`]), never from a second
+//! formula.
+
+use std::collections::HashSet;
 
 use burn::backend::Flex;
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Device, Int, Tensor};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
+use super::encoder::Encoder;
+use super::knob::{self, Knob};
 use super::layers::{Ctx, Init};
 use super::{char_lstm, cnn, mlp, mlstm, nqm, resnet, transformer, Batch, InputShape};
+
+/// Every registered family, in the order Setup lists them (one per variant of [`ModelSpec`]: a
+/// test holds this list against the kinds the preset reader accepts).
+pub static FAMILIES: &[&Registration] = &[
+    &mlp::FAMILY,
+    &cnn::FAMILY,
+    &resnet::FAMILY,
+    &char_lstm::FAMILY,
+    &mlstm::FAMILY,
+    &transformer::FAMILY,
+    &nqm::FAMILY,
+];
+
+/// The registered family of `kind` (a preset's `kind`, `--model`), or an error naming them all.
+pub fn registration(kind: &str) -> Result<&'static Registration, String> {
+    FAMILIES
+        .iter()
+        .copied()
+        .find(|r| r.kind == kind)
+        .ok_or_else(|| {
+            let kinds: Vec<&str> = FAMILIES.iter().map(|r| r.kind).collect();
+            format!("no model `{kind}`: the families are {}", kinds.join(", "))
+        })
+}
+
+/// A family as the lab lists it: one `pub static FAMILY: Registration` in each family's file.
+pub struct Registration {
+    /// The preset's `kind` (also the short name in reports, and `--model`).
+    pub kind: &'static str,
+    /// Its name in Setup's Model list (a spec's own label, [`Family::label`], adds its sizes).
+    pub label: &'static str,
+    /// What it reads.
+    pub input: Input,
+    /// The spec a study starts from, sized for a 2-core CPU (what `--model KIND` and Setup's
+    /// Model list give when no size is set).
+    pub(super) default: fn() -> ModelSpec,
+    /// Why data of a shape (its kind already matched) is too small for the family's layers.
+    pub(super) fits: fn(&InputShape) -> Result<(), String>,
+    /// The smallest spec that has every layer of the family, and the input it is built for.
+    pub(super) tiny: fn() -> (ModelSpec, InputShape),
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("kind", &self.kind)
+            .field("label", &self.label)
+            .field("input", &self.input)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registration {
+    /// The spec a study of this family starts from on a dataset that holds `data` of `shape`
+    /// (images: channels, side and classes; text: vocabulary and window; without a dataset,
+    /// `Input::None` and any shape), sized for a study on a 2-core CPU in minutes; or why the
+    /// family cannot read that data (a language model on images, an image model on text, images
+    /// too small for its layers).
+    pub fn default_for(&self, data: Input, shape: &InputShape) -> Result<ModelSpec, String> {
+        if data != self.input {
+            let kind = self.kind;
+            return Err(match (self.input, data) {
+                (Input::None, _) => format!(
+                    "model `{kind}` reads no dataset (it is computed in closed form): choose it without one"
+                ),
+                (wants, Input::None) => {
+                    let n = wants.noun();
+                    format!("model `{kind}` reads {n}: choose a dataset of {n}")
+                }
+                (wants, has) => format!(
+                    "model `{kind}` reads {}, and this dataset holds {}",
+                    wants.noun(),
+                    has.noun()
+                ),
+            });
+        }
+        (self.fits)(shape)?;
+        Ok((self.default)())
+    }
+
+    /// The spec a study of this family starts from, whatever its data (sized for a 2-core CPU;
+    /// [`Registration::default_for`] also says whether the data suits the family).
+    pub fn default_spec(&self) -> ModelSpec {
+        (self.default)()
+    }
+
+    /// The smallest spec that has every layer of the family and the input it is built for: the
+    /// size the suites hold every family to its contracts at (a trial of it takes seconds).
+    pub fn tiny(&self) -> (ModelSpec, InputShape) {
+        (self.tiny)()
+    }
+}
 
 /// What a family reads, which fixes the metric it reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,12 +132,29 @@ pub enum Input {
     None,
 }
 
+impl Input {
+    /// What is read, as a noun ("images", "text", "no data").
+    pub fn noun(self) -> &'static str {
+        match self {
+            Input::Images => "images",
+            Input::Text => "text",
+            Input::None => "no data",
+        }
+    }
+}
+
 /// What the rest of the lab needs to know about a family's spec (one implementation per family
 /// file).
 pub trait Family {
+    /// The family's registration (its file's `FAMILY`).
+    fn registration(&self) -> &'static Registration;
     /// The preset's `kind` (also the short name in reports).
-    fn kind(&self) -> &'static str;
-    fn input(&self) -> Input;
+    fn kind(&self) -> &'static str {
+        self.registration().kind
+    }
+    fn input(&self) -> Input {
+        self.registration().input
+    }
     /// Problems with the family's own fields: (the key under `[workload.model]`, message). The
     /// counts that allocate per item (layers, blocks) are capped here: a count is only taken of a
     /// spec without problems.
@@ -45,6 +163,11 @@ pub trait Family {
     fn label(&self) -> String;
     /// The key a model-size problem (memory) points at.
     fn size_key(&self) -> &'static str;
+    /// The size knobs Setup and the command line offer (every field of the family's table).
+    fn knobs(&self) -> Vec<Knob>;
+    /// Sets knob `key` from `text` (read with `model::knob`'s readers; the whole spec's problems
+    /// are checked by [`ModelSpec::set_knob`] after). Only keys of [`Family::knobs`] reach here.
+    fn set_knob(&mut self, key: &str, text: &str) -> Result<(), String>;
     /// The model object the JAX peers read (`bench --sweep-peer`, benches/peers/sweep_protocol.py);
     /// `None`: no peer for this family.
     fn peer_model(&self) -> Option<serde_json::Value> {
@@ -101,6 +224,49 @@ impl ModelSpec {
             ModelSpec::Resnet(s) => s,
             ModelSpec::Nqm(s) => s,
         }
+    }
+
+    /// The family's knowledge of its spec, to change it (the knobs).
+    fn family_mut(&mut self) -> &mut dyn Family {
+        match self {
+            ModelSpec::Mlp(s) => s,
+            ModelSpec::Cnn(s) => s,
+            ModelSpec::CharLstm(s) => s,
+            ModelSpec::Mlstm(s) => s,
+            ModelSpec::Transformer(s) => s,
+            ModelSpec::Resnet(s) => s,
+            ModelSpec::Nqm(s) => s,
+        }
+    }
+
+    /// The family's size knobs with their current values.
+    pub fn knobs(&self) -> Vec<Knob> {
+        self.family().knobs()
+    }
+
+    /// Sets knob `key` (the spec's TOML key) from `text`: read as the knob's type, then the whole
+    /// spec checked with the family's problems (the checks a preset's table gets). On an error —
+    /// one line naming the key or the rule broken — the spec is left as it was.
+    pub fn set_knob(&mut self, key: &str, text: &str) -> Result<(), String> {
+        let knobs = self.knobs();
+        if !knobs.iter().any(|k| k.key == key) {
+            return Err(knob::unknown(self.short_name(), key, &knobs));
+        }
+        let mut next = self.clone();
+        next.family_mut().set_knob(key, text)?;
+        let problems = next.family().problems();
+        if !problems.is_empty() {
+            let why: Vec<String> = problems.into_iter().map(|(_, m)| m).collect();
+            return Err(why.join("; "));
+        }
+        *self = next;
+        Ok(())
+    }
+
+    /// The model an imported study's log names (the import records no model: a linear
+    /// classifier stands in, and the log's header says it was imported).
+    pub fn placeholder() -> Self {
+        ModelSpec::Mlp(mlp::MlpSpec { hidden: Vec::new() })
     }
 
     /// One member of the family's network, its parameters from `init` in the family's order.
@@ -186,6 +352,20 @@ pub trait Network<B: Backend> {
     fn forward(&self, batch: &Batch<B>, c: &Ctx) -> Forward<B>;
     /// Multiply-add FLOPs of one example's forward (of one member).
     fn flops(&self, shape: InputShape) -> f64;
+    /// The parameters that hold state the network keeps but does not train (batch
+    /// normalisation's running averages: no gradient, moved by a training forward's
+    /// [`Forward::stats`]); the parameter count leaves them out. Empty for a family without
+    /// such state.
+    fn untrained(&self) -> Vec<ParamId>;
+    /// What a transfer probe reads of a language model's states (`None`: not a language model;
+    /// every family that reads text has one, a test holds them to it).
+    fn encoder(&self) -> Option<&dyn Encoder<B>>;
+    /// The parameters of member 0 by the names its JAX peer model gives them
+    /// (`benches/peers/check_models.py`, through `cargo bench --bench peer_models`); `None`: no
+    /// peer model for this family.
+    fn peer_params(&self) -> Option<serde_json::Value> {
+        None
+    }
     /// Whether [`Network::correct_shared`] serves here.
     fn shares_eval_rows(&self, c: &Ctx) -> bool {
         let _ = c;
@@ -212,44 +392,29 @@ impl<B: Backend> Net<B> {
     }
 
     /// Elements of the trained parameters of one member (the leading member axis excluded;
-    /// running statistics, which are not trained, excluded). Works on lazy parameters.
+    /// the state the family declares untrained, [`Network::untrained`], excluded). Works on lazy
+    /// parameters.
     pub fn trained_params(&self) -> f64 {
-        count_trained(self)
-    }
-}
-
-/// The container type of state that is not trained (`resnet::RunningStats`): the parameter count
-/// skips what is inside it.
-pub const UNTRAINED: &str = "Struct:RunningStats";
-
-/// Elements per member of every trained parameter (f64: a paper-size spec must not overflow).
-fn count_trained<B: Backend, M: Module<B>>(m: &M) -> f64 {
-    struct Count {
-        depth_untrained: usize,
-        total: f64,
-    }
-    impl<B: Backend> ModuleVisitor<B> for Count {
-        fn enter_module(&mut self, _name: &str, container: &str) {
-            if container == UNTRAINED || self.depth_untrained > 0 {
-                self.depth_untrained += 1;
+        let untrained: HashSet<ParamId> = self.network().untrained().into_iter().collect();
+        struct Count {
+            untrained: HashSet<ParamId>,
+            total: f64,
+        }
+        impl<B: Backend> ModuleVisitor<B> for Count {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+                if !self.untrained.contains(&param.id) {
+                    let dims = param.lazy_shape().dims::<D>();
+                    self.total += dims[1..].iter().map(|&d| d as f64).product::<f64>();
+                }
             }
         }
-        fn exit_module(&mut self, _name: &str, _container: &str) {
-            self.depth_untrained = self.depth_untrained.saturating_sub(1);
-        }
-        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-            if self.depth_untrained == 0 {
-                let dims = param.lazy_shape().dims::<D>();
-                self.total += dims[1..].iter().map(|&d| d as f64).product::<f64>();
-            }
-        }
+        let mut c = Count {
+            untrained,
+            total: 0.0,
+        };
+        self.visit(&mut c);
+        c.total
     }
-    let mut c = Count {
-        depth_untrained: 0,
-        total: 0.0,
-    };
-    m.visit(&mut c);
-    c.total
 }
 
 /// One member on `device`, its weights drawn from `seed` (identical for equal seeds on any backend).
@@ -311,3 +476,6 @@ pub(super) fn replace_stats<B: Backend>(
         mask,
     })
 }
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -158,6 +158,16 @@ fn lazy<B: Backend, const D: usize>(
     )
 }
 
+/// Member 0's values of a parameter, flat in row-major order (what a peer model reads).
+pub fn member0_values<B: Backend, const D: usize>(p: &Param<Tensor<B, D>>) -> Vec<f32> {
+    p.val()
+        .narrow(0, 0, 1)
+        .into_data()
+        .convert::<f32>()
+        .to_vec()
+        .expect("f32 values")
+}
+
 /// Uniform(−bound, bound) values (PyTorch's default for Linear/Conv is bound = 1/sqrt(fan_in)).
 pub fn uniform(rng: &mut StdRng, n: usize, bound: f64) -> Vec<f32> {
     (0..n)

@@ -1,12 +1,64 @@
-//! What the recurrent language-model families (`char_lstm`, `mlstm`) share: the LSTM cell and its
-//! unrolling over time. Every tensor has the leading member axis ([K, …]); the input ids are
+//! What the recurrent language-model families (`char_lstm`, `mlstm`) share: the LSTM cell, its
+//! unrolling over time, the same recurrence read for a transfer probe's features (`cells`), and
+//! the problems of their two widths. Every tensor has the leading member axis ([K, …]); the input ids are
 //! [K·N, T] (member-major rows) and the logits [K, N·T, vocab].
 
 use burn::tensor::backend::Backend;
-use burn::tensor::{activation, Device, Tensor};
+use burn::tensor::{activation, Bool, Device, Tensor, TensorData};
 
+use super::encoder::{Rows, TransferFeature};
 use super::kernels;
+use super::knob::{self, Knob};
 use super::layers::Ctx;
+use super::InputShape;
+
+/// The input the language models' smallest specs are built for: 11 symbols, windows of 6.
+pub(super) fn tiny_text() -> InputShape {
+    InputShape {
+        channels: 0,
+        height: 0,
+        width: 0,
+        classes: 11,
+        vocab: 11,
+        seq_len: 6,
+    }
+}
+
+/// The embedding and hidden widths of a recurrent LM must be > 0.
+pub(super) fn width_problems(embed: usize, hidden: usize) -> Vec<(&'static str, String)> {
+    [("embed", embed), ("hidden", hidden)]
+        .into_iter()
+        .filter(|(_, v)| *v == 0)
+        .map(|(k, _)| (k, format!("{k} must be > 0")))
+        .collect()
+}
+
+/// A recurrent LM's two knobs.
+pub(super) fn width_knobs(embed: usize, hidden: usize) -> Vec<Knob> {
+    vec![
+        Knob::new("embed", "the byte embedding's width", embed.to_string()),
+        Knob::new(
+            "hidden",
+            "the recurrent state's width (the probe's feature width)",
+            hidden.to_string(),
+        ),
+    ]
+}
+
+/// Sets one of a recurrent LM's two knobs.
+pub(super) fn set_width(
+    key: &str,
+    text: &str,
+    embed: &mut usize,
+    hidden: &mut usize,
+) -> Result<(), String> {
+    match key {
+        "embed" => *embed = knob::count(key, text)?,
+        "hidden" => *hidden = knob::count(key, text)?,
+        _ => return Err(format!("no knob `{key}` (embed, hidden)")),
+    }
+    Ok(())
+}
 
 /// Step i of a sequence [K, N, T, d] → [K, N, d].
 pub(super) fn step_slice<B: Backend>(t: &Tensor<B, 4>, i: usize) -> Tensor<B, 3> {
@@ -67,6 +119,83 @@ pub(super) fn unroll<B: Backend>(
         hs.push(h.clone());
     }
     Tensor::stack::<4>(hs, 2).reshape([k, n * t, hidden])
+}
+
+/// The recurrence of an LSTM cell over `t` steps from zero states, the feature picked at each
+/// sentence's last byte: `gates(i, h)` gives step i's gate pre-activations from h_{i−1}.
+pub(super) fn cells<B: Backend>(
+    r: &Rows<'_, B>,
+    [k, n, t, hd]: [usize; 4],
+    gates: impl Fn(usize, Tensor<B, 3>) -> Tensor<B, 3>,
+) -> Tensor<B, 3> {
+    let mut h = Tensor::<B, 3>::zeros([k, n, hd], r.device);
+    let mut cell = h.clone();
+    let mut pick = Pick::new(r.feature, r.lens, [k, n, hd], r.device);
+    for i in 0..t {
+        let (h2, c2) = lstm_cell(gates(i, h), cell, &r.c);
+        h = h2;
+        cell = c2;
+        pick.step(i, &h, &cell);
+    }
+    pick.finish()
+}
+
+/// What a recurrence keeps of its states: the state at each row's last byte, or the sum of h over
+/// its bytes.
+struct Pick<B: Backend> {
+    feature: TransferFeature,
+    lens: Vec<usize>,
+    acc: Tensor<B, 3>,
+    device: Device<B>,
+}
+
+impl<B: Backend> Pick<B> {
+    fn new(feature: TransferFeature, lens: &[usize], dims: [usize; 3], device: &Device<B>) -> Self {
+        Pick {
+            feature,
+            lens: lens.to_vec(),
+            acc: Tensor::zeros(dims, device),
+            device: device.clone(),
+        }
+    }
+
+    /// Rows where `f(len)` holds, as a mask broadcast to [K, N, d].
+    fn rows(&self, f: impl Fn(usize) -> bool) -> Tensor<B, 3, Bool> {
+        let [k, n, d] = self.acc.dims();
+        let m: Vec<bool> = self.lens.iter().map(|&l| f(l)).collect();
+        Tensor::<B, 3, Bool>::from_data(TensorData::new(m, [1, n, 1]), &self.device)
+            .expand([k, n, d])
+    }
+
+    /// Books step i's hidden and cell states.
+    fn step(&mut self, i: usize, h: &Tensor<B, 3>, cell: &Tensor<B, 3>) {
+        match self.feature {
+            TransferFeature::Cell | TransferFeature::Hidden => {
+                let last = self.rows(|l| l == i + 1);
+                let s = if self.feature == TransferFeature::Cell {
+                    cell
+                } else {
+                    h
+                };
+                self.acc = self.acc.clone().mask_where(last, s.clone());
+            }
+            TransferFeature::Mean => {
+                let pad = self.rows(|l| l <= i);
+                self.acc = self.acc.clone() + h.clone().mask_fill(pad, 0.0);
+            }
+        }
+    }
+
+    fn finish(self) -> Tensor<B, 3> {
+        match self.feature {
+            TransferFeature::Mean => {
+                let n = self.lens.len();
+                let inv: Vec<f32> = self.lens.iter().map(|&l| 1.0 / l as f32).collect();
+                self.acc * Tensor::<B, 3>::from_data(TensorData::new(inv, [1, n, 1]), &self.device)
+            }
+            TransferFeature::Cell | TransferFeature::Hidden => self.acc,
+        }
+    }
 }
 
 #[cfg(test)]

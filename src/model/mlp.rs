@@ -1,13 +1,30 @@
 //! The MLP family: a fully connected ReLU network on the flattened image.
 
-use burn::module::Module;
+use burn::module::{Module, ParamId};
 use burn::tensor::backend::Backend;
 use burn::tensor::{activation, Tensor};
 use serde::{Deserialize, Serialize};
 
-use super::family::{Family, Forward, Input, Network};
+use super::encoder::Encoder;
+use super::family::{Family, Forward, Input, ModelSpec, Network, Registration};
+use super::knob::{self, Knob};
 use super::layers::{Ctx, Dense, Init};
 use super::{kernels, Batch, InputShape};
+
+pub static FAMILY: Registration = Registration {
+    kind: "mlp",
+    label: "MLP (fully connected, ReLU)",
+    input: Input::Images,
+    default: || hidden(vec![64]),
+    fits: |_| Ok(()),
+    tiny: || (hidden(vec![16, 8]), InputShape::images(1, 8, 8, 5)),
+};
+
+/// An MLP of these hidden widths: one hidden layer of 64 is a 2-core study's default (the
+/// `digits-mlp-*` presets' model); `bench` times 784-256-10, the JAX peer's step.
+pub fn hidden(widths: Vec<usize>) -> ModelSpec {
+    ModelSpec::Mlp(MlpSpec { hidden: widths })
+}
 
 /// `kind = "mlp"`: the hidden layers' widths (none: a linear classifier).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -17,11 +34,8 @@ pub struct MlpSpec {
 }
 
 impl Family for MlpSpec {
-    fn kind(&self) -> &'static str {
-        "mlp"
-    }
-    fn input(&self) -> Input {
-        Input::Images
+    fn registration(&self) -> &'static Registration {
+        &FAMILY
     }
     fn problems(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
@@ -42,6 +56,20 @@ impl Family for MlpSpec {
     }
     fn size_key(&self) -> &'static str {
         "hidden"
+    }
+    fn knobs(&self) -> Vec<Knob> {
+        vec![Knob::new(
+            "hidden",
+            "the hidden layers' widths, first to last (none: a linear classifier)",
+            knob::counts_text(&self.hidden),
+        )]
+    }
+    fn set_knob(&mut self, key: &str, text: &str) -> Result<(), String> {
+        match key {
+            "hidden" => self.hidden = knob::counts(key, text)?,
+            _ => return Err(knob::unknown(FAMILY.kind, key, &self.knobs())),
+        }
+        Ok(())
     }
     fn peer_model(&self) -> Option<serde_json::Value> {
         Some(serde_json::json!({ "kind": "mlp", "hidden": self.hidden }))
@@ -99,6 +127,14 @@ impl<B: Backend> Network<B> for Mlp<B> {
 
     fn flops(&self, _shape: InputShape) -> f64 {
         self.layers.iter().map(|l| l.flops(1)).sum()
+    }
+
+    fn untrained(&self) -> Vec<ParamId> {
+        Vec::new()
+    }
+
+    fn encoder(&self) -> Option<&dyn Encoder<B>> {
+        None
     }
 
     /// The MLP on the CPU in fp32: its evaluation takes one copy of the validation rows, not one

@@ -2,23 +2,26 @@
 //! the forward pass runs in the compute precision of `Ctx` and returns fp32 logits.
 //!
 //! **A model family is one file** (`mlp`, `cnn`, `char_lstm`, `mlstm`, `transformer`,
-//! `resnet`, `nqm`):
-//! its spec fields and their validation, the network it builds on the member axis, its label, its
-//! peer description; `family` registers them (the preset's `ModelSpec` and the network `Net`)
-//! and counts parameters and FLOPs on the module a family builds. Shared pieces: `layers` (dense,
-//! conv block, norms, the parameter initialiser `Init`), `conv_bn` (the residual networks'
-//! convolution and batch normalisation), `lm` (the LSTM cell and its unrolling),
-//! `kernels` (the CPU's ops of our own).
+//! `resnet`, `nqm`): its registration (kind, name, what it reads, its default spec and its
+//! smallest one), its spec fields, their validation and its size knobs, the network it builds on
+//! the member axis, the state that network does not train, its probe encoder if it is a language
+//! model, its label, its peer description and the specs `bench` times; `family` registers them
+//! (the list `FAMILIES`, the preset's `ModelSpec` and the network `Net`) and counts parameters
+//! and FLOPs on the module a family builds. Shared pieces: `layers` (dense, conv block, norms,
+//! the parameter initialiser `Init`), `conv_bn` (the residual networks' convolution and batch
+//! normalisation), `lm` (the LSTM cell, its unrolling, the recurrent families' probe
+//! recurrence), `encoder` (what a transfer probe reads of a language model), `knob` (a size
+//! knob and its text readers), `kernels` (the CPU's ops of our own).
 //!
 //! Layering: imports `data` only (the preset types in `workload` hold a `ModelSpec`).
 
 pub mod char_lstm;
 pub mod cnn;
 pub mod conv_bn;
+pub mod encoder;
 pub mod family;
-#[cfg(test)]
-mod family_tests;
 pub mod kernels;
+pub mod knob;
 pub mod layers;
 mod lm;
 pub mod mlp;
@@ -32,7 +35,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{activation, Device, Int, Tensor, TensorData};
 
 pub use char_lstm::CharLstm;
-pub use family::{Family, Forward, Input, ModelSpec, Net, Network};
+pub use family::{Family, Forward, Input, ModelSpec, Net, Network, Registration, FAMILIES};
 pub use layers::Ctx;
 pub use lm::{lstm_cell, lstm_cell_ops};
 pub use mlp::Mlp;
@@ -497,12 +500,12 @@ mod tests {
     type Ad = burn::backend::Autodiff<Flex>;
 
     fn batch_for(spec: &ModelSpec, n: usize, salt: usize) -> Batch<Ad> {
-        let shape = super::family_tests::every_family()
+        let shape = super::family::tests::every_family()
             .into_iter()
             .find(|(s, _)| s.family().input() == spec.family().input())
             .expect("a family of this input")
             .1;
-        super::family_tests::batch_of(shape, 1, n, salt)
+        super::family::tests::batch_of(shape, 1, n, salt)
     }
 
     fn cat_batches(parts: Vec<Batch<Ad>>) -> Batch<Ad> {
@@ -543,7 +546,7 @@ mod tests {
     fn a_member_of_a_group_computes_what_it_computes_alone() {
         let dev = Default::default();
         let seeds = [3u64, 7, 11];
-        for (spec, shape) in &super::family_tests::every_family() {
+        for (spec, shape) in &super::family::tests::every_family() {
             let (spec, shape) = (spec, *shape);
             let n = 4;
             let group = Net::<Ad>::init_group(spec, shape, &seeds, &dev).unwrap();
@@ -636,7 +639,7 @@ mod tests {
     #[test]
     fn a_nan_in_one_member_never_reaches_another() {
         let dev = Default::default();
-        for (spec, shape) in &super::family_tests::every_family() {
+        for (spec, shape) in &super::family::tests::every_family() {
             let (spec, shape) = (spec, *shape);
             let group = Net::<Ad>::init_group(spec, shape, &[1, 2, 3], &dev).unwrap();
             // member 1's weights are NaN (as after a diverged step)

@@ -3,7 +3,21 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::family::{Family, Input};
+use super::family::{Family, Input, ModelSpec, Registration};
+use super::knob::{self, Knob};
+use super::InputShape;
+
+pub static FAMILY: Registration = Registration {
+    kind: "nqm",
+    label: "noisy quadratic model (Zhang et al., closed form)",
+    input: Input::None,
+    default: || ModelSpec::Nqm(NqmSpec::new(1000)),
+    fits: |_| Ok(()),
+    tiny: || {
+        let no_data = InputShape::images(0, 0, 0, 0);
+        (ModelSpec::Nqm(NqmSpec::new(10)), no_data)
+    },
+};
 
 /// `kind = "nqm"`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -35,11 +49,8 @@ impl NqmSpec {
 }
 
 impl Family for NqmSpec {
-    fn kind(&self) -> &'static str {
-        "nqm"
-    }
-    fn input(&self) -> Input {
-        Input::None
+    fn registration(&self) -> &'static Registration {
+        &FAMILY
     }
     fn problems(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
@@ -60,5 +71,27 @@ impl Family for NqmSpec {
     }
     fn size_key(&self) -> &'static str {
         "dim"
+    }
+    fn knobs(&self) -> Vec<Knob> {
+        vec![
+            Knob::new(
+                "dim",
+                "dimensions (curvature 1/i along the i-th)",
+                self.dim.to_string(),
+            ),
+            Knob::new(
+                "precondition_power",
+                "p of the preconditioner H^-p that Adam's update uses, in [0, 1]",
+                self.precondition_power.to_string(),
+            ),
+        ]
+    }
+    fn set_knob(&mut self, key: &str, text: &str) -> Result<(), String> {
+        match key {
+            "dim" => self.dim = knob::count(key, text)?,
+            "precondition_power" => self.precondition_power = knob::real(key, text)?,
+            _ => return Err(knob::unknown(FAMILY.kind, key, &self.knobs())),
+        }
+        Ok(())
     }
 }

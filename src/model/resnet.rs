@@ -9,15 +9,49 @@
 //! column) with zero channels appended — no parameters. Every convolution is followed by batch
 //! normalisation (`conv_bn`: ghost or plain, as the preset states), so convolutions have no bias.
 
-use burn::module::Module;
+use burn::module::{Module, ParamId};
 use burn::tensor::backend::Backend;
 use burn::tensor::{activation, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use super::conv_bn::{BatchNorm, BnMode, Conv};
-use super::family::{Family, Forward, Input, Network, StatUpdate};
+use super::encoder::Encoder;
+use super::family::{Family, Forward, Input, ModelSpec, Network, Registration, StatUpdate};
+use super::knob::{self, Knob};
 use super::layers::{Ctx, Dense, Init};
 use super::{Batch, InputShape};
+
+pub static FAMILY: Registration = Registration {
+    kind: "resnet",
+    label: "ResNet (He et al.'s CIFAR ResNet, batch norm)",
+    input: Input::Images,
+    default: small,
+    fits: |_| Ok(()),
+    tiny: || {
+        let spec = ResNetSpec {
+            depth: 8,
+            width: 3,
+            batch_norm: BnMode::Ghost,
+            ghost_batch: Some(2),
+        };
+        (ModelSpec::Resnet(spec), InputShape::images(1, 8, 8, 5))
+    },
+};
+
+/// Examples per ghost batch a spec switched to ghost batch normalisation starts with.
+pub const DEFAULT_GHOST_BATCH: usize = 16;
+
+/// ResNet-8 of width 4 with ghost batch normalisation over 16 examples (the
+/// `mnist-resnet-momentum` preset's model on 14×14 images): a 2-core study's default and
+/// `bench`'s fused ResNet step.
+pub fn small() -> ModelSpec {
+    ModelSpec::Resnet(ResNetSpec {
+        depth: 8,
+        width: 4,
+        batch_norm: BnMode::Ghost,
+        ghost_batch: Some(DEFAULT_GHOST_BATCH),
+    })
+}
 
 /// Most blocks per stage a preset may ask for (ResNet-6002; each block is built).
 pub const MAX_BLOCKS: usize = 1000;
@@ -91,11 +125,8 @@ impl ResNetSpec {
 }
 
 impl Family for ResNetSpec {
-    fn kind(&self) -> &'static str {
-        "resnet"
-    }
-    fn input(&self) -> Input {
-        Input::Images
+    fn registration(&self) -> &'static Registration {
+        &FAMILY
     }
     fn problems(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
@@ -148,6 +179,49 @@ impl Family for ResNetSpec {
     fn size_key(&self) -> &'static str {
         "width"
     }
+    fn knobs(&self) -> Vec<Knob> {
+        vec![
+            Knob::new(
+                "depth",
+                "layers with weights, 6n + 2 (8, 14, 20, 32, …: n blocks in each of 3 stages)",
+                self.depth.to_string(),
+            ),
+            Knob::new(
+                "width",
+                "the first stage's channels (the others have twice and four times as many)",
+                self.width.to_string(),
+            ),
+            Knob::new(
+                "batch_norm",
+                "ghost (statistics over ghost_batch examples: the same at every B) or batch",
+                bn_name(self.batch_norm),
+            ),
+            Knob::new(
+                "ghost_batch",
+                "examples each ghost batch normalises (none with batch_norm = batch)",
+                knob::optional_text(self.ghost_batch),
+            ),
+        ]
+    }
+    /// Switching `batch_norm` to `batch` drops `ghost_batch`; to `ghost`, starts it at
+    /// [`DEFAULT_GHOST_BATCH`] when there is none.
+    fn set_knob(&mut self, key: &str, text: &str) -> Result<(), String> {
+        match key {
+            "depth" => self.depth = knob::count(key, text)?,
+            "width" => self.width = knob::count(key, text)?,
+            "batch_norm" => {
+                let names = BN_MODES.map(|(_, name)| name);
+                self.batch_norm = BN_MODES[knob::choice(key, text, &names)?].0;
+                self.ghost_batch = match self.batch_norm {
+                    BnMode::Ghost => Some(self.ghost_batch.unwrap_or(DEFAULT_GHOST_BATCH)),
+                    BnMode::Batch => None,
+                };
+            }
+            "ghost_batch" => self.ghost_batch = knob::optional_count(key, text)?,
+            _ => return Err(knob::unknown(FAMILY.kind, key, &self.knobs())),
+        }
+        Ok(())
+    }
     fn batch_problem(&self, per_replica: usize) -> Option<String> {
         let v = self.ghost();
         (v > 0 && per_replica > v && !per_replica.is_multiple_of(v)).then(|| {
@@ -157,6 +231,16 @@ impl Family for ResNetSpec {
                  multiple of {v} per worker, or at most {v}"
             )
         })
+    }
+}
+
+/// `batch_norm`'s modes and their TOML names.
+const BN_MODES: [(BnMode, &str); 2] = [(BnMode::Ghost, "ghost"), (BnMode::Batch, "batch")];
+
+fn bn_name(mode: BnMode) -> &'static str {
+    match mode {
+        BnMode::Ghost => "ghost",
+        BnMode::Batch => "batch",
     }
 }
 
@@ -282,14 +366,26 @@ impl<B: Backend> Network<B> for ResNet<B> {
         }
         f + self.head.flops(1)
     }
+
+    /// Every batch normalisation's running averages.
+    fn untrained(&self) -> Vec<ParamId> {
+        std::iter::once(&self.stem_bn)
+            .chain(self.blocks.iter().flat_map(|b| [&b.bn1, &b.bn2]))
+            .flat_map(|bn| bn.running.ids())
+            .collect()
+    }
+
+    fn encoder(&self) -> Option<&dyn Encoder<B>> {
+        None
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::conv_bn::BnMode;
+    use crate::model::family::tests::batch_of;
     use crate::model::family::ModelSpec;
-    use crate::model::family_tests::batch_of;
     use crate::model::{select_members, Net};
     use burn::backend::{Autodiff, Flex};
     use burn::module::AutodiffModule;

@@ -1,15 +1,44 @@
 //! The Transformer family: a small pre-norm causal Transformer language model with learned
 //! positions.
 
-use burn::module::{Module, Param};
+use burn::module::{Module, Param, ParamId};
 use burn::tensor::backend::Backend;
-use burn::tensor::{activation, Bool, Device, Int, Tensor, TensorData};
-use rand::rngs::StdRng;
+use burn::tensor::{activation, Bool, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use super::family::{Family, Forward, Input, Network};
+use super::encoder::{Encoder, Rows, TransferFeature};
+use super::family::{Family, Forward, Input, ModelSpec, Network, Registration};
+use super::knob::{self, Knob};
 use super::layers::{embed, per_member_add, Ctx, Dense, Init, Norm};
-use super::{Batch, InputShape};
+use super::{lm, Batch, InputShape};
+
+pub static FAMILY: Registration = Registration {
+    kind: "transformer",
+    label: "Transformer (small causal language model)",
+    input: Input::Text,
+    default: small,
+    fits: |_| Ok(()),
+    tiny: || {
+        let spec = TransformerSpec {
+            d_model: 8,
+            heads: 2,
+            layers: 2,
+            ff: 12,
+        };
+        (ModelSpec::Transformer(spec), lm::tiny_text())
+    },
+};
+
+/// Two blocks of width 64, 4 heads, feed-forward 256 (the `shakespeare-transformer-adam`
+/// preset's model): a 2-core study's default.
+pub fn small() -> ModelSpec {
+    ModelSpec::Transformer(TransformerSpec {
+        d_model: 64,
+        heads: 4,
+        layers: 2,
+        ff: 256,
+    })
+}
 
 /// Most blocks a preset may ask for (each is built: an absurd count is an error, not a hang).
 pub const MAX_LAYERS: usize = 1024;
@@ -25,11 +54,8 @@ pub struct TransformerSpec {
 }
 
 impl Family for TransformerSpec {
-    fn kind(&self) -> &'static str {
-        "transformer"
-    }
-    fn input(&self) -> Input {
-        Input::Text
+    fn registration(&self) -> &'static Registration {
+        &FAMILY
     }
     fn problems(&self) -> Vec<(&'static str, String)> {
         let (d, heads) = (self.d_model, self.heads);
@@ -61,6 +87,33 @@ impl Family for TransformerSpec {
     }
     fn size_key(&self) -> &'static str {
         "d_model"
+    }
+    fn knobs(&self) -> Vec<Knob> {
+        vec![
+            Knob::new(
+                "d_model",
+                "the width of every position's state",
+                self.d_model.to_string(),
+            ),
+            Knob::new(
+                "heads",
+                "attention heads per block (they divide d_model)",
+                self.heads.to_string(),
+            ),
+            Knob::new("layers", "blocks", self.layers.to_string()),
+            Knob::new("ff", "the feed-forward layer's width", self.ff.to_string()),
+        ]
+    }
+    fn set_knob(&mut self, key: &str, text: &str) -> Result<(), String> {
+        let v = knob::count(key, text)?;
+        match key {
+            "d_model" => self.d_model = v,
+            "heads" => self.heads = v,
+            "layers" => self.layers = v,
+            "ff" => self.ff = v,
+            _ => return Err(knob::unknown(FAMILY.kind, key, &self.knobs())),
+        }
+        Ok(())
     }
 }
 
@@ -102,26 +155,6 @@ pub struct TransformerLm<B: Backend> {
 }
 
 impl<B: Backend> TransformerLm<B> {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        rng: &mut StdRng,
-        vocab: usize,
-        max_len: usize,
-        d: usize,
-        heads: usize,
-        layers: usize,
-        ff: usize,
-        device: &Device<B>,
-    ) -> Self {
-        let spec = TransformerSpec {
-            d_model: d,
-            heads,
-            layers,
-            ff,
-        };
-        Self::init(&mut Init::new(rng, device), &spec, vocab, max_len)
-    }
-
     /// One member from `init`: the blocks (QKV, projection, the two feed-forward layers each;
     /// layer norms γ = 1, β = 0), then the token and position embeddings (Normal(0, 0.02)), the
     /// final norm and the readout.
@@ -218,5 +251,60 @@ impl<B: Backend> Network<B> for TransformerLm<B> {
             })
             .sum();
         blocks + self.head.flops(t)
+    }
+
+    fn untrained(&self) -> Vec<ParamId> {
+        Vec::new()
+    }
+
+    fn encoder(&self) -> Option<&dyn Encoder<B>> {
+        Some(self)
+    }
+}
+
+/// No cell state: `cell` and `hidden` are the final layer norm's output at a sentence's last
+/// byte (the state the head reads), `mean` its average over the sentence's bytes; a sentence
+/// longer than the context is read as its last `seq_len` bytes.
+impl<B: Backend> Encoder<B> for TransformerLm<B> {
+    fn width(&self) -> usize {
+        self.pos.dims()[2]
+    }
+
+    fn context(&self) -> usize {
+        self.pos.dims()[1]
+    }
+
+    /// The attention scores, the feed-forward layer or the QKV projection, whichever is largest.
+    fn sentence_cost(&self, t: usize) -> usize {
+        let ff = self.blocks.first().map_or(0, |b| b.ff1.w.dims()[2]);
+        t * (self.heads * t).max(ff).max(3 * self.pos.dims()[2])
+    }
+
+    fn features(&self, ids: Tensor<B, 2, Int>, r: &Rows<'_, B>) -> Tensor<B, 3> {
+        let (lens, device) = (r.lens, r.device);
+        let [k, _, d] = self.pos.dims();
+        let [_, n, t] = r.shape(&ids, k);
+        let hs = self.hidden(ids, &r.c).reshape([k, n, t, d]);
+        match r.feature {
+            TransferFeature::Cell | TransferFeature::Hidden => {
+                let last: Vec<i64> = lens.iter().map(|&l| l as i64 - 1).collect();
+                let idx =
+                    Tensor::<B, 4, Int>::from_data(TensorData::new(last, [1, n, 1, 1]), device)
+                        .expand([k, n, 1, d]);
+                hs.gather(2, idx).reshape([k, n, d])
+            }
+            TransferFeature::Mean => {
+                let mask: Vec<f32> = lens
+                    .iter()
+                    .flat_map(|&l| (0..t).map(move |i| if i < l { 1.0 / l as f32 } else { 0.0 }))
+                    .collect();
+                let w = Tensor::<B, 4>::from_data(TensorData::new(mask, [1, n, t, 1]), device);
+                (hs * w).sum_dim(2).reshape([k, n, d])
+            }
+        }
+    }
+
+    fn head(&self, states: Tensor<B, 3>, c: &Ctx) -> Tensor<B, 3> {
+        self.head.forward(states, c)
     }
 }

@@ -19,8 +19,7 @@ fn header() -> Header {
     preset.workload.target = target();
     preset.workload.optimizer = OptimizerKind::Sgd;
     // a data workload (the NQM has no compute to time)
-    preset.workload.model =
-        crate::model::ModelSpec::Mlp(crate::model::mlp::MlpSpec { hidden: vec![64] });
+    preset.workload.model = crate::model::mlp::hidden(vec![64]);
     let cfg = crate::sweep::SweepConfig::from_preset(preset, None, "runs".into());
     crate::sweep::scheduler::make_header(&cfg, "burn-flex (cpu)")
 }

@@ -307,7 +307,7 @@ fn import_preset(
         description,
         workload: Workload {
             dataset: None,
-            model: ModelSpec::Mlp(crate::model::mlp::MlpSpec { hidden: vec![] }),
+            model: ModelSpec::placeholder(),
             optimizer,
             target,
             targets: Vec::new(),

@@ -223,18 +223,12 @@ impl StepCase {
     /// preset's lr 0.2 (tested against the preset file).
     pub fn small_cnn() -> Self {
         StepCase {
-            spec: ModelSpec::Cnn(crate::model::cnn::CnnSpec {
-                channels: [8, 16],
-                dense: 32,
-            }),
+            spec: crate::model::cnn::small(),
             shape: InputShape::images(1, 14, 14, 10),
             optimizer: OptimizerKind::Sgd,
             metaparams: Metaparams {
                 learning_rate: 0.2,
-                ..Self::momentum_28x28(ModelSpec::Mlp(crate::model::mlp::MlpSpec {
-                    hidden: vec![],
-                }))
-                .metaparams
+                ..Self::momentum_28x28(crate::model::mlp::hidden(vec![])).metaparams
             },
             clip: None,
         }
@@ -245,10 +239,7 @@ impl StepCase {
     /// β2 0.999, ε 1e-8, lr 0.003) after global-norm clipping at 1.0 (tested against the preset file).
     pub fn char_lstm() -> Self {
         StepCase {
-            spec: ModelSpec::CharLstm(crate::model::char_lstm::CharLstmSpec {
-                embed: 32,
-                hidden: 64,
-            }),
+            spec: crate::model::char_lstm::small(),
             shape: InputShape {
                 channels: 0,
                 height: 0,
@@ -412,18 +403,13 @@ pub fn mlp_step_examples_per_s<B: AutodiffBackend>(
     precision: Precision,
     device: &Device<B>,
 ) -> f64 {
-    let spec = ModelSpec::Mlp(crate::model::mlp::MlpSpec {
-        hidden: vec![hidden],
-    });
+    let spec = crate::model::mlp::hidden(vec![hidden]);
     step_examples_per_s::<B>(&spec, batch, 20, steps, precision, device)
 }
 
 /// The paper-size MNIST CNN (Shallue et al.): 5×5 convs with 32 and 64 channels, dense 1024.
 pub fn cnn_paper_spec() -> ModelSpec {
-    ModelSpec::Cnn(crate::model::cnn::CnnSpec {
-        channels: [32, 64],
-        dense: 1024,
-    })
+    crate::model::cnn::paper()
 }
 
 /// Runs the benchmark. Ours and the peer alternate within each round; the best round of each is kept.
@@ -676,10 +662,11 @@ pub fn concurrency_points(precision: Precision) -> Vec<ConcurrencyPoint> {
         if !seen.insert(format!("{:?}|{:?}", p.workload.model, p.workload.dataset)) {
             continue;
         }
-        let steps = match p.workload.model {
-            ModelSpec::Mlp { .. } => 300,
-            _ => 20,
-        };
+        // a step as cheap as the digits MLP's (< 10⁵ FLOPs an example) 300 times, others 20
+        let shape = crate::workload::check::nominal_shape(&p.workload);
+        let flops = p.workload.model.forward_flops(shape).ok().flatten();
+        let cheap = flops.is_some_and(|f| f < 1e5);
+        let steps = if cheap { 300 } else { 20 };
         let b = 128;
         let one = match trainer_point(&p, b, steps, precision) {
             Ok(t) => t.examples_per_s,

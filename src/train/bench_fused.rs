@@ -119,12 +119,7 @@ impl StepCase {
     /// (tested against the preset file).
     pub fn resnet_mnist14() -> Self {
         StepCase {
-            spec: ModelSpec::Resnet(crate::model::resnet::ResNetSpec {
-                depth: 8,
-                width: 4,
-                batch_norm: crate::model::conv_bn::BnMode::Ghost,
-                ghost_batch: Some(16),
-            }),
+            spec: crate::model::resnet::small(),
             shape: InputShape::images(1, 14, 14, 10),
             optimizer: crate::workload::spec::OptimizerKind::Momentum,
             metaparams: crate::workload::spec::Metaparams::new(0.05, 0.9),

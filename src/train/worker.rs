@@ -20,10 +20,10 @@ use super::grads;
 use super::optim::{MemberStep, Opt};
 use crate::core::runner::panic_message;
 use crate::data::{self, Dataset};
+use crate::model::encoder::TransferFeature;
 use crate::model::family::StatUpdate;
 use crate::model::{Batch, Ctx, EvalSums, Net};
 use crate::transfer::{self, encode::Features};
-use crate::workload::spec::TransferFeature;
 
 /// A one-element-per-member tensor on the inner (non-autodiff) backend: values the step reads back.
 pub(super) type InnerTensor<B> = Tensor<<B as AutodiffBackend>::InnerBackend, 1>;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 // checks); the `[workload.model]` table to the model families (`model::family`, each family's
 // fields in its own file). Both are imported from there, not through this module.
 use crate::data::spec::DatasetSpec;
+use crate::model::encoder::TransferFeature;
 use crate::model::{Input, ModelSpec};
 
 /// One TOML file under `presets/`.
@@ -159,30 +160,6 @@ pub struct TransferSpec {
     /// states over the untrained control's small ones.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub standardize: bool,
-}
-
-/// The state a sentence's feature is read from.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum TransferFeature {
-    /// The last layer's cell state c at the sentence's last byte (the reference's choice; a
-    /// Transformer, which has none, gives its final hidden state there).
-    #[default]
-    Cell,
-    /// The hidden state h at the last byte.
-    Hidden,
-    /// The hidden states averaged over the sentence's bytes.
-    Mean,
-}
-
-impl TransferFeature {
-    pub fn name(self) -> &'static str {
-        match self {
-            TransferFeature::Cell => "cell",
-            TransferFeature::Hidden => "hidden",
-            TransferFeature::Mean => "mean",
-        }
-    }
 }
 
 /// What a study that leaves its target out holds until the calibration chose one (the loader

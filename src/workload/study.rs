@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::load::parse_preset;
 use super::spec::{OptimizerKind, Preset};
+use crate::model::Input;
 
 /// Environment variable naming the user's datasets file (default:
 /// `<config dir>/scaling-lab/datasets.toml`).
@@ -542,6 +543,24 @@ pub fn dataset_table(
     Ok(table.iter().map(|(k, v)| format!("{k} = {v}\n")).collect())
 }
 
+/// The `[workload.model]` lines after `kind`: the settings given, or, for a registered family
+/// given by its kind alone, the sizes of its default (`Registration::default_spec`: what a study
+/// on a 2-core CPU starts from).
+fn model_lines(model: &Choice) -> String {
+    let default = crate::model::family::registration(&model.head)
+        .ok()
+        .filter(|_| model.settings.is_empty())
+        .and_then(|f| toml::to_string(&f.default_spec()).ok())
+        .and_then(|t| t.parse::<toml::Table>().ok());
+    match default {
+        Some(mut table) => {
+            table.remove("kind");
+            toml::to_string(&table).unwrap_or_default()
+        }
+        None => model.toml_lines(),
+    }
+}
+
 /// The minimal preset of a model, a dataset table and an optimizer (what a user would write),
 /// loaded by the preset loader: everything else is left to the calibration stage. A problem is
 /// one line naming the part it belongs to (a language model on images says so at the model).
@@ -571,9 +590,10 @@ pub fn study(
         toml::Value::String(name.clone()),
         optimizer.name(),
         toml_value(&model.head),
-        model.toml_lines()
+        model_lines(model)
     );
-    let without_data = model.head == "nqm";
+    let family = crate::model::family::registration(&model.head).ok();
+    let without_data = family.is_some_and(|f| f.input == Input::None);
     let text = if without_data {
         text.replace(&format!("[workload.dataset]\n{dataset_table}\n"), "")
     } else {

@@ -13,7 +13,6 @@ use scaling_lab::core::events::{SweepEvent, TrialEvent};
 use scaling_lab::core::runner::TrialRunner;
 use scaling_lab::core::trial::{CancelToken, DeviceSpec, TrialOutcome, TrialSpec};
 use scaling_lab::data::spec::DatasetSpec;
-use scaling_lab::model::ModelSpec;
 use scaling_lab::sweep::{start_sweep, SweepConfig, SweepResult};
 use scaling_lab::train::{BurnRunner, TrainOptions};
 use scaling_lab::workload::spec::*;
@@ -24,8 +23,20 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_scaling-lab");
 /// skipped with a loud line on stderr, so `cargo test --release --features wgpu` passes on a
 /// machine without Vulkan — unless `SCALING_LAB_REQUIRE_WGPU=1` (what `.ci/run` sets once it has
 /// installed lavapipe), where a missing adapter fails the test.
+///
+/// The tier runs at CubeCL's minimal autotune level unless `CUBECL_AUTOTUNE_LEVEL` says
+/// otherwise: on lavapipe the default level benchmarks every kernel variant on first use, which
+/// cost every family's first steps minutes of CPU (measured: 8.5 min of CPU time for the
+/// families' test at the default level, 3.6 min at minimal, from cold caches). Set once, before
+/// the first probe reads CubeCL's configuration; the binaries the tier starts inherit it.
 #[cfg(feature = "wgpu")]
 pub fn wgpu_or_skip(test: &str) -> bool {
+    static LEVEL: std::sync::Once = std::sync::Once::new();
+    LEVEL.call_once(|| {
+        if std::env::var_os("CUBECL_AUTOTUNE_LEVEL").is_none() {
+            std::env::set_var("CUBECL_AUTOTUNE_LEVEL", "minimal");
+        }
+    });
     let why = match scaling_lab::train::wgpu::probe() {
         Ok(found) if !found.is_empty() => return true,
         Ok(_) => "the probe found none".to_string(),
@@ -137,15 +148,23 @@ pub fn run_sweep(
     (res, drainer.join().unwrap())
 }
 
-/// The digits MLP [64] the engine tests train: momentum (η 0.05, γ 0.9), val error ≤ 0.06,
-/// evaluated every 5 steps, at most 2000 steps.
+/// The bundled digits' shape: 8×8 images of one channel in 10 classes.
+pub fn digits_shape() -> scaling_lab::model::InputShape {
+    scaling_lab::model::InputShape::images(1, 8, 8, 10)
+}
+
+/// The digits MLP [64] the engine tests train (the MLP family's default for digits): momentum
+/// (η 0.05, γ 0.9), val error ≤ 0.06, evaluated every 5 steps, at most 2000 steps.
 pub fn digits_workload() -> Workload {
+    let mlp = scaling_lab::model::family::registration("mlp").unwrap();
     Workload {
         dataset: Some(DatasetSpec {
             val_fraction: 0.2,
             ..DatasetSpec::named("digits")
         }),
-        model: ModelSpec::Mlp(scaling_lab::model::mlp::MlpSpec { hidden: vec![64] }),
+        model: mlp
+            .default_for(scaling_lab::model::Input::Images, &digits_shape())
+            .unwrap(),
         optimizer: OptimizerKind::Momentum,
         target: Target {
             metric: Metric::ValError,
@@ -159,6 +178,70 @@ pub fn digits_workload() -> Workload {
         precision: Precision::Fp32,
         defaults: Metaparams::new(0.05, 0.9),
         grad_clip: None,
+        divergence_factor: 10.0,
+        transfer: None,
+    }
+}
+
+/// A short workload of a registered family at its smallest size, on bundled data of the kind it
+/// reads: digits' images (momentum, η 0.05, γ 0.9), Shakespeare's bytes in windows of 16 (Adam,
+/// η 0.003, clipped at 1.0) or none (the noisy quadratic model, momentum); 30 steps, evaluated
+/// every 10, a target no trial reaches in them. What the suites that hold every family to its
+/// contracts train.
+pub fn family_workload(family: &scaling_lab::model::Registration) -> Workload {
+    use scaling_lab::model::Input;
+    let (model, _) = family.tiny();
+    let (dataset, optimizer, target, defaults, grad_clip) = match family.input {
+        Input::Images => (
+            DatasetSpec {
+                val_fraction: 0.2,
+                ..DatasetSpec::named("digits")
+            },
+            OptimizerKind::Momentum,
+            Target {
+                metric: Metric::ValError,
+                value: 0.01,
+            },
+            Metaparams::new(0.05, 0.9),
+            None,
+        ),
+        Input::Text => (
+            DatasetSpec {
+                max_bytes: Some(40_000),
+                seq_len: 16,
+                max_val: Some(8),
+                ..DatasetSpec::named("shakespeare")
+            },
+            OptimizerKind::Adam,
+            Target {
+                metric: Metric::ValBpc,
+                value: 1.0,
+            },
+            Metaparams::new(0.003, 0.9),
+            Some(1.0),
+        ),
+        Input::None => {
+            return Workload {
+                model,
+                eval_every: 10,
+                step_budget: 30,
+                ..Workload::nqm(10, OptimizerKind::Momentum, 1e-6)
+            }
+        }
+    };
+    Workload {
+        dataset: Some(dataset),
+        model,
+        optimizer,
+        target,
+        targets: Vec::new(),
+        eval_every: 10,
+        eval_growth: 0.0,
+        step_budget: 30,
+        max_examples: None,
+        precision: Precision::Fp32,
+        defaults,
+        grad_clip,
         divergence_factor: 10.0,
         transfer: None,
     }

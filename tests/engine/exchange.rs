@@ -13,7 +13,6 @@ use burn::optim::GradientsParams;
 use burn::tensor::{FloatDType, Int, Tensor, TensorData};
 use scaling_lab::core::trial::{CancelToken, TrialOutcome, TrialSpec};
 use scaling_lab::model::layers::Ctx;
-use scaling_lab::model::ModelSpec;
 use scaling_lab::model::{Batch, InputShape, Net};
 use scaling_lab::train::exchange::{all_reduce_mean, join_collective, DEFAULT_BUCKET_BYTES};
 use scaling_lab::train::optim::{MemberStep, Opt};
@@ -73,15 +72,12 @@ fn train_both(
     let _g = scaling_lab::train::exchange::collective_lock();
     let (world, steps) = (2, 3);
     let mp = Metaparams::new(0.05, 0.9);
-    let model: Net<B> = Net::init(
-        &ModelSpec::Mlp(scaling_lab::model::mlp::MlpSpec {
-            hidden: vec![32, 16],
-        }),
-        shape(),
-        5,
-        &Default::default(),
-    )
-    .unwrap();
+    let mut spec = scaling_lab::model::family::registration("mlp")
+        .unwrap()
+        .default_for(scaling_lab::model::Input::Images, &shape())
+        .unwrap();
+    spec.set_knob("hidden", "32, 16").unwrap();
+    let model: Net<B> = Net::init(&spec, shape(), 5, &Default::default()).unwrap();
     reset_collective::<Flex>();
     let handles: Vec<_> = (0..world)
         .map(|rank| {

@@ -1,9 +1,9 @@
 //! Fused trial groups are exact: a trial trained in a group reproduces the same trial trained
 //! alone (same seed, same metaparameters) — the training loss of every one of its first 50 steps
-//! within 1e-5 relative, and the same outcome and steps — for every model family (MLP, CNN, LSTM,
-//! mLSTM, Transformer, ResNet with batch normalisation) and optimizer (SGD, momentum, Nesterov,
-//! Adam), in fp32 and fp16, with one member diverging inside the group, and on two data-parallel
-//! workers. Real trainings on the bundled data.
+//! within 1e-5 relative, and the same outcome and steps — for every registered model family (its
+//! smallest spec: a family added to `model::FAMILIES` is tested here as it is) and every optimizer
+//! (SGD, momentum, Nesterov, Adam), in fp32 and fp16, with one member diverging inside the group,
+//! and on two data-parallel workers. Real trainings on the bundled data.
 
 use crate::common;
 
@@ -176,38 +176,21 @@ fn augmented_images_train_in_a_group_as_they_would_alone() {
     assert_ne!(a.evals, p.evals, "augmentation changes the batches");
 }
 
+/// Every registered family with a network (`model::FAMILIES`), at its smallest size on bundled
+/// data of its kind (`common::family_workload`): three members with their own seeds and learning
+/// rates on one worker, and two on two data-parallel workers (each normalising its own shard,
+/// where the family has batch normalisation: every member's normalisation statistics, running
+/// averages and the evaluations that read them are its own).
 #[test]
-fn the_cnn_trains_as_it_would_alone() {
-    for preset in ["mnist-cnn-momentum", "fashion-cnn-adam"] {
-        let w = workload(preset, 50);
-        let s = specs(&w, 16, &[1.0, 0.7, 1.3], Precision::Fp32, 1);
-        assert_members_equal_solo(preset, &w, &s);
-    }
-}
-
-#[test]
-fn the_language_models_train_as_they_would_alone() {
-    for preset in [
-        "shakespeare-lstm-adam",
-        "shakespeare-mlstm-adam",
-        "shakespeare-transformer-adam",
-    ] {
-        let w = workload(preset, 50);
+fn every_family_trains_in_a_group_as_it_would_alone() {
+    let families = scaling_lab::model::FAMILIES.iter();
+    for family in families.filter(|f| f.input != scaling_lab::model::Input::None) {
+        let w = common::family_workload(family);
         let s = specs(&w, 8, &[1.0, 0.5, 2.0], Precision::Fp32, 1);
-        assert_members_equal_solo(preset, &w, &s);
+        assert_members_equal_solo(family.kind, &w, &s);
+        let s = specs(&w, 8, &[1.0, 0.5], Precision::Fp32, 2);
+        assert_members_equal_solo(&format!("{} on two workers", family.kind), &w, &s);
     }
-}
-
-/// The ResNet with ghost batch normalisation: every member's normalisation statistics, running
-/// averages and evaluations (which read them) are its own, in a group as alone, on one worker
-/// and on two (each worker normalising its own shard).
-#[test]
-fn the_resnet_with_batch_norm_trains_as_it_would_alone() {
-    let w = workload("mnist-resnet-momentum", 30);
-    let s = specs(&w, 32, &[1.0, 0.5, 2.0], Precision::Fp32, 1);
-    assert_members_equal_solo("resnet", &w, &s);
-    let s = specs(&w, 32, &[1.0, 0.5], Precision::Fp32, 2);
-    assert_members_equal_solo("resnet on two workers", &w, &s);
 }
 
 #[test]

@@ -4,17 +4,41 @@
 
 use burn::backend::{Autodiff, Flex};
 use burn::collective::{reset_collective, PeerId, ReduceOperation};
-use burn::module::Module;
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::{Int, Tensor, TensorData};
+use scaling_lab::model::family::registration;
 use scaling_lab::model::layers::{param, Ctx, Dense};
 use scaling_lab::model::ModelSpec;
-use scaling_lab::model::{Batch, InputShape, Net};
+use scaling_lab::model::{Batch, Input, InputShape, Net};
 use scaling_lab::train::exchange::join_collective;
 use scaling_lab::train::optim::Opt;
 use scaling_lab::workload::spec::{Metaparams, OptimizerKind};
 
 type B = Autodiff<Flex>;
+
+/// An MLP of `hidden` widths for images of `shape` (the family's default, its knob set).
+fn mlp(shape: &InputShape, hidden: &str) -> ModelSpec {
+    let mut spec = registration("mlp")
+        .unwrap()
+        .default_for(Input::Images, shape)
+        .unwrap();
+    spec.set_knob("hidden", hidden).unwrap();
+    spec
+}
+
+/// Every parameter's id, in the module's order.
+fn param_ids<M: Module<B>>(m: &M) -> Vec<ParamId> {
+    struct Ids(Vec<ParamId>);
+    impl ModuleVisitor<B> for Ids {
+        fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<B, D>>) {
+            self.0.push(p.id);
+        }
+    }
+    let mut v = Ids(Vec::new());
+    m.visit(&mut v);
+    v.0
+}
 
 /// Runs 4 optimizer steps on a single weight w with gradients g_t = x_t (loss = x_t·w + b).
 fn run_steps(kind: OptimizerKind, mp: &Metaparams, xs: &[f32]) -> Vec<f64> {
@@ -96,13 +120,7 @@ fn adam_matches_the_pytorch_update_rule_computed_by_hand() {
 fn all_reduced_shard_gradients_equal_the_full_batch_gradient() {
     let dev = Default::default();
     let shape = InputShape::images(1, 8, 8, 10);
-    let model: Net<B> = Net::init(
-        &ModelSpec::Mlp(scaling_lab::model::mlp::MlpSpec { hidden: vec![32] }),
-        shape,
-        3,
-        &dev,
-    )
-    .unwrap();
+    let model: Net<B> = Net::init(&mlp(&shape, "32"), shape, 3, &dev).unwrap();
     let n = 64;
     let x: Vec<f32> = (0..n * 64).map(|i| ((i * 37 % 17) as f32) / 16.0).collect();
     let y: Vec<i64> = (0..n).map(|i| (i * 7 % 10) as i64).collect();
@@ -115,10 +133,7 @@ fn all_reduced_shard_gradients_equal_the_full_batch_gradient() {
     };
     let full =
         GradientsParams::from_grads(model.loss(&batch(0, n), &Ctx::fp32()).backward(), &model);
-    let ids = match &model {
-        Net::Mlp(m) => m.layers.iter().flat_map(|l| [l.w.id]).collect::<Vec<_>>(),
-        _ => unreachable!(),
-    };
+    let ids = param_ids(&model);
 
     let _guard = scaling_lab::train::exchange::collective_lock();
     reset_collective::<Flex>();

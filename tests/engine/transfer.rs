@@ -10,12 +10,32 @@ use scaling_lab::core::transfer::{PairedCounts, ProbeScore};
 use scaling_lab::core::trial::{CancelToken, DeviceSpec, Outcome, TrialOutcome, TrialSpec};
 use scaling_lab::data::probe::ProbeSizes;
 use scaling_lab::data::spec::DatasetSpec;
+use scaling_lab::model::encoder::TransferFeature;
 use scaling_lab::model::ModelSpec;
 use scaling_lab::model::Net;
 use scaling_lab::train::trainer::input_shape;
 use scaling_lab::train::{BurnRunner, TrainOptions};
 use scaling_lab::transfer;
 use scaling_lab::workload::spec::*;
+
+/// A char-LSTM of embedding 8 and hidden 16 (the family's default, its knobs set).
+fn char_lstm() -> ModelSpec {
+    let family = scaling_lab::model::family::registration("char-lstm").unwrap();
+    let bytes = scaling_lab::model::InputShape {
+        channels: 0,
+        height: 0,
+        width: 0,
+        classes: 256,
+        vocab: 256,
+        seq_len: 32,
+    };
+    let mut spec = family
+        .default_for(scaling_lab::model::Input::Text, &bytes)
+        .unwrap();
+    spec.set_knob("embed", "8").unwrap();
+    spec.set_knob("hidden", "16").unwrap();
+    spec
+}
 
 fn workload() -> Workload {
     Workload {
@@ -31,10 +51,7 @@ fn workload() -> Workload {
             }),
             ..DatasetSpec::named("reviews")
         }),
-        model: ModelSpec::CharLstm(scaling_lab::model::char_lstm::CharLstmSpec {
-            embed: 8,
-            hidden: 16,
-        }),
+        model: char_lstm(),
         optimizer: OptimizerKind::Adam,
         target: Target {
             metric: Metric::ValBpc,

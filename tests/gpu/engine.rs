@@ -3,7 +3,9 @@
 //! * two replicas on wgpu (`wgpu:0,0`: sharing adapter 0; the all-reduce path multi-GPU CUDA
 //!   takes) follow the trajectory of two CPU workers at the same seed;
 //! * fp16 on wgpu with the loss scaler (and a scale that overflows is skipped and halved);
-//! * a fused trial group on wgpu trains each member as that trial trains alone there.
+//! * a fused trial group on wgpu trains each member as that trial trains alone there;
+//! * every registered model family (`model::FAMILIES`, at its smallest size) trains on wgpu as on
+//!   the CPU: a family added to the registry is tested here without a new test.
 //!
 //! Without an adapter every test is skipped loudly (`common::wgpu_or_skip`), and fails instead
 //! under `SCALING_LAB_REQUIRE_WGPU=1`, which `.ci/run` sets after installing lavapipe.
@@ -15,6 +17,7 @@ use crate::common::{cpu_trial, digits_workload, train};
 use scaling_lab::core::events::TrialEvent;
 use scaling_lab::core::runner::{Group, TrialRunner};
 use scaling_lab::core::trial::{CancelToken, DeviceSpec, Outcome, TrialOutcome};
+use scaling_lab::model::Input;
 use scaling_lab::train::scaler::ScalerConfig;
 use scaling_lab::train::{BurnRunner, TrainOptions};
 use scaling_lab::workload::spec::Precision;
@@ -159,6 +162,60 @@ fn a_fused_group_on_wgpu_trains_each_member_as_it_trains_alone() {
             Some(vec![10, 11]),
             "member {i}: the record names its group"
         );
+    }
+}
+
+/// Every registered family with a network, at its smallest size on bundled data of its kind
+/// (`common::family_workload`, text in windows of 4 bytes), trained 20 steps on adapter 0 and on
+/// one CPU worker from the same seed: the training losses at steps 10 and 20 agree to 1e-4
+/// (relative; the CPU computes with its own kernels, wgpu with Burn's ops and its shaders), the
+/// evaluations are at the same steps and within 2 examples of 360 (images) or 1e-3 bits per byte
+/// (text). Few steps: on lavapipe a family's first steps cost most of its time (its shaders
+/// compiled and autotuned).
+#[test]
+fn every_family_trains_on_wgpu_as_on_the_cpu() {
+    if !common::wgpu_or_skip("every_family_trains_on_wgpu_as_on_the_cpu") {
+        return;
+    }
+    let _one_at_a_time = common::wgpu_serial();
+    let families = scaling_lab::model::FAMILIES.iter();
+    for family in families.filter(|f| f.input != scaling_lab::model::Input::None) {
+        let kind = family.kind;
+        let mut w = common::family_workload(family);
+        w.step_budget = 20;
+        if let Some(d) = w.dataset.as_mut().filter(|_| family.input == Input::Text) {
+            d.seq_len = 4;
+        }
+        let cpu = cpu_trial(&w, 8, 1, Precision::Fp32);
+        let gpu = on_wgpu(cpu.clone(), &[0]);
+        // no noise-scale samples: they add kernels of their own to compile, not to the contract
+        let options = || TrainOptions {
+            noise_scale: false,
+            ..Default::default()
+        };
+        let (a, la) = train(&w, &cpu, options());
+        let t = std::time::Instant::now();
+        let (b, lb) = train(&w, &gpu, options());
+        eprintln!("{kind} on wgpu: {:.1} s", t.elapsed().as_secs_f64());
+        assert_eq!((la.len(), lb.len()), (20, 20), "{kind}: step events");
+        for step in [10, 20] {
+            let (x, y) = (la[step - 1], lb[step - 1]);
+            eprintln!("{kind} step {step}: cpu {x:.6}, wgpu {y:.6}");
+            assert!(
+                (x - y).abs() <= 1e-4 * x.abs().max(1.0),
+                "{kind} step {step}: loss {x} on the CPU, {y} on wgpu"
+            );
+        }
+        assert_eq!(a.outcome, b.outcome, "{kind}");
+        assert_eq!(a.evals.len(), b.evals.len(), "{kind}: evaluations");
+        let tol = match family.input {
+            Input::Text => 1e-3,
+            _ => 2.0 / 360.0,
+        };
+        for (p, q) in a.evals.iter().zip(&b.evals) {
+            assert_eq!(p.step, q.step, "{kind}: evaluation steps");
+            assert!((p.metric - q.metric).abs() <= tol, "{kind}: {p:?} vs {q:?}");
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use scaling_lab::model::ModelSpec;
+use scaling_lab::model::Input;
 use scaling_lab::workload::presets::{find_preset_in, list_presets, presets_dir};
 
 fn dir() -> std::path::PathBuf {
@@ -55,9 +55,13 @@ fn every_bundled_preset_loads() {
             "{}: optimizer {opt_in_name}",
             p.name
         );
-        if let ModelSpec::Nqm { .. } = p.workload.model {
-            assert!(p.workload.dataset.is_none());
-        }
+        // a family that reads no data (the noisy quadratic model) has no dataset, and only it
+        assert_eq!(
+            p.workload.model.family().input() == Input::None,
+            p.workload.dataset.is_none(),
+            "{}: model and dataset",
+            p.name
+        );
         // The data loader accepts the dataset settings (split only; files are verified elsewhere).
         if let Some(ds) = &p.workload.dataset {
             let d = match scaling_lab::data::load_cached(ds) {

@@ -223,48 +223,36 @@ fn our_adam_is_burns_adam() {
 /// what moves them, to the values the training forward computed.
 #[test]
 fn running_statistics_are_untouched_by_every_gradient_path() {
-    use crate::model::conv_bn::BnMode;
-    use crate::model::family::UNTRAINED;
-    use crate::model::resnet::ResNetSpec;
-    use crate::model::{Batch, Ctx, InputShape, ModelSpec, Net};
+    use crate::model::{Batch, Ctx, InputShape, Net};
     use burn::module::{Module, ModuleVisitor};
     use burn::tensor::Int;
+    use std::collections::HashSet;
 
     /// (id, values) of each running statistic.
     type Stats = Vec<(ParamId, Vec<f32>)>;
-    /// The running statistics, and the values of every trained parameter.
+    /// The running statistics (the state the network declares untrained), and the values of
+    /// every trained parameter.
     fn split(net: &Net<Ad>) -> (Stats, Vec<Vec<f32>>) {
-        struct V(usize, Stats, Vec<Vec<f32>>);
+        struct V(HashSet<ParamId>, Stats, Vec<Vec<f32>>);
         impl ModuleVisitor<Ad> for V {
-            fn enter_module(&mut self, _: &str, container: &str) {
-                if container == UNTRAINED || self.0 > 0 {
-                    self.0 += 1;
-                }
-            }
-            fn exit_module(&mut self, _: &str, _: &str) {
-                self.0 = self.0.saturating_sub(1);
-            }
             fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<Ad, D>>) {
                 let v = p.val().inner().into_data().to_vec::<f32>().unwrap();
-                if self.0 > 0 {
+                if self.0.contains(&p.id) {
                     self.1.push((p.id, v));
                 } else {
                     self.2.push(v);
                 }
             }
         }
-        let mut v = V(0, Vec::new(), Vec::new());
+        let untrained = net.network().untrained().into_iter().collect();
+        let mut v = V(untrained, Vec::new(), Vec::new());
         net.visit(&mut v);
         (v.1, v.2)
     }
 
     let dev = Default::default();
-    let spec = ModelSpec::Resnet(ResNetSpec {
-        depth: 8,
-        width: 3,
-        batch_norm: BnMode::Ghost,
-        ghost_batch: Some(2),
-    });
+    // the ResNet's smallest spec: ResNet-8 of width 3, ghost batches of 2
+    let (spec, _) = crate::model::resnet::FAMILY.tiny();
     let shape = InputShape::images(1, 6, 6, 3);
     let k = 2;
     let n = 4;

@@ -174,3 +174,31 @@ fn a_saved_study_is_the_minimal_study_and_loads_back_to_it() {
     let text = study_file_text(&bundled, "").unwrap();
     assert!(text.contains("batch_sizes"), "{text}");
 }
+
+/// `--model KIND` alone gives the family's registered default, for every family, on a dataset
+/// of what it reads (none for the noisy quadratic model).
+#[test]
+fn a_family_named_by_its_kind_alone_starts_from_its_registered_default() {
+    use crate::model::{Input, FAMILIES};
+    for family in FAMILIES {
+        let table = match family.input {
+            Input::Images => dataset_table(&Choice::parse("digits").unwrap(), None, &named()),
+            Input::Text => dataset_table(&Choice::parse("shakespeare").unwrap(), None, &named()),
+            Input::None => Ok(String::new()),
+        }
+        .unwrap();
+        let p = study(
+            &Choice::parse(family.kind).unwrap(),
+            &table,
+            OptimizerKind::Adam,
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", family.kind));
+        assert_eq!(p.workload.model, family.default_spec(), "{}", family.kind);
+        assert_eq!(
+            p.workload.dataset.is_none(),
+            family.input == Input::None,
+            "{}",
+            family.kind
+        );
+    }
+}
