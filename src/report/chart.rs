@@ -785,5 +785,4 @@ pub fn svg_for_log(log: &RunLog, a: &Analysis) -> anyhow::Result<String> {
 }
 
 #[cfg(test)]
-#[path = "chart_tests.rs"]
 mod tests;

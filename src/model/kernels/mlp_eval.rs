@@ -267,5 +267,4 @@ pub(super) fn correct(
 }
 
 #[cfg(test)]
-#[path = "mlp_eval_tests.rs"]
 mod tests;
