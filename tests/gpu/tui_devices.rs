@@ -90,6 +90,11 @@ fn the_launched_sweep_runs_on_the_chosen_adapters() {
         },
     );
     a.setup.focus = scaling_lab::tui::app::SetupFocus::Fields;
+    // (Enter on the Model or Dataset field edits it: launch from the Devices field)
+    a.setup.field = scaling_lab::tui::app::FIELDS
+        .iter()
+        .position(|f| *f == Field::Devices)
+        .unwrap();
     let cmds = update(&mut a, Msg::Key(Key::Enter));
     let cfg = cmds
         .iter()

@@ -56,17 +56,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
             }
             app.flash = Some(e);
         }
-        Msg::Resuming(log) => {
-            let mut live = LiveState::resuming(&log, app.now);
-            let cfg = crate::sweep::SweepConfig::from_header(&log.header, app.runs_dir.clone());
-            live.layout = app.setup.layout_calibration(&cfg);
-            app.sweep = Some(live);
-            app.view = LiveView::Sweep;
-            app.goto(Screen::Live);
-            app.back = Screen::Runs;
-            // its trials are on the chart; now its sweep goes on
-            cmds.push(Command::StartResumed(log));
-        }
+        Msg::Resuming(log) => on_resuming(app, log, &mut cmds),
         Msg::SweepStreamEnded => cmds.push(Command::JoinSweep),
         Msg::SweepEnded { error, report } => {
             app.sweep_active = false;
@@ -107,19 +97,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
                 return cmds;
             }
         }
-        Msg::Calibrated(r) => {
-            app.setup.calibrating = false;
-            match r {
-                Ok(c) => {
-                    app.setup.calibrations.insert(c.key.clone(), *c);
-                    app.flash = app
-                        .setup
-                        .calibrated_estimate()
-                        .map(|e| format!("calibrated: {}", e.line()));
-                }
-                Err(e) => app.flash = Some(format!("calibration failed: {e}")),
-            }
-        }
+        Msg::Calibrated(r) => on_layout_calibrated(app, r),
         Msg::Analyzed(a) => {
             let state = match a.for_.view {
                 LiveView::Sweep => app.sweep.as_mut(),
@@ -132,23 +110,7 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
                 return cmds;
             }
         }
-        Msg::PresetSaved(r) => match r {
-            Ok(e) => {
-                let path = e.path.clone().unwrap_or_default();
-                app.flash = Some(format!(
-                    "saved as preset {}: {} (`scaling-lab sweep {}`)",
-                    e.preset.name,
-                    path.display(),
-                    e.preset.name
-                ));
-                // Setup lists it as yours from now on
-                let presets = &mut app.setup.presets;
-                if !presets.iter().any(|p| p.path == e.path) {
-                    presets.push(*e);
-                }
-            }
-            Err(e) => app.flash = Some(format!("not saved: {e}")),
-        },
+        Msg::PresetSaved(r) => on_preset_saved(app, r),
         Msg::Error(e) => app.flash = Some(e),
         Msg::Frame => {}
         Msg::Terminate => {
@@ -164,6 +126,53 @@ pub fn update(app: &mut App, msg: Msg) -> Vec<Command> {
     }
     app.request_analyses(&mut cmds, defer);
     cmds
+}
+
+/// A sweep resumed from Runs: its logged trials on the chart at once, then its sweep goes on.
+fn on_resuming(app: &mut App, log: Box<crate::runlog::RunLog>, cmds: &mut Vec<Command>) {
+    let mut live = LiveState::resuming(&log, app.now);
+    let cfg = crate::sweep::SweepConfig::from_header(&log.header, app.runs_dir.clone());
+    live.layout = app.setup.layout_calibration(&cfg);
+    app.sweep = Some(live);
+    app.view = LiveView::Sweep;
+    app.goto(Screen::Live);
+    app.back = Screen::Runs;
+    cmds.push(Command::StartResumed(log));
+}
+
+/// Setup's `e`: the workload's layout calibration landed (cached for its estimate) or failed.
+fn on_layout_calibrated(app: &mut App, r: Result<Box<crate::sweep::layout::Calibration>, String>) {
+    app.setup.calibrating = false;
+    match r {
+        Ok(c) => {
+            app.setup.calibrations.insert(c.key.clone(), *c);
+            app.flash = app
+                .setup
+                .calibrated_estimate()
+                .map(|e| format!("calibrated: {}", e.line()));
+        }
+        Err(e) => app.flash = Some(format!("calibration failed: {e}")),
+    }
+}
+
+/// A study saved as a user preset: said, and listed in Setup as yours from now on.
+fn on_preset_saved(app: &mut App, r: Result<Box<super::setup::PresetEntry>, String>) {
+    match r {
+        Ok(e) => {
+            let path = e.path.clone().unwrap_or_default();
+            app.flash = Some(format!(
+                "saved as preset {}: {} (`scaling-lab sweep {}`)",
+                e.preset.name,
+                path.display(),
+                e.preset.name
+            ));
+            let presets = &mut app.setup.presets;
+            if !presets.iter().any(|p| p.path == e.path) {
+                presets.push(*e);
+            }
+        }
+        Err(e) => app.flash = Some(format!("not saved: {e}")),
+    }
 }
 
 /// Whether `path` is the run log of the sweep this TUI runs.
