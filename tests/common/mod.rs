@@ -82,6 +82,55 @@ pub fn run_ok(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// What a rerun of the same trials measures anew (timings, the projection built on them, the
+/// noise scale) and the log's path: left out when two reports of the same trials are compared.
+pub const MEASURED_FIELDS: &[&str] = &[
+    "log",
+    "wall_s",
+    "warnings",
+    "backend",
+    "projections",
+    "projection_backend",
+    "projection_check",
+    "projection_link",
+    "projection_note",
+    "exchange_check",
+    "noise",
+    "b_simple",
+    "b_simple_interval",
+    "noise_interval",
+    "noise_prediction",
+    "notes",
+];
+
+/// `report LOG --json` without [`MEASURED_FIELDS`] and the `extra` fields, at every depth.
+pub fn report_without_measured(log: &Path, extra: &[&str]) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .args(["report", "--json"])
+        .arg(log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    strip_fields(&mut v, extra);
+    v
+}
+
+fn strip_fields(v: &mut serde_json::Value, extra: &[&str]) {
+    match v {
+        serde_json::Value::Object(m) => {
+            m.retain(|k, _| !MEASURED_FIELDS.contains(&k.as_str()) && !extra.contains(&k.as_str()));
+            m.values_mut().for_each(|x| strip_fields(x, extra));
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| strip_fields(x, extra)),
+        _ => {}
+    }
+}
+
 /// Starts `scaling-lab ARGS` with no stdin and no stdout, stderr to `stderr` (piped: read it
 /// with `wait_with_output`).
 pub fn spawn<S: AsRef<OsStr>>(args: &[S], stderr: Stdio) -> Child {

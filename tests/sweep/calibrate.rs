@@ -59,52 +59,9 @@ fn calibrated(log: &Path) -> Option<serde_json::Value> {
     lines(log).into_iter().find(|v| v["type"] == "calibrated")
 }
 
-/// `report LOG --json` without what a rerun measures anew.
+/// `report LOG --json` without what a rerun measures anew (the pilots' trial time too).
 fn report(log: &Path) -> serde_json::Value {
-    let out = Command::new(BIN)
-        .args(["report", "--json"])
-        .arg(log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    strip(&mut v);
-    v
-}
-
-fn strip(v: &mut serde_json::Value) {
-    const MEASURED: &[&str] = &[
-        "log",
-        "wall_s",
-        "warnings",
-        "backend",
-        "projections",
-        "projection_backend",
-        "projection_check",
-        "projection_link",
-        "projection_note",
-        "exchange_check",
-        "noise",
-        "b_simple",
-        "b_simple_interval",
-        "noise_interval",
-        "noise_prediction",
-        "notes",
-        "pilot_trial_s",
-        "share",
-    ];
-    match v {
-        serde_json::Value::Object(m) => {
-            m.retain(|k, _| !MEASURED.contains(&k.as_str()));
-            m.values_mut().for_each(strip);
-        }
-        serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
-        _ => {}
-    }
+    common::report_without_measured(log, &["pilot_trial_s", "share"])
 }
 
 fn resume(log: &Path, runs: &Path) -> std::process::Output {

@@ -51,51 +51,9 @@ fn trial_ids(log: &Path) -> Vec<u64> {
         .collect()
 }
 
-/// `report LOG --json`, without what a rerun measures anew (timings, the projection built on
-/// them, the noise scale) and without the log's path.
+/// `report LOG --json`, without what a rerun measures anew.
 fn report(log: &Path) -> serde_json::Value {
-    let out = Command::new(BIN)
-        .args(["report", "--json"])
-        .arg(log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    strip(&mut v);
-    v
-}
-
-fn strip(v: &mut serde_json::Value) {
-    const MEASURED: &[&str] = &[
-        "log",
-        "wall_s",
-        "warnings",
-        "backend",
-        "projections",
-        "projection_backend",
-        "projection_check",
-        "projection_link",
-        "projection_note",
-        "exchange_check",
-        "noise",
-        "b_simple",
-        "b_simple_interval",
-        "noise_interval",
-        "noise_prediction",
-        "notes",
-    ];
-    match v {
-        serde_json::Value::Object(m) => {
-            m.retain(|k, _| !MEASURED.contains(&k.as_str()));
-            m.values_mut().for_each(strip);
-        }
-        serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
-        _ => {}
-    }
+    common::report_without_measured(log, &[])
 }
 
 /// Resumes the sweep logged at `log` to its end.
