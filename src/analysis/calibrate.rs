@@ -63,10 +63,15 @@ pub const LADDER_RULE_DOWN: f64 = 0.75;
 pub const UP_BUDGET: f64 = 1.5;
 /// Downward pilots run 1.5× the steps perfect scaling predicts.
 pub const DOWN_BUDGET: f64 = 1.5;
-/// The ladder ends where B is this far past the fitted B_crit: at 8·B_crit the slope of
-/// S_min(1 + B_crit/B) is −0.11 (maximal data parallelism from 3·B_crit), at B_crit/8 it is
-/// −0.89 (perfect scaling up to B_crit/3): each end then holds two batch sizes of its regime.
-pub const END_FACTOR: f64 = 8.0;
+/// The ladder ends where B is this far past the fitted B_crit. The regime model (slopes −1, −½,
+/// 0; `analysis::regimes`) puts the start of maximal data parallelism near 4·B_crit (where the
+/// −½ tangent at B_crit meets S_min) and the end of perfect scaling near B_crit/4, and names a
+/// regime only with two measured batch sizes in it: upward the ladder ends at 16·B_crit (the
+/// study then holds 4·B_crit … 16·B_crit, at least two batch sizes past the bend; at 8·B_crit the
+/// second one sat on the boundary, and a noisy curve lost it), downward at B_crit/8 (small
+/// batch sizes cost steps, and B_crit/8 and B_crit/4 have always shown perfect scaling).
+pub const END_FACTOR_UP: f64 = 16.0;
+pub const END_FACTOR_DOWN: f64 = 8.0;
 /// Maximal data parallelism: S falls by less than this factor per doubling of B.
 pub const FLAT_PER_DOUBLING: f64 = 0.87;
 /// Perfect scaling: S grows by at least this factor per halving of B.
@@ -106,6 +111,8 @@ pub struct Inputs {
     pub seed: u64,
     pub devices: DeviceSpec,
     pub precision: Precision,
+    /// Trials run at once (the header's): the pilots' group times over it are wall time.
+    pub concurrency: usize,
 }
 
 /// One pilot: trials at one B, one per learning rate.
@@ -163,6 +170,7 @@ pub fn inputs_of_header(h: &Header) -> Option<Inputs> {
         seed: h.seed,
         devices: crate::core::devices::trial_devices(&h.devices, h.preset.sweep.trials_per_device),
         precision: h.preset.workload.precision,
+        concurrency: h.concurrency.max(1),
     })
 }
 
@@ -695,7 +703,8 @@ impl Rounds<'_> {
     /// Reads a ladder pilot: a moved grid replaces the last reading at its B; a new B checks the
     /// rule that ends the ladder against the fit of S_min(1 + B_crit/B) to every pilot so far
     /// (`all`; one pilot's steps are one seed's, so one ratio alone is noisy): maximal data
-    /// parallelism once B ≥ `END_FACTOR`·B_crit, perfect scaling once B ≤ B_crit/`END_FACTOR`.
+    /// parallelism once B ≥ `END_FACTOR_UP`·B_crit, perfect scaling once B ≤
+    /// B_crit/`END_FACTOR_DOWN`.
     /// With fewer than three pilot points, the ratio to the previous pilot decides. A pilot
     /// that reached nothing within its budget ends its direction at once (not faster upward,
     /// slower than perfect scaling predicts downward).
@@ -725,8 +734,8 @@ impl Rounds<'_> {
         let b_crit = fitted_b_crit(all);
         let observed = l.last.steps.is_none()
             || match (b_crit, l.up) {
-                (Some(bc), true) => b >= END_FACTOR * bc,
-                (Some(bc), false) => b <= bc / END_FACTOR,
+                (Some(bc), true) => b >= END_FACTOR_UP * bc,
+                (Some(bc), false) => b <= bc / END_FACTOR_DOWN,
                 (None, true) => ratio >= FLAT_PER_DOUBLING.powf(doublings),
                 (None, false) => ratio >= PERFECT_PER_HALVING.powf(doublings),
             };
@@ -828,6 +837,7 @@ pub fn round_looser(v: f64, maximised: bool) -> f64 {
     format!("{r:.12}").parse().unwrap_or(r)
 }
 
+pub mod size;
 mod study;
 
 #[cfg(test)]

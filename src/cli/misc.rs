@@ -183,7 +183,7 @@ pub fn cmd_bench(a: BenchArgs, runs_dir: PathBuf) -> CmdResult {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let r = scaling_lab::train::bench::run_bench(&a.bench);
+    let r = scaling_lab::train::bench::run_bench_with(&a.bench, &mut bench_progress);
     out(&scaling_lab::report::bench::render(&r, a.bench.json)?);
     Ok(ExitCode::SUCCESS)
 }
@@ -223,4 +223,54 @@ pub fn cmd_screenshot(a: ScreenshotArgs, runs_dir: PathBuf) -> CmdResult {
         outln(&format!("wrote {}", f.display()));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `bench`'s progress on stderr (stdout keeps the tables or the JSON): the plan and its
+/// predicted duration first, then one line per measurement with what is left.
+fn bench_progress(e: scaling_lab::train::bench::BenchEvent) {
+    use scaling_lab::sweep::estimate::human_s;
+    use scaling_lab::train::bench::BenchEvent;
+    match e {
+        BenchEvent::Plan {
+            measurements,
+            estimate_s,
+            sgemm_gflops,
+        } => {
+            let range = if human_s(estimate_s[0]) == human_s(estimate_s[1]) {
+                format!("about {}", human_s(estimate_s[0]))
+            } else {
+                format!(
+                    "about {} to {}",
+                    human_s(estimate_s[0]),
+                    human_s(estimate_s[1])
+                )
+            };
+            let machine = sgemm_gflops
+                .map(|g| format!(" (this machine's sgemm: {g:.0} GFLOP/s)"))
+                .unwrap_or_default();
+            eprintln!(
+                "bench: {} measurements, {range}{machine}; `--no-presets` skips the presets, \
+                 `--mlp-only` all but the MLP",
+                measurements.len()
+            );
+            for (i, m) in measurements.iter().enumerate() {
+                eprintln!("  {:>2}. {m}", i + 1);
+            }
+        }
+        BenchEvent::Done {
+            index,
+            of,
+            name,
+            result,
+            seconds,
+            left_s,
+        } => {
+            let left = if index < of {
+                format!("; about {} left", human_s(left_s))
+            } else {
+                String::new()
+            };
+            eprintln!("[bench {index}/{of}] {name}: {result} ({seconds:.1} s{left})");
+        }
+    }
 }

@@ -597,15 +597,24 @@ fn dry_run(
     resume: Option<&std::path::Path>,
 ) -> CmdResult {
     let trials = cfg.batch_sizes.len() * cfg.trials_per_batch;
-    outln(&format!(
-        "{}: {} batch sizes {:?} × {} trials = {} trials on {}",
-        cfg.preset.name,
-        cfg.batch_sizes.len(),
-        cfg.batch_sizes,
-        cfg.trials_per_batch,
-        trials,
-        cfg.devices.label()
-    ));
+    match cfg.preset.calibrate.filter(|c| c.any()) {
+        Some(c) if cfg.batch_sizes.is_empty() => outln(&format!(
+            "{}: a calibrated study on {}: the calibration stage chooses {} from pilot \
+             trials first (docs/calibration.md)",
+            cfg.preset.name,
+            cfg.devices.label(),
+            c.words()
+        )),
+        _ => outln(&format!(
+            "{}: {} batch sizes {:?} × {} trials = {} trials on {}",
+            cfg.preset.name,
+            cfg.batch_sizes.len(),
+            cfg.batch_sizes,
+            cfg.trials_per_batch,
+            trials,
+            cfg.devices.label()
+        )),
+    };
     if resume.is_some() {
         outln("resume: the log's recorded concurrency is kept");
     }

@@ -206,6 +206,35 @@ pub struct Calibrated {
     pub pilots: Vec<PilotReading>,
     pub low: End,
     pub high: End,
+    /// How the study's size was fitted to the wall-time budget (absent: its trials per batch
+    /// size and confirm stage were given, or the log is older).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizing: Option<Sizing>,
+}
+
+/// The study's size fitted to a wall-time budget (docs/calibration.md, "The study's size"): the
+/// largest of a fixed ladder of plans whose predicted wall time, from the pilots' measured
+/// seconds per trial step, fits what the budget leaves after the calibration.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Sizing {
+    /// The whole run's budget (calibration included), seconds.
+    pub budget_s: f64,
+    /// The calibration's wall time: its trials' group times over the concurrency.
+    pub calibration_s: f64,
+    /// The predicted wall time of the full plan (8 trials, confirm 3×5, every power of two).
+    pub full_s: f64,
+    /// The predicted wall time of the plan chosen.
+    pub predicted_s: f64,
+    pub trials_per_batch: usize,
+    /// The confirm stage chosen: configurations × seeds.
+    pub confirm: [usize; 2],
+    /// Powers of two ×4 apart outside this range (kept ×2 apart inside it: where the curve
+    /// bends, around the pilots' B_crit); None: every power of two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dense: Option<[usize; 2]>,
+    /// Even the smallest plan is predicted past the budget.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub over: bool,
 }
 
 #[cfg(test)]

@@ -37,6 +37,12 @@ pub fn summary_line(c: &Calibrated) -> String {
                 .unwrap_or_default()
         ));
     }
+    if let Some(z) = &c.sizing {
+        parts.push(format!(
+            "{} trials per B, confirm {}×{}",
+            z.trials_per_batch, z.confirm[0], z.confirm[1]
+        ));
+    }
     format!(
         "calibrated from {} pilot trials: {}",
         c.pilots.iter().map(|p| p.lrs.len()).sum::<usize>(),
@@ -71,6 +77,9 @@ pub fn lines(c: &Calibrated) -> Vec<String> {
             end_text(&c.high, true)
         ));
     }
+    if let Some(z) = &c.sizing {
+        out.push(sizing_text(z));
+    }
     for p in &c.pilots {
         out.push(format!(
             "  pilot B = {:>6}: {} learning rates {:.2e}–{:.2e}, {}{}",
@@ -90,6 +99,53 @@ pub fn lines(c: &Calibrated) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The study's size and why: the plan, its prediction against the budget, the full plan's.
+pub fn sizing_text(z: &crate::core::calibrate::Sizing) -> String {
+    use crate::sweep::estimate::human_s;
+    let spacing = match z.dense {
+        Some([a, b]) => format!(
+            ", batch sizes ×4 apart outside {}–{} (×2 within 4× of the pilots' B_crit)",
+            fmt_b(a),
+            fmt_b(b)
+        ),
+        None => String::new(),
+    };
+    let left = z.budget_s - z.calibration_s;
+    let why = if z.over {
+        format!(
+            "the smallest plan, and still predicted {} against the {} the {} budget leaves after \
+             the calibration's {}",
+            human_s(z.predicted_s),
+            human_s(left.max(0.0)),
+            human_s(z.budget_s),
+            human_s(z.calibration_s)
+        )
+    } else if z.predicted_s >= z.full_s {
+        format!(
+            "the full plan, predicted {} of the {} the {} budget leaves after the calibration's {}",
+            human_s(z.predicted_s),
+            human_s(left.max(0.0)),
+            human_s(z.budget_s),
+            human_s(z.calibration_s)
+        )
+    } else {
+        format!(
+            "the largest plan predicted to fit the {} budget: {} of the {} left after the \
+             calibration's {} (the full plan — 8 trials, confirm 3×5, every power of two — {})",
+            human_s(z.budget_s),
+            human_s(z.predicted_s),
+            human_s(left.max(0.0)),
+            human_s(z.calibration_s),
+            human_s(z.full_s)
+        )
+    };
+    format!(
+        "size: {} trials per batch size, confirm {}×{}{spacing}; {why} (from the pilots' \
+         seconds per step)",
+        z.trials_per_batch, z.confirm[0], z.confirm[1]
+    )
 }
 
 /// Why the batch range ends at one end, in words.

@@ -178,19 +178,7 @@ pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bo
                 planned = p.total_trials;
                 done = p.already_done;
                 base = p.already_done;
-                let msg = format!(
-                    "sweep {}: {} batch sizes × {} trials = {} ({} already done), {}{}",
-                    p.preset,
-                    p.batch_sizes.len(),
-                    p.trials_per_batch,
-                    p.total_trials,
-                    p.already_done,
-                    p.devices,
-                    p.run_log
-                        .as_ref()
-                        .map(|l| format!(", log {l}"))
-                        .unwrap_or_default()
-                );
+                let msg = planned_line(&p);
                 sink.line(&msg);
                 sink.planned(p.total_trials, p.already_done);
             }
@@ -283,6 +271,33 @@ pub fn run_headless(rx: Receiver<SweepEvent>, sink: &mut dyn HeadlessSink) -> bo
     }
     lines.finish(sink);
     false
+}
+
+/// The sweep's first line: its plan, or for a calibrated study what comes first.
+fn planned_line(p: &crate::core::events::PlanInfo) -> String {
+    let log = p
+        .run_log
+        .as_ref()
+        .map(|l| format!(", log {l}"))
+        .unwrap_or_default();
+    if p.batch_sizes.is_empty() {
+        // a calibrated study: its batch sizes and trials come from the pilots
+        format!(
+            "sweep {}: the calibration stage chooses the study first (pilot trials; {} already \
+             logged), {}{log}",
+            p.preset, p.already_done, p.devices
+        )
+    } else {
+        format!(
+            "sweep {}: {} batch sizes × {} trials = {} ({} already done), {}{log}",
+            p.preset,
+            p.batch_sizes.len(),
+            p.trials_per_batch,
+            p.total_trials,
+            p.already_done,
+            p.devices
+        )
+    }
 }
 
 #[cfg(test)]

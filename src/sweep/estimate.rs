@@ -94,6 +94,8 @@ pub struct PilotEstimate {
     /// Seconds of the current round at most, and of every round still to come at most.
     pub round_s: f64,
     pub at_most_s: f64,
+    /// The run's wall-time budget the calibration sizes the study to (None: not sized).
+    pub sized_s: Option<f64>,
 }
 
 /// Seconds a job still holds its slot at its full budget.
@@ -149,6 +151,7 @@ impl Estimate {
                 most: p.most,
                 round_s: rounds[0],
                 at_most_s: rounds.iter().sum(),
+                sized_s: p.sized_s,
             }
         });
         let side = list_bound(&work.side, &cost, slots);
@@ -290,11 +293,19 @@ impl Estimate {
                 human_s(p.round_s)
             ),
         };
+        let study = match p.sized_s {
+            Some(s) => format!(
+                "the study: chosen from the pilots and sized to a {} run from their speed \
+                 (docs/calibration.md)",
+                human_s(s)
+            ),
+            None => "the study: known once the calibration chose it".into(),
+        };
         Some(format!(
-            "calibration stage first: {now}, then at most {} more pilot trials (at most {} in all); \
-             the study: known once the calibration chose it",
-            p.most.saturating_sub(p.now),
-            human_s(p.at_most_s)
+            "calibration stage first: {now}, then the batch ladder (at most {} more pilot \
+             trials, each stopping at the target within 1.5× the steps the pilot before it \
+             predicts); {study}",
+            p.most.saturating_sub(p.now)
         ))
     }
 
@@ -333,7 +344,11 @@ impl Estimate {
         let whole = match (self.expected_s, self.sure_at_most_s) {
             (Some((_, hi)), _) => hi,
             (None, Some(most)) => most,
-            (None, None) => self.pilots.as_ref().map_or(0.0, |p| p.at_most_s),
+            // a calibration that sizes the study aims the whole run at its budget
+            (None, None) => self
+                .pilots
+                .as_ref()
+                .map_or(0.0, |p| p.sized_s.unwrap_or(p.at_most_s)),
         };
         self.longest_trial_s >= LONG_TRIAL_S || whole >= LONG_SWEEP_S
     }

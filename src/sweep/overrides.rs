@@ -397,6 +397,9 @@ impl SweepOverrides {
             if self.eval_every.is_some() {
                 c.eval = false;
             }
+            if self.trials.is_some() || self.confirm.is_some() {
+                c.size = false;
+            }
             if !c.any() {
                 cfg.preset.calibrate = None;
             }

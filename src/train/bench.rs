@@ -19,8 +19,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use super::bench_fused::{fused_points, machine_sgemm_gflops, GroupPoint};
+use super::bench_fused::{fused_points, machine_sgemm_gflops, train_flops_per_example, GroupPoint};
 use super::bench_peer::{peer_python, run_peer};
+pub use super::bench_plan::BenchEvent;
+use super::bench_plan::{Planned, Progress};
 use super::optim::Opt;
 use crate::model::ModelSpec;
 use crate::model::{Batch, Ctx, InputShape, Net};
@@ -414,10 +416,99 @@ pub fn cnn_paper_spec() -> ModelSpec {
 
 /// Runs the benchmark. Ours and the peer alternate within each round; the best round of each is kept.
 pub fn run_bench(args: &BenchArgs) -> BenchReport {
+    run_bench_with(args, &mut |_| {})
+}
+
+/// The measurements `args` asks for, in the order [`run_bench_with`] runs them, with their
+/// training FLOPs (the plan the progress predicts from).
+fn plan(args: &BenchArgs, gflops: f64) -> Vec<Planned> {
+    let rounds = args.rounds.max(1) as f64;
+    let mut out = Vec::new();
+    let mlp = 6.0 * (784.0 * 256.0 + 256.0 * 10.0);
+    for b in [32usize, 128, 1024] {
+        let n = mlp_steps(args, b) as f64;
+        out.push(Planned {
+            name: format!("MLP 784-256-10 step, B = {b}"),
+            flops: Some(mlp * (b as f64) * n * rounds),
+        });
+    }
+    if args.mlp_only {
+        return out;
+    }
+    let case = |name: &str, c: &StepCase, warmup: usize, steps: usize| Planned {
+        name: format!("{name} step, B = 128"),
+        flops: train_flops_per_example(&c.spec, c.shape)
+            .map(|f| f * 128.0 * (warmup + steps) as f64 * rounds),
+    };
+    out.push(case(
+        "paper CNN",
+        &StepCase::momentum_28x28(cnn_paper_spec()),
+        3,
+        (args.steps / 10).max(5),
+    ));
+    out.push(case(
+        "small CNN",
+        &StepCase::small_cnn(),
+        10,
+        (args.steps / 2).max(5),
+    ));
+    out.push(case(
+        "char-LSTM",
+        &StepCase::char_lstm(),
+        5,
+        (args.steps / 8).max(5),
+    ));
+    let f = |c: &StepCase| train_flops_per_example(&c.spec, c.shape).unwrap_or(0.0);
+    out.push(Planned {
+        name: "fused groups (small CNN ×1, ×8; ResNet-8 ×1, ×4), B = 128".into(),
+        flops: Some(
+            128.0
+                * rounds
+                * (f(&StepCase::small_cnn()) * 2.0 * (args.steps + 5) as f64
+                    + f(&StepCase::resnet_mnist14()) * 2.0 * (args.steps / 4 + 5) as f64),
+        ),
+    });
+    if !args.no_presets {
+        for (name, p, _) in preset_models() {
+            let fl = preset_train_flops(&p);
+            let steps = super::bench_plan::preset_steps(fl, 128, gflops);
+            out.push(Planned {
+                name: format!("{name} through the trainer, B = 128, {steps} steps"),
+                flops: fl.map(|f| f * 128.0 * steps as f64),
+            });
+        }
+    }
+    if args.concurrency {
+        for (name, p, _) in preset_models() {
+            out.push(Planned {
+                name: format!("{name}: one trial vs two at once"),
+                flops: preset_train_flops(&p).map(|f| f * 128.0 * 60.0),
+            });
+        }
+    }
+    out
+}
+
+/// Timed steps of the MLP measurement at `b`.
+fn mlp_steps(args: &BenchArgs, b: usize) -> usize {
+    if b >= 1024 {
+        args.steps / 4
+    } else {
+        args.steps
+    }
+    .max(10)
+}
+
+/// [`run_bench`], saying what it will measure and about how long it takes before it starts,
+/// then each measurement as it finishes (`progress`).
+pub fn run_bench_with(args: &BenchArgs, progress: &mut dyn FnMut(BenchEvent)) -> BenchReport {
     use super::runner::CpuTrain;
     let dev = Default::default();
     let precision = args.precision();
     let rounds = args.rounds.max(1);
+    let sgemm = (!args.mlp_only).then(machine_sgemm_gflops);
+    let gflops = sgemm.unwrap_or(50.0);
+    let mut clock = Progress::start(plan(args, gflops), sgemm, progress);
     let python = if args.peer { peer_python() } else { None };
     let peer_note = match (args.peer, &python) {
         (true, None) => Some(
@@ -437,23 +528,21 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
 
     let mut mlp = Vec::new();
     for b in [32usize, 128, 1024] {
-        let n = if b >= 1024 {
-            args.steps / 4
-        } else {
-            args.steps
-        }
-        .max(10);
-        let (mut ours, mut peer) = (0.0f64, 0.0f64);
-        for _ in 0..rounds {
-            ours = ours.max(mlp_step_examples_per_s::<CpuTrain>(
-                b, 256, n, precision, &dev,
-            ));
-            peer_once(
-                "jax_mlp_step.py",
-                vec![b.to_string(), (n * 2).to_string(), "256".into()],
-                &mut peer,
-            );
-        }
+        let n = mlp_steps(args, b);
+        let (ours, peer) = clock.measure(|| {
+            let (mut ours, mut peer) = (0.0f64, 0.0f64);
+            for _ in 0..rounds {
+                ours = ours.max(mlp_step_examples_per_s::<CpuTrain>(
+                    b, 256, n, precision, &dev,
+                ));
+                peer_once(
+                    "jax_mlp_step.py",
+                    vec![b.to_string(), (n * 2).to_string(), "256".into()],
+                    &mut peer,
+                );
+            }
+            ((ours, peer), ex_per_s(ours))
+        });
         mlp.push(StepPoint {
             batch: b,
             examples_per_s: ours,
@@ -474,9 +563,13 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
         if args.mlp_only {
             return None;
         }
-        let (point, peer) = paired_point(
-            case, 128, warmup, steps, precision, rounds, script, &peer_once,
-        );
+        let (point, peer) = clock.measure(|| {
+            let r = paired_point(
+                case, 128, warmup, steps, precision, rounds, script, &peer_once,
+            );
+            let words = ex_per_s(r.0.examples_per_s);
+            (r, words)
+        });
         if python.is_some() && peer > 0.0 {
             peers.push(PeerPoint {
                 model: name.into(),
@@ -510,24 +603,31 @@ pub fn run_bench(args: &BenchArgs) -> BenchReport {
         "jax_char_lstm_step.py",
     );
 
-    let (fused, machine_sgemm_gflops) = if args.mlp_only {
-        (Vec::new(), None)
+    let fused = if args.mlp_only {
+        Vec::new()
     } else {
-        (
-            fused_points(args.steps, precision, rounds),
-            Some(machine_sgemm_gflops()),
-        )
+        clock.measure(|| {
+            let v = fused_points(args.steps, precision, rounds);
+            let words = v
+                .iter()
+                .map(|g| format!("{} ×{} {}", g.model, g.members, ex_per_s(g.examples_per_s)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            (v, words)
+        })
     };
     let presets = if args.no_presets || args.mlp_only {
         Vec::new()
     } else {
-        preset_points(precision)
+        preset_points(precision, gflops, &mut clock)
     };
     let concurrency = if args.concurrency && !args.mlp_only {
-        concurrency_points(precision)
+        concurrency_points_with(precision, &mut clock)
     } else {
         Vec::new()
     };
+    drop(clock);
+    let machine_sgemm_gflops = sgemm;
     BenchReport {
         backend: "burn-flex (cpu)".into(),
         precision,
@@ -628,82 +728,164 @@ fn trainer_point(
     Ok(o.throughput)
 }
 
-fn preset_points(precision: Precision) -> Vec<PresetPoint> {
-    data_presets()
-        .iter()
-        .map(|p| match trainer_point(p, 128, 30, precision) {
-            Ok(t) => PresetPoint {
-                preset: p.name.clone(),
-                batch: 128,
-                examples_per_s: t.examples_per_s,
-                ms_per_step: t.step_s * 1e3,
-                params: t.params,
-                error: None,
-            },
-            Err(e) => PresetPoint {
-                preset: p.name.clone(),
-                batch: 128,
-                examples_per_s: 0.0,
-                ms_per_step: 0.0,
-                params: 0,
-                error: Some(format!("{e:#}")),
-            },
-        })
-        .collect()
+/// The data presets grouped by what a throughput measurement sees — the model and its input
+/// shape (MNIST and Fashion-MNIST presets of one model train the same step): (the first
+/// preset's name with the others', that preset, every preset's name).
+fn preset_models() -> Vec<(String, crate::workload::spec::Preset, Vec<String>)> {
+    let mut out: Vec<(String, crate::workload::spec::Preset, Vec<String>)> = Vec::new();
+    let mut keys: Vec<String> = Vec::new();
+    for p in data_presets() {
+        let shape = crate::workload::check::nominal_shape(&p.workload);
+        let key = format!("{:?}|{:?}", p.workload.model, shape);
+        match keys.iter().position(|k| *k == key) {
+            Some(i) => out[i].2.push(p.name.clone()),
+            None => {
+                keys.push(key);
+                out.push((p.name.clone(), p.clone(), vec![p.name.clone()]));
+            }
+        }
+    }
+    for (name, _, all) in out.iter_mut() {
+        if all.len() > 1 {
+            *name = format!("{name} (+{} of the same model)", all.len() - 1);
+        }
+    }
+    out
+}
+
+/// Training FLOPs of one example of preset `p`'s model.
+fn preset_train_flops(p: &crate::workload::spec::Preset) -> Option<f64> {
+    let shape = crate::workload::check::nominal_shape(&p.workload);
+    p.workload.model.train_flops(shape).ok().flatten()
+}
+
+/// "48,811 ex/s".
+fn ex_per_s(x: f64) -> String {
+    let digits = format!("{:.0}", x.max(0.0));
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    format!("{out} ex/s")
+}
+
+fn preset_points(precision: Precision, gflops: f64, clock: &mut Progress) -> Vec<PresetPoint> {
+    let mut out = Vec::new();
+    for (_, p, names) in preset_models() {
+        let steps = super::bench_plan::preset_steps(preset_train_flops(&p), 128, gflops);
+        let r = clock.measure(|| {
+            let r = trainer_point(&p, 128, steps, precision);
+            let words = match &r {
+                Ok(t) => format!(
+                    "{}, {:.1} ms a step",
+                    ex_per_s(t.examples_per_s),
+                    t.step_s * 1e3
+                ),
+                Err(e) => format!("failed: {e:#}"),
+            };
+            (r, words)
+        });
+        for name in names {
+            out.push(match &r {
+                Ok(t) => PresetPoint {
+                    preset: name,
+                    batch: 128,
+                    examples_per_s: t.examples_per_s,
+                    ms_per_step: t.step_s * 1e3,
+                    params: t.params,
+                    error: None,
+                },
+                Err(e) => PresetPoint {
+                    preset: name,
+                    batch: 128,
+                    examples_per_s: 0.0,
+                    ms_per_step: 0.0,
+                    params: 0,
+                    error: Some(format!("{e:#}")),
+                },
+            });
+        }
+    }
+    out
 }
 
 /// Per preset (one per model): total examples/s of one trial on all threads vs two trials at once on
 /// one thread each (each in its own 1-thread rayon pool), at B = 128.
 pub fn concurrency_points(precision: Precision) -> Vec<ConcurrencyPoint> {
-    let threads = rayon::current_num_threads();
-    let mut seen = std::collections::HashSet::new();
+    let mut sink = |_| {};
+    let mut clock = Progress::start(Vec::new(), None, &mut sink);
+    concurrency_points_with(precision, &mut clock)
+}
+
+fn concurrency_points_with(precision: Precision, clock: &mut Progress) -> Vec<ConcurrencyPoint> {
     let mut out = Vec::new();
-    for p in data_presets() {
-        if !seen.insert(format!("{:?}|{:?}", p.workload.model, p.workload.dataset)) {
-            continue;
+    for (_, p, _) in preset_models() {
+        if let Some(point) = clock.measure(|| {
+            let r = concurrency_point(&p, precision);
+            let words = match &r {
+                Some(c) => format!(
+                    "one trial {}, two at once {}",
+                    ex_per_s(c.one_trial_examples_per_s),
+                    ex_per_s(c.two_trials_examples_per_s)
+                ),
+                None => "failed".into(),
+            };
+            (r, words)
+        }) {
+            out.push(point);
         }
-        // a step as cheap as the digits MLP's (< 10⁵ FLOPs an example) 300 times, others 20
-        let shape = crate::workload::check::nominal_shape(&p.workload);
-        let flops = p.workload.model.forward_flops(shape).ok().flatten();
-        let cheap = flops.is_some_and(|f| f < 1e5);
-        let steps = if cheap { 300 } else { 20 };
-        let b = 128;
-        let one = match trainer_point(&p, b, steps, precision) {
-            Ok(t) => t.examples_per_s,
-            Err(_) => continue,
-        };
-        let t0 = Instant::now();
-        let results: Vec<anyhow::Result<()>> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..2)
-                .map(|_| {
-                    let p = &p;
-                    s.spawn(move || {
-                        // the scheduler's layout: each trial's replica in its own 1-thread pool
-                        crate::core::runner::in_thread_budget(Some(1), || {
-                            trainer_point(p, b, steps, precision).map(|_| ())
-                        })
-                    })
-                })
-                .collect();
-            hs.into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("panic"))))
-                .collect()
-        });
-        if results.iter().any(|r| r.is_err()) {
-            continue;
-        }
-        // wall time of both trials (including model build and data load, like a sweep)
-        let two = (2 * steps as usize * b) as f64 / t0.elapsed().as_secs_f64();
-        out.push(ConcurrencyPoint {
-            preset: p.name.clone(),
-            batch: b,
-            threads,
-            one_trial_examples_per_s: one,
-            two_trials_examples_per_s: two,
-            recommended_concurrency: if two > one * 1.05 { 2 } else { 1 },
-        });
     }
     out
+}
+
+/// One trial on all threads vs two at once on one thread each, for preset `p`'s model.
+fn concurrency_point(
+    p: &crate::workload::spec::Preset,
+    precision: Precision,
+) -> Option<ConcurrencyPoint> {
+    let threads = rayon::current_num_threads();
+    // a step as cheap as the digits MLP's (< 10⁵ FLOPs an example) 300 times, others 20
+    let shape = crate::workload::check::nominal_shape(&p.workload);
+    let flops = p.workload.model.forward_flops(shape).ok().flatten();
+    let cheap = flops.is_some_and(|f| f < 1e5);
+    let steps = if cheap { 300 } else { 20 };
+    let b = 128;
+    let one = match trainer_point(p, b, steps, precision) {
+        Ok(t) => t.examples_per_s,
+        Err(_) => return None,
+    };
+    let t0 = Instant::now();
+    let results: Vec<anyhow::Result<()>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(move || {
+                    // the scheduler's layout: each trial's replica in its own 1-thread pool
+                    crate::core::runner::in_thread_budget(Some(1), || {
+                        trainer_point(p, b, steps, precision).map(|_| ())
+                    })
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("panic"))))
+            .collect()
+    });
+    if results.iter().any(|r| r.is_err()) {
+        return None;
+    }
+    // wall time of both trials (including model build and data load, like a sweep)
+    let two = (2 * steps as usize * b) as f64 / t0.elapsed().as_secs_f64();
+    Some(ConcurrencyPoint {
+        preset: p.name.clone(),
+        batch: b,
+        threads,
+        one_trial_examples_per_s: one,
+        two_trials_examples_per_s: two,
+        recommended_concurrency: if two > one * 1.05 { 2 } else { 1 },
+    })
 }
 
 #[cfg(test)]

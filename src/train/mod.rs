@@ -10,6 +10,7 @@ pub mod allreduce_bench;
 pub mod bench;
 pub mod bench_fused;
 pub mod bench_peer;
+pub mod bench_plan;
 pub mod device_check;
 pub mod dtype;
 pub mod exchange;

@@ -244,6 +244,7 @@ fn fill_left_out(path: &Path, root: &DeTable<'_>, p: &mut Preset) {
         budget: absent(&["workload", "step_budget"]),
         eval: absent(&["workload", "eval_every"]),
         defaults: absent(&["workload", "defaults"]),
+        size: absent(&["sweep", "trials_per_batch"]) && absent(&["sweep", "confirm"]),
     };
     if c.any() {
         p.calibrate = Some(c);

@@ -59,12 +59,36 @@ pub struct Calibrate {
     /// `[workload.defaults]` (a single `train` run's metaparameters).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub defaults: bool,
+    /// `[sweep] trials_per_batch` and `confirm`: the study's size, fitted to the wall-time
+    /// budget from the pilots' measured speed (never a reason on its own to calibrate).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub size: bool,
 }
 
 impl Calibrate {
     /// Whether anything is left to the calibration.
     pub fn any(&self) -> bool {
         self.target || self.search || self.batch_sizes || self.budget || self.eval || self.defaults
+    }
+    /// What the calibration chooses, in words: "the target, the η ranges and the batch sizes".
+    pub fn words(&self) -> String {
+        let words: Vec<&str> = self
+            .keys()
+            .iter()
+            .map(|k| match *k {
+                "target" => "the target",
+                "search" => "the η ranges",
+                "batch_sizes" => "the batch sizes",
+                "step_budget" => "the step budget",
+                "eval_every" => "the evaluation spacing",
+                "trials_per_batch and confirm" => "the study's size (trials, confirm stage)",
+                _ => "the default metaparameters",
+            })
+            .collect();
+        match words.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => words.concat(),
+        }
     }
     /// The settings left out, as their preset keys.
     pub fn keys(&self) -> Vec<&'static str> {
@@ -76,6 +100,7 @@ impl Calibrate {
             (self.budget, "step_budget"),
             (self.eval, "eval_every"),
             (self.defaults, "defaults"),
+            (self.size, "trials_per_batch and confirm"),
         ] {
             if on {
                 v.push(key);

@@ -361,6 +361,8 @@ pub fn study_file_text(p: &Preset, comment: &str) -> Result<String, String> {
         (c.eval, vec!["workload", "eval_every"]),
         (c.eval, vec!["workload", "eval_growth"]),
         (c.defaults, vec!["workload", "defaults"]),
+        (c.size, vec!["sweep", "trials_per_batch"]),
+        (c.size, vec!["sweep", "confirm"]),
         (p.sweep.auto_concurrency, vec!["sweep", "concurrency"]),
     ] {
         if on {

@@ -278,22 +278,36 @@ fn the_fields_the_calibration_chooses_are_auto_until_edited() {
     ] {
         assert!(a.setup.auto(f), "{f:?}");
     }
-    assert!(!a.setup.auto(Field::Trials));
+    // the study's size too (trials per B and the confirm stage, fitted to the time budget)
+    assert!(a.setup.auto(Field::Trials) && a.setup.auto(Field::Confirm));
     let o = a.setup.overrides();
     assert_eq!(
-        (o.target, o.batch_sizes.clone(), o.steps),
-        (None, None, None)
+        (
+            o.target,
+            o.batch_sizes.clone(),
+            o.steps,
+            o.trials,
+            o.confirm
+        ),
+        (None, None, None, None, None)
     );
     // untouched fields follow the study: 8 trials per B, the scheduler's concurrency
     assert_eq!(a.setup.trials, 8);
     assert!(a.setup.concurrency_auto);
     let text = render_text(&a, 120, 40);
-    assert_eq!(text.matches("auto (calibrated)").count(), 4, "{text}");
+    assert_eq!(text.matches("auto (calibrated)").count(), 6, "{text}");
     assert!(text.contains("pilot trials choose the target"), "{text}");
     let cfg = a.setup.config(Path::new("runs")).unwrap();
     let c = cfg.preset.calibrate.unwrap();
-    assert!(c.target && c.batch_sizes && c.budget);
+    assert!(c.target && c.batch_sizes && c.budget && c.size);
     assert!(cfg.batch_sizes.is_empty());
+    // an edited trials count is the study's: it is no longer sized
+    go_to(&mut a, Field::Trials);
+    key(&mut a, Key::Right);
+    assert!(!a.setup.auto(Field::Trials) && !a.setup.auto(Field::Confirm));
+    let cfg = a.setup.config(Path::new("runs")).unwrap();
+    assert!(!cfg.preset.calibrate.unwrap().size);
+    assert_eq!(cfg.trials_per_batch, 9);
     // an edit gives the value: the calibration no longer chooses it
     go_to(&mut a, Field::Target);
     key(&mut a, Key::Left);

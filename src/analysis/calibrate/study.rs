@@ -9,7 +9,7 @@ use super::{
     PILOT_MOMENTUM,
 };
 use crate::core::calibrate::{Calibrated, End, PilotReading, TargetChoice};
-use crate::workload::spec::{LrRule, SearchSpace};
+use crate::workload::spec::{ConfirmPlan, LrRule, SearchSpace};
 
 impl Rounds<'_> {
     pub(super) fn assemble(
@@ -53,13 +53,29 @@ impl Rounds<'_> {
             .iter()
             .map(|p| (p.batch_size as f64, p.steps_or_budget() as f64))
             .collect();
+        let s_est = |b: usize| interp_loglog(&steps_pts, b as f64);
+        // the study's size, fitted to the wall-time budget from the pilots' speed
+        let (batch_sizes, sizing) = if inp.calibrate.size {
+            let (bs, sizing) = self.size(&batch_sizes, &pilots, s_est);
+            (bs, Some(sizing))
+        } else {
+            (batch_sizes, None)
+        };
         let mut preset = inp.preset.clone();
+        let mut trials_per_batch = inp.trials_per_batch;
+        if let Some(z) = &sizing {
+            trials_per_batch = z.trials_per_batch;
+            preset.sweep.trials_per_batch = z.trials_per_batch;
+            preset.sweep.confirm = Some(ConfirmPlan {
+                configs: z.confirm[0],
+                seeds: z.confirm[1],
+            });
+        }
         let w = &mut preset.workload;
         if inp.calibrate.target {
             w.target.value = target;
             w.targets = choice.as_ref().map(|c| c.rungs.clone()).unwrap_or_default();
         }
-        let s_est = |b: usize| interp_loglog(&steps_pts, b as f64);
         if inp.calibrate.budget {
             let steps = batch_sizes.iter().map(|&b| s_est(b)).fold(0.0, f64::max);
             let examples = batch_sizes
@@ -112,11 +128,12 @@ impl Rounds<'_> {
         Calibrated {
             preset,
             batch_sizes,
-            trials_per_batch: inp.trials_per_batch,
+            trials_per_batch,
             target: choice,
             pilots,
             low,
             high,
+            sizing,
         }
     }
 }

@@ -28,6 +28,7 @@ pub(crate) fn nqm_inputs(opt: OptimizerKind) -> Inputs {
         budget: true,
         eval: true,
         defaults: true,
+        size: true,
     };
     preset.calibrate = Some(all);
     Inputs {
@@ -45,12 +46,19 @@ pub(crate) fn nqm_inputs(opt: OptimizerKind) -> Inputs {
         seed: 3,
         devices: DeviceSpec::Cpu { workers: 1 },
         precision: Precision::Fp32,
+        concurrency: 1,
     }
 }
 
 /// Runs the rounds to the end with the NQM runner (every pilot alone: a reach is the same
-/// whether a group cut it or not).
+/// whether a group cut it or not), on a machine that trains a million examples a second.
 pub(crate) fn drive(inp: &Inputs) -> (Calibrated, Vec<TrialRecord>) {
+    drive_at(inp, 1e-6)
+}
+
+/// [`drive`] on a machine of `s_per_example` seconds per example, in every pilot's record (the
+/// NQM's own wall time says nothing about a real workload's).
+pub(crate) fn drive_at(inp: &Inputs, s_per_example: f64) -> (Calibrated, Vec<TrialRecord>) {
     let runner = NqmRunner::new();
     let mut recs: Vec<TrialRecord> = Vec::new();
     for _ in 0..100 {
@@ -60,7 +68,10 @@ pub(crate) fn drive(inp: &Inputs) -> (Calibrated, Vec<TrialRecord>) {
                     if recs.iter().any(|r| r.trial_id == s.trial_id) {
                         continue;
                     }
-                    recs.push(run(&runner, inp, s));
+                    let mut r = run(&runner, inp, s);
+                    r.outcome.wall_s =
+                        r.outcome.steps as f64 * r.spec.batch_size as f64 * s_per_example;
+                    recs.push(r);
                 }
             }
             Next::Done(c) => return (*c, recs),
@@ -146,4 +157,67 @@ fn on_the_noisy_quadratic_model_the_batch_range_brackets_both_bends() {
     }
     // the same inputs give the same study
     assert_eq!(drive(&inp).0, c);
+}
+
+/// The study's size on machines of different speeds: the full plan where it fits the budget,
+/// smaller plans (fewer confirm seeds, then the ends thinned, then fewer trials) as the machine
+/// slows, each the largest that fits; the ends and every B within 4× of the pilots' B_crit kept.
+#[test]
+fn the_study_is_sized_to_the_budget_from_the_pilots_speed() {
+    use super::size::{Cost, PLANS, WALL_BUDGET_S};
+    let inp = nqm_inputs(OptimizerKind::Sgd);
+    let (fast, _) = drive(&inp);
+    let z = fast.sizing.clone().expect("a sized study");
+    assert_eq!((z.trials_per_batch, z.confirm, z.dense), (8, [3, 5], None));
+    assert!(!z.over && z.predicted_s <= WALL_BUDGET_S - z.calibration_s);
+    let mut seen = Vec::new();
+    for s_per_example in (0..=12).map(|k| 1e-5 * 10f64.powf(k as f64 / 6.0)) {
+        let (c, recs) = drive_at(&inp, s_per_example);
+        let z = c.sizing.clone().unwrap();
+        let plan = PLANS
+            .iter()
+            .position(|p| p.trials_per_batch == z.trials_per_batch && p.confirm == z.confirm)
+            .expect("one of the plans");
+        // the chosen plan is what the study runs
+        assert_eq!(c.trials_per_batch, z.trials_per_batch);
+        assert_eq!(c.preset.sweep.trials_per_batch, z.trials_per_batch);
+        let cp = c.preset.sweep.confirm.unwrap();
+        assert_eq!([cp.configs, cp.seeds], z.confirm);
+        // it fits, and the plan before it did not (unless it is the smallest, said `over`)
+        let left = WALL_BUDGET_S - z.calibration_s;
+        assert_eq!(z.over, z.predicted_s > left, "{z:?}");
+        if plan > 0 {
+            assert!(z.full_s > left, "{z:?}");
+        }
+        // the prediction is the pilots' seconds per step times the plan's steps
+        let refs: Vec<&TrialRecord> = recs.iter().collect();
+        let cost = Cost::of(&refs, inp.concurrency);
+        assert!((cost.calibration_s - z.calibration_s).abs() < 1e-9 * z.calibration_s.max(1.0));
+        // thinned ends keep both ends and the batch sizes around B_crit
+        if let Some([a, b]) = z.dense {
+            assert_eq!(c.batch_sizes.first(), fast.batch_sizes.first());
+            assert_eq!(c.batch_sizes.last(), fast.batch_sizes.last());
+            let bc = super::fitted_b_crit(&c.pilots).unwrap();
+            for &x in &fast.batch_sizes {
+                let near = x as f64 >= bc / 4.0 && x as f64 <= bc * 4.0;
+                assert_eq!(near, x >= a && x <= b, "B {x}, dense {a}–{b}, B_crit {bc}");
+                if near {
+                    assert!(c.batch_sizes.contains(&x), "B {x} dropped near B_crit {bc}");
+                }
+            }
+            assert!(c.batch_sizes.len() < fast.batch_sizes.len());
+        } else {
+            assert_eq!(c.batch_sizes, fast.batch_sizes);
+        }
+        // the same records give the same study
+        assert_eq!(drive_at(&inp, s_per_example).0, c);
+        seen.push(plan);
+    }
+    // slower machines never get a larger plan, and the range of speeds reaches the smallest
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert_eq!(seen.last(), Some(&(PLANS.len() - 1)), "{seen:?}");
+    assert!(
+        seen.iter().any(|&p| p > 0 && p < PLANS.len() - 1),
+        "{seen:?}"
+    );
 }

@@ -417,7 +417,16 @@ fn the_calibration_stage_is_counted_and_its_rounds_bounded() {
     let text = e.line();
     assert!(
         text.contains("reference scan 8 trials × 2000 steps at B = 64")
-            && text.contains("known once the calibration chose it"),
+            && text.contains("sized to a 14 min 0 s run from their speed"),
+        "{text}"
+    );
+    // a study that gives its size is not sized: its study is known once chosen
+    let mut given = inp.clone();
+    given.calibrate.size = false;
+    let w2 = Work::of(&cfg, 4, Some(&given), &[], &[]);
+    let text = Estimate::of(&w2, &m, &Measured::default()).line();
+    assert!(
+        text.contains("known once the calibration chose it"),
         "{text}"
     );
     // the calibration run to its end: every pilot it ran, at its budget, within the bound

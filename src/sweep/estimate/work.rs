@@ -56,6 +56,9 @@ pub struct Pilots {
     /// Pilot trials the current round still runs, and at most in all.
     pub now: usize,
     pub most: usize,
+    /// The whole run's wall-time budget the calibration sizes the study to (None: the study
+    /// gives its trials per batch size or its confirm stage).
+    pub sized_s: Option<f64>,
 }
 
 /// What a sweep still runs.
@@ -401,6 +404,10 @@ fn pilots(
         scan,
         now: left,
         most,
+        sized_s: inp
+            .calibrate
+            .size
+            .then_some(crate::analysis::calibrate::size::WALL_BUDGET_S),
     }
 }
 

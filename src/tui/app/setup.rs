@@ -492,13 +492,13 @@ impl SetupState {
         });
         SweepOverrides {
             batch_sizes: (!self.auto(Field::BatchMax)).then(|| self.batch_sizes()),
-            trials: Some(self.trials),
+            trials: (!self.auto(Field::Trials)).then_some(self.trials),
             devices: Some(self.device()),
             concurrency: (!self.auto_layout()).then(|| self.effective_concurrency()),
             precision: Some(self.precision),
             target: (!self.auto(Field::Target)).then_some(self.target),
             steps: (budget_given && !self.auto(Field::Budget)).then_some(self.budget),
-            confirm: Some(self.confirm),
+            confirm: (!self.auto(Field::Confirm)).then_some(self.confirm),
             ..Default::default()
         }
     }

@@ -92,6 +92,9 @@ impl SetupState {
                 c.batch_sizes && !touched(Field::BatchMin) && !touched(Field::BatchMax)
             }
             Field::Budget => c.budget && !touched(Field::Budget),
+            Field::Trials | Field::Confirm => {
+                c.size && !touched(Field::Trials) && !touched(Field::Confirm)
+            }
             _ => false,
         }
     }
@@ -103,6 +106,7 @@ impl SetupState {
         c.target &= self.auto(Field::Target);
         c.batch_sizes &= self.auto(Field::BatchMax);
         c.budget &= self.auto(Field::Budget);
+        c.size &= self.auto(Field::Trials);
         c.any().then_some(c)
     }
 

@@ -119,7 +119,7 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
             Line::styled(
                 format!(
                     "calibrated: pilot trials choose {} before the search (docs/calibration.md)",
-                    calibrated_words(&c)
+                    c.words()
                 ),
                 th.accent(),
             ),
@@ -172,6 +172,14 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
         Line::from(vec![
             Span::styled("Enter", th.key()),
             Span::raw(" launch: calibrate, search → Live"),
+        ])
+    } else if s.auto(Field::BatchMax) && s.auto(Field::Trials) {
+        Line::from(vec![
+            Span::styled("Enter", th.key()),
+            Span::raw(format!(
+                " launch: the calibration, then the study it sizes to a {} run → Live",
+                crate::sweep::estimate::human_s(crate::analysis::calibrate::size::WALL_BUDGET_S)
+            )),
         ])
     } else if s.auto(Field::BatchMax) {
         Line::from(vec![
@@ -364,25 +372,6 @@ pub fn input_spans(
 }
 
 /// The settings a calibration chooses, in words ("the target, the η ranges and the batch sizes").
-fn calibrated_words(c: &crate::workload::spec::Calibrate) -> String {
-    let words: Vec<&str> = c
-        .keys()
-        .iter()
-        .map(|k| match *k {
-            "target" => "the target",
-            "search" => "the η ranges",
-            "batch_sizes" => "the batch sizes",
-            "step_budget" => "the step budget",
-            "eval_every" => "the evaluation spacing",
-            _ => "the default metaparameters",
-        })
-        .collect();
-    match words.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-        _ => words.concat(),
-    }
-}
-
 fn field_value(app: &App, f: Field) -> String {
     let s = &app.setup;
     let Some(p) = s.base() else {

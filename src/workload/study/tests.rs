@@ -165,6 +165,7 @@ fn a_saved_study_is_the_minimal_study_and_loads_back_to_it() {
     p.sweep.trials_per_batch = 12;
     p.workload.step_budget = 500;
     p.calibrate.as_mut().unwrap().budget = false;
+    p.calibrate.as_mut().unwrap().size = false;
     let text = study_file_text(&p, "").unwrap();
     assert!(text.contains("trials_per_batch = 12"), "{text}");
     assert!(text.contains("step_budget = 500"), "{text}");
