@@ -112,32 +112,27 @@ pub fn sizing_text(z: &crate::core::calibrate::Sizing) -> String {
         ),
         None => String::new(),
     };
-    let left = z.budget_s - z.calibration_s;
+    let left = format!(
+        "the {} that the {} budget leaves after the calibration's {}",
+        human_s((z.budget_s - z.calibration_s).max(0.0)),
+        human_s(z.budget_s),
+        human_s(z.calibration_s)
+    );
     let why = if z.over {
         format!(
-            "the smallest plan, and still predicted {} against the {} the {} budget leaves after \
-             the calibration's {}",
-            human_s(z.predicted_s),
-            human_s(left.max(0.0)),
-            human_s(z.budget_s),
-            human_s(z.calibration_s)
+            "the smallest plan, and still predicted {} against {left}",
+            human_s(z.predicted_s)
         )
     } else if z.predicted_s >= z.full_s {
         format!(
-            "the full plan, predicted {} of the {} the {} budget leaves after the calibration's {}",
-            human_s(z.predicted_s),
-            human_s(left.max(0.0)),
-            human_s(z.budget_s),
-            human_s(z.calibration_s)
+            "the full plan, predicted {} of {left}",
+            human_s(z.predicted_s)
         )
     } else {
         format!(
-            "the largest plan predicted to fit the {} budget: {} of the {} left after the \
-             calibration's {} (the full plan — 8 trials, confirm 3×5, every power of two — {})",
-            human_s(z.budget_s),
+            "the largest plan predicted to fit: {} of {left} (the full plan — 8 trials, confirm \
+             3×5, every power of two — {})",
             human_s(z.predicted_s),
-            human_s(left.max(0.0)),
-            human_s(z.calibration_s),
             human_s(z.full_s)
         )
     };
@@ -285,4 +280,43 @@ pub fn missing_regimes(
         out.push(format!("{}: {why}", super::notes::note_text(n)));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::analysis::calibrate::tests::{drive_at, nqm_inputs};
+    use crate::workload::spec::OptimizerKind;
+
+    /// The size line says the plan and why: the full plan on a fast machine, a smaller one with
+    /// its prediction against what the budget leaves on a slow one.
+    #[test]
+    fn the_report_says_the_studys_size_and_why() {
+        let inp = nqm_inputs(OptimizerKind::Sgd);
+        let (fast, _) = drive_at(&inp, 1e-6);
+        let lines = super::lines(&fast);
+        let size = lines
+            .iter()
+            .find(|l| l.starts_with("size: "))
+            .expect("a size line");
+        assert!(
+            size.starts_with(
+                "size: 8 trials per batch size, confirm 3×5; the full plan, predicted"
+            ),
+            "{size}"
+        );
+        assert!(super::summary_line(&fast).ends_with("8 trials per B, confirm 3×5"));
+        let (slow, _) = drive_at(&inp, 1e-4);
+        let z = slow.sizing.clone().unwrap();
+        let size = super::sizing_text(&z);
+        assert!(size.contains(&format!("{} trials per batch size", z.trials_per_batch)));
+        assert!(
+            size.contains("the largest plan predicted to fit")
+                || size.contains("the smallest plan, and still predicted"),
+            "{size}"
+        );
+        assert!(
+            size.contains("budget leaves after the calibration's"),
+            "{size}"
+        );
+    }
 }

@@ -341,14 +341,16 @@ impl Estimate {
     /// plan is sure to run (the `--until` rounds it may add are not weighed: a sweep whose
     /// rounds could run for hours but stops in seconds is not called long).
     pub fn is_long(&self) -> bool {
+        // a calibration that sizes the study aims the whole run at its budget (the pilots'
+        // bounds — every pilot to its greatest budget — say nothing of what they run: each
+        // stops at the target)
+        if let Some(budget) = self.pilots.as_ref().and_then(|p| p.sized_s) {
+            return budget >= LONG_SWEEP_S;
+        }
         let whole = match (self.expected_s, self.sure_at_most_s) {
             (Some((_, hi)), _) => hi,
             (None, Some(most)) => most,
-            // a calibration that sizes the study aims the whole run at its budget
-            (None, None) => self
-                .pilots
-                .as_ref()
-                .map_or(0.0, |p| p.sized_s.unwrap_or(p.at_most_s)),
+            (None, None) => self.pilots.as_ref().map_or(0.0, |p| p.at_most_s),
         };
         self.longest_trial_s >= LONG_TRIAL_S || whole >= LONG_SWEEP_S
     }

@@ -309,3 +309,37 @@ fn compare_in_a_terminal_cuts_no_name() {
         "{text}"
     );
 }
+
+/// `bench` says what it will measure and about how long before it starts, then one line per
+/// measurement with what is left — in a terminal and piped (the progress on stderr, the table
+/// alone on stdout).
+#[test]
+fn bench_says_its_plan_then_each_measurement_in_a_terminal_and_piped() {
+    let args = ["bench", "--mlp-only", "--steps", "20"];
+    let check = |text: &str| {
+        let at = |s: &str| {
+            text.find(s)
+                .unwrap_or_else(|| panic!("{s:?} missing: {text}"))
+        };
+        let plan = at("bench: 3 measurements, about ");
+        let first = at("[bench 1/3] MLP 784-256-10 step, B = 32: ");
+        let last = at("[bench 3/3] MLP 784-256-10 step, B = 1024: ");
+        assert!(plan < first && first < last, "{text}");
+        assert!(text.contains(" left)"), "{text}");
+        assert!(text.contains(" ex/s ("), "{text}");
+    };
+    let (text, code) = run_in_pty(&args);
+    assert_eq!(code, 0, "{text}");
+    check(&text);
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(args)
+        .arg("--runs-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    check(&String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("[bench"), "{stdout}");
+}

@@ -420,6 +420,8 @@ fn the_calibration_stage_is_counted_and_its_rounds_bounded() {
             && text.contains("sized to a 14 min 0 s run from their speed"),
         "{text}"
     );
+    // sized to a 14 min run: not called long, whatever the pilots' worst-case bounds say
+    assert!(!e.is_long());
     // a study that gives its size is not sized: its study is known once chosen
     let mut given = inp.clone();
     given.calibrate.size = false;
