@@ -166,7 +166,19 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
         desc_w,
         3,
     ));
-    let launch = if blocked {
+    let launch = launch_line(s, th, blocked, tall);
+    lines.extend(fit::wrap_line(launch, desc_w, 2));
+    fit::paragraph(frame, inner, lines);
+}
+
+/// The launch hint: what Enter starts (the calibration first, for a calibrated study).
+fn launch_line(
+    s: &crate::tui::app::SetupState,
+    th: &crate::tui::theme::Theme,
+    blocked: bool,
+    tall: bool,
+) -> Line<'static> {
+    if blocked {
         Line::styled("fix the ✗ above to launch", th.error())
     } else if s.auto(Field::BatchMax) && !tall {
         Line::from(vec![
@@ -216,9 +228,7 @@ fn draw_study(frame: &mut Frame, right: Rect, app: &App) {
                 ),
             }),
         ])
-    };
-    lines.extend(fit::wrap_line(launch, desc_w, 2));
-    fit::paragraph(frame, inner, lines);
+    }
 }
 
 /// The estimated wall time: from earlier runs, else calibrated, else how to get one.
