@@ -307,3 +307,48 @@ fn a_study_the_lab_calibrates_is_refused_on_a_cluster_with_what_to_do() {
     );
     assert!(find_log(runs.path()).is_none(), "nothing ran");
 }
+
+/// A calibrated study's log — its pilots with their marks, the calibrated line with the study's
+/// size — validates line by line against the documented run-log schema (docs/runlog-schema.json,
+/// schema 3).
+#[test]
+fn a_calibrated_log_validates_against_the_run_log_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "sweep",
+            "--model",
+            "mlp:hidden=[64]",
+            "--dataset",
+            "digits",
+            "--optimizer",
+            "momentum",
+            "--runs-dir",
+        ])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = find_log(dir.path()).unwrap();
+    let c = calibrated(&log).expect("the calibrated study's line");
+    assert!(c["sizing"]["trials_per_batch"].as_u64().is_some(), "{c}");
+    let all = lines(&log);
+    assert_eq!(all[0]["schema"], 3);
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(common::root().join("docs/runlog-schema.json")).unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::validator_for(&schema).expect("the schema compiles");
+    for (i, line) in all.iter().enumerate() {
+        let errors: Vec<String> = v
+            .iter_errors(line)
+            .map(|e| format!("at {}: {e}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "line {}: {}", i + 1, errors.join("\n"));
+    }
+}
