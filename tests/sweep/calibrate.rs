@@ -314,26 +314,18 @@ fn a_study_the_lab_calibrates_is_refused_on_a_cluster_with_what_to_do() {
 #[test]
 fn a_calibrated_log_validates_against_the_run_log_schema() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args([
-            "sweep",
-            "--model",
-            "mlp:hidden=[64]",
-            "--dataset",
-            "digits",
-            "--optimizer",
-            "momentum",
-            "--runs-dir",
-        ])
-        .arg(dir.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let runs = dir.path().display().to_string();
+    common::run_ok(&[
+        "sweep",
+        "--model",
+        "mlp:hidden=[64]",
+        "--dataset",
+        "digits",
+        "--optimizer",
+        "momentum",
+        "--runs-dir",
+        &runs,
+    ]);
     let log = find_log(dir.path()).unwrap();
     let c = calibrated(&log).expect("the calibrated study's line");
     assert!(c["sizing"]["trials_per_batch"].as_u64().is_some(), "{c}");
