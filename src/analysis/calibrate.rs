@@ -520,8 +520,9 @@ impl Rounds<'_> {
     }
 
     /// A pilot's reading at `target`: each trial's first evaluation meeting it; the best η is
-    /// the fastest one's — of several that tie (the same evaluation), the middle one, so that a
-    /// flat optimum is not read as an end of the grid.
+    /// the fastest one's — of several that tie (the same evaluation), the middle one, and of two
+    /// middle ones the one nearer the grid's centre, so that a flat optimum is not read as an end
+    /// of the grid (two rates tying at an end and its neighbour do not move the grid).
     fn read_at(&self, p: &Pilot, recs: &[Option<&TrialRecord>], target: f64) -> PilotReading {
         let t = self.metric_target(target);
         let mut reached: Vec<(u64, usize)> = Vec::new();
@@ -538,8 +539,9 @@ impl Rounds<'_> {
         }
         let fastest = reached.iter().map(|r| r.0).min();
         let best = fastest.map(|s| {
-            let tied: Vec<usize> = reached.iter().filter(|r| r.0 == s).map(|r| r.1).collect();
-            (s, p.lrs[tied[(tied.len() - 1) / 2]])
+            let mut tied: Vec<usize> = reached.iter().filter(|r| r.0 == s).map(|r| r.1).collect();
+            tied.sort_unstable();
+            (s, p.lrs[middle_tied(&tied, p.lrs.len())])
         });
         PilotReading {
             round: self.round,
@@ -767,6 +769,18 @@ impl Ladder {
 
 /// B_crit of S_min(1 + B_crit/B) fitted to the pilots' steps (the fastest reach at each B);
 /// None below three batch sizes that reached.
+/// Of the grid indices `tied` (ascending, at least one) in a grid of `n`, the middle one; of two
+/// middle ones, the one nearer the grid's centre (the lower where both are as near).
+pub fn middle_tied(tied: &[usize], n: usize) -> usize {
+    let (a, b) = (tied[(tied.len() - 1) / 2], tied[tied.len() / 2]);
+    let centre = (n as f64 - 1.0) / 2.0;
+    if (b as f64 - centre).abs() < (a as f64 - centre).abs() {
+        b
+    } else {
+        a
+    }
+}
+
 pub fn fitted_b_crit(pilots: &[PilotReading]) -> Option<f64> {
     let mut pts: Vec<(f64, f64)> = Vec::new();
     for p in pilots {

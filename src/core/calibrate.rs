@@ -228,8 +228,9 @@ pub struct Sizing {
     pub trials_per_batch: usize,
     /// The confirm stage chosen: configurations × seeds.
     pub confirm: [usize; 2],
-    /// Powers of two ×4 apart outside this range (kept ×2 apart inside it: where the curve
-    /// bends, around the pilots' B_crit); None: every power of two.
+    /// The ends thinned outside this range (kept ×2 apart inside it: where the curve bends,
+    /// around the pilots' B_crit; outside, each end's pair, then ×4 apart); None: every power
+    /// of two.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dense: Option<[usize; 2]>,
     /// Even the smallest plan is predicted past the budget.

@@ -106,7 +106,8 @@ pub fn sizing_text(z: &crate::core::calibrate::Sizing) -> String {
     use crate::sweep::estimate::human_s;
     let spacing = match z.dense {
         Some([a, b]) => format!(
-            ", batch sizes ×4 apart outside {}–{} (×2 within 4× of the pilots' B_crit)",
+            ", the ends thinned outside {}–{} (×2 within 4× of the pilots' B_crit; each end's \
+             pair kept, then ×4 apart)",
             fmt_b(a),
             fmt_b(b)
         ),

@@ -181,6 +181,97 @@ fn a_calibrated_study_cut_anywhere_resumes_to_the_uninterrupted_run() {
     }
 }
 
+/// Two trials at once, each alone: a pilot's learning rates run in waves of two (each wave cut at
+/// the first reach of the waves before it), and the reading is the one a pilot run as one group
+/// gives — the same calibrated study as `reference`'s one-at-a-time fused groups of 4.
+#[test]
+fn a_pilot_runs_in_waves_side_by_side_and_reads_the_same_study() {
+    let (_dir, log) = reference();
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = study_args(dir.path());
+    for (flag, value) in [("--concurrency", "2"), ("--fuse", "off")] {
+        let at = args.iter().position(|a| a == flag).unwrap();
+        args[at + 1] = value.into();
+    }
+    let out = Command::new(BIN)
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let waves = find_log(dir.path()).unwrap();
+    let (a, b) = (calibrated(&log).unwrap(), calibrated(&waves).unwrap());
+    assert_eq!(a["batch_sizes"], b["batch_sizes"]);
+    for key in [
+        "target",
+        "step_budget",
+        "max_examples",
+        "eval_every",
+        "defaults",
+    ] {
+        assert_eq!(
+            a["preset"]["workload"][key], b["preset"]["workload"][key],
+            "{key}"
+        );
+    }
+    assert_eq!(a["preset"]["search"], b["preset"]["search"]);
+    let ids = |l: &Path| trial_ids(l).into_iter().collect::<BTreeSet<u64>>();
+    assert_eq!(ids(&log), ids(&waves));
+    // a ladder pilot's second wave starts once its first wave finished: each trial of a pilot
+    // with a target is cut at the first reach of the lower waves, never at its own wave's
+    let pilots: Vec<serde_json::Value> = lines(&waves)
+        .into_iter()
+        .filter(|v| v["type"] == "trial" && v["spec"]["calibrate"]["target"].is_number())
+        .collect();
+    assert!(pilots.len() >= 8, "{} ladder pilot trials", pilots.len());
+    // side by side: some two trials of one pilot's wave ran at the same time
+    let span = |v: &serde_json::Value| {
+        let end = chrono::DateTime::parse_from_rfc3339(v["finished"].as_str().unwrap())
+            .unwrap()
+            .timestamp_micros() as f64
+            / 1e6;
+        (end - v["outcome"]["wall_s"].as_f64().unwrap(), end)
+    };
+    let key = |v: &serde_json::Value| {
+        let m = &v["spec"]["calibrate"];
+        let point = m["point"].as_u64().unwrap();
+        (m["round"].as_u64().unwrap(), point / 1000, point % 1000 / 2)
+    };
+    let overlapping = pilots.iter().enumerate().any(|(i, a)| {
+        pilots[i + 1..].iter().any(|b| {
+            let ((a0, a1), (b0, b1)) = (span(a), span(b));
+            key(a) == key(b) && a0 < b1 && b0 < a1
+        })
+    });
+    assert!(overlapping, "no two trials of a pilot's wave ran at once");
+    for p in &pilots {
+        let m = &p["spec"]["calibrate"];
+        let (round, point) = (m["round"].as_u64().unwrap(), m["point"].as_u64().unwrap());
+        let lower_reach = pilots
+            .iter()
+            .filter(|q| {
+                let n = &q["spec"]["calibrate"];
+                n["round"].as_u64() == Some(round)
+                    && n["point"].as_u64().unwrap() / 1000 == point / 1000
+                    && n["point"].as_u64().unwrap() % 1000 / 2 < point % 1000 / 2
+            })
+            .filter(|q| q["outcome"]["outcome"]["status"] == "reached")
+            .filter_map(|q| q["outcome"]["outcome"]["step"].as_u64())
+            .min();
+        if let Some(cap) = lower_reach {
+            let steps = p["outcome"]["steps"].as_u64().unwrap();
+            assert!(
+                steps <= cap,
+                "pilot {point} of round {round}: {steps} steps past the cap {cap}"
+            );
+        }
+    }
+}
+
 #[test]
 fn an_edited_pilot_is_warned_about_and_refused_on_resume() {
     let (_dir, log) = reference();

@@ -146,7 +146,7 @@ impl Cost {
 
 /// The calibration's wall time: per round, from its first trial's start to its last trial's
 /// finish (what the rounds really took: a round waits for its slowest pilot, and one pilot's
-/// trials run one after another where trials train alone), between its groups' time over the
+/// trials run in waves, each capped by the waves before it), between its groups' time over the
 /// concurrency (perfectly packed) and their sum (one at a time: a round a stop split counts no
 /// downtime). Records without a finish time count their groups' time over the concurrency.
 fn elapsed(records: &[&TrialRecord], groups: &[(u64, usize, f64, u64)], concurrency: f64) -> f64 {
@@ -198,20 +198,24 @@ fn elapsed(records: &[&TrialRecord], groups: &[(u64, usize, f64, u64)], concurre
         .sum()
 }
 
-/// `batch_sizes` (ascending powers of two) with its ends ×4 apart beyond `DENSE_FACTOR` of
-/// `b_crit`, counting from each end inwards (the ends themselves stay), and the range kept ×2
-/// apart; None when nothing would be dropped.
+/// `batch_sizes` (ascending powers of two) with its ends thinned beyond `DENSE_FACTOR` of
+/// `b_crit`: at each end the two outermost stay (×2 apart: the regime model names perfect
+/// scaling or maximal data parallelism only with two measured batch sizes in it, and the end's
+/// pair lies deepest in it), then every other one inwards (×4 apart); the range kept ×2 apart.
+/// None when nothing would be dropped.
 pub fn thin_ends(batch_sizes: &[usize], b_crit: f64) -> Option<(Vec<usize>, [usize; 2])> {
     let (lo, hi) = (b_crit / DENSE_FACTOR, b_crit * DENSE_FACTOR);
     let n = batch_sizes.len();
     let dense = |b: usize| (b as f64) >= lo && (b as f64) <= hi;
+    // counted from its end: the end itself, then every odd place (1, 3, 5, …)
+    let kept_from_end = |k: usize| k == 0 || k % 2 == 1;
     let kept: Vec<usize> = batch_sizes
         .iter()
         .enumerate()
         .filter(|&(i, &b)| {
             dense(b)
-                || ((b as f64) < lo && i.is_multiple_of(2))
-                || ((b as f64) > hi && (n - 1 - i).is_multiple_of(2))
+                || ((b as f64) < lo && kept_from_end(i))
+                || ((b as f64) > hi && kept_from_end(n - 1 - i))
         })
         .map(|(_, &b)| b)
         .collect();
@@ -357,11 +361,18 @@ mod tests {
     }
 
     #[test]
-    fn thinning_keeps_both_ends_and_every_power_of_two_near_b_crit() {
+    fn thinning_keeps_each_ends_pair_and_every_power_of_two_near_b_crit() {
         let all: Vec<usize> = (2..=12).map(|k| 1usize << k).collect(); // 4 … 4096
         let (kept, range) = thin_ends(&all, 140.0).expect("something dropped");
-        assert_eq!(kept, vec![4, 16, 64, 128, 256, 512, 1024, 4096]);
+        // below 35: 4, 8 (the end's pair), then 32 (×4 from 8); above 560: 2048, 4096
+        assert_eq!(kept, vec![4, 8, 32, 64, 128, 256, 512, 2048, 4096]);
         assert_eq!(range, [64, 512]);
+        // a longer end thins further inwards: 1, 2, 8, 32 (×4 apart past the pair)
+        let wide: Vec<usize> = (0..=9).map(|k| 1usize << k).collect(); // 1 … 512
+        let (kept, _) = thin_ends(&wide, 500.0).expect("something dropped");
+        assert_eq!(kept, vec![1, 2, 8, 32, 128, 256, 512]);
+        // an end of two beyond the dense range: nothing to thin
+        assert!(thin_ends(&[16, 32, 64, 128], 140.0).is_none());
         // nothing beyond 4 × B_crit either way: nothing to thin
         assert!(thin_ends(&[64, 128, 256, 512], 140.0).is_none());
     }

@@ -193,10 +193,12 @@ fn the_study_is_sized_to_the_budget_from_the_pilots_speed() {
         let refs: Vec<&TrialRecord> = recs.iter().collect();
         let cost = Cost::of(&refs, inp.concurrency);
         assert!((cost.calibration_s - z.calibration_s).abs() < 1e-9 * z.calibration_s.max(1.0));
-        // thinned ends keep both ends and the batch sizes around B_crit
+        // thinned ends keep each end's pair and the batch sizes around B_crit
         if let Some([a, b]) = z.dense {
-            assert_eq!(c.batch_sizes.first(), fast.batch_sizes.first());
-            assert_eq!(c.batch_sizes.last(), fast.batch_sizes.last());
+            let n = fast.batch_sizes.len();
+            for x in [0, 1, n - 2, n - 1].map(|i| fast.batch_sizes[i]) {
+                assert!(c.batch_sizes.contains(&x), "end B {x} dropped");
+            }
             let bc = super::fitted_b_crit(&c.pilots).unwrap();
             for &x in &fast.batch_sizes {
                 let near = x as f64 >= bc / 4.0 && x as f64 <= bc * 4.0;
@@ -220,4 +222,20 @@ fn the_study_is_sized_to_the_budget_from_the_pilots_speed() {
         seen.iter().any(|&p| p > 0 && p < PLANS.len() - 1),
         "{seen:?}"
     );
+}
+
+#[test]
+fn tied_rates_read_as_the_middle_one_nearer_the_grid_centre() {
+    // two tie at an end and its neighbour: the neighbour, so the grid does not move
+    assert_eq!(middle_tied(&[0, 1], 4), 1);
+    assert_eq!(middle_tied(&[2, 3], 4), 2);
+    // one alone, or an odd count: the (middle) one itself
+    assert_eq!(middle_tied(&[0], 4), 0);
+    assert_eq!(middle_tied(&[3], 4), 3);
+    assert_eq!(middle_tied(&[0, 1, 2], 4), 1);
+    // two middle ones as near the centre: the lower
+    assert_eq!(middle_tied(&[1, 2], 4), 1);
+    assert_eq!(middle_tied(&[0, 1, 2, 3], 4), 1);
+    // an 8-rate scan: 5 and 6 tie, 5 is nearer the centre 3.5
+    assert_eq!(middle_tied(&[5, 6], 8), 5);
 }

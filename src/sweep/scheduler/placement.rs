@@ -26,16 +26,23 @@ impl Coordinator {
         queue: &mut VecDeque<TrialSpec>,
         running: &HashMap<u64, TrialSpec>,
     ) -> Option<TrialSpec> {
-        // a pilot with a target waits for the running trials of its pilot (its cap is their
-        // first reach, as one group would have cut it)
-        let same_pilot = |a: &TrialSpec, b: &TrialSpec| match (a.calibrate, b.calibrate) {
+        // a pilot with a target runs in waves of as many trials as run at once (groups × their
+        // size, in the order of its learning rates): a trial waits while a trial of its pilot in
+        // an earlier wave is queued or running, so its cap is the first reach of the waves before
+        // it whichever finished first, and no core idles while a lone pilot runs
+        let wave_size = (self.fuse() * self.slots.capacity()).max(1);
+        let earlier_in_pilot = |a: &TrialSpec, b: &TrialSpec| match (a.calibrate, b.calibrate) {
             (Some(x), Some(y)) => {
-                x.target.is_some() && x.round == y.round && x.point / 1000 == y.point / 1000
+                x.target.is_some()
+                    && x.round == y.round
+                    && x.point / 1000 == y.point / 1000
+                    && (y.point % 1000) as usize / wave_size < (x.point % 1000) as usize / wave_size
             }
             _ => false,
         };
         let waits = |t: &TrialSpec| {
-            running.values().any(|r| same_pilot(t, r))
+            running.values().any(|r| earlier_in_pilot(t, r))
+                || queue.iter().any(|q| earlier_in_pilot(t, q))
                 || self.cfg.preset.sweep.early_stopping
                     && t.is_search()
                     && running
