@@ -218,10 +218,14 @@ impl<'w> TrialMeter<'w> {
         self.next_eval.min(self.budget)
     }
 
-    /// Cancelled, or the budget is spent.
-    pub fn should_stop(&self, cancel: &CancelToken) -> Option<Outcome> {
+    /// Cancelled, or the budget is spent (the token's cap, where the sweep set one, lowers the
+    /// budget first: `cap_budget`).
+    pub fn should_stop(&mut self, cancel: &CancelToken) -> Option<Outcome> {
         if cancel.is_cancelled() {
             return Some(Outcome::Cancelled { step: self.applied });
+        }
+        if let Some(step) = cancel.capped_at() {
+            self.cap_budget(step);
         }
         (self.applied >= self.budget).then_some(Outcome::NotReached {
             budget: self.budget,
@@ -229,8 +233,9 @@ impl<'w> TrialMeter<'w> {
         })
     }
 
-    /// Early stopping inside a fused group: another member reached the target at `step`, so this
-    /// trial can no longer set its batch size's steps-to-target past it. The budget becomes
+    /// Early stopping inside a fused group (or a calibration pilot's wave, through the token):
+    /// another trial reached the target at `step`, so this trial can no longer set its batch
+    /// size's steps-to-target past it. The budget becomes
     /// `step` (or the steps already applied, if more): the trial stops there, evaluated at its last
     /// step like any budget, and its outcome says it was cut (`early_stopped`).
     pub fn cap_budget(&mut self, step: u64) {
@@ -519,10 +524,11 @@ mod tests {
     }
 
     /// Drives the meter like a runner does with a scripted loss sequence and metric function.
-    fn drive(
+    fn drive_token(
         w: &Workload,
         losses: &[(f64, bool, u64)],
         metric: impl Fn(u64) -> f64,
+        cancel: &CancelToken,
     ) -> (TrialOutcome, Vec<TrialEvent>) {
         let mut events = Vec::new();
         let mut emit = |e: TrialEvent| events.push(e);
@@ -539,7 +545,7 @@ mod tests {
         m.start(&mut emit);
         let mut it = losses.iter();
         let outcome = loop {
-            if let Some(o) = m.should_stop(&CancelToken::new()) {
+            if let Some(o) = m.should_stop(cancel) {
                 break o;
             }
             let Some(&(l, a, k)) = it.next() else {
@@ -557,6 +563,45 @@ mod tests {
         };
         let out = m.finish(outcome, &mut emit);
         (out, events)
+    }
+
+    /// Drives the meter like a runner does with a scripted loss sequence and metric function.
+    fn drive(
+        w: &Workload,
+        losses: &[(f64, bool, u64)],
+        metric: impl Fn(u64) -> f64,
+    ) -> (TrialOutcome, Vec<TrialEvent>) {
+        drive_token(w, losses, metric, &CancelToken::new())
+    }
+
+    #[test]
+    fn a_cap_on_the_token_stops_the_trial_there_as_an_early_stop() {
+        let mut w = Workload::nqm(4, OptimizerKind::Sgd, 0.0);
+        w.eval_every = 4;
+        w.step_budget = 100;
+        let losses = vec![(1.0, true, 0); 200];
+        // another trial of its pilot reached at step 8: this one trains to 8, is evaluated
+        // there (it could still tie), and stops, cut
+        let token = CancelToken::new();
+        token.cap_at(20);
+        token.cap_at(8);
+        token.cap_at(50); // never raised
+        assert_eq!(token.capped_at(), Some(8));
+        let (out, _) = drive_token(&w, &losses, |_| 0.5, &token);
+        let steps: Vec<u64> = out.evals.iter().map(|e| e.step).collect();
+        assert_eq!(steps, vec![4, 8]);
+        assert_eq!(
+            out.outcome,
+            Outcome::NotReached {
+                budget: 8,
+                early_stopped: true
+            }
+        );
+        // a tie at the cap's evaluation is a reach
+        let (out, _) = drive_token(&w, &losses, |s| if s >= 8 { 0.0 } else { 0.5 }, &token);
+        assert_eq!(out.outcome, Outcome::Reached { step: 8 });
+        // no cap: the whole budget
+        assert_eq!(CancelToken::new().capped_at(), None);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -376,18 +376,40 @@ impl TrialOutcome {
     }
 }
 
-/// Cooperative cancellation flag shared with a running trial.
-#[derive(Clone, Debug, Default)]
-pub struct CancelToken(Arc<AtomicBool>);
+/// Cooperative cancellation flag shared with a running trial, and a step budget the sweep may
+/// lower while it runs (another trial of its calibration pilot reached the target first).
+#[derive(Clone, Debug)]
+pub struct CancelToken {
+    cancelled: Arc<AtomicBool>,
+    stop_at: Arc<AtomicU64>,
+}
+
+impl Default for CancelToken {
+    fn default() -> Self {
+        Self {
+            cancelled: Arc::default(),
+            stop_at: Arc::new(AtomicU64::new(u64::MAX)),
+        }
+    }
+}
 
 impl CancelToken {
     pub fn new() -> Self {
         Self::default()
     }
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.cancelled.store(true, Ordering::SeqCst);
     }
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.cancelled.load(Ordering::SeqCst)
+    }
+    /// Lowers the trial's step budget to `step` (never raises it): it trains on to `step` if it
+    /// is not there yet and stops there, evaluated like any budget (`Meter::cap_budget`).
+    pub fn cap_at(&self, step: u64) {
+        self.stop_at.fetch_min(step, Ordering::SeqCst);
+    }
+    /// The budget `cap_at` set, if any.
+    pub fn capped_at(&self) -> Option<u64> {
+        Some(self.stop_at.load(Ordering::SeqCst)).filter(|&s| s < u64::MAX)
     }
 }

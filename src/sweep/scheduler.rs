@@ -521,9 +521,15 @@ impl Coordinator {
                     self.interrupted.insert(id);
                     return;
                 }
+                let pilot_reach = spec
+                    .calibrate
+                    .filter(|m| m.target.is_some())
+                    .zip(outcome.outcome.steps_to_target());
                 if let Err(e) = self.save(spec, outcome) {
                     self.control.cancel();
                     *fatal = Some(e);
+                } else if let Some((m, step)) = pilot_reach {
+                    self.cap_pilot(run, &m, step);
                 }
             }
             // A runner that reports a device out-of-memory as an error or a panic (model
@@ -644,6 +650,24 @@ impl Coordinator {
         if let Err(e) = self.save(spec, outcome) {
             self.control.cancel();
             *fatal = Some(e);
+        }
+    }
+
+    /// A calibration pilot's first reach ends the pilot (docs/calibration.md, *The rounds*): its
+    /// trials still running — the rest of its wave, in other groups — stop at that step, as the
+    /// members of one fused group would. The reading (the fastest reach and the trials tying
+    /// with it) is the same whichever trial finished first.
+    fn cap_pilot(&self, run: &Running, mark: &crate::core::calibrate::CalibrateMark, step: u64) {
+        let running = lock(&self.control.running);
+        let same = |o: &crate::core::calibrate::CalibrateMark| {
+            o.round == mark.round && o.point / 1000 == mark.point / 1000
+        };
+        for (id, spec) in &run.specs {
+            if spec.calibrate.as_ref().is_some_and(same) {
+                if let Some(token) = running.get(id) {
+                    token.cap_at(step);
+                }
+            }
         }
     }
 

@@ -476,7 +476,7 @@ fn coordinate<B: AutodiffBackend>(
     loop {
         // members whose budget is spent or who were cancelled leave first
         let stops: Vec<Option<Outcome>> = active
-            .iter()
+            .iter_mut()
             .map(|m| m.meter.should_stop(m.cancel))
             .collect();
         active = g.retire(active, stops, workers)?;

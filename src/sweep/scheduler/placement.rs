@@ -29,7 +29,8 @@ impl Coordinator {
         // a pilot with a target runs in waves of as many trials as run at once (groups × their
         // size, in the order of its learning rates): a trial waits while a trial of its pilot in
         // an earlier wave is queued or running, so its cap is the first reach of the waves before
-        // it whichever finished first, and no core idles while a lone pilot runs
+        // it whichever finished first, and no core idles while a lone pilot runs (a reach also
+        // ends the rest of its wave at that step: `Coordinator::cap_pilot`)
         let wave_size = (self.fuse() * self.slots.capacity()).max(1);
         let earlier_in_pilot = |a: &TrialSpec, b: &TrialSpec| match (a.calibrate, b.calibrate) {
             (Some(x), Some(y)) => {
