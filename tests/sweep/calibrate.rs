@@ -75,19 +75,15 @@ fn resume(log: &Path, runs: &Path) -> std::process::Output {
         .unwrap()
 }
 
+/// Runs a sweep with `args` (its runs directory among them) and returns the log it wrote there.
+fn sweep_log(runs: &Path, args: &[String]) -> PathBuf {
+    common::run_ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    find_log(runs).unwrap()
+}
+
 fn reference() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args(study_args(dir.path()))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let log = find_log(dir.path()).unwrap();
+    let log = sweep_log(dir.path(), &study_args(dir.path()));
     (dir, log)
 }
 
@@ -193,17 +189,7 @@ fn a_pilot_runs_in_waves_side_by_side_and_reads_the_same_study() {
         let at = args.iter().position(|a| a == flag).unwrap();
         args[at + 1] = value.into();
     }
-    let out = Command::new(BIN)
-        .args(&args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let waves = find_log(dir.path()).unwrap();
+    let waves = sweep_log(dir.path(), &args);
     let (a, b) = (calibrated(&log).unwrap(), calibrated(&waves).unwrap());
     assert_eq!(a["batch_sizes"], b["batch_sizes"]);
     for key in [
