@@ -72,6 +72,14 @@ pub struct CalibrateMark {
     pub target: Option<f64>,
 }
 
+impl CalibrateMark {
+    /// Of the same pilot as `other`: one round, one batch-size point (a pilot's learning rates
+    /// are its point's last three digits).
+    pub fn same_pilot(&self, other: &CalibrateMark) -> bool {
+        self.round == other.round && self.point / 1000 == other.point / 1000
+    }
+}
+
 /// Evaluation spacing growth of every pilot trial (`Workload::eval_growth`).
 pub const PILOT_EVAL_GROWTH: f64 = 0.05;
 

@@ -659,11 +659,8 @@ impl Coordinator {
     /// with it) is the same whichever trial finished first.
     fn cap_pilot(&self, run: &Running, mark: &crate::core::calibrate::CalibrateMark, step: u64) {
         let running = lock(&self.control.running);
-        let same = |o: &crate::core::calibrate::CalibrateMark| {
-            o.round == mark.round && o.point / 1000 == mark.point / 1000
-        };
         for (id, spec) in &run.specs {
-            if spec.calibrate.as_ref().is_some_and(same) {
+            if spec.calibrate.is_some_and(|o| o.same_pilot(mark)) {
                 if let Some(token) = running.get(id) {
                     token.cap_at(step);
                 }

@@ -72,10 +72,7 @@ impl Coordinator {
             // a pilot stops at its first reach: the rest of a pilot a stopped sweep left part-run
             // stops where its logged trials first reached (what one group would have done)
             m.target?;
-            let pilot = |t: &TrialSpec| {
-                t.calibrate
-                    .is_some_and(|o| o.round == m.round && o.point / 1000 == m.point / 1000)
-            };
+            let pilot = |t: &TrialSpec| t.calibrate.is_some_and(|o| o.same_pilot(&m));
             return self
                 .records
                 .iter()

@@ -35,8 +35,7 @@ impl Coordinator {
         let earlier_in_pilot = |a: &TrialSpec, b: &TrialSpec| match (a.calibrate, b.calibrate) {
             (Some(x), Some(y)) => {
                 x.target.is_some()
-                    && x.round == y.round
-                    && x.point / 1000 == y.point / 1000
+                    && x.same_pilot(&y)
                     && (y.point % 1000) as usize / wave_size < (x.point % 1000) as usize / wave_size
             }
             _ => false,
